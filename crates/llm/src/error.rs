@@ -1,0 +1,119 @@
+//! The one error type of the LLM layer.
+
+use std::time::Duration;
+
+/// Everything that can go wrong when talking to a model.
+///
+/// Each variant tells a caller what to do next: [`LlmError::is_retryable`] says whether
+/// the same request may succeed later, and [`LlmError::retry_after`] carries the delay a
+/// provider asked for. Messages never contain an API key.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LlmError {
+    /// HTTP 429: too many requests or tokens; `retry_after` is the delay the server asked for.
+    #[error("rate limited by the provider: {message}")]
+    RateLimited {
+        /// The provider's message.
+        message: String,
+        /// Delay requested by `retry-after` / `retry-after-ms`, if any.
+        retry_after: Option<Duration>,
+        /// False when the provider said the request must not be retried (a spend cap, say).
+        retryable: bool,
+    },
+    /// HTTP 529 (Anthropic) or an `overloaded_error` event: the service is overloaded.
+    #[error("provider overloaded: {message}")]
+    Overloaded {
+        /// The provider's message.
+        message: String,
+        /// Delay requested by the server, if any.
+        retry_after: Option<Duration>,
+    },
+    /// HTTP 5xx other than 529.
+    #[error("provider server error (HTTP {status}): {message}")]
+    Server {
+        /// HTTP status code.
+        status: u16,
+        /// The provider's message.
+        message: String,
+        /// Delay requested by the server, if any (503 often carries one).
+        retry_after: Option<Duration>,
+    },
+    /// The request or the response body did not complete in time.
+    #[error("request timed out: {0}")]
+    Timeout(String),
+    /// The connection could not be made or broke off.
+    #[error("transport error: {0}")]
+    Transport(String),
+    /// HTTP 401/403: the key is missing, wrong or lacks permission.
+    #[error("authentication failed (HTTP {status}): {message}")]
+    Auth {
+        /// HTTP status code.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// A 4xx the provider will refuse again (bad parameter, unknown model, ...).
+    /// 408 and 409 are reported here too but are retryable.
+    #[error("invalid request (HTTP {status}): {message}")]
+    InvalidRequest {
+        /// HTTP status code.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// The prompt does not fit the model's context window.
+    #[error("context too long: {0}")]
+    ContextTooLong(String),
+    /// The provider answered with something this client cannot read.
+    #[error("invalid response from provider: {0}")]
+    InvalidResponse(String),
+    /// The call was cancelled by the caller; never retried.
+    #[error("call cancelled")]
+    Cancelled,
+    /// Real network requests are switched off (see [`crate::testing::deny_network_requests`]).
+    #[error("real model requests are disabled in this process (tried to reach {0})")]
+    RequestsDisabled(String),
+    /// The provider is not configured correctly (missing base URL, bad header value, ...).
+    #[error("configuration error: {0}")]
+    Config(String),
+}
+
+impl LlmError {
+    /// Whether the same request may succeed if sent again.
+    ///
+    /// Rate limits (unless the provider forbade it), overload, server errors, timeouts,
+    /// transport errors and HTTP 408/409 are retryable; a cancelled call, auth errors and
+    /// every other 4xx are not.
+    ///
+    /// ```
+    /// use agent_llm::LlmError;
+    /// assert!(LlmError::Timeout("read".into()).is_retryable());
+    /// assert!(!LlmError::Cancelled.is_retryable());
+    /// ```
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            LlmError::RateLimited { retryable, .. } => *retryable,
+            LlmError::Overloaded { .. }
+            | LlmError::Server { .. }
+            | LlmError::Timeout(_)
+            | LlmError::Transport(_) => true,
+            LlmError::InvalidRequest { status, .. } => matches!(status, 408 | 409),
+            LlmError::Auth { .. }
+            | LlmError::ContextTooLong(_)
+            | LlmError::InvalidResponse(_)
+            | LlmError::Cancelled
+            | LlmError::RequestsDisabled(_)
+            | LlmError::Config(_) => false,
+        }
+    }
+
+    /// The delay the provider asked for before the next attempt, if it named one.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            LlmError::RateLimited { retry_after, .. }
+            | LlmError::Overloaded { retry_after, .. }
+            | LlmError::Server { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! # agent-llm
+//!
+//! One provider-neutral way to talk to LLM services: chat types, the [`ChatModel`] and
+//! [`EmbeddingModel`] traits, the Anthropic Messages and OpenAI-compatible Chat Completions
+//! providers, retries with backoff, structured output through [`extract()`], model tiers,
+//! pricing, and test doubles in [`testing`].
+//!
+//! This crate knows nothing about agents; `agent-runtime` builds the agent loop on it.
+//!
+//! ```
+//! use agent_llm::{ChatModel, ChatRequest, testing::ScriptedModel};
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let model = ScriptedModel::from_texts(["Paris."]);
+//! let answer = model.chat(ChatRequest::from_prompt("Capital of France?")).await.unwrap();
+//! assert_eq!(answer.text(), "Paris.");
+//! # });
+//! ```
+
+pub mod anthropic;
+pub mod config;
+mod error;
+mod guard;
+mod http;
+mod model;
+pub mod openai;
+pub mod pricing;
+mod retry;
+mod secret;
+mod stream;
+pub mod structured;
+pub mod testing;
+mod tiers;
+mod types;
+
+// TEMP pub use anthropic::{AnthropicConfig, AnthropicModel, PromptCaching};
+// TEMP pub use config::{ProviderConfig, ProviderKind};
+pub use error::LlmError;
+pub use http::HttpSettings;
+pub use model::{
+    ChatModel, EmbeddingModel, EmbeddingRequest, EmbeddingResponse, StructuredOutputMode,
+};
+// TEMP pub use openai::{OpenAiConfig, OpenAiModel};
+// TEMP pub use pricing::{ModelPrice, PricingTable};
+pub use retry::RetryPolicy;
+pub use secret::ApiKey;
+pub use stream::{ChatStream, StreamAccumulator, StreamEvent, collect_stream, response_to_events};
+// TEMP pub use structured::{ExtractError, ExtractOptions, Extracted, extract, extract_with};
+// TEMP pub use tiers::{ModelRouter, ModelTier};
+pub use types::{
+    ChatRequest, ChatResponse, ContentBlock, Message, ResponseFormat, Role, StopReason,
+    ToolChoice, ToolDefinition, Usage,
+};
+
+#[cfg(feature = "mock")]
+pub use model::{MockChatModel, MockEmbeddingModel};
