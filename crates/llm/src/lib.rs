@@ -32,23 +32,23 @@ pub mod testing;
 mod tiers;
 mod types;
 
-// TEMP pub use anthropic::{AnthropicConfig, AnthropicModel, PromptCaching};
-// TEMP pub use config::{ProviderConfig, ProviderKind};
+pub use anthropic::{AnthropicConfig, AnthropicModel, PromptCaching};
+pub use config::ProviderKind;
 pub use error::LlmError;
 pub use http::HttpSettings;
 pub use model::{
     ChatModel, EmbeddingModel, EmbeddingRequest, EmbeddingResponse, StructuredOutputMode,
 };
 // TEMP pub use openai::{OpenAiConfig, OpenAiModel};
-// TEMP pub use pricing::{ModelPrice, PricingTable};
+pub use pricing::{ModelPrice, PricingTable, UnknownModel};
 pub use retry::RetryPolicy;
 pub use secret::ApiKey;
 pub use stream::{ChatStream, StreamAccumulator, StreamEvent, collect_stream, response_to_events};
-// TEMP pub use structured::{ExtractError, ExtractOptions, Extracted, extract, extract_with};
-// TEMP pub use tiers::{ModelRouter, ModelTier};
+pub use structured::{ExtractError, ExtractOptions, Extracted, extract, extract_with};
+pub use tiers::{ModelRouter, ModelTier};
 pub use types::{
-    ChatRequest, ChatResponse, ContentBlock, Message, ResponseFormat, Role, StopReason,
-    ToolChoice, ToolDefinition, Usage,
+    ChatRequest, ChatResponse, ContentBlock, Message, ResponseFormat, Role, StopReason, ToolChoice,
+    ToolDefinition, Usage,
 };
 
 #[cfg(feature = "mock")]

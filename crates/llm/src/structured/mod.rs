@@ -1,5 +1,9 @@
 //! Structured output: typed answers from any [`crate::ChatModel`].
 
+mod extract;
+mod json_text;
 mod schema;
 
+pub use extract::{ExtractError, ExtractOptions, Extracted, extract, extract_with};
+pub use json_text::find_json;
 pub use schema::{schema_name, schema_of, strict_schema};

@@ -22,18 +22,40 @@ pub fn schema_of<T: JsonSchema>() -> Value {
 
 /// A name for a schema that providers accept (`[a-zA-Z0-9_-]{1,64}`), from its title.
 pub fn schema_name(schema: &Value, fallback: &str) -> String {
-    let title = schema.get("title").and_then(Value::as_str).unwrap_or(fallback);
+    let title = schema
+        .get("title")
+        .and_then(Value::as_str)
+        .unwrap_or(fallback);
     let cleaned: String = title
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(64)
         .collect();
-    if cleaned.is_empty() { fallback.to_owned() } else { cleaned }
+    if cleaned.is_empty() {
+        fallback.to_owned()
+    } else {
+        cleaned
+    }
 }
 
 /// String formats OpenAI's strict mode accepts; others are dropped.
-const STRICT_FORMATS: &[&str] =
-    &["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"];
+const STRICT_FORMATS: &[&str] = &[
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
 
 /// Rewrites a schema into the subset OpenAI's strict structured outputs accept: every
 /// object lists all its properties as required and forbids others (optional fields are
@@ -80,7 +102,11 @@ fn make_strict(schema: &mut Value) {
 }
 
 fn strict_object(map: &mut Map<String, Value>) {
-    if map.get("format").and_then(Value::as_str).is_some_and(|f| !STRICT_FORMATS.contains(&f)) {
+    if map
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|f| !STRICT_FORMATS.contains(&f))
+    {
         map.remove("format");
     }
     let Some(Value::Object(properties)) = map.get("properties") else {
@@ -125,7 +151,10 @@ mod tests {
 
     #[test]
     fn schema_names_are_sanitized() {
-        assert_eq!(schema_name(&json!({"title": "Answer<T>"}), "x"), "Answer_T_");
+        assert_eq!(
+            schema_name(&json!({"title": "Answer<T>"}), "x"),
+            "Answer_T_"
+        );
         assert_eq!(schema_name(&json!({}), "fallback"), "fallback");
     }
 }

@@ -1,0 +1,243 @@
+//! `extract::<T>()`: a typed answer from any chat model, re-asking on invalid output.
+
+use super::json_text::find_json;
+use super::schema::{schema_name, schema_of, strict_schema};
+use crate::error::LlmError;
+use crate::model::{ChatModel, StructuredOutputMode};
+use crate::types::{
+    ChatRequest, ChatResponse, ContentBlock, Message, ResponseFormat, Role, StopReason, ToolChoice,
+    ToolDefinition, Usage,
+};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// How [`extract_with`] asks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtractOptions {
+    /// Calls in all, the first included; every failed parse re-asks until this is reached.
+    pub max_attempts: u32,
+    /// Tool or schema name; defaults to the schema title (the type name).
+    pub name: Option<String>,
+    /// Tool description shown to the model in forced-tool mode.
+    pub description: Option<String>,
+}
+
+impl Default for ExtractOptions {
+    /// Three attempts, names from the type.
+    fn default() -> Self {
+        ExtractOptions {
+            max_attempts: 3,
+            name: None,
+            description: None,
+        }
+    }
+}
+
+/// A typed answer with what it cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Extracted<T> {
+    /// The value.
+    pub value: T,
+    /// Usage of every call made, in order.
+    pub usage: Vec<Usage>,
+    /// Number of calls made.
+    pub attempts: u32,
+    /// The model id that produced the value.
+    pub model: String,
+}
+
+impl<T> Extracted<T> {
+    /// Usage of all attempts together.
+    pub fn total_usage(&self) -> Usage {
+        self.usage.iter().copied().sum()
+    }
+}
+
+/// Extraction failed; the usage of the calls that were made is kept.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("structured output failed after {attempts} attempt(s): {error}")]
+pub struct ExtractError {
+    /// The last error: the provider's, or [`LlmError::InvalidResponse`] with the validation error.
+    #[source]
+    pub error: LlmError,
+    /// Calls made.
+    pub attempts: u32,
+    /// Usage of every call made.
+    pub usage: Vec<Usage>,
+}
+
+/// Asks `model` for a `T` with the default [`ExtractOptions`].
+///
+/// The schema comes from schemars. A model whose [`ChatModel::structured_output_mode`] is
+/// [`StructuredOutputMode::ForcedTool`] (Anthropic) gets the schema as the one tool it must
+/// call; [`StructuredOutputMode::JsonSchema`] (OpenAI) gets a strict `json_schema` response
+/// format. JSON wrapped in prose or code fences is accepted. When the answer does not
+/// deserialize, the model is shown the validation error and asked again.
+///
+/// ```
+/// use agent_llm::{extract, ChatRequest, testing::ScriptedModel};
+/// #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+/// struct Answer { answer: String, confidence: f64 }
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let model = ScriptedModel::from_texts([
+///     "Sorry, here: {\"answer\": \"4\"}",                          // missing field: re-asked
+///     "```json\n{\"answer\": \"4\", \"confidence\": 0.9}\n```",
+/// ]);
+/// let out = extract::<Answer, _>(&model, ChatRequest::from_prompt("2+2?")).await.unwrap();
+/// assert_eq!(out.value.answer, "4");
+/// assert_eq!(out.attempts, 2);
+/// # });
+/// ```
+pub async fn extract<T, M>(model: &M, request: ChatRequest) -> Result<Extracted<T>, ExtractError>
+where
+    T: JsonSchema + DeserializeOwned,
+    M: ChatModel + ?Sized,
+{
+    extract_with(model, request, ExtractOptions::default()).await
+}
+
+/// [`extract`] with explicit options.
+pub async fn extract_with<T, M>(
+    model: &M,
+    mut request: ChatRequest,
+    options: ExtractOptions,
+) -> Result<Extracted<T>, ExtractError>
+where
+    T: JsonSchema + DeserializeOwned,
+    M: ChatModel + ?Sized,
+{
+    let schema = schema_of::<T>();
+    let name = options
+        .name
+        .clone()
+        .unwrap_or_else(|| schema_name(&schema, "structured_output"));
+    let mode = model.structured_output_mode();
+    match mode {
+        StructuredOutputMode::ForcedTool => {
+            let description = options.description.clone().unwrap_or_else(|| {
+                "Give your answer by calling this tool with arguments that match its schema.".into()
+            });
+            request
+                .tools
+                .push(ToolDefinition::new(&name, description, schema));
+            request.tool_choice = Some(ToolChoice::Tool { name: name.clone() });
+        }
+        StructuredOutputMode::JsonSchema => {
+            request.response_format = Some(ResponseFormat::JsonSchema {
+                name: name.clone(),
+                schema: strict_schema(schema),
+                strict: true,
+            });
+        }
+    }
+    let max_attempts = options.max_attempts.max(1);
+    let mut usage = Vec::new();
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let response = match model.chat(request.clone()).await {
+            Ok(response) => response,
+            Err(error) => {
+                return Err(ExtractError {
+                    error,
+                    attempts: attempt,
+                    usage,
+                });
+            }
+        };
+        usage.push(response.usage);
+        let problem = match parse_answer::<T>(&response, &name) {
+            Ok(value) => {
+                tracing::debug!(attempt, schema = %name, "structured output accepted");
+                return Ok(Extracted {
+                    value,
+                    usage,
+                    attempts: attempt,
+                    model: response.model,
+                });
+            }
+            Err(problem) => problem,
+        };
+        tracing::warn!(attempt, schema = %name, problem = %problem, "structured output rejected");
+        if attempt == max_attempts {
+            let error = LlmError::InvalidResponse(problem);
+            return Err(ExtractError {
+                error,
+                attempts: attempt,
+                usage,
+            });
+        }
+        request.messages.push(response.to_message());
+        request
+            .messages
+            .push(correction(&response, &name, &problem));
+    }
+}
+
+/// Reads `T` from the forced tool call or from JSON in the text.
+fn parse_answer<T: DeserializeOwned>(response: &ChatResponse, name: &str) -> Result<T, String> {
+    if response.stop_reason == StopReason::Refusal {
+        return Err(format!("the model refused: {}", response.text()));
+    }
+    let from_tool = response
+        .tool_calls()
+        .into_iter()
+        .find(|(_, tool, _)| *tool == name);
+    let value = match from_tool {
+        Some((_, _, Value::String(raw))) => {
+            find_json(raw).ok_or_else(|| format!("the tool arguments are not JSON: {raw}"))?
+        }
+        Some((_, _, input)) => input.clone(),
+        None => {
+            let text = response.text();
+            find_json(&text).ok_or_else(|| {
+                let cut = if response.stop_reason == StopReason::MaxTokens {
+                    " (the answer was cut off at max_tokens)"
+                } else {
+                    ""
+                };
+                format!("no JSON found in the answer{cut}: {}", abbreviate(&text))
+            })?
+        }
+    };
+    serde_path_to_error::deserialize(&value).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            e.inner().to_string()
+        } else {
+            format!("at `{path}`: {}", e.inner())
+        }
+    })
+}
+
+/// The user turn that shows the model its mistake. Every tool call of the rejected answer
+/// gets a result, as the providers require.
+fn correction(response: &ChatResponse, name: &str, problem: &str) -> Message {
+    let calls = response.tool_calls();
+    if calls.is_empty() {
+        return Message::user(format!(
+            "Your answer could not be used: {problem}. Reply again with only a JSON document \
+             that matches the requested schema."
+        ));
+    }
+    let blocks = calls
+        .into_iter()
+        .map(|(id, tool, _)| {
+            let text = if tool == name {
+                format!("Validation error: {problem}. Call {name} again with corrected arguments.")
+            } else {
+                format!("{tool} is not available here. Call {name} with your answer.")
+            };
+            ContentBlock::tool_error(id, text)
+        })
+        .collect();
+    Message::new(Role::User, blocks)
+}
+
+fn abbreviate(text: &str) -> String {
+    match text.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
