@@ -1,1 +1,298 @@
-fn main(){}
+//! Chat with the configured LLM provider, with one tool (`get_time`).
+//!
+//! ```text
+//! cargo run -p examples --example llm_chat -- [--stream] [--extract] "PROMPT"
+//! ```
+//!
+//! The provider comes from the environment (`LLM_PROVIDER`, `ANTHROPIC_API_KEY`,
+//! `ANTHROPIC_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`, ...). With none configured it
+//! says so on its first line and answers from the recorded fixtures in `fixtures/llm/`.
+//! The last line printed is one JSON object: final text, summed usage, cost and counts.
+
+// A command-line program: its output is the point.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use agent_llm::testing::FixtureModel;
+use agent_llm::{
+    ChatModel, ChatRequest, ChatResponse, ChatStream, ContentBlock, ExtractOptions, LlmError,
+    Message, ModelTier, PricingTable, ProviderConfig, Role, StreamAccumulator, StreamEvent,
+    StructuredOutputMode, ToolDefinition, Usage, collect_stream, extract_with,
+};
+use anyhow::{Context, bail};
+use async_trait::async_trait;
+use clap::Parser;
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::sync::Arc;
+
+const SYSTEM_PROMPT: &str = "You are a concise assistant. When the user asks about the current \
+time or date, call get_time with an IANA timezone name (use UTC if none is given).";
+
+/// Chat with the configured LLM provider (or offline fixtures) using a get_time tool.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// Stream the answer as it is generated.
+    #[arg(long)]
+    stream: bool,
+    /// Ask for a typed answer `{ "answer": string, "confidence": number }` instead of text.
+    #[arg(long)]
+    extract: bool,
+    /// Model tier to use (primary, mid, orchestrator, light).
+    #[arg(long, default_value = "primary")]
+    tier: ModelTier,
+    /// Most model calls in the tool loop.
+    #[arg(long, default_value_t = 8)]
+    max_rounds: u32,
+    /// Maximum output tokens per call.
+    #[arg(long, default_value_t = 1024)]
+    max_tokens: u32,
+    /// What to ask.
+    prompt: String,
+}
+
+/// Arguments of the `get_time` tool.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct GetTime {
+    /// IANA timezone name, such as `Europe/Paris` or `UTC`.
+    timezone: String,
+}
+
+/// The typed answer asked for with `--extract`.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+struct ChatAnswer {
+    /// The answer to the user's question.
+    answer: String,
+    /// How sure the model is, from 0 to 1.
+    confidence: f64,
+}
+
+/// Sums usage and cost over every call.
+#[derive(Default)]
+struct Meter {
+    usage: Usage,
+    calls: u32,
+    cost_usd: f64,
+    unpriced_models: Vec<String>,
+    pricing: PricingTable,
+}
+
+impl Meter {
+    fn record(&mut self, model: &str, usage: Usage) {
+        self.usage += usage;
+        self.calls += 1;
+        match self.pricing.cost(model, &usage) {
+            Ok(cost) => self.cost_usd += cost,
+            Err(unknown) => {
+                tracing::warn!(%unknown, "cost of this call is unknown");
+                if !self.unpriced_models.contains(&unknown.model) {
+                    self.unpriced_models.push(unknown.model);
+                }
+            }
+        }
+    }
+
+    fn summary(&self) -> Value {
+        json!({
+            "usage": self.usage,
+            "total_tokens": self.usage.total_tokens(),
+            "llm_calls": self.calls,
+            "cost_usd": if self.unpriced_models.is_empty() { json!(self.cost_usd) } else { Value::Null },
+            "unpriced_models": self.unpriced_models,
+        })
+    }
+}
+
+/// Makes `chat` go through the provider's streaming endpoint, so `--stream --extract`
+/// streams too.
+struct ViaStream(Arc<dyn ChatModel>);
+
+#[async_trait]
+impl ChatModel for ViaStream {
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        collect_stream(self.0.chat_stream(request).await?).await
+    }
+    async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+        self.0.chat_stream(request).await
+    }
+    fn structured_output_mode(&self) -> StructuredOutputMode {
+        self.0.structured_output_mode()
+    }
+    fn default_model(&self) -> Option<String> {
+        self.0.default_model()
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    if let Err(error) = run(Args::parse()).await {
+        eprintln!("llm_chat: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+
+    let (model, provider): (Arc<dyn ChatModel>, String) = match ProviderConfig::from_env()? {
+        Some(config) => {
+            println!(
+                "provider: {}, model {}",
+                config.describe(),
+                config.router.model(args.tier)
+            );
+            (config.chat_model(args.tier)?, config.kind.to_string())
+        }
+        None => {
+            let fixtures = FixtureModel::workspace_default();
+            println!(
+                "no LLM provider configured (set ANTHROPIC_API_KEY or OPENAI_API_KEY, or LLM_PROVIDER): \
+                 answering offline from recorded fixtures in {}",
+                fixtures.dir().display()
+            );
+            (Arc::new(fixtures), "fixture".to_owned())
+        }
+    };
+    let model: Arc<dyn ChatModel> = if args.stream {
+        Arc::new(ViaStream(model))
+    } else {
+        model
+    };
+
+    let mut meter = Meter::default();
+    let mut summary = if args.extract {
+        ask_typed(model.as_ref(), &args, &mut meter).await?
+    } else {
+        let text = chat_with_tools(model.as_ref(), &args, &mut meter).await?;
+        json!({ "text": text })
+    };
+    if let (Value::Object(fields), Value::Object(figures)) = (&mut summary, meter.summary()) {
+        fields.insert("provider".into(), json!(provider));
+        fields.extend(figures);
+    }
+    println!("{summary}");
+    Ok(())
+}
+
+/// Sends the prompt with `get_time`, runs the tool calls, and returns the final text.
+async fn chat_with_tools(
+    model: &dyn ChatModel,
+    args: &Args,
+    meter: &mut Meter,
+) -> anyhow::Result<String> {
+    let tool =
+        ToolDefinition::for_type::<GetTime>("get_time", "The current date and time in a timezone.");
+    let mut messages = vec![Message::user(&args.prompt)];
+    for _ in 0..args.max_rounds {
+        let request = ChatRequest::new(messages.clone())
+            .with_system(SYSTEM_PROMPT)
+            .with_tool(tool.clone())
+            .with_max_tokens(args.max_tokens);
+        let response = if args.stream {
+            stream_to_stdout(model, request).await?
+        } else {
+            model.chat(request).await?
+        };
+        meter.record(&response.model, response.usage);
+        let calls = response.tool_calls();
+        if calls.is_empty() {
+            let text = response.text();
+            if !args.stream {
+                println!("{text}");
+            }
+            return Ok(text);
+        }
+        let results = calls
+            .iter()
+            .map(|(id, name, input)| run_tool(id, name, input))
+            .collect();
+        messages.push(response.to_message());
+        messages.push(Message::new(Role::User, results));
+    }
+    bail!(
+        "the model was still calling tools after {} rounds",
+        args.max_rounds
+    )
+}
+
+/// Streams one call, printing text as it arrives, and returns the whole response.
+async fn stream_to_stdout(
+    model: &dyn ChatModel,
+    request: ChatRequest,
+) -> anyhow::Result<ChatResponse> {
+    let mut stream = model.chat_stream(request).await?;
+    let mut response = StreamAccumulator::default();
+    let mut printed = false;
+    while let Some(event) = stream.next().await {
+        let event = event?;
+        if let StreamEvent::TextDelta { text, .. } = &event {
+            print!("{text}");
+            std::io::stdout().flush().context("writing to stdout")?;
+            printed |= !text.is_empty();
+        }
+        response.push(event);
+    }
+    if printed {
+        println!();
+    }
+    Ok(response.finish()?)
+}
+
+/// Runs one tool call; failures go back to the model as error results.
+fn run_tool(id: &str, name: &str, input: &Value) -> ContentBlock {
+    let outcome = match name {
+        "get_time" => serde_json::from_value::<GetTime>(input.clone())
+            .map_err(|e| format!("invalid arguments for get_time: {e}"))
+            .and_then(|args| current_time(&args.timezone)),
+        other => Err(format!("unknown tool {other:?}; the only tool is get_time")),
+    };
+    match &outcome {
+        Ok(result) => println!("[tool] {name}({input}) -> {result}"),
+        Err(message) => println!("[tool] {name}({input}) failed: {message}"),
+    }
+    match outcome {
+        Ok(result) => ContentBlock::tool_result(id, result.to_string()),
+        Err(message) => ContentBlock::tool_error(id, message),
+    }
+}
+
+fn current_time(timezone: &str) -> Result<Value, String> {
+    let tz: chrono_tz::Tz = timezone.parse().map_err(|_| {
+        format!("unknown timezone {timezone:?}; use an IANA name such as Europe/Paris")
+    })?;
+    let now = chrono::Utc::now().with_timezone(&tz);
+    Ok(
+        json!({ "timezone": timezone, "time": now.to_rfc3339(), "weekday": now.format("%A").to_string() }),
+    )
+}
+
+/// Asks for a [`ChatAnswer`] through `extract` and prints it.
+async fn ask_typed(model: &dyn ChatModel, args: &Args, meter: &mut Meter) -> anyhow::Result<Value> {
+    let request = ChatRequest::from_prompt(&args.prompt)
+        .with_system("Answer the user's question. Give a confidence between 0 and 1.")
+        .with_max_tokens(args.max_tokens);
+    match extract_with::<ChatAnswer, _>(model, request, ExtractOptions::default()).await {
+        Ok(extracted) => {
+            for usage in &extracted.usage {
+                meter.record(&extracted.model, *usage);
+            }
+            let answer = serde_json::to_value(&extracted.value)?;
+            println!("{}", serde_json::to_string_pretty(&answer)?);
+            Ok(json!({ "answer": answer, "attempts": extracted.attempts }))
+        }
+        Err(failure) => {
+            let model_name = model.default_model().unwrap_or_default();
+            for usage in &failure.usage {
+                meter.record(&model_name, *usage);
+            }
+            Err(failure.into())
+        }
+    }
+}

@@ -1,8 +1,14 @@
 //! Choosing and building a provider from the environment.
 
+use crate::anthropic::{AnthropicConfig, AnthropicModel};
 use crate::error::LlmError;
+use crate::model::{ChatModel, EmbeddingModel};
+use crate::openai::{OpenAiConfig, OpenAiModel};
+use crate::secret::ApiKey;
+use crate::tiers::{ModelRouter, ModelTier};
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 /// The supported providers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -58,5 +64,252 @@ impl FromStr for ProviderKind {
                 )));
             }
         })
+    }
+}
+
+/// Which provider to use and how to reach it.
+///
+/// Read from the environment by [`ProviderConfig::from_env`]:
+///
+/// | provider | key | base URL | notes |
+/// |---|---|---|---|
+/// | `anthropic` | `ANTHROPIC_API_KEY` | `ANTHROPIC_BASE_URL` | |
+/// | `openai` | `OPENAI_API_KEY` | `OPENAI_BASE_URL` | |
+/// | `azure` | `AZURE_OPENAI_API_KEY` or `OPENAI_API_KEY` | `AZURE_OPENAI_ENDPOINT` or `OPENAI_BASE_URL` | `AZURE_OPENAI_API_VERSION` or `OPENAI_API_VERSION` |
+/// | `deepseek` | `DEEPSEEK_API_KEY` or `OPENAI_API_KEY` | `DEEPSEEK_BASE_URL` or `OPENAI_BASE_URL` | |
+/// | `zai` | `ZAI_API_KEY` or `OPENAI_API_KEY` | `ZAI_BASE_URL` or `OPENAI_BASE_URL` | |
+/// | `local` | `OPENAI_API_KEY` (optional) | `OPENAI_BASE_URL` | |
+///
+/// `LLM_PROVIDER` picks the provider; without it, Anthropic is used when
+/// `ANTHROPIC_API_KEY` or `ANTHROPIC_BASE_URL` is set, else OpenAI when `OPENAI_API_KEY` or
+/// `OPENAI_BASE_URL` is set, else nothing is configured. Tier models come from
+/// [`ModelRouter`] with `LLM_MODEL_*` overrides.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    /// The provider.
+    pub kind: ProviderKind,
+    /// Base URL; `None` uses the provider's public address.
+    pub base_url: Option<String>,
+    /// The key; never printed.
+    pub api_key: Option<ApiKey>,
+    /// Azure `api-version`.
+    pub api_version: Option<String>,
+    /// Tier-to-model mapping.
+    pub router: ModelRouter,
+}
+
+/// Azure OpenAI's generally available API version used when none is configured.
+pub const DEFAULT_AZURE_API_VERSION: &str = "2024-10-21";
+
+impl ProviderConfig {
+    /// Reads the process environment; `Ok(None)` when no provider is configured.
+    pub fn from_env() -> Result<Option<Self>, LlmError> {
+        ProviderConfig::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Like [`ProviderConfig::from_env`], reading variables through `lookup`.
+    ///
+    /// ```
+    /// use agent_llm::{ProviderConfig, ProviderKind};
+    /// let env = |name: &str| match name {
+    ///     "OPENAI_BASE_URL" => Some("http://127.0.0.1:8000/v1".to_string()),
+    ///     "OPENAI_API_KEY" => Some("sk-test".to_string()),
+    ///     _ => None,
+    /// };
+    /// let config = ProviderConfig::from_lookup(env).unwrap().unwrap();
+    /// assert_eq!(config.kind, ProviderKind::OpenAi);
+    /// assert!(ProviderConfig::from_lookup(|_| None).unwrap().is_none());
+    /// ```
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, LlmError> {
+        let var = |name: &str| {
+            lookup(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let first = |names: &[&str]| names.iter().find_map(|name| var(name));
+        let kind = match var("LLM_PROVIDER") {
+            Some(name) => name.parse()?,
+            None if var("ANTHROPIC_API_KEY").is_some() || var("ANTHROPIC_BASE_URL").is_some() => {
+                ProviderKind::Anthropic
+            }
+            None if var("OPENAI_API_KEY").is_some() || var("OPENAI_BASE_URL").is_some() => {
+                ProviderKind::OpenAi
+            }
+            None => return Ok(None),
+        };
+        let (key_vars, url_vars): (&[&str], &[&str]) = match kind {
+            ProviderKind::Anthropic => (&["ANTHROPIC_API_KEY"], &["ANTHROPIC_BASE_URL"]),
+            ProviderKind::OpenAi | ProviderKind::Local => {
+                (&["OPENAI_API_KEY"], &["OPENAI_BASE_URL"])
+            }
+            ProviderKind::Azure => (
+                &["AZURE_OPENAI_API_KEY", "OPENAI_API_KEY"],
+                &["AZURE_OPENAI_ENDPOINT", "OPENAI_BASE_URL"],
+            ),
+            ProviderKind::DeepSeek => (
+                &["DEEPSEEK_API_KEY", "OPENAI_API_KEY"],
+                &["DEEPSEEK_BASE_URL", "OPENAI_BASE_URL"],
+            ),
+            ProviderKind::Zai => (
+                &["ZAI_API_KEY", "OPENAI_API_KEY"],
+                &["ZAI_BASE_URL", "OPENAI_BASE_URL"],
+            ),
+        };
+        let api_key = first(key_vars).map(ApiKey::new);
+        let base_url = first(url_vars);
+        let needs_url = matches!(kind, ProviderKind::Azure | ProviderKind::Local);
+        if needs_url && base_url.is_none() {
+            return Err(LlmError::Config(format!(
+                "LLM_PROVIDER={kind} needs a base URL: set {}",
+                url_vars.join(" or ")
+            )));
+        }
+        if api_key.is_none() && base_url.is_none() {
+            return Err(LlmError::Config(format!(
+                "LLM_PROVIDER={kind} needs an API key: set {}",
+                key_vars.join(" or ")
+            )));
+        }
+        let api_version = first(&["AZURE_OPENAI_API_VERSION", "OPENAI_API_VERSION"]);
+        let router = ModelRouter::for_provider(kind).with_env_overrides(&lookup);
+        Ok(Some(ProviderConfig {
+            kind,
+            base_url,
+            api_key,
+            api_version,
+            router,
+        }))
+    }
+
+    /// One line for logs and banners: provider, address and whether a key is set.
+    pub fn describe(&self) -> String {
+        let url = self.base_url.as_deref().unwrap_or("its public API");
+        let key = if self.api_key.is_some() {
+            "key set"
+        } else {
+            "no key"
+        };
+        format!("{} at {url} ({key})", self.kind)
+    }
+
+    /// Builds the chat model; requests without a model use the `default_tier` model.
+    pub fn chat_model(&self, default_tier: ModelTier) -> Result<Arc<dyn ChatModel>, LlmError> {
+        let model = self.router.model(default_tier).to_owned();
+        Ok(match self.kind {
+            ProviderKind::Anthropic => {
+                let mut config = AnthropicConfig::new(ApiKey::new("")).with_default_model(model);
+                config.api_key = self.api_key.clone();
+                if let Some(url) = &self.base_url {
+                    config = config.with_base_url(url);
+                }
+                Arc::new(AnthropicModel::new(config)?)
+            }
+            _ => Arc::new(OpenAiModel::new(
+                self.openai_config()?.with_default_model(model),
+            )?),
+        })
+    }
+
+    /// Builds the embedding model (OpenAI-compatible providers only).
+    pub fn embedding_model(&self) -> Result<Arc<dyn EmbeddingModel>, LlmError> {
+        if self.kind == ProviderKind::Anthropic {
+            return Err(LlmError::Config(
+                "Anthropic has no embeddings endpoint; configure an OpenAI-compatible provider"
+                    .into(),
+            ));
+        }
+        Ok(Arc::new(OpenAiModel::new(self.openai_config()?)?))
+    }
+
+    fn openai_config(&self) -> Result<OpenAiConfig, LlmError> {
+        let no_key = || ApiKey::new("");
+        let mut config = match self.kind {
+            ProviderKind::OpenAi => OpenAiConfig::openai(no_key()),
+            ProviderKind::Azure => {
+                let version = self
+                    .api_version
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_AZURE_API_VERSION.into());
+                OpenAiConfig::azure("", no_key(), version)
+            }
+            ProviderKind::DeepSeek => OpenAiConfig::deepseek(no_key()),
+            ProviderKind::Zai => OpenAiConfig::zai(no_key()),
+            ProviderKind::Local => OpenAiConfig::local(""),
+            ProviderKind::Anthropic => {
+                return Err(LlmError::Config(
+                    "Anthropic is not OpenAI-compatible".into(),
+                ));
+            }
+        };
+        config.api_key = self.api_key.clone();
+        if let Some(url) = &self.base_url {
+            config = config.with_base_url(url);
+        }
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn anthropic_wins_without_llm_provider() {
+        let config = ProviderConfig::from_lookup(env(&[
+            ("ANTHROPIC_API_KEY", "sk-ant-secret"),
+            ("OPENAI_API_KEY", "sk-openai"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(config.kind, ProviderKind::Anthropic);
+        assert!(!format!("{config:?}").contains("secret"));
+        assert!(!config.describe().contains("secret"));
+    }
+
+    #[test]
+    fn explicit_provider_needs_its_key() {
+        let error = ProviderConfig::from_lookup(env(&[("LLM_PROVIDER", "deepseek")])).unwrap_err();
+        assert!(error.to_string().contains("DEEPSEEK_API_KEY"));
+        let error = ProviderConfig::from_lookup(env(&[("LLM_PROVIDER", "mystery")])).unwrap_err();
+        assert!(error.to_string().contains("unknown LLM_PROVIDER"));
+        let error =
+            ProviderConfig::from_lookup(env(&[("LLM_PROVIDER", "azure"), ("OPENAI_API_KEY", "k")]))
+                .unwrap_err();
+        assert!(error.to_string().contains("AZURE_OPENAI_ENDPOINT"));
+    }
+
+    #[test]
+    fn zai_uses_glm_tiers_with_overrides() {
+        let config = ProviderConfig::from_lookup(env(&[
+            ("LLM_PROVIDER", "zai"),
+            ("ZAI_API_KEY", "k"),
+            ("LLM_MODEL_PRIMARY", "glm-5"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(config.router.model(ModelTier::Primary), "glm-5");
+        assert_eq!(config.router.model(ModelTier::Mid), "glm-4.5-air");
+        assert_eq!(config.router.model(ModelTier::Light), "glm-4.7-flash");
+    }
+
+    #[test]
+    fn base_url_alone_configures_a_provider() {
+        let config =
+            ProviderConfig::from_lookup(env(&[("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")]))
+                .unwrap()
+                .unwrap();
+        assert_eq!(config.kind, ProviderKind::Anthropic);
+        assert!(config.api_key.is_none());
+        assert!(config.chat_model(ModelTier::Primary).is_ok());
     }
 }

@@ -48,6 +48,8 @@ pub(crate) fn check_request_allowed(url: &reqwest::Url) -> Result<(), LlmError> 
     if loopback {
         Ok(())
     } else {
-        Err(LlmError::RequestsDisabled(url.host_str().unwrap_or_default().to_owned()))
+        Err(LlmError::RequestsDisabled(
+            url.host_str().unwrap_or_default().to_owned(),
+        ))
     }
 }

@@ -59,7 +59,12 @@ impl HttpClient {
             .user_agent(concat!("agent-llm/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| LlmError::Config(format!("cannot build HTTP client: {e}")))?;
-        Ok(HttpClient { client, settings, retry, vendor })
+        Ok(HttpClient {
+            client,
+            settings,
+            retry,
+            vendor,
+        })
     }
 
     /// POSTs a JSON body and returns the JSON answer, retrying per the policy.
@@ -124,19 +129,30 @@ impl HttpClient {
         }))
     }
 
-    async fn check_status(&self, response: reqwest::Response) -> Result<reqwest::Response, LlmError> {
+    async fn check_status(
+        &self,
+        response: reqwest::Response,
+    ) -> Result<reqwest::Response, LlmError> {
         let status = response.status();
         if status.is_success() {
             return Ok(response);
         }
         let headers = response.headers().clone();
         let body = response.text().await.unwrap_or_default();
-        Err(error_from_response(self.vendor, status.as_u16(), &headers, &body))
+        Err(error_from_response(
+            self.vendor,
+            status.as_u16(),
+            &headers,
+            &body,
+        ))
     }
 }
 
 /// A header that must not show up in logs (`Debug` of the request prints it as `Sensitive`).
-pub(crate) fn secret_header(name: &'static str, value: &str) -> Result<(HeaderName, HeaderValue), LlmError> {
+pub(crate) fn secret_header(
+    name: &'static str,
+    value: &str,
+) -> Result<(HeaderName, HeaderValue), LlmError> {
     let mut value = HeaderValue::from_str(value)
         .map_err(|_| LlmError::Config(format!("the {name} header value has invalid characters")))?;
     value.set_sensitive(true);
@@ -166,26 +182,45 @@ fn format_chain(error: &dyn std::error::Error) -> String {
 
 /// Reads `retry-after-ms`, then `retry-after` (seconds, possibly fractional, or an HTTP date).
 pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
-    if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_secs_f64(ms / 1000.0));
-        }
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = header("retry-after-ms")
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
     }
     let value = header("retry-after")?;
     if let Ok(seconds) = value.parse::<f64>() {
         return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
     }
     let date = httpdate::parse_http_date(value).ok()?;
-    Some(date.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO))
+    Some(
+        date.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
 /// Turns an error response into an [`LlmError`], reading the vendor's error body
 /// (`{"type":"error","error":{"type","message"}}` or `{"error":{"message","type","code"}}`).
-pub(crate) fn error_from_response(vendor: Vendor, status: u16, headers: &HeaderMap, body: &str) -> LlmError {
+pub(crate) fn error_from_response(
+    vendor: Vendor,
+    status: u16,
+    headers: &HeaderMap,
+    body: &str,
+) -> LlmError {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let error = parsed.as_ref().and_then(|v| v.get("error"));
-    let field = |name: &str| error.and_then(|e| e.get(name)).and_then(Value::as_str).unwrap_or_default();
+    let field = |name: &str| {
+        error
+            .and_then(|e| e.get(name))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
     let kind = field("type");
     let code = field("code");
     let mut message = match field("message") {
@@ -213,10 +248,20 @@ pub(crate) fn error_from_response(vendor: Vendor, status: u16, headers: &HeaderM
             retry_after,
             retryable: !spend_cap && should_retry != Some("false"),
         },
-        529 => LlmError::Overloaded { message, retry_after },
-        _ if kind == "overloaded_error" => LlmError::Overloaded { message, retry_after },
+        529 => LlmError::Overloaded {
+            message,
+            retry_after,
+        },
+        _ if kind == "overloaded_error" => LlmError::Overloaded {
+            message,
+            retry_after,
+        },
         _ if context_too_long => LlmError::ContextTooLong(message),
-        500..=599 => LlmError::Server { status, message, retry_after },
+        500..=599 => LlmError::Server {
+            status,
+            message,
+            retry_after,
+        },
         _ => LlmError::InvalidRequest { status, message },
     }
 }
@@ -251,8 +296,13 @@ fn truncate(text: &str, max_chars: usize) -> String {
 
 /// Joins a base URL and a path, tolerating slashes on either side.
 pub(crate) fn join_url(base: &str, path: &str) -> Result<reqwest::Url, LlmError> {
-    let joined = format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'));
-    reqwest::Url::parse(&joined).map_err(|e| LlmError::Config(format!("invalid base URL {base:?}: {e}")))
+    let joined = format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    );
+    reqwest::Url::parse(&joined)
+        .map_err(|e| LlmError::Config(format!("invalid base URL {base:?}: {e}")))
 }
 
 #[cfg(test)]
@@ -263,14 +313,25 @@ mod tests {
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         pairs
             .iter()
-            .map(|(k, v)| (HeaderName::from_static(k), HeaderValue::from_str(v).unwrap()))
+            .map(|(k, v)| {
+                (
+                    HeaderName::from_static(k),
+                    HeaderValue::from_str(v).unwrap(),
+                )
+            })
             .collect()
     }
 
     #[test]
     fn retry_after_reads_seconds_milliseconds_and_dates() {
-        assert_eq!(retry_after(&headers(&[("retry-after", "3")])), Some(Duration::from_secs(3)));
-        assert_eq!(retry_after(&headers(&[("retry-after", "1.5")])), Some(Duration::from_millis(1500)));
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "3")])),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "1.5")])),
+            Some(Duration::from_millis(1500))
+        );
         assert_eq!(
             retry_after(&headers(&[("retry-after-ms", "250"), ("retry-after", "9")])),
             Some(Duration::from_millis(250))
@@ -279,15 +340,24 @@ mod tests {
         let parsed = retry_after(&headers(&[("retry-after", &future)])).unwrap();
         assert!(parsed > Duration::from_secs(25) && parsed <= Duration::from_secs(30));
         let past = "Wed, 21 Oct 2015 07:28:00 GMT";
-        assert_eq!(retry_after(&headers(&[("retry-after", past)])), Some(Duration::ZERO));
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", past)])),
+            Some(Duration::ZERO)
+        );
         assert_eq!(retry_after(&headers(&[("retry-after", "soon")])), None);
         assert_eq!(retry_after(&HeaderMap::new()), None);
     }
 
     #[test]
     fn error_bodies_map_to_variants() {
-        let anthropic_429 = r#"{"type":"error","error":{"type":"rate_limit_error","message":"Too many"}}"#;
-        let e = error_from_response(Vendor::Anthropic, 429, &headers(&[("retry-after", "2")]), anthropic_429);
+        let anthropic_429 =
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"Too many"}}"#;
+        let e = error_from_response(
+            Vendor::Anthropic,
+            429,
+            &headers(&[("retry-after", "2")]),
+            anthropic_429,
+        );
         assert_eq!(
             e,
             LlmError::RateLimited {
@@ -297,16 +367,40 @@ mod tests {
             }
         );
         let spend = r#"{"type":"error","error":{"type":"rate_limit_error","message":"cap","details":{"error_code":"enforced_spend_limit_reached"}}}"#;
-        assert!(!error_from_response(Vendor::Anthropic, 429, &HeaderMap::new(), spend).is_retryable());
+        assert!(
+            !error_from_response(Vendor::Anthropic, 429, &HeaderMap::new(), spend).is_retryable()
+        );
         let long = r#"{"error":{"message":"too long","type":"invalid_request_error","param":null,"code":"context_length_exceeded"}}"#;
-        assert!(matches!(error_from_response(Vendor::OpenAi, 400, &HeaderMap::new(), long), LlmError::ContextTooLong(_)));
-        assert!(matches!(error_from_response(Vendor::OpenAi, 502, &HeaderMap::new(), "<html>bad gateway</html>"), LlmError::Server { status: 502, .. }));
-        assert!(matches!(error_from_event(Vendor::Anthropic, r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#), LlmError::Overloaded { .. }));
+        assert!(matches!(
+            error_from_response(Vendor::OpenAi, 400, &HeaderMap::new(), long),
+            LlmError::ContextTooLong(_)
+        ));
+        assert!(matches!(
+            error_from_response(
+                Vendor::OpenAi,
+                502,
+                &HeaderMap::new(),
+                "<html>bad gateway</html>"
+            ),
+            LlmError::Server { status: 502, .. }
+        ));
+        assert!(matches!(
+            error_from_event(
+                Vendor::Anthropic,
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            ),
+            LlmError::Overloaded { .. }
+        ));
     }
 
     #[test]
     fn join_url_handles_slashes() {
-        assert_eq!(join_url("http://h/v1/", "/chat/completions").unwrap().as_str(), "http://h/v1/chat/completions");
+        assert_eq!(
+            join_url("http://h/v1/", "/chat/completions")
+                .unwrap()
+                .as_str(),
+            "http://h/v1/chat/completions"
+        );
         assert!(join_url("not a url", "x").is_err());
     }
 }

@@ -33,13 +33,13 @@ mod tiers;
 mod types;
 
 pub use anthropic::{AnthropicConfig, AnthropicModel, PromptCaching};
-pub use config::ProviderKind;
+pub use config::{ProviderConfig, ProviderKind};
 pub use error::LlmError;
 pub use http::HttpSettings;
 pub use model::{
     ChatModel, EmbeddingModel, EmbeddingRequest, EmbeddingResponse, StructuredOutputMode,
 };
-// TEMP pub use openai::{OpenAiConfig, OpenAiModel};
+pub use openai::{OpenAiConfig, OpenAiModel};
 pub use pricing::{ModelPrice, PricingTable, UnknownModel};
 pub use retry::RetryPolicy;
 pub use secret::ApiKey;

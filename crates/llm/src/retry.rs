@@ -49,7 +49,10 @@ impl Default for RetryPolicy {
 impl RetryPolicy {
     /// A policy that never retries.
     pub fn none() -> Self {
-        RetryPolicy { max_attempts: 1, ..RetryPolicy::default() }
+        RetryPolicy {
+            max_attempts: 1,
+            ..RetryPolicy::default()
+        }
     }
 
     /// Sets the number of attempts (at least 1).
@@ -86,8 +89,15 @@ impl RetryPolicy {
             return (requested <= self.max_retry_after).then_some(requested);
         }
         let exponent = attempt.saturating_sub(1).min(16);
-        let backoff = self.base_delay.saturating_mul(1 << exponent).min(self.max_delay);
-        Some(if self.jitter { backoff.mul_f64(0.5 + fastrand::f64() * 0.5) } else { backoff })
+        let backoff = self
+            .base_delay
+            .saturating_mul(1 << exponent)
+            .min(self.max_delay);
+        Some(if self.jitter {
+            backoff.mul_f64(0.5 + fastrand::f64() * 0.5)
+        } else {
+            backoff
+        })
     }
 
     /// Runs `operation` until it succeeds, fails with an error that must not be retried, or
@@ -161,8 +171,9 @@ mod tests {
             .with_base_delay(Duration::from_secs(1))
             .with_max_delay(Duration::from_secs(5));
         let timeout = LlmError::Timeout("t".into());
-        let delays: Vec<_> =
-            (1..=5).map(|a| policy.delay_after(a, &timeout).unwrap().as_secs()).collect();
+        let delays: Vec<_> = (1..=5)
+            .map(|a| policy.delay_after(a, &timeout).unwrap().as_secs())
+            .collect();
         assert_eq!(delays, [1, 2, 4, 5, 5]);
     }
 
@@ -170,7 +181,9 @@ mod tests {
     fn jitter_stays_between_half_and_whole_backoff() {
         let policy = RetryPolicy::default().with_base_delay(Duration::from_secs(4));
         for _ in 0..100 {
-            let delay = policy.delay_after(1, &LlmError::Transport("x".into())).unwrap();
+            let delay = policy
+                .delay_after(1, &LlmError::Transport("x".into()))
+                .unwrap();
             assert!(delay >= Duration::from_secs(2) && delay <= Duration::from_secs(4));
         }
     }
@@ -178,7 +191,10 @@ mod tests {
     #[test]
     fn retry_after_wins_and_too_long_gives_up() {
         let policy = RetryPolicy::default();
-        assert_eq!(policy.delay_after(1, &rate_limited(Some(7))), Some(Duration::from_secs(7)));
+        assert_eq!(
+            policy.delay_after(1, &rate_limited(Some(7))),
+            Some(Duration::from_secs(7))
+        );
         assert_eq!(policy.delay_after(1, &rate_limited(Some(3600))), None);
     }
 
@@ -186,12 +202,21 @@ mod tests {
     fn never_retries_cancelled_or_plain_client_errors() {
         let policy = RetryPolicy::default();
         assert_eq!(policy.delay_after(1, &LlmError::Cancelled), None);
-        let bad = LlmError::InvalidRequest { status: 400, message: "bad".into() };
+        let bad = LlmError::InvalidRequest {
+            status: 400,
+            message: "bad".into(),
+        };
         assert_eq!(policy.delay_after(1, &bad), None);
-        let conflict = LlmError::InvalidRequest { status: 409, message: "conflict".into() };
+        let conflict = LlmError::InvalidRequest {
+            status: 409,
+            message: "conflict".into(),
+        };
         assert!(policy.delay_after(1, &conflict).is_some());
-        let spend_cap =
-            LlmError::RateLimited { message: "cap".into(), retry_after: None, retryable: false };
+        let spend_cap = LlmError::RateLimited {
+            message: "cap".into(),
+            retry_after: None,
+            retryable: false,
+        };
         assert_eq!(policy.delay_after(1, &spend_cap), None);
     }
 
@@ -201,7 +226,13 @@ mod tests {
         let result = RetryPolicy::default()
             .run(None, |attempt| {
                 calls.fetch_add(1, Ordering::SeqCst);
-                async move { if attempt < 3 { Err(rate_limited(Some(1))) } else { Ok(attempt) } }
+                async move {
+                    if attempt < 3 {
+                        Err(rate_limited(Some(1)))
+                    } else {
+                        Ok(attempt)
+                    }
+                }
             })
             .await;
         assert_eq!(result.unwrap(), 3);
@@ -212,7 +243,13 @@ mod tests {
     async fn run_gives_up_after_max_attempts_with_last_error() {
         let result: Result<(), _> = RetryPolicy::default()
             .with_max_attempts(2)
-            .run(None, |_| async { Err(LlmError::Server { status: 500, message: "boom".into(), retry_after: None }) })
+            .run(None, |_| async {
+                Err(LlmError::Server {
+                    status: 500,
+                    message: "boom".into(),
+                    retry_after: None,
+                })
+            })
             .await;
         assert!(matches!(result, Err(LlmError::Server { status: 500, .. })));
     }

@@ -71,8 +71,15 @@ pub type ChatStream = BoxStream<'static, Result<StreamEvent, LlmError>>;
 #[derive(Debug)]
 enum PartialBlock {
     Text(String),
-    Thinking { thinking: String, signature: Option<String> },
-    ToolUse { id: String, name: String, json: String },
+    Thinking {
+        thinking: String,
+        signature: Option<String>,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
     Opaque(Value),
 }
 
@@ -105,17 +112,32 @@ impl StreamAccumulator {
                 self.model = model;
             }
             StreamEvent::TextDelta { index, text } => {
-                match self.blocks.entry(index).or_insert_with(|| PartialBlock::Text(String::new())) {
+                match self
+                    .blocks
+                    .entry(index)
+                    .or_insert_with(|| PartialBlock::Text(String::new()))
+                {
                     PartialBlock::Text(buffer) => buffer.push_str(&text),
                     other => tracing::warn!(index, ?other, "text delta for a non-text block"),
                 }
             }
-            StreamEvent::ThinkingDelta { index, thinking, signature } => {
-                let entry = self.blocks.entry(index).or_insert_with(|| PartialBlock::Thinking {
-                    thinking: String::new(),
-                    signature: None,
-                });
-                if let PartialBlock::Thinking { thinking: buffer, signature: sig } = entry {
+            StreamEvent::ThinkingDelta {
+                index,
+                thinking,
+                signature,
+            } => {
+                let entry = self
+                    .blocks
+                    .entry(index)
+                    .or_insert_with(|| PartialBlock::Thinking {
+                        thinking: String::new(),
+                        signature: None,
+                    });
+                if let PartialBlock::Thinking {
+                    thinking: buffer,
+                    signature: sig,
+                } = entry
+                {
                     buffer.push_str(&thinking);
                     if signature.is_some() {
                         *sig = signature;
@@ -123,14 +145,22 @@ impl StreamAccumulator {
                 }
             }
             StreamEvent::ToolUseStart { index, id, name } => {
-                self.blocks.insert(index, PartialBlock::ToolUse { id, name, json: String::new() });
+                self.blocks.insert(
+                    index,
+                    PartialBlock::ToolUse {
+                        id,
+                        name,
+                        json: String::new(),
+                    },
+                );
             }
-            StreamEvent::ToolUseDelta { index, partial_json } => {
-                match self.blocks.get_mut(&index) {
-                    Some(PartialBlock::ToolUse { json, .. }) => json.push_str(&partial_json),
-                    _ => tracing::warn!(index, "tool argument delta before its tool call started"),
-                }
-            }
+            StreamEvent::ToolUseDelta {
+                index,
+                partial_json,
+            } => match self.blocks.get_mut(&index) {
+                Some(PartialBlock::ToolUse { json, .. }) => json.push_str(&partial_json),
+                _ => tracing::warn!(index, "tool argument delta before its tool call started"),
+            },
             StreamEvent::OpaqueBlock { index, raw } => {
                 self.blocks.insert(index, PartialBlock::Opaque(raw));
             }
@@ -150,16 +180,28 @@ impl StreamAccumulator {
             .into_values()
             .map(|block| match block {
                 PartialBlock::Text(text) => ContentBlock::Text { text },
-                PartialBlock::Thinking { thinking, signature } => {
-                    ContentBlock::Thinking { thinking, signature }
-                }
-                PartialBlock::ToolUse { id, name, json } => {
-                    ContentBlock::ToolUse { id, name, input: parse_tool_arguments(&json) }
-                }
+                PartialBlock::Thinking {
+                    thinking,
+                    signature,
+                } => ContentBlock::Thinking {
+                    thinking,
+                    signature,
+                },
+                PartialBlock::ToolUse { id, name, json } => ContentBlock::ToolUse {
+                    id,
+                    name,
+                    input: parse_tool_arguments(&json),
+                },
                 PartialBlock::Opaque(raw) => ContentBlock::Opaque { raw },
             })
             .collect();
-        Ok(ChatResponse { id: self.id, model: self.model, content, stop_reason, usage: self.usage })
+        Ok(ChatResponse {
+            id: self.id,
+            model: self.model,
+            content,
+            stop_reason,
+            usage: self.usage,
+        })
     }
 }
 
@@ -183,21 +225,31 @@ pub async fn collect_stream(mut stream: ChatStream) -> Result<ChatResponse, LlmE
 /// The events a stream of this response would carry (used by the default
 /// [`crate::ChatModel::chat_stream`]).
 pub fn response_to_events(response: ChatResponse) -> Vec<StreamEvent> {
-    let mut events =
-        vec![StreamEvent::MessageStart { id: response.id.clone(), model: response.model.clone() }];
+    let mut events = vec![StreamEvent::MessageStart {
+        id: response.id.clone(),
+        model: response.model.clone(),
+    }];
     for (index, block) in response.content.into_iter().enumerate() {
         match block {
             ContentBlock::Text { text } => events.push(StreamEvent::TextDelta { index, text }),
-            ContentBlock::Thinking { thinking, signature } => {
-                events.push(StreamEvent::ThinkingDelta { index, thinking, signature })
-            }
+            ContentBlock::Thinking {
+                thinking,
+                signature,
+            } => events.push(StreamEvent::ThinkingDelta {
+                index,
+                thinking,
+                signature,
+            }),
             ContentBlock::ToolUse { id, name, input } => {
                 events.push(StreamEvent::ToolUseStart { index, id, name });
                 let partial_json = match input {
                     Value::String(raw) => raw,
                     other => other.to_string(),
                 };
-                events.push(StreamEvent::ToolUseDelta { index, partial_json });
+                events.push(StreamEvent::ToolUseDelta {
+                    index,
+                    partial_json,
+                });
             }
             ContentBlock::ToolResult { .. } => {
                 tracing::warn!("a model response contained a tool result block; skipped in stream")

@@ -108,12 +108,18 @@ impl Message {
     /// assert_eq!(m.text(), "hello");
     /// ```
     pub fn user(text: impl Into<String>) -> Self {
-        Message { role: Role::User, content: vec![ContentBlock::text(text)] }
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::text(text)],
+        }
     }
 
     /// An assistant message with one text block.
     pub fn assistant(text: impl Into<String>) -> Self {
-        Message { role: Role::Assistant, content: vec![ContentBlock::text(text)] }
+        Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::text(text)],
+        }
     }
 
     /// A message made of the given blocks.
@@ -140,8 +146,16 @@ pub struct ToolDefinition {
 
 impl ToolDefinition {
     /// A tool definition.
-    pub fn new(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
-        ToolDefinition { name: name.into(), description: description.into(), input_schema }
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+    ) -> Self {
+        ToolDefinition {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+        }
     }
 
     /// A tool whose argument schema is derived from a Rust type with schemars.
@@ -240,7 +254,10 @@ impl ChatRequest {
     /// assert_eq!(req.max_tokens, Some(100));
     /// ```
     pub fn new(messages: Vec<Message>) -> Self {
-        ChatRequest { messages, ..ChatRequest::default() }
+        ChatRequest {
+            messages,
+            ..ChatRequest::default()
+        }
     }
 
     /// A request with one user message.

@@ -1,0 +1,1 @@
+//! Runnable examples of the agent platform; see the `[[example]]` targets in Cargo.toml.
