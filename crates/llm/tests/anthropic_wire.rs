@@ -407,3 +407,42 @@ async fn request_bodies_are_pinned() {
     insta::assert_json_snapshot!("anthropic_tool_round_trip_request", bodies[1]);
     insta::assert_json_snapshot!("anthropic_extract_forced_tool_request", bodies[2]);
 }
+
+#[tokio::test]
+async fn recorded_rate_limit_with_retry_after_waits_then_succeeds() {
+    let server = MockServer::start().await;
+    let exchanges = read_json(realdata(
+        "anthropic/sdk-python/tests/lib/_parse/__inline_snapshot__/test_messages/TestAsyncParse/d743d628-16aa-4c9f-ae78-51deb578f746.json",
+    ));
+    let limited = ResponseTemplate::new(429)
+        .set_body_json(&exchanges[0]["response"]["body"])
+        .insert_header("retry-after", "1");
+    Mock::given(method("POST"))
+        .respond_with(limited)
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_json(&exchanges[2]["response"]["body"]),
+    )
+    .await;
+    let started = Instant::now();
+    let response = model(&server)
+        .chat(ChatRequest::from_prompt("Extract order"))
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "retried after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        response.usage.input_tokens,
+        exchanges[2]["response"]["body"]["usage"]["input_tokens"]
+            .as_u64()
+            .unwrap()
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+}
