@@ -294,6 +294,12 @@ fn truncate(text: &str, max_chars: usize) -> String {
     }
 }
 
+/// An `f32` as the JSON number it prints as (`0.2`, not `0.20000000298023224`).
+pub(crate) fn f32_to_json(value: f32) -> Option<Value> {
+    let shortest: f64 = value.to_string().parse().ok()?;
+    serde_json::Number::from_f64(shortest).map(Value::Number)
+}
+
 /// Joins a base URL and a path, tolerating slashes on either side.
 pub(crate) fn join_url(base: &str, path: &str) -> Result<reqwest::Url, LlmError> {
     let joined = format!(

@@ -14,6 +14,9 @@ pub enum StructuredOutputMode {
     ForcedTool,
     /// Send the schema as a strict `json_schema` response format (OpenAI).
     JsonSchema,
+    /// Ask for a JSON object (`response_format: json_object`) and give the schema in the
+    /// system prompt, for servers with neither strict schemas nor forced tool calls (Z.AI).
+    JsonObject,
 }
 
 /// A chat model: one provider, or a wrapper around one.

@@ -177,3 +177,17 @@ async fn test_model_satisfies_extract_in_both_modes() {
         assert_eq!(out.attempts, 1, "{mode:?}");
     }
 }
+
+#[tokio::test]
+async fn json_object_mode_puts_the_schema_in_the_system_prompt() {
+    let model =
+        ScriptedModel::from_texts(["{\"answer\": \"4\", \"confidence\": 0.7, \"note\": null}"])
+            .with_structured_output_mode(StructuredOutputMode::JsonObject);
+    let request = ChatRequest::from_prompt("2+2?").with_system("You are a calculator.");
+    let out = extract::<ChatAnswer, _>(&model, request).await.unwrap();
+    assert_eq!(out.value.answer, "4");
+    let sent = model.last_request().unwrap();
+    assert_eq!(sent.response_format, Some(ResponseFormat::JsonObject));
+    assert!(sent.tools.is_empty() && sent.tool_choice.is_none());
+    insta::assert_snapshot!("extract_json_object_system_prompt", sent.system.unwrap());
+}

@@ -2,6 +2,7 @@
 
 use super::PromptCaching;
 use crate::error::LlmError;
+use crate::http::f32_to_json;
 use crate::types::{
     ChatRequest, ChatResponse, ContentBlock, Message, ResponseFormat, Role, StopReason, ToolChoice,
     ToolDefinition, Usage,
@@ -54,8 +55,8 @@ pub(crate) fn request_body(
             body.insert("tool_choice".into(), tool_choice_to_wire(choice));
         }
     }
-    if let Some(temperature) = request.temperature {
-        body.insert("temperature".into(), json!(temperature));
+    if let Some(temperature) = request.temperature.and_then(f32_to_json) {
+        body.insert("temperature".into(), temperature);
     }
     if !request.stop.is_empty() {
         body.insert("stop_sequences".into(), json!(request.stop));

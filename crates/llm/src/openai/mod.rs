@@ -80,6 +80,9 @@ pub struct OpenAiConfig {
     /// Whether streamed requests ask for a final usage chunk (`stream_options.include_usage`).
     /// Turn off for servers that reject `stream_options`.
     pub stream_usage: bool,
+    /// Whether the server accepts `tool_choice` `required` and named tools. When false
+    /// (Z.AI), forced choices are sent as `auto` and `none` leaves the tools out.
+    pub forced_tool_choice: bool,
     /// Retry policy for failed calls.
     pub retry: RetryPolicy,
     /// HTTP timeouts.
@@ -101,6 +104,7 @@ impl OpenAiConfig {
             structured_output: StructuredOutputMode::ForcedTool,
             azure_api_version: None,
             stream_usage: true,
+            forced_tool_choice: true,
             retry: RetryPolicy::default(),
             http: HttpSettings::default(),
             extra_headers: Vec::new(),
@@ -149,11 +153,17 @@ impl OpenAiConfig {
     }
 
     /// Z.AI (GLM): `https://api.z.ai/api/paas/v4`, `max_tokens`, `glm-4.7` and
-    /// `embedding-3`. Z.AI documents only the `json_object` response format, so structured
-    /// output uses a forced tool.
+    /// `embedding-3`. GLM accepts only `tool_choice: auto` and the `json_object` response
+    /// format, so structured output is asked for as a JSON object with the schema in the
+    /// system prompt; `stream_options` is not sent (the last chunk carries usage anyway).
     pub fn zai(api_key: impl Into<ApiKey>) -> Self {
         let models = ("glm-4.7", "embedding-3");
-        Self::base("https://api.z.ai/api/paas/v4", Some(api_key.into()), models)
+        OpenAiConfig {
+            structured_output: StructuredOutputMode::JsonObject,
+            forced_tool_choice: false,
+            stream_usage: false,
+            ..Self::base("https://api.z.ai/api/paas/v4", Some(api_key.into()), models)
+        }
     }
 
     /// A local OpenAI-compatible server (llama.cpp, vLLM, Ollama, ...) at `base_url`, such
@@ -270,6 +280,14 @@ impl OpenAiModel {
         Ok(url)
     }
 
+    fn body_options(&self, stream: bool) -> BodyOptions {
+        BodyOptions {
+            max_tokens_field: self.config.max_tokens_field,
+            stream: stream.then_some(self.config.stream_usage),
+            forced_tool_choice: self.config.forced_tool_choice,
+        }
+    }
+
     fn chat_model<'a>(&'a self, request: &'a ChatRequest) -> &'a str {
         request
             .model
@@ -283,11 +301,7 @@ impl ChatModel for OpenAiModel {
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
         let model = self.chat_model(&request);
         let url = self.url("chat/completions", model)?;
-        let options = BodyOptions {
-            max_tokens_field: self.config.max_tokens_field,
-            stream: None,
-        };
-        let body = wire::chat_body(&request, model, options);
+        let body = wire::chat_body(&request, model, self.body_options(false));
         tracing::debug!(model, messages = request.messages.len(), "chat completion");
         let answer = self.http.post_json(&url, &self.headers, &body).await?;
         wire::parse_chat_response(answer)
@@ -296,11 +310,7 @@ impl ChatModel for OpenAiModel {
     async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
         let model = self.chat_model(&request);
         let url = self.url("chat/completions", model)?;
-        let options = BodyOptions {
-            max_tokens_field: self.config.max_tokens_field,
-            stream: Some(self.config.stream_usage),
-        };
-        let body = wire::chat_body(&request, model, options);
+        let body = wire::chat_body(&request, model, self.body_options(true));
         tracing::debug!(
             model,
             messages = request.messages.len(),
@@ -360,7 +370,8 @@ mod tests {
         assert_eq!(openai.default_model, "gpt-4.1-mini");
         let zai = OpenAiConfig::zai("k");
         assert_eq!(zai.base_url, "https://api.z.ai/api/paas/v4");
-        assert_eq!(zai.structured_output, StructuredOutputMode::ForcedTool);
+        assert_eq!(zai.structured_output, StructuredOutputMode::JsonObject);
+        assert!(!zai.forced_tool_choice);
         assert_eq!(zai.default_model, "glm-4.7");
         let local = OpenAiConfig::local("http://127.0.0.1:1/v1");
         assert!(local.api_key.is_none());

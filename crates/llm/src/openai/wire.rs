@@ -3,7 +3,7 @@
 
 use super::MaxTokensField;
 use crate::error::LlmError;
-use crate::http::{Vendor, error_from_event};
+use crate::http::{Vendor, error_from_event, f32_to_json};
 use crate::model::{EmbeddingRequest, EmbeddingResponse};
 use crate::stream::parse_tool_arguments;
 use crate::types::{
@@ -20,6 +20,8 @@ pub(crate) struct BodyOptions {
     pub(crate) max_tokens_field: MaxTokensField,
     /// `Some(include_usage)` for a streamed request.
     pub(crate) stream: Option<bool>,
+    /// Whether the server accepts `required` and named tool choices (Z.AI does not).
+    pub(crate) forced_tool_choice: bool,
 }
 
 /// The `CreateChatCompletionRequest` body for `request`, addressed to `model`.
@@ -30,12 +32,23 @@ pub(crate) fn chat_body(request: &ChatRequest, model: &str, options: BodyOptions
         "messages".into(),
         Value::Array(messages(request.system.as_deref(), &request.messages)),
     );
-    if !request.tools.is_empty() {
+    let choice = match (&request.tool_choice, options.forced_tool_choice) {
+        (Some(ToolChoice::Any | ToolChoice::Tool { .. }), false) => {
+            tracing::debug!(
+                "this server accepts only tool_choice auto; forced choice sent as auto"
+            );
+            Some(ToolChoice::Auto)
+        }
+        (choice, _) => choice.clone(),
+    };
+    // A server that knows only `auto` cannot be told `none`: leave the tools out instead.
+    let tools_allowed = options.forced_tool_choice || choice != Some(ToolChoice::None);
+    if !request.tools.is_empty() && tools_allowed {
         body.insert(
             "tools".into(),
             Value::Array(request.tools.iter().map(tool).collect()),
         );
-        if let Some(choice) = &request.tool_choice {
+        if let Some(choice) = &choice {
             body.insert("tool_choice".into(), tool_choice(choice));
         }
     }
@@ -62,12 +75,6 @@ pub(crate) fn chat_body(request: &ChatRequest, model: &str, options: BodyOptions
         }
     }
     Value::Object(body)
-}
-
-/// An `f32` as the JSON number it prints as (`0.2`, not `0.20000000298023224`).
-fn f32_to_json(value: f32) -> Option<Value> {
-    let shortest: f64 = value.to_string().parse().ok()?;
-    serde_json::Number::from_f64(shortest).map(Value::Number)
 }
 
 /// The conversation as Chat Completions messages: the system prompt first, each tool

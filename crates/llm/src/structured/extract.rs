@@ -130,6 +130,16 @@ where
                 strict: true,
             });
         }
+        StructuredOutputMode::JsonObject => {
+            let instruction = format!(
+                "Reply with only a JSON object that matches this JSON Schema, and nothing else:\n{schema}"
+            );
+            request.system = Some(match request.system.take() {
+                Some(system) if !system.is_empty() => format!("{system}\n\n{instruction}"),
+                _ => instruction,
+            });
+            request.response_format = Some(ResponseFormat::JsonObject);
+        }
     }
     let max_attempts = options.max_attempts.max(1);
     let mut usage = Vec::new();

@@ -6,6 +6,7 @@ use serde_json::json;
 const PLAIN: BodyOptions = BodyOptions {
     max_tokens_field: MaxTokensField::MaxCompletionTokens,
     stream: None,
+    forced_tool_choice: true,
 };
 
 #[test]
@@ -35,7 +36,7 @@ fn system_prompt_and_text_messages() {
     );
     let legacy = BodyOptions {
         max_tokens_field: MaxTokensField::MaxTokens,
-        stream: None,
+        ..PLAIN
     };
     let body = chat_body(&request, "m", legacy);
     assert_eq!(body["max_tokens"], 50);
@@ -329,4 +330,28 @@ fn base64_embeddings_decode_as_little_endian_floats() {
     assert_eq!(decode_base64_f32("AACAPwAAAMA=").unwrap(), vec![1.0, -2.0]);
     assert!(decode_base64_f32("AAA*").is_err());
     assert!(decode_base64_f32("AAAA").is_err());
+}
+
+#[test]
+fn auto_only_servers_get_auto_or_no_tools() {
+    let auto_only = BodyOptions {
+        forced_tool_choice: false,
+        ..PLAIN
+    };
+    let tool = ToolDefinition::new("t", "T", json!({"type": "object", "properties": {}}));
+    let forced = ChatRequest::from_prompt("q")
+        .with_tool(tool.clone())
+        .with_tool_choice(ToolChoice::Tool { name: "t".into() });
+    let body = chat_body(&forced, "glm-4.7", auto_only);
+    assert_eq!(body["tool_choice"], json!("auto"));
+    assert_eq!(body["tools"][0]["function"]["name"], "t");
+    let none = ChatRequest::from_prompt("q")
+        .with_tool(tool)
+        .with_tool_choice(ToolChoice::None);
+    let body = chat_body(&none, "glm-4.7", auto_only);
+    assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
+    assert_eq!(
+        chat_body(&none, "gpt-4.1", PLAIN)["tool_choice"],
+        json!("none")
+    );
 }
