@@ -310,8 +310,8 @@ async fn streamed_parallel_tool_calls() {
     assert_eq!(
         starts,
         vec![
-            (1, "call_JMW1whyEaYG438VE1OIflxA2", "GetWeatherArgs"),
-            (2, "call_DNYTawLBoN8fj3KN6qU9N1Ou", "get_stock_price"),
+            (2, "call_JMW1whyEaYG438VE1OIflxA2", "GetWeatherArgs"),
+            (3, "call_DNYTawLBoN8fj3KN6qU9N1Ou", "get_stock_price"),
         ]
     );
     assert_eq!(events.last(), Some(&StreamEvent::Stop(StopReason::ToolUse)));
@@ -545,7 +545,7 @@ async fn error_in_the_middle_of_a_stream() {
     let items: Vec<_> = stream.collect().await;
     assert!(matches!(
         items[1],
-        Ok(StreamEvent::TextDelta { index: 0, ref text }) if text == "The answer"
+        Ok(StreamEvent::TextDelta { index: 1, ref text }) if text == "The answer"
     ));
     assert!(
         matches!(

@@ -1,8 +1,9 @@
 //! Streamed Chat Completions: `chat.completion.chunk` payloads turned into [`StreamEvent`]s.
 //!
 //! [`ChunkDecoder`] is a small state machine fed one SSE `data:` payload at a time, so it
-//! can be tested without HTTP. Block indexes: the text (and any refusal) is block 0, and
-//! the tool call with wire index `i` is block `1 + i`.
+//! can be tested without HTTP. Block indexes: reasoning text (DeepSeek, GLM) is block 0,
+//! the text (and any refusal) is block 1, and the tool call with wire index `i` is block
+//! `2 + i`.
 
 use super::wire::{WireUsage, adjust_stop, fallback_call_id, stop_reason};
 use crate::error::LlmError;
@@ -14,6 +15,13 @@ use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
+
+/// Block index of reasoning text.
+const THINKING_BLOCK: usize = 0;
+/// Block index of the answer text.
+const TEXT_BLOCK: usize = 1;
+/// Block index of the tool call with wire index 0.
+const FIRST_TOOL_BLOCK: usize = 2;
 
 #[derive(Debug, Deserialize)]
 struct Chunk {
@@ -45,6 +53,8 @@ struct Delta {
     content: Option<String>,
     #[serde(default)]
     refusal: Option<String>,
+    #[serde(default)]
+    reasoning_content: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<ToolCallChunk>>,
 }
@@ -126,12 +136,25 @@ impl ChunkDecoder {
             .filter(|c| c.index == 0)
         {
             let delta = choice.delta.unwrap_or_default();
+            if let Some(thinking) = delta.reasoning_content.filter(|t| !t.is_empty()) {
+                events.push(StreamEvent::ThinkingDelta {
+                    index: THINKING_BLOCK,
+                    thinking,
+                    signature: None,
+                });
+            }
             if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
-                events.push(StreamEvent::TextDelta { index: 0, text });
+                events.push(StreamEvent::TextDelta {
+                    index: TEXT_BLOCK,
+                    text,
+                });
             }
             if let Some(text) = delta.refusal.filter(|t| !t.is_empty()) {
                 self.refused = true;
-                events.push(StreamEvent::TextDelta { index: 0, text });
+                events.push(StreamEvent::TextDelta {
+                    index: TEXT_BLOCK,
+                    text,
+                });
             }
             for call in delta.tool_calls.unwrap_or_default() {
                 self.tool_call(call, &mut events);
@@ -164,7 +187,7 @@ impl ChunkDecoder {
                 }
             }
         };
-        let block = 1 + slot_index;
+        let block = FIRST_TOOL_BLOCK + slot_index;
         let slot = self.tools.entry(slot_index).or_default();
         if slot.id.is_none() {
             slot.id = call.id.filter(|id| !id.is_empty());
@@ -216,7 +239,7 @@ impl ChunkDecoder {
                 continue;
             }
             tracing::warn!(slot_index, "streamed tool call without a name");
-            let index = 1 + slot_index;
+            let index = FIRST_TOOL_BLOCK + slot_index;
             let id = slot
                 .id
                 .clone()

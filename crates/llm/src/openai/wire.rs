@@ -297,6 +297,9 @@ struct WireMessage {
     content: Option<Value>,
     #[serde(default)]
     refusal: Option<String>,
+    /// DeepSeek's and GLM's reasoning text.
+    #[serde(default)]
+    reasoning_content: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<WireToolCall>>,
 }
@@ -330,6 +333,12 @@ pub(crate) fn parse_chat_response(body: Value) -> Result<ChatResponse, LlmError>
         .min_by_key(|c| c.index)
         .ok_or_else(|| LlmError::InvalidResponse("the chat completion has no choices".into()))?;
     let mut content = Vec::new();
+    if let Some(thinking) = choice.message.reasoning_content.filter(|r| !r.is_empty()) {
+        content.push(ContentBlock::Thinking {
+            thinking,
+            signature: None,
+        });
+    }
     let text = choice
         .message
         .content

@@ -56,11 +56,11 @@ fn text_then_stop_then_usage_chunk() {
                 model: "gpt-x".into()
             },
             StreamEvent::TextDelta {
-                index: 0,
+                index: 1,
                 text: "Hel".into()
             },
             StreamEvent::TextDelta {
-                index: 0,
+                index: 1,
                 text: "lo".into()
             },
             StreamEvent::Usage(usage),
@@ -96,7 +96,7 @@ fn parallel_tool_calls_get_their_own_blocks() {
     assert_eq!(
         events[1],
         StreamEvent::ToolUseStart {
-            index: 1,
+            index: 2,
             id: "call_a".into(),
             name: "weather".into()
         }
@@ -104,14 +104,14 @@ fn parallel_tool_calls_get_their_own_blocks() {
     assert_eq!(
         events[2],
         StreamEvent::ToolUseDelta {
-            index: 1,
+            index: 2,
             partial_json: "{\"city\":".into()
         }
     );
     assert_eq!(
         events[4],
         StreamEvent::ToolUseStart {
-            index: 2,
+            index: 3,
             id: "call_b".into(),
             name: "stock".into()
         }
@@ -144,16 +144,16 @@ fn arguments_before_the_name_are_held_back() {
         events[1..4],
         [
             StreamEvent::ToolUseStart {
-                index: 1,
+                index: 2,
                 id: "call_x".into(),
                 name: "f".into()
             },
             StreamEvent::ToolUseDelta {
-                index: 1,
+                index: 2,
                 partial_json: "{\"a\"".into()
             },
             StreamEvent::ToolUseDelta {
-                index: 1,
+                index: 2,
                 partial_json: ":1}".into()
             },
         ]
@@ -192,7 +192,7 @@ fn calls_without_index_or_id_are_told_apart() {
     assert_eq!(
         no_id[1],
         StreamEvent::ToolUseStart {
-            index: 1,
+            index: 2,
             id: "call_0".into(),
             name: "f".into()
         }
@@ -305,4 +305,31 @@ async fn event_stream_ends_after_first_error() {
         .await
         .unwrap();
     assert_eq!(response.content, vec![ContentBlock::text("hi")]);
+}
+
+#[test]
+fn reasoning_content_becomes_a_thinking_block_before_the_text() {
+    let mut decoder = ChunkDecoder::default();
+    let mut acc = crate::StreamAccumulator::default();
+    for data in [
+        r#"{"id":"c1","model":"deepseek-reasoner","choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"Two plus "}}]}"#,
+        r#"{"id":"c1","model":"deepseek-reasoner","choices":[{"index":0,"delta":{"reasoning_content":"two."}}]}"#,
+        r#"{"id":"c1","model":"deepseek-reasoner","choices":[{"index":0,"delta":{"content":"4"},"finish_reason":"stop"}]}"#,
+        "[DONE]",
+    ] {
+        for event in decoder.push(data).unwrap() {
+            acc.push(event);
+        }
+    }
+    let response = acc.finish().unwrap();
+    assert_eq!(
+        response.content,
+        vec![
+            crate::ContentBlock::Thinking {
+                thinking: "Two plus two.".into(),
+                signature: None
+            },
+            crate::ContentBlock::text("4"),
+        ]
+    );
 }

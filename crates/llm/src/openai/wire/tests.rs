@@ -355,3 +355,22 @@ fn auto_only_servers_get_auto_or_no_tools() {
         json!("none")
     );
 }
+
+#[test]
+fn reasoning_content_is_kept_as_thinking() {
+    let body = json!({
+        "id": "c1", "model": "glm-4.7",
+        "choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "4", "reasoning_content": "2+2=4"}}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
+    });
+    let response = parse_chat_response(body).unwrap();
+    assert_eq!(
+        response.content[0],
+        ContentBlock::Thinking {
+            thinking: "2+2=4".into(),
+            signature: None
+        }
+    );
+    assert_eq!(response.text(), "4");
+}
