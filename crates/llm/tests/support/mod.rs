@@ -3,6 +3,9 @@
 
 use std::path::PathBuf;
 
+pub mod doubles;
+pub mod openai;
+
 /// A file under `../shared/realdata` (recorded real vendor bodies, read in place).
 pub fn realdata(relative: &str) -> PathBuf {
     let root = PathBuf::from(concat!(
