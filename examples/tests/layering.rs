@@ -1,0 +1,83 @@
+//! The layering of DESIGN.md section 2, checked on `cargo metadata`: dependencies point
+//! down only, and products never depend on each other.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+const PRODUCTS: &[&str] = &[
+    "job-hunter",
+    "resume-coordinator",
+    "page-explorer",
+    "jd-optimizer",
+    "job-agent-chat",
+];
+const MIDDLE: &[&str] = &["agent-server", "agent-backends", "job-capabilities"];
+
+/// Layer of each library crate: a crate may depend only on crates of a lower layer.
+fn layer(name: &str) -> Option<u8> {
+    match name {
+        "agent-llm" => Some(0),
+        "agent-runtime" => Some(1),
+        _ if MIDDLE.contains(&name) => Some(2),
+        _ if PRODUCTS.contains(&name) => Some(3),
+        "examples" => Some(4),
+        _ => None,
+    }
+}
+
+#[test]
+fn workspace_dependencies_point_down_only() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for package in metadata["packages"].as_array().unwrap() {
+        let name = package["name"].as_str().unwrap().to_owned();
+        let normal_deps = package["dependencies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["kind"].is_null() || d["kind"] == "build")
+            .map(|d| d["name"].as_str().unwrap().to_owned())
+            .filter(|d| layer(d).is_some() && *d != name)
+            .collect();
+        graph.insert(name, normal_deps);
+    }
+    assert!(graph.contains_key("agent-llm"), "the workspace was read");
+    let mut violations = Vec::new();
+    for (package, deps) in &graph {
+        let Some(own) = layer(package) else {
+            violations.push(format!("{package} is not a crate of DESIGN.md section 2"));
+            continue;
+        };
+        for dep in deps {
+            let theirs = layer(dep).unwrap_or(u8::MAX);
+            if theirs >= own && package != "examples" {
+                violations.push(format!(
+                    "{package} (layer {own}) depends on {dep} (layer {theirs})"
+                ));
+            }
+        }
+    }
+    assert!(
+        violations.is_empty(),
+        "upward or sideways dependencies: {violations:#?}"
+    );
+}
