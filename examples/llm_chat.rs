@@ -32,7 +32,7 @@ time or date, call get_time with an IANA timezone name (use UTC if none is given
 
 /// Chat with the configured LLM provider (or offline fixtures) using a get_time tool.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(version)]
 struct Args {
     /// Stream the answer as it is generated.
     #[arg(long)]
