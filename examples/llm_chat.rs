@@ -111,10 +111,10 @@ struct ViaStream(Arc<dyn ChatModel>);
 
 #[async_trait]
 impl ChatModel for ViaStream {
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         collect_stream(self.0.chat_stream(request).await?).await
     }
-    async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+    async fn chat_stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
         self.0.chat_stream(request).await
     }
     fn structured_output_mode(&self) -> StructuredOutputMode {
@@ -198,7 +198,7 @@ async fn chat_with_tools(
         let response = if args.stream {
             stream_to_stdout(model, request).await?
         } else {
-            model.chat(request).await?
+            model.chat(&request).await?
         };
         meter.record(&response.model, response.usage);
         let calls = response.tool_calls();
@@ -227,7 +227,7 @@ async fn stream_to_stdout(
     model: &dyn ChatModel,
     request: ChatRequest,
 ) -> anyhow::Result<ChatResponse> {
-    let mut stream = model.chat_stream(request).await?;
+    let mut stream = model.chat_stream(&request).await?;
     let mut response = StreamAccumulator::default();
     let mut printed = false;
     while let Some(event) = stream.next().await {

@@ -11,7 +11,7 @@
 //! use agent_llm::{ChatModel, ChatRequest, testing::ScriptedModel};
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let model = ScriptedModel::from_texts(["Paris."]);
-//! let answer = model.chat(ChatRequest::from_prompt("Capital of France?")).await.unwrap();
+//! let answer = model.chat(&ChatRequest::from_prompt("Capital of France?")).await.unwrap();
 //! assert_eq!(answer.text(), "Paris.");
 //! # });
 //! ```

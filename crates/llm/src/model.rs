@@ -28,7 +28,7 @@ pub enum StructuredOutputMode {
 /// use agent_llm::{ChatModel, ChatRequest, testing::ScriptedModel};
 /// # tokio_test_block(async {
 /// let model = ScriptedModel::from_texts(["Hello!"]);
-/// let response = model.chat(ChatRequest::from_prompt("Hi")).await.unwrap();
+/// let response = model.chat(&ChatRequest::from_prompt("Hi")).await.unwrap();
 /// assert_eq!(response.text(), "Hello!");
 /// # });
 /// # fn tokio_test_block(f: impl std::future::Future<Output = ()>) {
@@ -39,11 +39,11 @@ pub enum StructuredOutputMode {
 #[async_trait]
 pub trait ChatModel: Send + Sync {
     /// Sends a request and waits for the whole answer.
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError>;
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
 
     /// Sends a request and streams the answer. The default calls [`ChatModel::chat`] and
     /// replays its answer as events.
-    async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+    async fn chat_stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
         let response = self.chat(request).await?;
         let events = response_to_events(response).into_iter().map(Ok);
         Ok(Box::pin(futures::stream::iter(events)))
@@ -92,10 +92,10 @@ pub trait EmbeddingModel: Send + Sync {
 
 #[async_trait]
 impl<M: ChatModel + ?Sized> ChatModel for std::sync::Arc<M> {
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         (**self).chat(request).await
     }
-    async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+    async fn chat_stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
         (**self).chat_stream(request).await
     }
     fn structured_output_mode(&self) -> StructuredOutputMode {

@@ -84,7 +84,7 @@ async fn non_streaming_tool_use_is_read_with_usage() {
         .mount(&server)
         .await;
     let response = model(&server)
-        .chat(ChatRequest::from_prompt("weather?"))
+        .chat(&ChatRequest::from_prompt("weather?"))
         .await
         .unwrap();
     assert_eq!(response.stop_reason, StopReason::ToolUse);
@@ -113,7 +113,7 @@ async fn server_tool_blocks_are_kept_verbatim() {
     ));
     mount(&server, ResponseTemplate::new(200).set_body_json(&body)).await;
     let response = model(&server)
-        .chat(ChatRequest::from_prompt("fetch"))
+        .chat(&ChatRequest::from_prompt("fetch"))
         .await
         .unwrap();
     let expected_opaque = body["content"]
@@ -142,7 +142,7 @@ async fn streaming_text_then_tool_call_with_partial_json() {
     )
     .await;
     let stream = model(&server)
-        .chat_stream(ChatRequest::from_prompt("weather in Paris?").with_tool(weather_tool()))
+        .chat_stream(&ChatRequest::from_prompt("weather in Paris?").with_tool(weather_tool()))
         .await
         .unwrap();
     let response = collect_stream(stream).await.unwrap();
@@ -180,7 +180,7 @@ async fn streaming_usage_in_message_delta_includes_input_tokens() {
     )
     .await;
     let stream = model(&server)
-        .chat_stream(ChatRequest::from_prompt("ping"))
+        .chat_stream(&ChatRequest::from_prompt("ping"))
         .await
         .unwrap();
     let response = collect_stream(stream).await.unwrap();
@@ -194,7 +194,7 @@ async fn truncated_tool_json_is_kept_verbatim_with_max_tokens() {
     let server = MockServer::start().await;
     mount(&server, sse(read(realdata("anthropic/sdk-python/tests/lib/streaming/fixtures/incomplete_partial_json_response.txt")))).await;
     let stream = model(&server)
-        .chat_stream(ChatRequest::from_prompt("write"))
+        .chat_stream(&ChatRequest::from_prompt("write"))
         .await
         .unwrap();
     let response = collect_stream(stream).await.unwrap();
@@ -217,7 +217,7 @@ async fn refusal_stop_reason_is_mapped() {
     )
     .await;
     let stream = model(&server)
-        .chat_stream(ChatRequest::from_prompt("?"))
+        .chat_stream(&ChatRequest::from_prompt("?"))
         .await
         .unwrap();
     assert_eq!(
@@ -235,7 +235,7 @@ async fn error_event_in_the_middle_of_a_stream_is_an_error() {
     )
     .await;
     let stream = model(&server)
-        .chat_stream(ChatRequest::from_prompt("?"))
+        .chat_stream(&ChatRequest::from_prompt("?"))
         .await
         .unwrap();
     let error = collect_stream(stream).await.unwrap_err();
@@ -267,7 +267,7 @@ async fn recorded_rate_limits_are_retried_until_success() {
             .await;
     }
     let response = model(&server)
-        .chat(ChatRequest::from_prompt("Extract order"))
+        .chat(&ChatRequest::from_prompt("Extract order"))
         .await
         .unwrap();
     assert!(response.text().contains("Green Tea"));
@@ -296,7 +296,7 @@ async fn error_after(
     let started = Instant::now();
     let error = AnthropicModel::new(config)
         .unwrap()
-        .chat(ChatRequest::from_prompt("hi"))
+        .chat(&ChatRequest::from_prompt("hi"))
         .await
         .unwrap_err();
     (
@@ -347,7 +347,7 @@ async fn dead_server_is_a_transport_error() {
         .with_retry(RetryPolicy::none());
     let error = AnthropicModel::new(config)
         .unwrap()
-        .chat(ChatRequest::from_prompt("hi"))
+        .chat(&ChatRequest::from_prompt("hi"))
         .await
         .unwrap_err();
     assert!(matches!(error, LlmError::Transport(_)), "{error:?}");
@@ -399,8 +399,8 @@ async fn request_bodies_are_pinned() {
         confidence: f64,
     }
     let extraction = ChatRequest::from_prompt("2+2?").with_model("claude-sonnet-4-5");
-    model.chat(plain).await.unwrap();
-    model.chat(tool_round_trip).await.unwrap();
+    model.chat(&plain).await.unwrap();
+    model.chat(&tool_round_trip).await.unwrap();
     let _ = agent_llm::extract::<ChatAnswer, _>(&model, extraction).await;
     let bodies = sent_bodies(&server).await;
     insta::assert_json_snapshot!("anthropic_plain_request", bodies[0]);
@@ -430,7 +430,7 @@ async fn recorded_rate_limit_with_retry_after_waits_then_succeeds() {
     .await;
     let started = Instant::now();
     let response = model(&server)
-        .chat(ChatRequest::from_prompt("Extract order"))
+        .chat(&ChatRequest::from_prompt("Extract order"))
         .await
         .unwrap();
     assert!(

@@ -288,7 +288,7 @@ async fn run_suite(provider: Provider) {
 
     let (template, text, want_usage) = provider.text;
     let server = answering(template).await;
-    let response = (provider.build)(&server).chat(request()).await.unwrap();
+    let response = (provider.build)(&server).chat(&request()).await.unwrap();
     assert!(
         response.text().starts_with(text),
         "{name}: text was {:?}",
@@ -303,7 +303,7 @@ async fn run_suite(provider: Provider) {
 
     for (template, calls) in [provider.tool_call, provider.parallel_tool_calls] {
         let server = answering(template).await;
-        let response = (provider.build)(&server).chat(request()).await.unwrap();
+        let response = (provider.build)(&server).chat(&request()).await.unwrap();
         assert_eq!(calls_of(&response), expected(&calls), "{name}: tool calls");
         assert_eq!(response.stop_reason, StopReason::ToolUse, "{name}");
     }
@@ -311,7 +311,7 @@ async fn run_suite(provider: Provider) {
     let (template, calls, want_usage) = provider.streamed_tool_calls;
     let server = answering(template).await;
     let stream = (provider.build)(&server)
-        .chat_stream(request())
+        .chat_stream(&request())
         .await
         .unwrap();
     let response = collect_stream(stream).await.unwrap();
@@ -332,7 +332,10 @@ async fn run_suite(provider: Provider) {
 
     for (template, class) in provider.errors {
         let server = answering(template).await;
-        let error = (provider.build)(&server).chat(request()).await.unwrap_err();
+        let error = (provider.build)(&server)
+            .chat(&request())
+            .await
+            .unwrap_err();
         assert_eq!(class_of(&error), Some(class), "{name}: {error:?}");
         let retryable = matches!(
             class,

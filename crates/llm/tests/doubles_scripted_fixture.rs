@@ -19,17 +19,17 @@ async fn scripted_answers_in_order_records_requests_and_fails_clearly_when_exhau
     let model = ScriptedModel::from_texts(["first", "second"]);
     let observer = model.clone();
 
-    assert_eq!(model.chat(prompt("one")).await.unwrap().text(), "first");
+    assert_eq!(model.chat(&prompt("one")).await.unwrap().text(), "first");
     assert_eq!(
         model
-            .chat(prompt("two").with_system("sys"))
+            .chat(&prompt("two").with_system("sys"))
             .await
             .unwrap()
             .text(),
         "second"
     );
 
-    let error = model.chat(prompt("three")).await.unwrap_err();
+    let error = model.chat(&prompt("three")).await.unwrap_err();
     assert_eq!(
         error,
         LlmError::InvalidResponse("ScriptedModel: no scripted response left for call 3".into())
@@ -65,13 +65,13 @@ async fn scripted_responses_get_ids_models_and_usage() {
     .with_default_model("scripted-large");
     assert_eq!(model.default_model().as_deref(), Some("scripted-large"));
 
-    let first = model.chat(prompt("x")).await.unwrap();
+    let first = model.chat(&prompt("x")).await.unwrap();
     assert_eq!(first.id, "scripted_1");
     assert_eq!(first.model, "scripted-large");
     assert_eq!(first.stop_reason, StopReason::EndTurn);
     assert!(first.usage.input_tokens > 0 && first.usage.output_tokens > 0);
 
-    let second = model.chat(prompt("y").with_model("other")).await.unwrap();
+    let second = model.chat(&prompt("y").with_model("other")).await.unwrap();
     assert_eq!(second.model, "other");
     assert_eq!(second.stop_reason, StopReason::ToolUse);
     assert_eq!(
@@ -79,7 +79,7 @@ async fn scripted_responses_get_ids_models_and_usage() {
         [("call_1", "search", &json!({"q": "rust"}))]
     );
 
-    let third = model.chat(prompt("z")).await.unwrap();
+    let third = model.chat(&prompt("z")).await.unwrap();
     assert_eq!(
         third.usage,
         Usage {
@@ -97,10 +97,10 @@ async fn scripted_errors_are_returned_in_their_turn() {
         Ok(responses::text("recovered")),
     ]);
     assert_eq!(
-        model.chat(prompt("1")).await,
+        model.chat(&prompt("1")).await,
         Err(LlmError::Timeout("read".into()))
     );
-    assert_eq!(model.chat(prompt("2")).await.unwrap().text(), "recovered");
+    assert_eq!(model.chat(&prompt("2")).await.unwrap().text(), "recovered");
 }
 
 #[tokio::test]
@@ -118,9 +118,9 @@ async fn scripted_closure_answers_from_the_request() {
             })
         }
     });
-    assert_eq!(model.chat(prompt("hi")).await.unwrap().text(), "echo: hi");
+    assert_eq!(model.chat(&prompt("hi")).await.unwrap().text(), "echo: hi");
     let error = model
-        .chat(prompt("hi").with_tool(tool("search")))
+        .chat(&prompt("hi").with_tool(tool("search")))
         .await
         .unwrap_err();
     assert!(matches!(
@@ -131,8 +131,8 @@ async fn scripted_closure_answers_from_the_request() {
 
     // Queued responses go first, then the closure takes over again.
     model.push_response(responses::text("queued"));
-    assert_eq!(model.chat(prompt("a")).await.unwrap().text(), "queued");
-    assert_eq!(model.chat(prompt("b")).await.unwrap().text(), "echo: b");
+    assert_eq!(model.chat(&prompt("a")).await.unwrap().text(), "queued");
+    assert_eq!(model.chat(&prompt("b")).await.unwrap().text(), "echo: b");
 }
 
 #[tokio::test]
@@ -141,7 +141,7 @@ async fn scripted_default_stream_replays_the_response() {
         ("c1", "a", json!({"x": 1})),
         ("c2", "b", json!({})),
     ])]);
-    let response = collect_stream(model.chat_stream(prompt("go")).await.unwrap())
+    let response = collect_stream(model.chat_stream(&prompt("go")).await.unwrap())
         .await
         .unwrap();
     assert_eq!(response.tool_calls().len(), 2);
@@ -176,28 +176,31 @@ async fn fixture_routes_by_forced_tool_then_schema_then_tool_result_then_tools_t
             name: "forced".into(),
         })
         .with_response_format(schema_format.clone());
-    assert_eq!(model.chat(forced).await.unwrap().text(), "by forced tool");
+    assert_eq!(model.chat(&forced).await.unwrap().text(), "by forced tool");
 
     // (b) the schema name.
     let schema = prompt("x")
         .with_tool(tool("lookup"))
         .with_response_format(schema_format);
-    assert_eq!(model.chat(schema).await.unwrap().text(), "by schema name");
+    assert_eq!(model.chat(&schema).await.unwrap().text(), "by schema name");
 
     // (c) `<tool>.after` for the tool whose result the last message carries.
     let after = after_tool_call("search").with_tool(tool("lookup"));
-    assert_eq!(model.chat(after).await.unwrap().text(), "after search");
+    assert_eq!(model.chat(&after).await.unwrap().text(), "after search");
 
     // (d) the offered tools, in order, first existing file winning.
     let offered = prompt("x")
         .with_tool(tool("nothing_recorded"))
         .with_tool(tool("lookup"));
-    assert_eq!(model.chat(offered).await.unwrap().text(), "by offered tool");
+    assert_eq!(
+        model.chat(&offered).await.unwrap().text(),
+        "by offered tool"
+    );
 
     // (e) default.
     assert_eq!(
         model
-            .chat(after_tool_call("unrecorded"))
+            .chat(&after_tool_call("unrecorded"))
             .await
             .unwrap()
             .text(),
@@ -222,7 +225,7 @@ async fn fixture_reads_the_documented_file_format() {
     let model = FixtureModel::new(fx.path());
 
     let response = model
-        .chat(prompt("time?").with_tool(tool("get_time")))
+        .chat(&prompt("time?").with_tool(tool("get_time")))
         .await
         .unwrap();
     assert_eq!(response.id, "fx_1");
@@ -237,7 +240,7 @@ async fn fixture_reads_the_documented_file_format() {
     let minimal = prompt("x")
         .with_model("claude-x")
         .with_tool(tool("minimal"));
-    let response = model.chat(minimal).await.unwrap();
+    let response = model.chat(&minimal).await.unwrap();
     assert_eq!(response.model, "claude-x");
     assert_eq!(response.text(), "hi");
 }
@@ -247,7 +250,7 @@ async fn fixture_without_a_matching_file_names_the_directory_and_every_key() {
     let fx = TempFixtures::new("missing");
     let model = FixtureModel::new(fx.path());
     let request = after_tool_call("search").with_tool(tool("lookup"));
-    let LlmError::InvalidResponse(message) = model.chat(request).await.unwrap_err() else {
+    let LlmError::InvalidResponse(message) = model.chat(&request).await.unwrap_err() else {
         unreachable!("expected InvalidResponse")
     };
     assert!(
@@ -269,14 +272,14 @@ async fn fixture_with_a_malformed_file_names_the_file_and_the_parse_error() {
         r#"{"content":[{"type":"text","text":"hi"}],"stop_reason":42}"#,
     );
     let model = FixtureModel::new(fx.path());
-    let LlmError::InvalidResponse(message) = model.chat(prompt("x")).await.unwrap_err() else {
+    let LlmError::InvalidResponse(message) = model.chat(&prompt("x")).await.unwrap_err() else {
         unreachable!("expected InvalidResponse")
     };
     assert!(message.contains("default.json"), "{message}");
     assert!(message.contains("stop_reason"), "{message}");
 
     fx.raw("default", "not json at all");
-    let LlmError::InvalidResponse(message) = model.chat(prompt("x")).await.unwrap_err() else {
+    let LlmError::InvalidResponse(message) = model.chat(&prompt("x")).await.unwrap_err() else {
         unreachable!("expected InvalidResponse")
     };
     assert!(

@@ -48,7 +48,7 @@ async fn test_model_calls_every_tool_then_summarizes_the_results() {
         .with_tool(ToolDefinition::for_type::<Weather>("weather", "Forecast"))
         .with_tool(tool("clock"));
 
-    let first = model.chat(request.clone()).await.unwrap();
+    let first = model.chat(&request.clone()).await.unwrap();
     assert_eq!(first.stop_reason, StopReason::ToolUse);
     let calls = first.tool_calls();
     assert_eq!(calls.len(), 2);
@@ -70,7 +70,7 @@ async fn test_model_calls_every_tool_then_summarizes_the_results() {
             ContentBlock::tool_result("test_call_2", "noon"),
         ],
     ));
-    let second = model.chat(request).await.unwrap();
+    let second = model.chat(&request).await.unwrap();
     assert_eq!(second.stop_reason, StopReason::EndTurn);
     assert_eq!(
         serde_json::from_str::<Value>(&second.text()).unwrap(),
@@ -84,8 +84,8 @@ async fn test_model_calls_every_tool_then_summarizes_the_results() {
 #[tokio::test]
 async fn test_model_usage_is_deterministic() {
     let request = prompt("same").with_tool(tool("clock"));
-    let a = TestModel::new().chat(request.clone()).await.unwrap();
-    let b = TestModel::new().chat(request).await.unwrap();
+    let a = TestModel::new().chat(&request.clone()).await.unwrap();
+    let b = TestModel::new().chat(&request).await.unwrap();
     assert_eq!(a.usage, b.usage);
     assert_eq!(a, b);
 }
@@ -104,7 +104,7 @@ async fn test_model_answers_structured_output_in_both_modes() {
         .with_tool_choice(ToolChoice::Tool {
             name: "Report".into(),
         });
-    let response = model.chat(forced).await.unwrap();
+    let response = model.chat(&forced).await.unwrap();
     let calls = response.tool_calls();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].1, "Report");
@@ -123,7 +123,7 @@ async fn test_model_answers_structured_output_in_both_modes() {
         schema: schema.clone(),
         strict: true,
     });
-    let response = model.chat(request).await.unwrap();
+    let response = model.chat(&request).await.unwrap();
     assert_eq!(response.stop_reason, StopReason::EndTurn);
     let report: Report = serde_json::from_str(&response.text()).unwrap();
     assert!(report.forecasts.is_empty());
@@ -144,7 +144,7 @@ async fn test_model_is_configurable() {
     let only_b = TestModel::new()
         .with_call_tools(["b"])
         .with_tool_arguments("b", json!({"query": "fixed"}));
-    let response = only_b.chat(request.clone()).await.unwrap();
+    let response = only_b.chat(&request.clone()).await.unwrap();
     assert_eq!(
         response.tool_calls(),
         [("test_call_1", "b", &json!({"query": "fixed"}))]
@@ -153,23 +153,23 @@ async fn test_model_is_configurable() {
     let none = TestModel::new()
         .with_call_tools(Vec::<String>::new())
         .with_final_text("done");
-    let response = none.chat(request.clone()).await.unwrap();
+    let response = none.chat(&request.clone()).await.unwrap();
     assert_eq!(
         (response.text().as_str(), response.stop_reason),
         ("done", StopReason::EndTurn)
     );
 
     let no_choice = request.clone().with_tool_choice(ToolChoice::None);
-    let response = TestModel::new().chat(no_choice).await.unwrap();
+    let response = TestModel::new().chat(&no_choice).await.unwrap();
     assert_eq!(response.text(), "success (no tool calls)");
 
     let plain = TestModel::new().with_default_model("test-small");
-    let response = plain.chat(prompt("hi")).await.unwrap();
+    let response = plain.chat(&prompt("hi")).await.unwrap();
     assert_eq!(response.text(), "success (no tool calls)");
     assert_eq!(response.model, "test-small");
 
     let unknown = request.with_tool_choice(ToolChoice::Tool { name: "zzz".into() });
-    let error = TestModel::new().chat(unknown).await.unwrap_err();
+    let error = TestModel::new().chat(&unknown).await.unwrap_err();
     assert!(matches!(
         error,
         LlmError::InvalidRequest { status: 400, .. }
@@ -184,10 +184,8 @@ async fn faulty_model_is_recovered_by_the_retry_policy() {
     let model =
         FaultyModel::new(ScriptedModel::from_texts(["finally"])).fail_first(2, server_error());
     let policy = RetryPolicy::default().with_max_attempts(3);
-    let response = policy
-        .run(None, |_| model.chat(prompt("hi")))
-        .await
-        .unwrap();
+    let request = prompt("hi");
+    let response = policy.run(None, |_| model.chat(&request)).await.unwrap();
     assert_eq!(response.text(), "finally");
     assert_eq!(model.injected_faults(), 2);
     assert_eq!(model.call_count(), 3);
@@ -198,9 +196,10 @@ async fn faulty_model_is_recovered_by_the_retry_policy() {
 #[tokio::test(start_paused = true)]
 async fn faulty_model_gives_up_with_the_injected_error_when_attempts_run_out() {
     let model = FaultyModel::new(TestModel::new()).fail_first(5, server_error());
+    let request = prompt("hi");
     let result = RetryPolicy::default()
         .with_max_attempts(3)
-        .run(None, |_| model.chat(prompt("hi")))
+        .run(None, |_| model.chat(&request))
         .await;
     assert_eq!(result.unwrap_err(), server_error());
     assert_eq!(model.injected_faults(), 3);
@@ -212,14 +211,14 @@ async fn faulty_model_fails_every_kth_call_and_streams_too() {
         FaultyModel::new(TestModel::new()).fail_every(3, LlmError::Transport("reset".into()));
     let mut outcomes = Vec::new();
     for _ in 0..6 {
-        outcomes.push(model.chat(prompt("x")).await.is_ok());
+        outcomes.push(model.chat(&prompt("x")).await.is_ok());
     }
     assert_eq!(outcomes, [true, true, false, true, true, false]);
     assert_eq!(model.injected_faults(), 2);
-    assert!(model.chat_stream(prompt("x")).await.is_ok());
-    assert!(model.chat_stream(prompt("x")).await.is_ok());
+    assert!(model.chat_stream(&prompt("x")).await.is_ok());
+    assert!(model.chat_stream(&prompt("x")).await.is_ok());
     assert!(matches!(
-        model.chat_stream(prompt("x")).await,
+        model.chat_stream(&prompt("x")).await,
         Err(LlmError::Transport(_))
     ));
 }
@@ -232,7 +231,7 @@ async fn faulty_model_probability_is_reproducible_with_a_seed() {
             .with_seed(seed);
         let mut outcomes = Vec::new();
         for _ in 0..40 {
-            outcomes.push(model.chat(prompt("x")).await.is_err());
+            outcomes.push(model.chat(&prompt("x")).await.is_err());
         }
         assert_eq!(
             model.injected_faults(),
@@ -247,8 +246,8 @@ async fn faulty_model_probability_is_reproducible_with_a_seed() {
     let never = FaultyModel::new(TestModel::new()).fail_with_probability(0.0, server_error());
     let always = FaultyModel::new(TestModel::new()).fail_with_probability(1.0, server_error());
     for _ in 0..10 {
-        assert!(never.chat(prompt("x")).await.is_ok());
-        assert!(always.chat(prompt("x")).await.is_err());
+        assert!(never.chat(&prompt("x")).await.is_ok());
+        assert!(always.chat(&prompt("x")).await.is_err());
     }
 }
 
@@ -258,11 +257,11 @@ async fn latency_model_delays_chat_and_stream_in_virtual_time() {
     let model = LatencyModel::new(TestModel::new(), Duration::from_secs(5));
 
     let start = tokio::time::Instant::now();
-    model.chat(prompt("x")).await.unwrap();
+    model.chat(&prompt("x")).await.unwrap();
     assert_eq!(start.elapsed(), Duration::from_secs(5));
 
     let start = tokio::time::Instant::now();
-    let stream = model.chat_stream(prompt("x")).await.unwrap();
+    let stream = model.chat_stream(&prompt("x")).await.unwrap();
     assert_eq!(start.elapsed(), Duration::from_secs(5));
     assert_eq!(
         collect_stream(stream).await.unwrap().stop_reason,
@@ -291,7 +290,7 @@ async fn latency_model_uniform_delays_stay_in_range_and_delegate_metadata() {
     );
     for _ in 0..3 {
         let start = tokio::time::Instant::now();
-        model.chat(prompt("x")).await.unwrap();
+        model.chat(&prompt("x")).await.unwrap();
         let elapsed = start.elapsed();
         assert!(elapsed >= Duration::from_millis(100) && elapsed <= Duration::from_millis(301));
     }
@@ -324,7 +323,7 @@ async fn mock_chat_model_checks_expectations_on_chat() {
         .return_const(Some("mock-1".to_owned()));
 
     let request = prompt("hello").with_system("Be brief.");
-    assert_eq!(mock.chat(request).await.unwrap().text(), "mocked");
+    assert_eq!(mock.chat(&request).await.unwrap().text(), "mocked");
     assert_eq!(mock.default_model().as_deref(), Some("mock-1"));
     mock.checkpoint();
 }

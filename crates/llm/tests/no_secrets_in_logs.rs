@@ -64,17 +64,17 @@ async fn exercise(
 ) -> Vec<LlmError> {
     let prompt = || ChatRequest::from_prompt("hi");
     build(server_answering(ok).await.uri())
-        .chat(prompt())
+        .chat(&prompt())
         .await
         .unwrap();
     let streamed = build(server_answering(stream).await.uri())
-        .chat_stream(prompt())
+        .chat_stream(&prompt())
         .await;
     collect_stream(streamed.unwrap()).await.unwrap();
     let mut errors = Vec::new();
     for failure in failures {
         let model = build(server_answering(failure).await.uri());
-        errors.push(model.chat(prompt()).await.unwrap_err());
+        errors.push(model.chat(&prompt()).await.unwrap_err());
     }
     errors
 }

@@ -122,7 +122,7 @@ async fn retry_after_is_waited_for() {
 #[tokio::test]
 async fn error_in_the_middle_of_a_stream() {
     let server = serve(vec![sse(read(fixture("openai/stream_error_midway.sse")))]).await;
-    let stream = model(&server).chat_stream(prompt("x")).await.unwrap();
+    let stream = model(&server).chat_stream(&prompt("x")).await.unwrap();
     let items: Vec<_> = stream.collect().await;
     assert!(matches!(
         items[1],
@@ -171,7 +171,7 @@ async fn azure_deployment_url_api_key_header_and_api_version() {
         .with_default_model("gpt-4o-prod")
         .with_retry(RetryPolicy::none());
     let model = OpenAiModel::new(config).unwrap();
-    let response = model.chat(prompt("x")).await.unwrap();
+    let response = model.chat(&prompt("x")).await.unwrap();
     assert_eq!(response.stop_reason, StopReason::EndTurn);
     let inputs = vec!["This is an embedding test.".to_owned()];
     let embedded = model

@@ -51,7 +51,7 @@ async fn parallel_tool_calls_and_the_tool_round_trip_request() {
         .with_tool(weather_tool())
         .with_tool(stock_tool())
         .with_tool_choice(ToolChoice::Any);
-    let first = model.chat(request.clone()).await.unwrap();
+    let first = model.chat(&request.clone()).await.unwrap();
     assert_eq!(first.stop_reason, StopReason::ToolUse);
     assert_eq!(first.text(), "");
     let weather = json!({"city": "Edinburgh", "country": "GB", "units": "c"});
@@ -77,7 +77,7 @@ async fn parallel_tool_calls_and_the_tool_round_trip_request() {
     request.tool_choice = Some(ToolChoice::Tool {
         name: "GetWeatherArgs".into(),
     });
-    model.chat(request).await.unwrap();
+    model.chat(&request).await.unwrap();
     let bodies = sent_bodies(&server).await;
     assert_eq!(bodies[0]["tool_choice"], "required");
     insta::assert_json_snapshot!("openai_tool_round_trip_request", bodies[1]);
@@ -92,7 +92,7 @@ async fn streamed_parallel_tool_calls() {
     let request = prompt("weather and stock")
         .with_tool(weather_tool())
         .with_tool(stock_tool());
-    let stream = model(&server).chat_stream(request).await.unwrap();
+    let stream = model(&server).chat_stream(&request).await.unwrap();
     let events: Vec<StreamEvent> = stream.map(Result::unwrap).collect().await;
     let starts: Vec<_> = events
         .iter()

@@ -17,7 +17,7 @@ async fn denied_requests_never_leave_the_machine_but_loopback_works() {
     let anthropic =
         AnthropicModel::new(AnthropicConfig::new("k").with_retry(RetryPolicy::none())).unwrap();
     let error = anthropic
-        .chat(ChatRequest::from_prompt("hi"))
+        .chat(&ChatRequest::from_prompt("hi"))
         .await
         .unwrap_err();
     assert_eq!(
@@ -27,14 +27,14 @@ async fn denied_requests_never_leave_the_machine_but_loopback_works() {
     assert!(!error.is_retryable());
     assert!(
         anthropic
-            .chat_stream(ChatRequest::from_prompt("hi"))
+            .chat_stream(&ChatRequest::from_prompt("hi"))
             .await
             .is_err()
     );
 
     let openai = OpenAiModel::new(OpenAiConfig::openai("k")).unwrap();
     let error = openai
-        .chat(ChatRequest::from_prompt("hi"))
+        .chat(&ChatRequest::from_prompt("hi"))
         .await
         .unwrap_err();
     assert_eq!(error, LlmError::RequestsDisabled("api.openai.com".into()));
@@ -59,7 +59,7 @@ async fn denied_requests_never_leave_the_machine_but_loopback_works() {
     let local = AnthropicModel::new(AnthropicConfig::new("k").with_base_url(server.uri())).unwrap();
     assert_eq!(
         local
-            .chat(ChatRequest::from_prompt("hi"))
+            .chat(&ChatRequest::from_prompt("hi"))
             .await
             .unwrap()
             .text(),
@@ -69,7 +69,7 @@ async fn denied_requests_never_leave_the_machine_but_loopback_works() {
     let local = AnthropicModel::new(AnthropicConfig::new("k").with_base_url(by_name)).unwrap();
     assert_eq!(
         local
-            .chat(ChatRequest::from_prompt("hi"))
+            .chat(&ChatRequest::from_prompt("hi"))
             .await
             .unwrap()
             .text(),

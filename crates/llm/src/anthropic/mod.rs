@@ -154,7 +154,7 @@ impl AnthropicConfig {
 /// use agent_llm::{AnthropicConfig, AnthropicModel, ChatModel, ChatRequest};
 /// # async fn run() -> Result<(), agent_llm::LlmError> {
 /// let model = AnthropicModel::new(AnthropicConfig::new(std::env::var("ANTHROPIC_API_KEY").unwrap_or_default()))?;
-/// let answer = model.chat(ChatRequest::from_prompt("Say hi").with_max_tokens(50)).await?;
+/// let answer = model.chat(&ChatRequest::from_prompt("Say hi").with_max_tokens(50)).await?;
 /// println!("{}", answer.text());
 /// # Ok(()) }
 /// ```
@@ -225,8 +225,8 @@ fn header_value(value: &str) -> Result<HeaderValue, LlmError> {
 
 #[async_trait]
 impl ChatModel for AnthropicModel {
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        let body = self.body(&request, false);
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let body = self.body(request, false);
         let span = tracing::debug_span!("anthropic.chat", gen_ai.request.model = %body["model"]);
         let answer = self
             .http
@@ -243,8 +243,8 @@ impl ChatModel for AnthropicModel {
         Ok(response)
     }
 
-    async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
-        let body = self.body(&request, true);
+    async fn chat_stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
+        let body = self.body(request, true);
         let events = self.http.post_sse(&self.url, &self.headers, &body).await?;
         let mut decoder = AnthropicStreamDecoder::default();
         let stream = events

@@ -217,7 +217,7 @@ impl OpenAiConfig {
 /// )?;
 /// assert_eq!(model.default_model().as_deref(), Some("qwen3-8b"));
 /// assert_eq!(model.structured_output_mode(), StructuredOutputMode::ForcedTool);
-/// // model.chat(ChatRequest::from_prompt("Hi")).await? would now POST to
+/// // model.chat(&ChatRequest::from_prompt("Hi")).await? would now POST to
 /// // http://127.0.0.1:8080/v1/chat/completions.
 /// # Ok::<(), agent_llm::LlmError>(())
 /// ```
@@ -298,19 +298,19 @@ impl OpenAiModel {
 
 #[async_trait]
 impl ChatModel for OpenAiModel {
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        let model = self.chat_model(&request);
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let model = self.chat_model(request);
         let url = self.url("chat/completions", model)?;
-        let body = wire::chat_body(&request, model, self.body_options(false));
+        let body = wire::chat_body(request, model, self.body_options(false));
         tracing::debug!(model, messages = request.messages.len(), "chat completion");
         let answer = self.http.post_json(&url, &self.headers, &body).await?;
         wire::parse_chat_response(answer)
     }
 
-    async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
-        let model = self.chat_model(&request);
+    async fn chat_stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
+        let model = self.chat_model(request);
         let url = self.url("chat/completions", model)?;
-        let body = wire::chat_body(&request, model, self.body_options(true));
+        let body = wire::chat_body(request, model, self.body_options(true));
         tracing::debug!(
             model,
             messages = request.messages.len(),

@@ -146,7 +146,7 @@ where
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let response = match model.chat(request.clone()).await {
+        let response = match model.chat(&request).await {
             Ok(response) => response,
             Err(error) => {
                 return Err(ExtractError {

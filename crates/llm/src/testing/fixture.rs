@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex};
 ///     r#"{"content":[{"type":"text","text":"Hello from disk"}],"stop_reason":"end_turn"}"#,
 /// ).unwrap();
 /// let model = FixtureModel::new(&dir);
-/// let answer = model.chat(ChatRequest::from_prompt("hi")).await.unwrap();
+/// let answer = model.chat(&ChatRequest::from_prompt("hi")).await.unwrap();
 /// assert_eq!(answer.text(), "Hello from disk");
 /// assert_eq!(model.served_keys(), ["default"]);
 /// std::fs::remove_dir_all(&dir).unwrap();
@@ -239,13 +239,14 @@ fn answered_tools(request: &ChatRequest) -> Vec<String> {
 
 #[async_trait]
 impl ChatModel for FixtureModel {
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        self.log.record(&request);
-        let (key, mut response) = self.load(&request)?;
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.log.record(request);
+        let (key, mut response) = self.load(request)?;
         tracing::debug!(key = %key, dir = %self.dir.display(), "FixtureModel answered");
         if response.model.is_empty() {
             response.model = request
                 .model
+                .clone()
                 .or_else(|| self.default_model.clone())
                 .unwrap_or_else(|| "fixture".to_owned());
         }

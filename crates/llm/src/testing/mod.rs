@@ -38,7 +38,7 @@
 //! // The code under test: a tiny agent loop.
 //! let mut request = ChatRequest::from_prompt("What is 2 + 3?");
 //! let answer = loop {
-//!     let response = model.chat(request.clone()).await.unwrap();
+//!     let response = model.chat(&request.clone()).await.unwrap();
 //!     let calls: Vec<_> = response.tool_calls().iter().map(|(id, _, input)| {
 //!         let sum = input["a"].as_i64().unwrap() + input["b"].as_i64().unwrap();
 //!         ContentBlock::tool_result(*id, sum.to_string())

@@ -40,13 +40,13 @@ struct Script {
 ///     ScriptedModel::tool_call_response("call_1", "get_time", json!({"timezone": "UTC"})),
 ///     ScriptedModel::text_response("It is noon."),
 /// ]);
-/// let first = model.chat(ChatRequest::from_prompt("What time is it?")).await.unwrap();
+/// let first = model.chat(&ChatRequest::from_prompt("What time is it?")).await.unwrap();
 /// assert_eq!(first.stop_reason, StopReason::ToolUse);
-/// let second = model.chat(ChatRequest::from_prompt("and now?")).await.unwrap();
+/// let second = model.chat(&ChatRequest::from_prompt("and now?")).await.unwrap();
 /// assert_eq!(second.text(), "It is noon.");
 /// assert_eq!(model.call_count(), 2);
 /// assert_eq!(model.last_request().unwrap().messages[0].text(), "and now?");
-/// let third = model.chat(ChatRequest::from_prompt("again")).await;
+/// let third = model.chat(&ChatRequest::from_prompt("again")).await;
 /// assert!(matches!(third, Err(LlmError::InvalidResponse(m)) if m.contains("call 3")));
 /// # });
 /// ```
@@ -101,8 +101,8 @@ impl ScriptedModel {
     ///     Err(LlmError::Timeout("read".into())),
     ///     Ok(ScriptedModel::text_response("ok")),
     /// ]);
-    /// assert!(model.chat(ChatRequest::from_prompt("1")).await.is_err());
-    /// assert_eq!(model.chat(ChatRequest::from_prompt("2")).await.unwrap().text(), "ok");
+    /// assert!(model.chat(&ChatRequest::from_prompt("1")).await.is_err());
+    /// assert_eq!(model.chat(&ChatRequest::from_prompt("2")).await.unwrap().text(), "ok");
     /// # });
     /// ```
     pub fn from_results(results: impl IntoIterator<Item = Result<ChatResponse, LlmError>>) -> Self {
@@ -129,7 +129,7 @@ impl ScriptedModel {
     ///     let prompt = request.messages.last().map(|m| m.text()).unwrap_or_default();
     ///     Ok(ScriptedModel::text_response(format!("you said: {prompt}")))
     /// });
-    /// let answer = echo.chat(ChatRequest::from_prompt("hi")).await.unwrap();
+    /// let answer = echo.chat(&ChatRequest::from_prompt("hi")).await.unwrap();
     /// assert_eq!(answer.text(), "you said: hi");
     /// # });
     /// ```
@@ -224,9 +224,9 @@ impl ScriptedModel {
 
 #[async_trait]
 impl ChatModel for ScriptedModel {
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        let call = self.log.record(&request);
-        let mut response = self.next_result(call, &request)?;
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let call = self.log.record(request);
+        let mut response = self.next_result(call, request)?;
         tracing::debug!(call, stop_reason = ?response.stop_reason, "ScriptedModel answered");
         if response.id.is_empty() {
             response.id = format!("scripted_{call}");
@@ -234,6 +234,7 @@ impl ChatModel for ScriptedModel {
         if response.model.is_empty() {
             response.model = request
                 .model
+                .clone()
                 .or_else(|| self.default_model.clone())
                 .unwrap_or_else(|| "scripted".to_owned());
         }

@@ -41,7 +41,7 @@ use std::collections::BTreeMap;
 /// let mut request = ChatRequest::from_prompt("What time is it?")
 ///     .with_tool(ToolDefinition::for_type::<GetTime>("get_time", "Current time"));
 ///
-/// let first = model.chat(request.clone()).await.unwrap();
+/// let first = model.chat(&request.clone()).await.unwrap();
 /// assert_eq!(first.stop_reason, StopReason::ToolUse);
 /// let (id, name, input) = first.tool_calls()[0];
 /// assert_eq!((id, name), ("test_call_1", "get_time"));
@@ -49,7 +49,7 @@ use std::collections::BTreeMap;
 ///
 /// request.messages.push(first.to_message());
 /// request.messages.push(Message::new(Role::User, vec![ContentBlock::tool_result("test_call_1", "12:00")]));
-/// let second = model.chat(request).await.unwrap();
+/// let second = model.chat(&request).await.unwrap();
 /// assert_eq!(second.stop_reason, StopReason::EndTurn);
 /// assert_eq!(second.text(), r#"{"tool_results":{"get_time":"12:00"}}"#);
 /// # });
@@ -261,12 +261,12 @@ fn input_chars(request: &ChatRequest) -> usize {
 
 #[async_trait]
 impl ChatModel for TestModel {
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        let call = self.log.record(&request);
-        let tools = self.tools_to_call(&request)?;
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let call = self.log.record(request);
+        let tools = self.tools_to_call(request)?;
         let (content, stop_reason) = if tools.is_empty() {
             (
-                vec![ContentBlock::text(self.final_text(&request))],
+                vec![ContentBlock::text(self.final_text(request))],
                 StopReason::EndTurn,
             )
         } else {
@@ -287,14 +287,17 @@ impl ChatModel for TestModel {
         };
         let output = Message::new(Role::Assistant, content);
         let usage = Usage {
-            input_tokens: estimate_tokens(input_chars(&request)),
+            input_tokens: estimate_tokens(input_chars(request)),
             output_tokens: estimate_tokens(message_chars(&output)),
             ..Usage::default()
         };
         tracing::debug!(call, ?stop_reason, "TestModel answered");
         Ok(ChatResponse {
             id: format!("test_msg_{call}"),
-            model: request.model.unwrap_or_else(|| self.default_model.clone()),
+            model: request
+                .model
+                .clone()
+                .unwrap_or_else(|| self.default_model.clone()),
             content: output.content,
             stop_reason,
             usage,

@@ -29,7 +29,7 @@ fn draw<T>(rng: &Mutex<fastrand::Rng>, f: impl FnOnce(&mut fastrand::Rng) -> T) 
 /// # tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap().block_on(async {
 /// let model = LatencyModel::new(ScriptedModel::from_texts(["hi"]), Duration::from_millis(300));
 /// let start = tokio::time::Instant::now();
-/// model.chat(ChatRequest::from_prompt("hello")).await.unwrap();
+/// model.chat(&ChatRequest::from_prompt("hello")).await.unwrap();
 /// assert!(start.elapsed() >= Duration::from_millis(300));
 /// # });
 /// ```
@@ -109,12 +109,12 @@ impl<M: ChatModel> LatencyModel<M> {
 
 #[async_trait]
 impl<M: ChatModel> ChatModel for LatencyModel<M> {
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         self.wait().await;
         self.inner.chat(request).await
     }
 
-    async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+    async fn chat_stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
         self.wait().await;
         self.inner.chat_stream(request).await
     }
@@ -147,9 +147,9 @@ enum FaultRule {
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let model = FaultyModel::new(ScriptedModel::from_texts(["ok"]))
 ///     .fail_first(2, LlmError::Overloaded { message: "busy".into(), retry_after: None });
-/// assert!(model.chat(ChatRequest::from_prompt("1")).await.is_err());
-/// assert!(model.chat(ChatRequest::from_prompt("2")).await.is_err());
-/// assert_eq!(model.chat(ChatRequest::from_prompt("3")).await.unwrap().text(), "ok");
+/// assert!(model.chat(&ChatRequest::from_prompt("1")).await.is_err());
+/// assert!(model.chat(&ChatRequest::from_prompt("2")).await.is_err());
+/// assert_eq!(model.chat(&ChatRequest::from_prompt("3")).await.unwrap().text(), "ok");
 /// assert_eq!(model.injected_faults(), 2);
 /// # });
 /// ```
@@ -260,14 +260,14 @@ impl<M: ChatModel> FaultyModel<M> {
 
 #[async_trait]
 impl<M: ChatModel> ChatModel for FaultyModel<M> {
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         match self.fault() {
             Some(error) => Err(error),
             None => self.inner.chat(request).await,
         }
     }
 
-    async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+    async fn chat_stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
         match self.fault() {
             Some(error) => Err(error),
             None => self.inner.chat_stream(request).await,

@@ -89,7 +89,7 @@ pub async fn serve(responses: Vec<ResponseTemplate>) -> MockServer {
 }
 
 pub async fn chat(server: &MockServer, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-    model(server).chat(request).await
+    model(server).chat(&request).await
 }
 
 /// Streams the answer and reassembles it.
@@ -97,7 +97,7 @@ pub async fn chat_streamed(
     server: &MockServer,
     request: ChatRequest,
 ) -> Result<ChatResponse, LlmError> {
-    collect_stream(model(server).chat_stream(request).await?).await
+    collect_stream(model(server).chat_stream(&request).await?).await
 }
 
 pub async fn sent_bodies(server: &MockServer) -> Vec<Value> {
