@@ -73,6 +73,10 @@ pub enum LlmError {
     /// Real network requests are switched off (see [`crate::testing::deny_network_requests`]).
     #[error("real model requests are disabled in this process (tried to reach {0})")]
     RequestsDisabled(String),
+    /// The call was refused before sending because a cost or usage limit was reached
+    /// (a metering wrapper's hard limit, a budget); never retried.
+    #[error("limit reached: {0}")]
+    LimitExceeded(String),
     /// The provider is not configured correctly (missing base URL, bad header value, ...).
     #[error("configuration error: {0}")]
     Config(String),
@@ -102,6 +106,7 @@ impl LlmError {
             | LlmError::ContextTooLong(_)
             | LlmError::InvalidResponse(_)
             | LlmError::Cancelled
+            | LlmError::LimitExceeded(_)
             | LlmError::RequestsDisabled(_)
             | LlmError::Config(_) => false,
         }

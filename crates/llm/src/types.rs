@@ -133,6 +133,20 @@ impl Message {
     }
 }
 
+impl From<&str> for Message {
+    /// A user message with this text.
+    fn from(text: &str) -> Self {
+        Message::user(text)
+    }
+}
+
+impl From<String> for Message {
+    /// A user message with this text.
+    fn from(text: String) -> Self {
+        Message::user(text)
+    }
+}
+
 /// A tool the model may call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolDefinition {

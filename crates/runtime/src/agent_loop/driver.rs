@@ -1,0 +1,289 @@
+//! The thin async driver around [`AgentRun`]: model calls, concurrent tool calls,
+//! timeouts, cancellation, observers and tracing.
+
+use super::run::{AgentRun, Next, ToolCall};
+use crate::config::AgentConfig;
+use crate::context::AgentContext;
+use crate::events::{LoopEvent, LoopObserver};
+use crate::result::{AgentResult, StopCause};
+use crate::tool::{AgentTool, ToolError};
+use agent_llm::{ChatModel, ChatRequest, ContentBlock, LlmError, Message, ToolDefinition};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Instant;
+use tracing::Instrument;
+
+/// An agent ready to run: its config with the tool definitions prepared once, a model,
+/// and an optional observer. Build it once and run it for many invocations.
+///
+/// ```
+/// use agent_runtime::{AgentConfig, AgentIdentity, AgentLoop, Session};
+/// use agent_llm::testing::ScriptedModel;
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let config: AgentConfig<(), ()> = AgentConfig::new(AgentIdentity::new("greeter", "demo"), "Greet.");
+/// let model = ScriptedModel::from_texts(["Hello!"]);
+/// let agent = AgentLoop::new(config, model);
+/// let session = Session::new("s1", ());
+/// let result = agent.run(&session.context(agent.identity().clone()), "Say hi").await;
+/// assert_eq!(result.final_text.as_deref(), Some("Hello!"));
+/// # });
+/// ```
+pub struct AgentLoop<S, E, M> {
+    config: AgentConfig<S, E>,
+    definitions: Vec<ToolDefinition>,
+    model: M,
+    observer: Option<Arc<dyn LoopObserver>>,
+}
+
+impl<S, E, M> AgentLoop<S, E, M>
+where
+    S: Send + Sync + 'static,
+    E: Send + Sync + 'static,
+    M: ChatModel,
+{
+    /// Prepares `config` to run on `model`.
+    pub fn new(config: AgentConfig<S, E>, model: M) -> Self {
+        let definitions = config.tools.iter().map(|tool| tool.definition()).collect();
+        AgentLoop {
+            config,
+            definitions,
+            model,
+            observer: None,
+        }
+    }
+
+    /// Reports loop events to `observer`.
+    pub fn with_observer(mut self, observer: impl LoopObserver + 'static) -> Self {
+        self.observer = Some(Arc::new(observer));
+        self
+    }
+
+    /// The agent's identity.
+    pub fn identity(&self) -> &crate::AgentIdentity {
+        &self.config.identity
+    }
+
+    /// The config.
+    pub fn config(&self) -> &AgentConfig<S, E> {
+        &self.config
+    }
+
+    /// The opening request for `initial_message`.
+    fn opening_request(&self, initial_message: Message) -> ChatRequest {
+        let config = &self.config;
+        ChatRequest {
+            model: config.model.clone(),
+            system: (!config.system_prompt.is_empty()).then(|| config.system_prompt.clone()),
+            messages: vec![initial_message],
+            tools: self.definitions.clone(),
+            tool_choice: None,
+            max_tokens: config.max_tokens,
+            temperature: config.temperature,
+            response_format: None,
+            stop: Vec::new(),
+        }
+    }
+
+    /// Runs one invocation to its end: the model answers, rounds run out, the overall
+    /// timeout passes, the session is cancelled, or a model call fails. Everything
+    /// gathered is in the result, whatever stopped it.
+    pub async fn run(
+        &self,
+        ctx: &AgentContext<S, E>,
+        initial_message: impl Into<Message>,
+    ) -> AgentResult {
+        let mut run = AgentRun::new(
+            self.opening_request(initial_message.into()),
+            self.config.max_rounds,
+            self.config.compaction,
+        );
+        self.resume(ctx, &mut run).await;
+        let parts = run.into_parts();
+        AgentResult {
+            scratchpad: ctx.scratchpad().snapshot(),
+            messages_out: ctx.messages_out(),
+            usage: parts.usage,
+            round_usage: parts.round_usage,
+            rounds_used: parts.rounds,
+            final_text: parts.final_text,
+            stop: parts.stop,
+            transcript: parts.transcript,
+        }
+    }
+
+    /// Drives a run (new, or restored from a saved [`AgentRun`]) until it is done.
+    pub async fn resume(&self, ctx: &AgentContext<S, E>, run: &mut AgentRun) {
+        let agent = &self.config.identity;
+        let span = tracing::info_span!(
+            "invoke_agent",
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = %agent.name,
+            agent.domain = %agent.domain,
+            session.id = %ctx.session_id(),
+        );
+        let interrupted = {
+            let drive = self.drive(ctx, run).instrument(span);
+            tokio::select! {
+                biased;
+                _ = ctx.cancellation().cancelled() => Some(StopCause::Cancelled),
+                _ = tokio::time::sleep(self.config.overall_timeout) => {
+                    Some(StopCause::Timeout(self.config.overall_timeout))
+                }
+                _ = drive => None,
+            }
+        };
+        if let Some(cause) = interrupted {
+            tracing::warn!(agent = %agent, ?cause, "agent run interrupted; keeping what it gathered");
+            run.stop(cause);
+        }
+    }
+
+    async fn drive(&self, ctx: &AgentContext<S, E>, run: &mut AgentRun) {
+        loop {
+            let rounds_done = run.rounds();
+            match run.next_step() {
+                Next::Done => return,
+                Next::CallModel(request) => {
+                    let round = rounds_done + 1;
+                    self.observe(|| LoopEvent::RoundStarted { round });
+                    match self.call_model(request).await {
+                        Ok(response) => {
+                            let usage = response.usage;
+                            run.on_model_response(response);
+                            self.observe(|| LoopEvent::Usage {
+                                round: run.rounds(),
+                                usage,
+                            });
+                        }
+                        Err(LlmError::LimitExceeded(reason)) => {
+                            run.stop(StopCause::LimitExceeded(reason))
+                        }
+                        Err(LlmError::Cancelled) => run.stop(StopCause::Cancelled),
+                        Err(error) => run.stop(StopCause::ModelError(error)),
+                    }
+                }
+                Next::RunTools(calls) => {
+                    let results = self.run_tools(ctx, calls, rounds_done).await;
+                    if let Some((removed, kept)) = run.on_tool_results(results) {
+                        self.observe(|| LoopEvent::Compacted { removed, kept });
+                    }
+                }
+            }
+        }
+    }
+
+    async fn call_model(&self, request: &ChatRequest) -> Result<agent_llm::ChatResponse, LlmError> {
+        let span = tracing::info_span!(
+            "chat",
+            gen_ai.operation.name = "chat",
+            gen_ai.request.model = request.model.as_deref().unwrap_or_default(),
+            gen_ai.response.model = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+        );
+        let response = self
+            .config
+            .retry
+            .run(None, |_| self.model.chat(request))
+            .instrument(span.clone())
+            .await?;
+        span.record("gen_ai.response.model", response.model.as_str());
+        span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
+        span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
+        span.record(
+            "gen_ai.response.finish_reasons",
+            tracing::field::debug(&response.stop_reason),
+        );
+        Ok(response)
+    }
+
+    /// Runs the round's calls concurrently; results come back in call order.
+    async fn run_tools(
+        &self,
+        ctx: &AgentContext<S, E>,
+        calls: &[ToolCall],
+        round: u32,
+    ) -> Vec<ContentBlock> {
+        if let [call] = calls {
+            return vec![self.run_tool(ctx, call, round).await];
+        }
+        futures::future::join_all(calls.iter().map(|call| self.run_tool(ctx, call, round))).await
+    }
+
+    async fn run_tool(
+        &self,
+        ctx: &AgentContext<S, E>,
+        call: &ToolCall,
+        round: u32,
+    ) -> ContentBlock {
+        self.observe(|| LoopEvent::ToolCalled {
+            round,
+            name: call.name.clone(),
+            id: call.id.clone(),
+        });
+        let started = Instant::now();
+        let span = tracing::info_span!(
+            "execute_tool",
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %call.name,
+            gen_ai.tool.call.id = %call.id,
+        );
+        let outcome = self.execute(ctx, call).instrument(span).await;
+        self.observe(|| LoopEvent::ToolFinished {
+            round,
+            name: call.name.clone(),
+            id: call.id.clone(),
+            ok: outcome.is_ok(),
+            elapsed: started.elapsed(),
+        });
+        match outcome {
+            Ok(Value::String(text)) => ContentBlock::tool_result(&call.id, text),
+            Ok(value) => ContentBlock::tool_result(&call.id, value.to_string()),
+            Err(error) => {
+                tracing::debug!(tool = %call.name, %error, "tool call failed; the model is told");
+                ContentBlock::tool_error(&call.id, error.to_string())
+            }
+        }
+    }
+
+    async fn execute(&self, ctx: &AgentContext<S, E>, call: &ToolCall) -> Result<Value, ToolError> {
+        let tool: &Arc<dyn AgentTool<S, E>> = self
+            .config
+            .tools
+            .iter()
+            .find(|tool| tool.name() == call.name)
+            .ok_or_else(|| ToolError::UnknownTool(call.name.clone()))?;
+        if tool.interactive() {
+            return tool.execute(&call.input, ctx).await;
+        }
+        let limit = self.config.round_timeout;
+        tokio::time::timeout(limit, tool.execute(&call.input, ctx))
+            .await
+            .unwrap_or(Err(ToolError::Timeout(limit)))
+    }
+
+    fn observe(&self, event: impl FnOnce() -> LoopEvent) {
+        if let Some(observer) = &self.observer {
+            observer.on_event(&self.config.identity, &event());
+        }
+    }
+}
+
+/// Runs `config` once on `model` in `ctx`, starting with `initial_message`. For many
+/// invocations build an [`AgentLoop`] once instead.
+pub async fn run_agent_loop<S, E, M>(
+    config: &AgentConfig<S, E>,
+    ctx: &AgentContext<S, E>,
+    model: M,
+    initial_message: impl Into<Message>,
+) -> AgentResult
+where
+    S: Send + Sync + 'static,
+    E: Send + Sync + 'static,
+    M: ChatModel,
+{
+    AgentLoop::new(config.clone(), model)
+        .run(ctx, initial_message)
+        .await
+}

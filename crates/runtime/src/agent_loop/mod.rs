@@ -1,0 +1,8 @@
+//! The agent loop: [`AgentRun`] (the state machine) and [`AgentLoop`] (its driver).
+
+mod compaction;
+mod driver;
+mod run;
+
+pub use driver::{AgentLoop, run_agent_loop};
+pub use run::{AgentRun, Next, ToolCall};

@@ -1,0 +1,191 @@
+//! The loop's core: a serializable state machine with no I/O.
+
+use super::compaction::{Compacted, compact};
+use crate::config::Compaction;
+use crate::result::StopCause;
+use agent_llm::{ChatRequest, ChatResponse, ContentBlock, Message, Role, Usage};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Call id, echoed in the result.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments.
+    pub input: Value,
+}
+
+/// What the run needs next.
+#[derive(Debug)]
+pub enum Next<'a> {
+    /// Call the model with this request.
+    CallModel(&'a ChatRequest),
+    /// Run these tool calls and report their results in this order.
+    RunTools(&'a [ToolCall]),
+    /// The run is over; see [`AgentRun::stop_cause`].
+    Done,
+}
+
+/// The agent loop as data: given the transcript so far it says what comes next, and it
+/// is told what happened. It does no I/O, so it is deterministic to test, and it can be
+/// saved with serde and resumed in another process (the stop cause is not saved).
+///
+/// ```
+/// use agent_runtime::{AgentRun, Next};
+/// use agent_llm::{ChatRequest, ChatResponse, ContentBlock, StopReason, Usage};
+/// let mut run = AgentRun::new(ChatRequest::from_prompt("hi"), 5, None);
+/// assert!(matches!(run.next_step(), Next::CallModel(_)));
+/// run.on_model_response(ChatResponse {
+///     id: "r1".into(), model: "m".into(), content: vec![ContentBlock::text("hello")],
+///     stop_reason: StopReason::EndTurn, usage: Usage::default(),
+/// });
+/// assert!(matches!(run.next_step(), Next::Done));
+/// assert_eq!(run.final_text(), Some("hello"));
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AgentRun {
+    request: ChatRequest,
+    max_rounds: u32,
+    rounds: u32,
+    usage: Usage,
+    round_usage: Vec<Usage>,
+    pending: Vec<ToolCall>,
+    final_text: Option<String>,
+    compaction: Option<(usize, usize)>,
+    compacted: usize,
+    #[serde(skip)]
+    stop: Option<StopCause>,
+}
+
+impl AgentRun {
+    /// A run that starts by sending `request` (system prompt, tools, opening message).
+    pub fn new(request: ChatRequest, max_rounds: u32, compaction: Option<Compaction>) -> Self {
+        AgentRun {
+            request,
+            max_rounds,
+            rounds: 0,
+            usage: Usage::default(),
+            round_usage: Vec::new(),
+            pending: Vec::new(),
+            final_text: None,
+            compaction: compaction.map(|c| (c.threshold, c.keep_recent)),
+            compacted: 0,
+            stop: None,
+        }
+    }
+
+    /// What comes next.
+    pub fn next_step(&mut self) -> Next<'_> {
+        if self.stop.is_some() {
+            return Next::Done;
+        }
+        if !self.pending.is_empty() {
+            return Next::RunTools(&self.pending);
+        }
+        if self.rounds >= self.max_rounds {
+            self.stop = Some(StopCause::MaxRounds);
+            return Next::Done;
+        }
+        Next::CallModel(&self.request)
+    }
+
+    /// Takes the model's answer: its tool calls become pending, or, with none, the run
+    /// completes with its text.
+    pub fn on_model_response(&mut self, response: ChatResponse) {
+        self.rounds += 1;
+        self.usage += response.usage;
+        self.round_usage.push(response.usage);
+        self.pending
+            .extend(response.content.iter().filter_map(|block| match block {
+                ContentBlock::ToolUse { id, name, input } => Some(ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: input.clone(),
+                }),
+                _ => None,
+            }));
+        if self.pending.is_empty() {
+            self.final_text = Some(response.text());
+            self.stop = Some(StopCause::Completed);
+        }
+        self.request
+            .messages
+            .push(Message::new(Role::Assistant, response.content));
+    }
+
+    /// Takes the results of the pending calls, in call order, and compacts the transcript
+    /// if it grew past the threshold. Returns what compaction did, if anything.
+    pub fn on_tool_results(&mut self, results: Vec<ContentBlock>) -> Option<(usize, usize)> {
+        debug_assert_eq!(results.len(), self.pending.len());
+        self.pending.clear();
+        self.request
+            .messages
+            .push(Message::new(Role::User, results));
+        let (threshold, keep_recent) = self.compaction?;
+        let Compacted { removed, kept } = compact(
+            &mut self.request.messages,
+            Compaction {
+                threshold,
+                keep_recent,
+            },
+            self.compacted,
+        )?;
+        self.compacted += removed;
+        Some((removed, kept))
+    }
+
+    /// Ends the run (timeout, cancellation, an error); what was gathered is kept.
+    pub fn stop(&mut self, cause: StopCause) {
+        if self.stop.is_none() {
+            self.stop = Some(cause);
+        }
+    }
+
+    /// Why the run ended, once it has.
+    pub fn stop_cause(&self) -> Option<&StopCause> {
+        self.stop.as_ref()
+    }
+
+    /// Model calls made.
+    pub fn rounds(&self) -> u32 {
+        self.rounds
+    }
+
+    /// Tokens used so far.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// The final answer, once the model gave one.
+    pub fn final_text(&self) -> Option<&str> {
+        self.final_text.as_deref()
+    }
+
+    /// The transcript so far.
+    pub fn transcript(&self) -> &[Message] {
+        &self.request.messages
+    }
+
+    pub(crate) fn into_parts(self) -> RunParts {
+        RunParts {
+            transcript: self.request.messages,
+            usage: self.usage,
+            round_usage: self.round_usage,
+            rounds: self.rounds,
+            final_text: self.final_text,
+            stop: self.stop.unwrap_or(StopCause::Cancelled),
+        }
+    }
+}
+
+pub(crate) struct RunParts {
+    pub(crate) transcript: Vec<Message>,
+    pub(crate) usage: Usage,
+    pub(crate) round_usage: Vec<Usage>,
+    pub(crate) rounds: u32,
+    pub(crate) final_text: Option<String>,
+    pub(crate) stop: StopCause,
+}

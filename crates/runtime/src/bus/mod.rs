@@ -1,0 +1,86 @@
+//! The agent bus: messages between the agents of one session (spec 001 sections 4 and 9).
+//!
+//! [`AgentBus`] is the contract; [`InMemoryBus`] serves one session in one process, and
+//! distributed buses (Redis Streams with one stream per session and agent, NATS JetStream)
+//! implement the same trait in `agent-backends`, so callers do not change.
+
+mod memory;
+mod message;
+
+pub use memory::InMemoryBus;
+pub use message::{AgentMessage, MessageType, OutgoingMessage};
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use std::time::Duration;
+
+/// The messages delivered to one subscriber, in the order they were sent.
+pub type MessageStream = BoxStream<'static, AgentMessage>;
+
+/// What went wrong on the bus.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BusError {
+    /// The recipient has no subscriber and the bus could not hold the message for it.
+    #[error("message to {domain}/{to} is undeliverable: {reason}")]
+    Undeliverable {
+        /// Domain of the recipient.
+        domain: String,
+        /// The recipient.
+        to: String,
+        /// Why.
+        reason: String,
+    },
+    /// The agent already has a subscriber.
+    #[error("{domain}/{agent} is already subscribed")]
+    AlreadySubscribed {
+        /// Domain.
+        domain: String,
+        /// Agent name.
+        agent: String,
+    },
+    /// No response to a request arrived in time.
+    #[error("no response to request {id} within {after:?}")]
+    Timeout {
+        /// The request's message id.
+        id: String,
+        /// The timeout.
+        after: Duration,
+    },
+    /// The message is not valid for the operation (a request without a recipient, ...).
+    #[error("invalid message: {0}")]
+    Invalid(String),
+    /// The bus's backing service failed (distributed buses).
+    #[error("bus backend error: {0}")]
+    Backend(String),
+}
+
+/// Messaging between the agents of one session.
+///
+/// Delivery is per `(domain, agent)`: a message for an agent that has not subscribed yet
+/// is held until it does, or reported as [`BusError::Undeliverable`]; it is never dropped
+/// silently. A `Response` whose `correlation_id` matches a pending [`AgentBus::request`]
+/// goes to that request instead of the subscriber.
+#[async_trait]
+pub trait AgentBus: Send + Sync {
+    /// Starts delivering `agent`'s messages (held ones first).
+    async fn subscribe(&self, domain: &str, agent: &str) -> Result<MessageStream, BusError>;
+
+    /// Stops delivering `agent`'s messages; its stream ends. Later messages are held again.
+    async fn unsubscribe(&self, domain: &str, agent: &str) -> Result<(), BusError>;
+
+    /// Sends a message; returns it as delivered, with id and time.
+    async fn send(&self, message: OutgoingMessage) -> Result<AgentMessage, BusError>;
+
+    /// Sends a `Request` and waits up to `timeout` for the `Response` correlated to it.
+    async fn request(
+        &self,
+        message: OutgoingMessage,
+        timeout: Duration,
+    ) -> Result<AgentMessage, BusError>;
+
+    /// The messages sent so far, oldest first (capped; see the implementation).
+    async fn log(&self) -> Result<Vec<AgentMessage>, BusError>;
+
+    /// Forgets subscribers, held messages and the log.
+    async fn reset(&self) -> Result<(), BusError>;
+}

@@ -1,0 +1,210 @@
+//! How an agent is set up: [`AgentConfig`].
+
+use crate::identity::AgentIdentity;
+use crate::tool::AgentTool;
+use agent_llm::RetryPolicy;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// When the loop compacts the transcript (spec 001 section 3: past 30 messages, keep the
+/// opening instruction and the last 20).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compaction {
+    /// Compact when the transcript has more messages than this.
+    pub threshold: usize,
+    /// Messages to keep at the end (rounded so no tool result loses its call).
+    pub keep_recent: usize,
+}
+
+impl Default for Compaction {
+    fn default() -> Self {
+        Compaction {
+            threshold: 30,
+            keep_recent: 20,
+        }
+    }
+}
+
+/// A `{{placeholder}}` in a prompt had no value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("prompt placeholders without a value: {}", missing.join(", "))]
+pub struct PromptError {
+    /// The names with no value.
+    pub missing: Vec<String>,
+}
+
+/// An agent: identity, prompt, tools, model and limits.
+pub struct AgentConfig<S, E> {
+    /// Who it is.
+    pub identity: AgentIdentity,
+    /// The system prompt (render `{{placeholders}}` with [`AgentConfig::render_prompt`]).
+    pub system_prompt: String,
+    /// Its tools.
+    pub tools: Vec<Arc<dyn AgentTool<S, E>>>,
+    /// Model for the main loop; `None` uses the chat model's default.
+    pub model: Option<String>,
+    /// Most model calls per invocation.
+    pub max_rounds: u32,
+    /// Per tool call limit (interactive tools are exempt).
+    pub round_timeout: Duration,
+    /// Whole-invocation limit.
+    pub overall_timeout: Duration,
+    /// Output tokens per model call.
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Transcript compaction; `None` never compacts.
+    pub compaction: Option<Compaction>,
+    /// Retries of failed model calls (spec 001: 3 attempts, 2 s base). Provider clients
+    /// retry on their own too; lower this for them if the two should not stack.
+    pub retry: RetryPolicy,
+}
+
+impl<S, E> Clone for AgentConfig<S, E> {
+    fn clone(&self) -> Self {
+        AgentConfig {
+            identity: self.identity.clone(),
+            system_prompt: self.system_prompt.clone(),
+            tools: self.tools.clone(),
+            model: self.model.clone(),
+            max_rounds: self.max_rounds,
+            round_timeout: self.round_timeout,
+            overall_timeout: self.overall_timeout,
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            compaction: self.compaction,
+            retry: self.retry.clone(),
+        }
+    }
+}
+
+impl<S, E> std::fmt::Debug for AgentConfig<S, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tools: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+        f.debug_struct("AgentConfig")
+            .field("identity", &self.identity)
+            .field("tools", &tools)
+            .field("model", &self.model)
+            .field("max_rounds", &self.max_rounds)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, E> AgentConfig<S, E> {
+    /// An agent with no tools, 10 rounds, 2-minute tool calls, a 10-minute invocation,
+    /// default compaction and retries.
+    ///
+    /// ```
+    /// use agent_runtime::{AgentConfig, AgentIdentity};
+    /// let config: AgentConfig<(), ()> = AgentConfig::new(AgentIdentity::new("writer", "demo"), "You write.")
+    ///     .with_max_rounds(5);
+    /// assert_eq!(config.max_rounds, 5);
+    /// ```
+    pub fn new(identity: AgentIdentity, system_prompt: impl Into<String>) -> Self {
+        AgentConfig {
+            identity,
+            system_prompt: system_prompt.into(),
+            tools: Vec::new(),
+            model: None,
+            max_rounds: 10,
+            round_timeout: Duration::from_secs(120),
+            overall_timeout: Duration::from_secs(600),
+            max_tokens: Some(4096),
+            temperature: None,
+            compaction: Some(Compaction::default()),
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// Adds a tool.
+    pub fn with_tool(mut self, tool: impl AgentTool<S, E> + 'static) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Sets the main-loop model.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Sets the round limit.
+    pub fn with_max_rounds(mut self, rounds: u32) -> Self {
+        self.max_rounds = rounds;
+        self
+    }
+
+    /// Sets the per-tool-call timeout.
+    pub fn with_round_timeout(mut self, timeout: Duration) -> Self {
+        self.round_timeout = timeout;
+        self
+    }
+
+    /// Sets the whole-invocation timeout.
+    pub fn with_overall_timeout(mut self, timeout: Duration) -> Self {
+        self.overall_timeout = timeout;
+        self
+    }
+
+    /// Sets or disables compaction.
+    pub fn with_compaction(mut self, compaction: Option<Compaction>) -> Self {
+        self.compaction = compaction;
+        self
+    }
+
+    /// Sets the retry policy for model calls.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Replaces the `{{name}}` placeholders of the system prompt with values from `vars`.
+    /// A placeholder with no value is an error naming it.
+    ///
+    /// ```
+    /// use agent_runtime::{AgentConfig, AgentIdentity};
+    /// let config: AgentConfig<(), ()> = AgentConfig::new(AgentIdentity::new("w", "d"), "Write for {{audience}} in {{tone}}.");
+    /// let vars = |name: &str| match name { "audience" => Some("engineers".to_string()), "tone" => Some("plain words".to_string()), _ => None };
+    /// assert_eq!(config.render_prompt(vars).unwrap(), "Write for engineers in plain words.");
+    /// assert!(config.render_prompt(|_| None).unwrap_err().missing.contains(&"tone".to_string()));
+    /// ```
+    pub fn render_prompt(
+        &self,
+        vars: impl Fn(&str) -> Option<String>,
+    ) -> Result<String, PromptError> {
+        render_placeholders(&self.system_prompt, vars)
+    }
+}
+
+/// Replaces `{{name}}` (whitespace inside the braces allowed) with `vars(name)`.
+pub fn render_placeholders(
+    template: &str,
+    vars: impl Fn(&str) -> Option<String>,
+) -> Result<String, PromptError> {
+    let mut out = String::with_capacity(template.len());
+    let mut missing = BTreeSet::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        let Some(len) = rest[start + 2..].find("}}") else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        let name = rest[start + 2..start + 2 + len].trim();
+        match vars(name) {
+            Some(value) => out.push_str(&value),
+            None => {
+                missing.insert(name.to_owned());
+            }
+        }
+        rest = &rest[start + 2 + len + 2..];
+    }
+    out.push_str(rest);
+    if missing.is_empty() {
+        Ok(out)
+    } else {
+        Err(PromptError {
+            missing: missing.into_iter().collect(),
+        })
+    }
+}

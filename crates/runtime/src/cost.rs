@@ -1,0 +1,292 @@
+//! Cost and budget guards: a meter any chat model can report to, and a wrapper that does.
+
+use agent_llm::{
+    ChatModel, ChatRequest, ChatResponse, ChatStream, LlmError, PricingTable, StreamEvent,
+    StructuredOutputMode, Usage,
+};
+use async_trait::async_trait;
+use futures::StreamExt;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Limits on what a run may spend. Every field is optional.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CostLimits {
+    /// Emit one warning when the cost reaches this many USD.
+    pub warn_usd: Option<f64>,
+    /// Refuse further calls once the cost reaches this many USD.
+    pub max_usd: Option<f64>,
+    /// Refuse further calls once this many tokens (input and output) were used.
+    pub max_tokens: Option<u64>,
+    /// Refuse further calls after this many calls.
+    pub max_calls: Option<u64>,
+    /// Refuse further calls after this much wall time since the meter was made.
+    pub max_wall: Option<Duration>,
+}
+
+/// What was spent so far.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CostSnapshot {
+    /// Tokens of all calls.
+    pub usage: Usage,
+    /// Calls recorded.
+    pub calls: u64,
+    /// USD of the calls whose model has a price.
+    pub usd: f64,
+    /// Models with no known price (their tokens are counted, their cost is not).
+    pub unpriced_models: Vec<String>,
+    /// Time since the meter was made.
+    pub elapsed: Duration,
+}
+
+/// A limit was reached; the call was not made.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("cost limit exceeded: {0}")]
+pub struct CostLimitExceeded(pub String);
+
+impl From<CostLimitExceeded> for LlmError {
+    fn from(error: CostLimitExceeded) -> Self {
+        LlmError::LimitExceeded(error.0)
+    }
+}
+
+type WarnHook = Arc<dyn Fn(&CostSnapshot) + Send + Sync>;
+
+struct Totals {
+    usage: Usage,
+    calls: u64,
+    usd: f64,
+    unpriced: BTreeSet<String>,
+    warned: bool,
+}
+
+struct MeterInner {
+    totals: Mutex<Totals>,
+    limits: CostLimits,
+    pricing: PricingTable,
+    on_warn: Option<WarnHook>,
+    started: Instant,
+}
+
+/// Counts tokens, calls and USD across every model call of a run, and enforces
+/// [`CostLimits`]. Cheap to clone; clones share the counts.
+///
+/// ```
+/// use agent_runtime::{CostLimits, CostMeter};
+/// use agent_llm::Usage;
+/// let meter = CostMeter::new(CostLimits { max_usd: Some(0.01), ..Default::default() });
+/// meter.record("claude-haiku-4-5", Usage { input_tokens: 5_000, output_tokens: 1_000, ..Default::default() });
+/// assert!((meter.snapshot().usd - 0.01).abs() < 1e-12);
+/// assert!(meter.check().is_err()); // the next call is refused
+/// ```
+#[derive(Clone)]
+pub struct CostMeter {
+    inner: Arc<MeterInner>,
+}
+
+impl std::fmt::Debug for CostMeter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CostMeter")
+            .field("limits", &self.inner.limits)
+            .field("spent", &self.snapshot())
+            .finish()
+    }
+}
+
+impl CostMeter {
+    /// A meter with the built-in price list.
+    pub fn new(limits: CostLimits) -> Self {
+        CostMeter::with_pricing(limits, PricingTable::default())
+    }
+
+    /// A meter with these prices.
+    pub fn with_pricing(limits: CostLimits, pricing: PricingTable) -> Self {
+        CostMeter {
+            inner: Arc::new(MeterInner {
+                totals: Mutex::new(Totals {
+                    usage: Usage::default(),
+                    calls: 0,
+                    usd: 0.0,
+                    unpriced: BTreeSet::new(),
+                    warned: false,
+                }),
+                limits,
+                pricing,
+                on_warn: None,
+                started: Instant::now(),
+            }),
+        }
+    }
+
+    /// Calls `hook` once, when the cost first reaches `warn_usd`.
+    pub fn on_warn(self, hook: impl Fn(&CostSnapshot) + Send + Sync + 'static) -> Self {
+        match Arc::try_unwrap(self.inner) {
+            Ok(mut inner) => {
+                inner.on_warn = Some(Arc::new(hook));
+                CostMeter {
+                    inner: Arc::new(inner),
+                }
+            }
+            Err(shared) => {
+                tracing::warn!("warn hook set on a meter already shared; ignored");
+                CostMeter { inner: shared }
+            }
+        }
+    }
+
+    fn totals(&self) -> MutexGuard<'_, Totals> {
+        self.inner.totals.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Fails if a limit is reached, so the next call must not be made.
+    pub fn check(&self) -> Result<(), CostLimitExceeded> {
+        match self.limit_reason() {
+            Some(reason) => Err(CostLimitExceeded(reason)),
+            None => Ok(()),
+        }
+    }
+
+    /// Which limit is reached, if any.
+    pub fn limit_reason(&self) -> Option<String> {
+        let limits = &self.inner.limits;
+        let totals = self.totals();
+        if let Some(max) = limits.max_usd.filter(|max| totals.usd >= *max) {
+            return Some(format!("spent ${:.4} of a ${max:.4} limit", totals.usd));
+        }
+        if let Some(max) = limits
+            .max_tokens
+            .filter(|max| totals.usage.total_tokens() >= *max)
+        {
+            return Some(format!(
+                "used {} of {max} tokens",
+                totals.usage.total_tokens()
+            ));
+        }
+        if let Some(max) = limits.max_calls.filter(|max| totals.calls >= *max) {
+            return Some(format!("made {} of {max} LLM calls", totals.calls));
+        }
+        let elapsed = self.inner.started.elapsed();
+        if let Some(max) = limits.max_wall.filter(|max| elapsed >= *max) {
+            return Some(format!("ran {elapsed:?} of a {max:?} wall-time budget"));
+        }
+        None
+    }
+
+    /// Records one call's usage on `model`. An unknown model's tokens are counted and it
+    /// is listed in [`CostSnapshot::unpriced_models`] (warned about once).
+    pub fn record(&self, model: &str, usage: Usage) -> CostSnapshot {
+        let cost = self.inner.pricing.cost(model, &usage);
+        let (snapshot, warn_now) = {
+            let mut totals = self.totals();
+            totals.usage += usage;
+            totals.calls += 1;
+            match cost {
+                Ok(usd) => totals.usd += usd,
+                Err(unknown) => {
+                    if totals.unpriced.insert(unknown.model.clone()) {
+                        tracing::warn!(model = %unknown.model, "no price for this model: its cost is not counted");
+                    }
+                }
+            }
+            let crossed = self
+                .inner
+                .limits
+                .warn_usd
+                .is_some_and(|warn| totals.usd >= warn);
+            let warn_now = crossed && !totals.warned;
+            totals.warned |= crossed;
+            (snapshot_of(&totals, self.inner.started.elapsed()), warn_now)
+        };
+        if warn_now {
+            tracing::warn!(usd = snapshot.usd, "cost warning threshold reached");
+            if let Some(hook) = &self.inner.on_warn {
+                hook(&snapshot);
+            }
+        }
+        snapshot
+    }
+
+    /// What was spent so far.
+    pub fn snapshot(&self) -> CostSnapshot {
+        snapshot_of(&self.totals(), self.inner.started.elapsed())
+    }
+}
+
+fn snapshot_of(totals: &Totals, elapsed: Duration) -> CostSnapshot {
+    CostSnapshot {
+        usage: totals.usage,
+        calls: totals.calls,
+        usd: totals.usd,
+        unpriced_models: totals.unpriced.iter().cloned().collect(),
+        elapsed,
+    }
+}
+
+/// Wraps a [`ChatModel`] so every call is checked against and recorded on a [`CostMeter`].
+/// A call refused by a limit fails with [`LlmError::LimitExceeded`].
+#[derive(Debug, Clone)]
+pub struct MeteredModel<M> {
+    inner: M,
+    meter: CostMeter,
+}
+
+impl<M> MeteredModel<M> {
+    /// Meters `inner` on `meter`.
+    pub fn new(inner: M, meter: CostMeter) -> Self {
+        MeteredModel { inner, meter }
+    }
+
+    /// The meter.
+    pub fn meter(&self) -> &CostMeter {
+        &self.meter
+    }
+}
+
+fn model_name(request: &ChatRequest, response_model: &str, fallback: Option<String>) -> String {
+    if !response_model.is_empty() {
+        return response_model.to_owned();
+    }
+    request.model.clone().or(fallback).unwrap_or_default()
+}
+
+#[async_trait]
+impl<M: ChatModel> ChatModel for MeteredModel<M> {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.meter.check()?;
+        let response = self.inner.chat(request).await?;
+        let model = model_name(request, &response.model, self.inner.default_model());
+        self.meter.record(&model, response.usage);
+        Ok(response)
+    }
+
+    async fn chat_stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
+        self.meter.check()?;
+        let stream = self.inner.chat_stream(request).await?;
+        let meter = self.meter.clone();
+        let mut model = model_name(request, "", self.inner.default_model());
+        let mut usage = Usage::default();
+        let metered = stream.map(move |event| {
+            match &event {
+                Ok(StreamEvent::MessageStart { model: served, .. }) if !served.is_empty() => {
+                    model = served.clone();
+                }
+                Ok(StreamEvent::Usage(latest)) => usage = *latest,
+                Ok(StreamEvent::Stop(_)) => {
+                    meter.record(&model, usage);
+                }
+                _ => {}
+            }
+            event
+        });
+        Ok(Box::pin(metered))
+    }
+
+    fn structured_output_mode(&self) -> StructuredOutputMode {
+        self.inner.structured_output_mode()
+    }
+
+    fn default_model(&self) -> Option<String> {
+        self.inner.default_model()
+    }
+}

@@ -1,0 +1,336 @@
+//! Gates: points where a run waits for a person's answer.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+/// What went wrong with a gate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GateError {
+    /// No gate with this id is or was pending in this session.
+    #[error("unknown gate {0:?}")]
+    Unknown(String),
+    /// The gate was answered already; it takes one answer.
+    #[error("gate {0:?} was already answered")]
+    AlreadyAnswered(String),
+    /// A gate with this id is already waiting.
+    #[error("gate {0:?} is already waiting")]
+    AlreadyPending(String),
+    /// Nobody answered in time.
+    #[error("gate {id:?} timed out after {after:?}")]
+    TimedOut {
+        /// The gate.
+        id: String,
+        /// Its timeout.
+        after: Duration,
+    },
+    /// The run was cancelled while waiting.
+    #[error("gate {0:?} was cancelled")]
+    Cancelled(String),
+    /// The answer does not have the shape the waiting code expects.
+    #[error("the answer to gate {id:?} is invalid: {message}")]
+    InvalidAnswer {
+        /// The gate.
+        id: String,
+        /// The deserialization error.
+        message: String,
+    },
+}
+
+/// A gate to wait at: its name, what to show the user, and an optional timeout.
+///
+/// ```
+/// use agent_runtime::GateRequest;
+/// use std::time::Duration;
+/// let gate = GateRequest::new("blueprint_review")
+///     .with_payload(serde_json::json!({"sections": 5}))
+///     .with_timeout(Duration::from_secs(3600));
+/// assert_eq!(gate.name, "blueprint_review");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateRequest {
+    /// The gate's name (the call site: `blueprint_review`).
+    pub name: String,
+    /// What the user is shown.
+    pub payload: Value,
+    /// How long to wait; `None` waits until answered or cancelled.
+    pub timeout: Option<Duration>,
+}
+
+impl GateRequest {
+    /// A gate with no payload and no timeout.
+    pub fn new(name: impl Into<String>) -> Self {
+        GateRequest {
+            name: name.into(),
+            payload: Value::Null,
+            timeout: None,
+        }
+    }
+
+    /// Sets what the user is shown.
+    pub fn with_payload(mut self, payload: Value) -> Self {
+        self.payload = payload;
+        self
+    }
+
+    /// Sets the timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+}
+
+impl From<&str> for GateRequest {
+    fn from(name: &str) -> Self {
+        GateRequest::new(name)
+    }
+}
+
+/// A gate waiting for its answer, as a reconnecting client lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingGate {
+    /// Stable id: `{agent}:{gate name}:{n}`, `n` counting from 1 per agent and name.
+    pub id: String,
+    /// The gate's name.
+    pub name: String,
+    /// What the user is shown.
+    pub payload: Value,
+    /// When the wait began.
+    pub since: DateTime<Utc>,
+    /// When it times out, if it does.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+struct Waiting {
+    gate: PendingGate,
+    answer: oneshot::Sender<Value>,
+}
+
+#[derive(Default)]
+struct Gates {
+    pending: BTreeMap<String, Waiting>,
+    answered: HashSet<String>,
+    counters: HashMap<(String, String), u64>,
+}
+
+/// The gates of one session: wait, answer exactly once, list what is pending.
+/// Cheap to clone; clones share the registry.
+///
+/// ```
+/// use agent_runtime::{GateRegistry, GateRequest};
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let gates = GateRegistry::new();
+/// let id = gates.next_id("coordinator", "approve");
+/// let waiter = gates.clone();
+/// let wait = tokio::spawn({ let id = id.clone(); async move {
+///     waiter.wait(&id, GateRequest::new("approve"), None).await
+/// }});
+/// while gates.pending().is_empty() { tokio::task::yield_now().await; }
+/// gates.respond(&id, serde_json::json!(true)).unwrap();
+/// assert_eq!(wait.await.unwrap().unwrap(), serde_json::json!(true));
+/// assert!(gates.respond(&id, serde_json::json!(false)).is_err()); // exactly once
+/// # });
+/// ```
+#[derive(Clone, Default)]
+pub struct GateRegistry {
+    inner: Arc<Mutex<Gates>>,
+}
+
+impl std::fmt::Debug for GateRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GateRegistry")
+            .field("pending", &self.pending().len())
+            .finish()
+    }
+}
+
+impl GateRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        GateRegistry::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Gates> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The next stable id for `gate` waited at by `agent`: `agent:gate:1`, `agent:gate:2`, ...
+    /// The same run makes the same ids in the same order, so an answer can be matched to
+    /// its gate after a reconnect or a resume.
+    pub fn next_id(&self, agent: &str, gate: &str) -> String {
+        let mut gates = self.lock();
+        let counter = gates
+            .counters
+            .entry((agent.to_owned(), gate.to_owned()))
+            .or_insert(0);
+        *counter += 1;
+        format!("{agent}:{gate}:{counter}")
+    }
+
+    /// Registers the gate `id` and waits for its answer, the timeout, or `cancel`.
+    pub async fn wait(
+        &self,
+        id: &str,
+        request: GateRequest,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<Value, GateError> {
+        let (sender, receiver) = oneshot::channel();
+        {
+            let mut gates = self.lock();
+            if gates.pending.contains_key(id) {
+                return Err(GateError::AlreadyPending(id.to_owned()));
+            }
+            if gates.answered.contains(id) {
+                return Err(GateError::AlreadyAnswered(id.to_owned()));
+            }
+            let since = Utc::now();
+            let expires_at = request
+                .timeout
+                .and_then(|t| chrono::Duration::from_std(t).ok())
+                .map(|t| since + t);
+            let gate = PendingGate {
+                id: id.to_owned(),
+                name: request.name.clone(),
+                payload: request.payload,
+                since,
+                expires_at,
+            };
+            gates.pending.insert(
+                id.to_owned(),
+                Waiting {
+                    gate,
+                    answer: sender,
+                },
+            );
+        }
+        tracing::info!(gate = id, "waiting for the user");
+        let timeout = async {
+            match request.timeout {
+                Some(after) => tokio::time::sleep(after).await,
+                None => std::future::pending().await,
+            }
+        };
+        let cancelled = async {
+            match cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let outcome = tokio::select! {
+            answer = receiver => answer.map_err(|_| GateError::Cancelled(id.to_owned())),
+            _ = timeout => Err(GateError::TimedOut { id: id.to_owned(), after: request.timeout.unwrap_or_default() }),
+            _ = cancelled => Err(GateError::Cancelled(id.to_owned())),
+        };
+        if outcome.is_err() {
+            // A gate that timed out or was cancelled is no longer pending.
+            self.lock().pending.remove(id);
+        }
+        outcome
+    }
+
+    /// Answers the gate `id`. Fails if it is unknown or already answered.
+    pub fn respond(&self, id: &str, answer: Value) -> Result<(), GateError> {
+        let mut gates = self.lock();
+        let Some(waiting) = gates.pending.remove(id) else {
+            return Err(if gates.answered.contains(id) {
+                GateError::AlreadyAnswered(id.to_owned())
+            } else {
+                GateError::Unknown(id.to_owned())
+            });
+        };
+        gates.answered.insert(id.to_owned());
+        drop(gates);
+        waiting
+            .answer
+            .send(answer)
+            .map_err(|_| GateError::Cancelled(id.to_owned()))
+    }
+
+    /// The gates waiting now, oldest id first.
+    pub fn pending(&self) -> Vec<PendingGate> {
+        self.lock()
+            .pending
+            .values()
+            .map(|w| w.gate.clone())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    async fn until_pending(gates: &GateRegistry, n: usize) {
+        while gates.pending().len() < n {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn answer_reaches_the_waiter_and_is_accepted_once() {
+        let gates = GateRegistry::new();
+        let id = gates.next_id("a", "review");
+        assert_eq!(id, "a:review:1");
+        assert_eq!(gates.next_id("a", "review"), "a:review:2");
+        let waiter = {
+            let (gates, id) = (gates.clone(), id.clone());
+            tokio::spawn(async move {
+                let request = GateRequest::new("review").with_payload(json!({"draft": 1}));
+                gates.wait(&id, request, None).await
+            })
+        };
+        until_pending(&gates, 1).await;
+        let pending = gates.pending();
+        assert_eq!(pending[0].payload, json!({"draft": 1}));
+        assert_eq!(pending[0].name, "review");
+        gates.respond(&id, json!("ok")).unwrap();
+        assert_eq!(waiter.await.unwrap().unwrap(), json!("ok"));
+        assert_eq!(
+            gates.respond(&id, json!("again")),
+            Err(GateError::AlreadyAnswered(id.clone()))
+        );
+        assert_eq!(
+            gates.respond("nope", json!(1)),
+            Err(GateError::Unknown("nope".into()))
+        );
+        assert!(gates.pending().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn unanswered_gate_times_out_and_is_no_longer_pending() {
+        let gates = GateRegistry::new();
+        let request = GateRequest::new("slow").with_timeout(Duration::from_secs(30));
+        let error = gates.wait("x:slow:1", request, None).await.unwrap_err();
+        assert_eq!(
+            error,
+            GateError::TimedOut {
+                id: "x:slow:1".into(),
+                after: Duration::from_secs(30)
+            }
+        );
+        assert!(gates.pending().is_empty());
+        assert_eq!(
+            gates.respond("x:slow:1", json!(1)),
+            Err(GateError::Unknown("x:slow:1".into()))
+        );
+    }
+
+    #[tokio::test]
+    async fn cancellation_ends_the_wait() {
+        let gates = GateRegistry::new();
+        let token = CancellationToken::new();
+        token.cancel();
+        let error = gates
+            .wait("g", GateRequest::new("g"), Some(&token))
+            .await
+            .unwrap_err();
+        assert_eq!(error, GateError::Cancelled("g".into()));
+    }
+}

@@ -1,0 +1,37 @@
+//! # agent-runtime
+//!
+//! The domain-agnostic core every product runs on, generic over the product's state type
+//! `S` and event type `E`: typed tools, the agent loop, the per-invocation context, gates,
+//! the bus, the state graph with checkpoints, cost and budget guards, and tracing.
+//!
+//! It depends on `agent-llm` and on no product, web framework or database.
+
+pub mod bus;
+pub mod checkpoint;
+pub mod graph;
+
+mod events;
+mod gates;
+mod identity;
+
+pub use events::{CollectingSink, EventSink, LoopEvent, LoopObserver};
+pub use gates::{GateError, GateRegistry, GateRequest, PendingGate};
+pub use identity::AgentIdentity;
+
+mod agent_loop;
+mod config;
+mod context;
+mod cost;
+mod result;
+mod session;
+mod state;
+mod tool;
+
+pub use agent_loop::{AgentLoop, AgentRun, Next, ToolCall, run_agent_loop};
+pub use config::{AgentConfig, Compaction, PromptError, render_placeholders};
+pub use context::AgentContext;
+pub use cost::{CostLimitExceeded, CostLimits, CostMeter, CostSnapshot, MeteredModel};
+pub use result::{AgentResult, StopCause};
+pub use session::Session;
+pub use state::{Scratchpad, SharedState};
+pub use tool::{AgentTool, ToolError, TypedTool, tool};

@@ -1,0 +1,157 @@
+//! A session: the state, events, gates, bus and cancellation its agents share.
+
+use crate::bus::AgentBus;
+use crate::context::AgentContext;
+use crate::cost::CostMeter;
+use crate::events::EventSink;
+use crate::gates::GateRegistry;
+use crate::identity::AgentIdentity;
+use crate::state::SharedState;
+use agent_llm::ModelRouter;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+pub(crate) struct SessionParts<S, E> {
+    pub(crate) id: String,
+    pub(crate) user_id: String,
+    pub(crate) state: SharedState<S>,
+    pub(crate) events: Arc<dyn EventSink<E>>,
+    pub(crate) gates: GateRegistry,
+    pub(crate) bus: Option<Arc<dyn AgentBus>>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) router: Option<ModelRouter>,
+    pub(crate) meter: Option<CostMeter>,
+}
+
+/// One user's run of a product: what its agents share. Make one per session, then an
+/// [`AgentContext`] per agent invocation with [`Session::context`].
+///
+/// ```
+/// use agent_runtime::{AgentIdentity, CollectingSink, Session};
+/// #[derive(Clone, Default)]
+/// struct State { notes: Vec<String> }
+/// let events = CollectingSink::<String>::default();
+/// let session = Session::new("session-1", State::default())
+///     .with_user("user-7")
+///     .with_events(events.clone());
+/// let ctx = session.context(AgentIdentity::new("writer", "demo"));
+/// ctx.emit("hello".to_string());
+/// ctx.update_state(|s| s.notes.push("drafted".into()));
+/// assert_eq!(events.events(), vec!["hello"]);
+/// assert_eq!(session.state().snapshot().notes, vec!["drafted"]);
+/// ```
+pub struct Session<S, E> {
+    parts: Arc<SessionParts<S, E>>,
+}
+
+impl<S, E> Clone for Session<S, E> {
+    fn clone(&self) -> Self {
+        Session {
+            parts: Arc::clone(&self.parts),
+        }
+    }
+}
+
+impl<S: Send + 'static, E: Send + 'static> Session<S, E> {
+    /// A session with this id and initial state; events go nowhere until
+    /// [`Session::with_events`].
+    pub fn new(id: impl Into<String>, state: S) -> Self {
+        Session {
+            parts: Arc::new(SessionParts {
+                id: id.into(),
+                user_id: String::new(),
+                state: SharedState::new(state),
+                events: Arc::new(|_event: E| {}),
+                gates: GateRegistry::new(),
+                bus: None,
+                cancel: CancellationToken::new(),
+                router: None,
+                meter: None,
+            }),
+        }
+    }
+}
+
+impl<S, E> Session<S, E> {
+    fn edit(self, f: impl FnOnce(&mut SessionParts<S, E>)) -> Self {
+        match Arc::try_unwrap(self.parts) {
+            Ok(mut parts) => {
+                f(&mut parts);
+                Session {
+                    parts: Arc::new(parts),
+                }
+            }
+            Err(shared) => {
+                tracing::warn!("session configured after it was shared; change ignored");
+                Session { parts: shared }
+            }
+        }
+    }
+
+    /// Sets the user id.
+    pub fn with_user(self, user_id: impl Into<String>) -> Self {
+        let user_id = user_id.into();
+        self.edit(|p| p.user_id = user_id)
+    }
+
+    /// Sets where product events go.
+    pub fn with_events(self, sink: impl EventSink<E> + 'static) -> Self {
+        self.edit(|p| p.events = Arc::new(sink))
+    }
+
+    /// Sets the bus.
+    pub fn with_bus(self, bus: Arc<dyn AgentBus>) -> Self {
+        self.edit(|p| p.bus = Some(bus))
+    }
+
+    /// Uses an existing cancellation token (cancel it to stop every agent of the session).
+    pub fn with_cancellation(self, token: CancellationToken) -> Self {
+        self.edit(|p| p.cancel = token)
+    }
+
+    /// Sets the model router tools use for their own LLM calls.
+    pub fn with_router(self, router: ModelRouter) -> Self {
+        self.edit(|p| p.router = Some(router))
+    }
+
+    /// Sets the cost meter tools and agents report to.
+    pub fn with_meter(self, meter: CostMeter) -> Self {
+        self.edit(|p| p.meter = Some(meter))
+    }
+
+    /// A context for one invocation of `agent`: a fresh scratchpad and outbox, the
+    /// session's shared parts.
+    pub fn context(&self, agent: AgentIdentity) -> AgentContext<S, E> {
+        AgentContext::new(Arc::clone(&self.parts), agent)
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.parts.id
+    }
+
+    /// The shared state.
+    pub fn state(&self) -> &SharedState<S> {
+        &self.parts.state
+    }
+
+    /// The session's gates (answer them with [`GateRegistry::respond`]).
+    pub fn gates(&self) -> &GateRegistry {
+        &self.parts.gates
+    }
+
+    /// The token that cancels every agent of the session.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.parts.cancel
+    }
+
+    /// The bus, if any.
+    pub fn bus(&self) -> Option<&Arc<dyn AgentBus>> {
+        self.parts.bus.as_ref()
+    }
+
+    /// The cost meter, if any.
+    pub fn meter(&self) -> Option<&CostMeter> {
+        self.parts.meter.as_ref()
+    }
+}
