@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::ops::{Add, AddAssign};
+use std::sync::Arc;
 
 /// Who wrote a message. The system prompt is not a message; see [`ChatRequest::system`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -154,8 +155,9 @@ pub struct ToolDefinition {
     pub name: String,
     /// What it does, for the model.
     pub description: String,
-    /// JSON Schema of its arguments (an object schema).
-    pub input_schema: Value,
+    /// JSON Schema of its arguments (an object schema). Shared, so requests that offer
+    /// the same tools round after round do not copy the schema.
+    pub input_schema: Arc<Value>,
 }
 
 impl ToolDefinition {
@@ -163,12 +165,12 @@ impl ToolDefinition {
     pub fn new(
         name: impl Into<String>,
         description: impl Into<String>,
-        input_schema: Value,
+        input_schema: impl Into<Arc<Value>>,
     ) -> Self {
         ToolDefinition {
             name: name.into(),
             description: description.into(),
-            input_schema,
+            input_schema: input_schema.into(),
         }
     }
 

@@ -9,6 +9,8 @@
 pub mod bus;
 pub mod checkpoint;
 pub mod graph;
+#[cfg(feature = "otel")]
+pub mod otel;
 
 mod events;
 mod gates;
@@ -27,7 +29,7 @@ mod session;
 mod state;
 mod tool;
 
-pub use agent_loop::{AgentLoop, AgentRun, Next, ToolCall, run_agent_loop};
+pub use agent_loop::{AgentLoop, AgentRun, Next, ToolCall, ToolCalls, run_agent_loop};
 pub use config::{AgentConfig, Compaction, PromptError, render_placeholders};
 pub use context::AgentContext;
 pub use cost::{CostLimitExceeded, CostLimits, CostMeter, CostSnapshot, MeteredModel};

@@ -175,7 +175,7 @@ fn tool(tool: &ToolDefinition) -> Value {
         function.insert("description".into(), Value::from(tool.description.as_str()));
     }
     if !tool.input_schema.is_null() {
-        function.insert("parameters".into(), tool.input_schema.clone());
+        function.insert("parameters".into(), Value::clone(&tool.input_schema));
     }
     json!({ "type": "function", "function": function })
 }

@@ -1,7 +1,7 @@
 //! The thin async driver around [`AgentRun`]: model calls, concurrent tool calls,
 //! timeouts, cancellation, observers and tracing.
 
-use super::run::{AgentRun, Next, ToolCall};
+use super::run::{AgentRun, Next, ToolCall, ToolCalls};
 use crate::config::AgentConfig;
 use crate::context::AgentContext;
 use crate::events::{LoopEvent, LoopObserver};
@@ -202,27 +202,33 @@ where
     async fn run_tools(
         &self,
         ctx: &AgentContext<S, E>,
-        calls: &[ToolCall],
+        calls: ToolCalls<'_>,
         round: u32,
     ) -> Vec<ContentBlock> {
-        if let [call] = calls {
-            return vec![self.run_tool(ctx, call, round).await];
+        let mut calls = calls.iter();
+        match (calls.next(), calls.next()) {
+            (None, _) => Vec::new(),
+            (Some(only), None) => vec![self.run_tool(ctx, only, round).await],
+            (Some(first), Some(second)) => {
+                let all = [first, second].into_iter().chain(calls);
+                futures::future::join_all(all.map(|call| self.run_tool(ctx, call, round))).await
+            }
         }
-        futures::future::join_all(calls.iter().map(|call| self.run_tool(ctx, call, round))).await
     }
 
     async fn run_tool(
         &self,
         ctx: &AgentContext<S, E>,
-        call: &ToolCall,
+        call: ToolCall<'_>,
         round: u32,
     ) -> ContentBlock {
         self.observe(|| LoopEvent::ToolCalled {
             round,
-            name: call.name.clone(),
-            id: call.id.clone(),
+            name: call.name.into(),
+            id: call.id.into(),
         });
-        let started = Instant::now();
+        // Read the clock only for an observer.
+        let started = self.observer.as_ref().map(|_| Instant::now());
         let span = tracing::info_span!(
             "execute_tool",
             gen_ai.operation.name = "execute_tool",
@@ -232,35 +238,38 @@ where
         let outcome = self.execute(ctx, call).instrument(span).await;
         self.observe(|| LoopEvent::ToolFinished {
             round,
-            name: call.name.clone(),
-            id: call.id.clone(),
+            name: call.name.into(),
+            id: call.id.into(),
             ok: outcome.is_ok(),
-            elapsed: started.elapsed(),
+            elapsed: started.map(|s| s.elapsed()).unwrap_or_default(),
         });
         match outcome {
-            Ok(Value::String(text)) => ContentBlock::tool_result(&call.id, text),
-            Ok(value) => ContentBlock::tool_result(&call.id, value.to_string()),
+            Ok(Value::String(text)) => ContentBlock::tool_result(call.id, text),
+            Ok(value) => ContentBlock::tool_result(call.id, value.to_string()),
             Err(error) => {
                 tracing::debug!(tool = %call.name, %error, "tool call failed; the model is told");
-                ContentBlock::tool_error(&call.id, error.to_string())
+                ContentBlock::tool_error(call.id, error.to_string())
             }
         }
     }
 
-    async fn execute(&self, ctx: &AgentContext<S, E>, call: &ToolCall) -> Result<Value, ToolError> {
+    async fn execute(&self, ctx: &AgentContext<S, E>, call: ToolCall<'_>) -> Result<Value, ToolError> {
         let tool: &Arc<dyn AgentTool<S, E>> = self
             .config
             .tools
             .iter()
             .find(|tool| tool.name() == call.name)
-            .ok_or_else(|| ToolError::UnknownTool(call.name.clone()))?;
+            .ok_or_else(|| ToolError::UnknownTool(call.name.into()))?;
+        let mut running = tool.execute(call.input, ctx);
         if tool.interactive() {
-            return tool.execute(&call.input, ctx).await;
+            return running.await;
+        }
+        // Most tools finish on their first poll; only a tool that waits gets a timer.
+        if let std::task::Poll::Ready(outcome) = futures::poll!(&mut running) {
+            return outcome;
         }
         let limit = self.config.round_timeout;
-        tokio::time::timeout(limit, tool.execute(&call.input, ctx))
-            .await
-            .unwrap_or(Err(ToolError::Timeout(limit)))
+        tokio::time::timeout(limit, running).await.unwrap_or(Err(ToolError::Timeout(limit)))
     }
 
     fn observe(&self, event: impl FnOnce() -> LoopEvent) {

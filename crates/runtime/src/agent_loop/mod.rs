@@ -5,4 +5,4 @@ mod driver;
 mod run;
 
 pub use driver::{AgentLoop, run_agent_loop};
-pub use run::{AgentRun, Next, ToolCall};
+pub use run::{AgentRun, Next, ToolCall, ToolCalls};

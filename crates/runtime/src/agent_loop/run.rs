@@ -7,15 +7,41 @@ use agent_llm::{ChatRequest, ChatResponse, ContentBlock, Message, Role, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A tool call the model asked for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
+/// A tool call the model asked for, borrowed from the transcript.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ToolCall<'a> {
     /// Call id, echoed in the result.
-    pub id: String,
+    pub id: &'a str,
     /// Tool name.
-    pub name: String,
+    pub name: &'a str,
     /// Arguments.
-    pub input: Value,
+    pub input: &'a Value,
+}
+
+/// The tool calls of the model's last answer, in the order it made them.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCalls<'a> {
+    blocks: &'a [ContentBlock],
+}
+
+impl<'a> ToolCalls<'a> {
+    /// The calls, in order.
+    pub fn iter(&self) -> impl Iterator<Item = ToolCall<'a>> + 'a {
+        self.blocks.iter().filter_map(|block| match block {
+            ContentBlock::ToolUse { id, name, input } => Some(ToolCall { id, name, input }),
+            _ => None,
+        })
+    }
+
+    /// How many calls there are.
+    pub fn len(&self) -> usize {
+        self.iter().count()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.iter().next().is_none()
+    }
 }
 
 /// What the run needs next.
@@ -24,7 +50,7 @@ pub enum Next<'a> {
     /// Call the model with this request.
     CallModel(&'a ChatRequest),
     /// Run these tool calls and report their results in this order.
-    RunTools(&'a [ToolCall]),
+    RunTools(ToolCalls<'a>),
     /// The run is over; see [`AgentRun::stop_cause`].
     Done,
 }
@@ -52,7 +78,6 @@ pub struct AgentRun {
     rounds: u32,
     usage: Usage,
     round_usage: Vec<Usage>,
-    pending: Vec<ToolCall>,
     final_text: Option<String>,
     compaction: Option<(usize, usize)>,
     compacted: usize,
@@ -69,7 +94,6 @@ impl AgentRun {
             rounds: 0,
             usage: Usage::default(),
             round_usage: Vec::new(),
-            pending: Vec::new(),
             final_text: None,
             compaction: compaction.map(|c| (c.threshold, c.keep_recent)),
             compacted: 0,
@@ -79,17 +103,16 @@ impl AgentRun {
 
     /// What comes next.
     pub fn next_step(&mut self) -> Next<'_> {
+        if self.stop.is_none() && self.rounds >= self.max_rounds && self.pending_calls().is_none() {
+            self.stop = Some(StopCause::MaxRounds);
+        }
         if self.stop.is_some() {
             return Next::Done;
         }
-        if !self.pending.is_empty() {
-            return Next::RunTools(&self.pending);
+        match self.pending_calls() {
+            Some(calls) => Next::RunTools(calls),
+            None => Next::CallModel(&self.request),
         }
-        if self.rounds >= self.max_rounds {
-            self.stop = Some(StopCause::MaxRounds);
-            return Next::Done;
-        }
-        Next::CallModel(&self.request)
     }
 
     /// Takes the model's answer: its tool calls become pending, or, with none, the run
@@ -98,16 +121,11 @@ impl AgentRun {
         self.rounds += 1;
         self.usage += response.usage;
         self.round_usage.push(response.usage);
-        self.pending
-            .extend(response.content.iter().filter_map(|block| match block {
-                ContentBlock::ToolUse { id, name, input } => Some(ToolCall {
-                    id: id.clone(),
-                    name: name.clone(),
-                    input: input.clone(),
-                }),
-                _ => None,
-            }));
-        if self.pending.is_empty() {
+        let calls_tools = response
+            .content
+            .iter()
+            .any(|block| matches!(block, ContentBlock::ToolUse { .. }));
+        if !calls_tools {
             self.final_text = Some(response.text());
             self.stop = Some(StopCause::Completed);
         }
@@ -119,8 +137,7 @@ impl AgentRun {
     /// Takes the results of the pending calls, in call order, and compacts the transcript
     /// if it grew past the threshold. Returns what compaction did, if anything.
     pub fn on_tool_results(&mut self, results: Vec<ContentBlock>) -> Option<(usize, usize)> {
-        debug_assert_eq!(results.len(), self.pending.len());
-        self.pending.clear();
+        debug_assert_eq!(Some(results.len()), self.pending_calls().map(|c| c.len()));
         self.request
             .messages
             .push(Message::new(Role::User, results));
@@ -135,6 +152,14 @@ impl AgentRun {
         )?;
         self.compacted += removed;
         Some((removed, kept))
+    }
+
+    /// The tool calls waiting for results: those of the last message, when it is the
+    /// model's and calls tools. Derived from the transcript, so a restored run knows them.
+    fn pending_calls(&self) -> Option<ToolCalls<'_>> {
+        let last = self.request.messages.last().filter(|m| m.role == Role::Assistant)?;
+        let calls = ToolCalls { blocks: &last.content };
+        (!calls.is_empty()).then_some(calls)
     }
 
     /// Ends the run (timeout, cancellation, an error); what was gathered is kept.

@@ -1,0 +1,181 @@
+//! Framework overhead of agent-runtime on the workloads of `../shared/bench/WORKLOAD.md`:
+//! A (loop overhead), B (concurrent sessions), C (state graph, with and without an
+//! in-memory checkpoint store). The model is fake, so the figures are the runtime's own
+//! cost. Run in release:
+//!
+//! ```text
+//! cargo run --release -p examples --example runtime_bench
+//! ```
+//!
+//! Prints one line per figure: `name value unit` (labels in braces tell the variants of
+//! one figure apart).
+
+// A command-line program: its output is the point.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use agent_llm::{ChatModel, ChatRequest, ChatResponse, ContentBlock, LlmError, StopReason, Usage};
+use agent_runtime::{AgentConfig, AgentContext, AgentIdentity, AgentLoop, Session, ToolError, tool};
+use anyhow::{Context, ensure};
+use async_trait::async_trait;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The request-driven fake model of WORKLOAD.md: `k` tool results so far decide the answer.
+struct FakeModel {
+    rounds: usize,
+    latency: Option<Duration>,
+}
+
+#[async_trait]
+impl ChatModel for FakeModel {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        if let Some(latency) = self.latency {
+            tokio::time::sleep(latency).await;
+        }
+        let k = request
+            .messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter(|b| matches!(b, ContentBlock::ToolResult { .. }))
+            .count();
+        let (content, stop_reason) = if k < self.rounds {
+            let (name, input) = if k % 2 == 0 {
+                ("echo", json!({ "text": format!("hello {k}") }))
+            } else {
+                ("add", json!({ "a": k, "b": 1 }))
+            };
+            let call = ContentBlock::ToolUse { id: format!("call_{k}"), name: name.into(), input };
+            (vec![call], StopReason::ToolUse)
+        } else {
+            (vec![ContentBlock::text(format!("done after {k} tool calls"))], StopReason::EndTurn)
+        };
+        Ok(ChatResponse { id: String::new(), model: "fake".into(), content, stop_reason, usage: Usage::default() })
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Echo {
+    text: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Add {
+    a: i64,
+    b: i64,
+}
+
+type Ctx = AgentContext<(), ()>;
+
+fn agent(rounds: usize, latency: Option<Duration>) -> AgentLoop<(), (), FakeModel> {
+    let config = AgentConfig::new(AgentIdentity::new("bench", "bench"), "")
+        .with_tool(tool("echo", "Echoes the text.", |args: Echo, _: Ctx| async move { Ok::<_, ToolError>(args.text) }))
+        .with_tool(tool("add", "Adds two integers.", |args: Add, _: Ctx| async move { Ok::<_, ToolError>(args.a + args.b) }))
+        .with_max_rounds(rounds as u32 + 1)
+        .with_compaction(None);
+    AgentLoop::new(config, FakeModel { rounds, latency })
+}
+
+async fn invoke(agent: &AgentLoop<(), (), FakeModel>, session: &Session<(), ()>, rounds: usize) -> anyhow::Result<()> {
+    let result = agent.run(&session.context(agent.identity().clone()), "go").await;
+    let expected = format!("done after {rounds} tool calls");
+    ensure!(result.final_text.as_deref() == Some(expected.as_str()), "bad final text: {:?} ({:?})", result.final_text, result.stop);
+    ensure!(result.transcript.len() == 2 + 2 * rounds, "bad transcript length {}", result.transcript.len());
+    Ok(())
+}
+
+/// Resident memory now and at its peak, in KiB, from /proc/self/status.
+fn rss_kib() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+fn workload_a() -> anyhow::Result<()> {
+    const ROUNDS: usize = 10;
+    const INVOCATIONS: usize = 2_000;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let agent = agent(ROUNDS, None);
+        let session = Session::new("a", ());
+        invoke(&agent, &session, ROUNDS).await?; // warm-up and sanity check
+        let started = Instant::now();
+        for _ in 0..INVOCATIONS {
+            invoke(&agent, &session, ROUNDS).await?;
+        }
+        let elapsed = started.elapsed();
+        println!("loop_us_per_round {:.3} us", elapsed.as_secs_f64() * 1e6 / (INVOCATIONS * ROUNDS) as f64);
+        println!("loop_s {:.4} s", elapsed.as_secs_f64());
+        println!("loop_peak_rss_mib {:.1} MiB", rss_kib().1 as f64 / 1024.0);
+        anyhow::Ok(())
+    })
+}
+
+fn workload_b(flavour: &str, sessions: usize) -> anyhow::Result<()> {
+    const ROUNDS: usize = 5;
+    let runtime = match flavour {
+        "current_thread" => tokio::runtime::Builder::new_current_thread().enable_all().build()?,
+        _ => tokio::runtime::Builder::new_multi_thread().enable_all().build()?,
+    };
+    runtime.block_on(async {
+        let agent = Arc::new(agent(ROUNDS, Some(Duration::from_millis(50))));
+        let (baseline, _) = rss_kib();
+        let started = Instant::now();
+        let mut tasks = Vec::with_capacity(sessions);
+        for i in 0..sessions {
+            let agent = Arc::clone(&agent);
+            tasks.push(tokio::spawn(async move {
+                let session = Session::new(format!("b{i}"), ());
+                invoke(&agent, &session, ROUNDS).await
+            }));
+        }
+        // Sample memory while every session is waiting on its model.
+        tokio::time::sleep(Duration::from_millis(125)).await;
+        let (during, _) = rss_kib();
+        for task in tasks {
+            task.await.context("a session panicked")??;
+        }
+        let wall = started.elapsed().as_secs_f64();
+        let labels = format!("{{flavour=\"{flavour}\",sessions=\"{sessions}\"}}");
+        println!("concurrent_wall_s{labels} {wall:.3} s");
+        let per_session = during.saturating_sub(baseline) as f64 / sessions as f64;
+        println!("concurrent_rss_kib_per_session{labels} {per_session:.2} KiB");
+        anyhow::Ok(())
+    })
+}
+
+fn main() -> anyhow::Result<()> {
+    let process = Instant::now();
+    // `runtime_bench a c` runs only workloads A and C; no argument runs all three.
+    let chosen: Vec<String> = std::env::args().skip(1).map(|a| a.to_lowercase()).collect();
+    let wanted = |name: &str| chosen.is_empty() || chosen.iter().any(|c| c == name);
+    if wanted("a") {
+        workload_a()?;
+    }
+    if wanted("b") {
+        for flavour in ["current_thread", "multi_thread"] {
+            for sessions in [1_000, 10_000] {
+                workload_b(flavour, sessions)?;
+            }
+        }
+    }
+    if wanted("c") {
+        graph_bench::workload_c()?;
+    }
+    println!("process_wall_s {:.3} s", process.elapsed().as_secs_f64());
+    Ok(())
+}
+
+mod graph_bench {
+    /// Workload C is added with the state graph.
+    pub fn workload_c() -> anyhow::Result<()> {
+        Ok(())
+    }
+}
