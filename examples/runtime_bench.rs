@@ -14,7 +14,9 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use agent_llm::{ChatModel, ChatRequest, ChatResponse, ContentBlock, LlmError, StopReason, Usage};
-use agent_runtime::{AgentConfig, AgentContext, AgentIdentity, AgentLoop, Session, ToolError, tool};
+use agent_runtime::{
+    AgentConfig, AgentContext, AgentIdentity, AgentLoop, Session, ToolError, tool,
+};
 use anyhow::{Context, ensure};
 use async_trait::async_trait;
 use serde_json::json;
@@ -45,12 +47,25 @@ impl ChatModel for FakeModel {
             } else {
                 ("add", json!({ "a": k, "b": 1 }))
             };
-            let call = ContentBlock::ToolUse { id: format!("call_{k}"), name: name.into(), input };
+            let call = ContentBlock::ToolUse {
+                id: format!("call_{k}"),
+                name: name.into(),
+                input,
+            };
             (vec![call], StopReason::ToolUse)
         } else {
-            (vec![ContentBlock::text(format!("done after {k} tool calls"))], StopReason::EndTurn)
+            (
+                vec![ContentBlock::text(format!("done after {k} tool calls"))],
+                StopReason::EndTurn,
+            )
         };
-        Ok(ChatResponse { id: String::new(), model: "fake".into(), content, stop_reason, usage: Usage::default() })
+        Ok(ChatResponse {
+            id: String::new(),
+            model: "fake".into(),
+            content,
+            stop_reason,
+            usage: Usage::default(),
+        })
     }
 }
 
@@ -69,18 +84,41 @@ type Ctx = AgentContext<(), ()>;
 
 fn agent(rounds: usize, latency: Option<Duration>) -> AgentLoop<(), (), FakeModel> {
     let config = AgentConfig::new(AgentIdentity::new("bench", "bench"), "")
-        .with_tool(tool("echo", "Echoes the text.", |args: Echo, _: Ctx| async move { Ok::<_, ToolError>(args.text) }))
-        .with_tool(tool("add", "Adds two integers.", |args: Add, _: Ctx| async move { Ok::<_, ToolError>(args.a + args.b) }))
+        .with_tool(tool(
+            "echo",
+            "Echoes the text.",
+            |args: Echo, _: Ctx| async move { Ok::<_, ToolError>(args.text) },
+        ))
+        .with_tool(tool(
+            "add",
+            "Adds two integers.",
+            |args: Add, _: Ctx| async move { Ok::<_, ToolError>(args.a + args.b) },
+        ))
         .with_max_rounds(rounds as u32 + 1)
         .with_compaction(None);
     AgentLoop::new(config, FakeModel { rounds, latency })
 }
 
-async fn invoke(agent: &AgentLoop<(), (), FakeModel>, session: &Session<(), ()>, rounds: usize) -> anyhow::Result<()> {
-    let result = agent.run(&session.context(agent.identity().clone()), "go").await;
+async fn invoke(
+    agent: &AgentLoop<(), (), FakeModel>,
+    session: &Session<(), ()>,
+    rounds: usize,
+) -> anyhow::Result<()> {
+    let result = agent
+        .run(&session.context(agent.identity().clone()), "go")
+        .await;
     let expected = format!("done after {rounds} tool calls");
-    ensure!(result.final_text.as_deref() == Some(expected.as_str()), "bad final text: {:?} ({:?})", result.final_text, result.stop);
-    ensure!(result.transcript.len() == 2 + 2 * rounds, "bad transcript length {}", result.transcript.len());
+    ensure!(
+        result.final_text.as_deref() == Some(expected.as_str()),
+        "bad final text: {:?} ({:?})",
+        result.final_text,
+        result.stop
+    );
+    ensure!(
+        result.transcript.len() == 2 + 2 * rounds,
+        "bad transcript length {}",
+        result.transcript.len()
+    );
     Ok(())
 }
 
@@ -101,7 +139,9 @@ fn rss_kib() -> (u64, u64) {
 fn workload_a() -> anyhow::Result<()> {
     const ROUNDS: usize = 10;
     const INVOCATIONS: usize = 2_000;
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async {
         let agent = agent(ROUNDS, None);
         let session = Session::new("a", ());
@@ -111,7 +151,10 @@ fn workload_a() -> anyhow::Result<()> {
             invoke(&agent, &session, ROUNDS).await?;
         }
         let elapsed = started.elapsed();
-        println!("loop_us_per_round {:.3} us", elapsed.as_secs_f64() * 1e6 / (INVOCATIONS * ROUNDS) as f64);
+        println!(
+            "loop_us_per_round {:.3} us",
+            elapsed.as_secs_f64() * 1e6 / (INVOCATIONS * ROUNDS) as f64
+        );
         println!("loop_s {:.4} s", elapsed.as_secs_f64());
         println!("loop_peak_rss_mib {:.1} MiB", rss_kib().1 as f64 / 1024.0);
         anyhow::Ok(())
@@ -121,8 +164,12 @@ fn workload_a() -> anyhow::Result<()> {
 fn workload_b(flavour: &str, sessions: usize) -> anyhow::Result<()> {
     const ROUNDS: usize = 5;
     let runtime = match flavour {
-        "current_thread" => tokio::runtime::Builder::new_current_thread().enable_all().build()?,
-        _ => tokio::runtime::Builder::new_multi_thread().enable_all().build()?,
+        "current_thread" => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?,
+        _ => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?,
     };
     runtime.block_on(async {
         let agent = Arc::new(agent(ROUNDS, Some(Duration::from_millis(50))));
@@ -174,8 +221,112 @@ fn main() -> anyhow::Result<()> {
 }
 
 mod graph_bench {
-    /// Workload C is added with the state graph.
+    use agent_runtime::checkpoint::{CheckpointStore, InMemoryCheckpointStore};
+    use agent_runtime::graph::{
+        CompiledGraph, END, RunOptions, RunStatus, START, StateGraph, node_fn,
+    };
+    use anyhow::ensure;
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    const RUNS: usize = 20_000;
+    const TRANSITIONS: usize = 12;
+
+    #[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+    struct State {
+        x: i64,
+        loops: i64,
+    }
+
+    /// n1 -> n2 -> n3 -> n4 -> (n2 while loops < 3, else n5) -> n6: 12 transitions.
+    fn graph() -> anyhow::Result<CompiledGraph<State>> {
+        let step = || {
+            node_fn(|s: &mut State, _ctx| {
+                Box::pin(async move {
+                    s.x += 1;
+                    Ok(())
+                })
+            })
+        };
+        let graph = StateGraph::new()
+            .add_node("n1", step())
+            .add_node("n2", step())
+            .add_node("n3", step())
+            .add_node(
+                "n4",
+                node_fn(|s: &mut State, _ctx| {
+                    Box::pin(async move {
+                        s.x += 1;
+                        s.loops += 1;
+                        Ok(())
+                    })
+                }),
+            )
+            .add_node("n5", step())
+            .add_node("n6", step())
+            .add_edge(START, "n1")
+            .add_edge("n1", "n2")
+            .add_edge("n2", "n3")
+            .add_edge("n3", "n4")
+            .add_conditional_edges(
+                "n4",
+                |s: &State| if s.loops < 3 { "again" } else { "on" },
+                [("again", "n2"), ("on", "n5")],
+            )
+            .add_edge("n5", "n6")
+            .add_edge("n6", END)
+            .compile()?;
+        Ok(graph)
+    }
+
     pub fn workload_c() -> anyhow::Result<()> {
-        Ok(())
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async {
+            let graph = graph()?;
+            let started = Instant::now();
+            for _ in 0..RUNS {
+                let result = graph.run(State::default(), RunOptions::new()).await;
+                ensure!(
+                    result.status == RunStatus::Success
+                        && result.state.x == 12
+                        && result.state.loops == 3,
+                    "bad run: {:?}",
+                    result.state
+                );
+            }
+            let per_transition =
+                started.elapsed().as_secs_f64() * 1e6 / (RUNS * TRANSITIONS) as f64;
+            println!("graph_us_per_transition {per_transition:.3} us");
+
+            let store = Arc::new(InMemoryCheckpointStore::new());
+            let dyn_store: Arc<dyn CheckpointStore> = store.clone();
+            let started = Instant::now();
+            for i in 0..RUNS {
+                let options = RunOptions::new().with_run_id(format!("run-{i}"));
+                let result = graph
+                    .run_checkpointed(State::default(), dyn_store.clone(), options)
+                    .await?;
+                ensure!(
+                    result.status == RunStatus::Success && result.state.x == 12,
+                    "bad checkpointed run: {:?}",
+                    result.state
+                );
+            }
+            let per_transition =
+                started.elapsed().as_secs_f64() * 1e6 / (RUNS * TRANSITIONS) as f64;
+            println!("graph_ckpt_us_per_transition {per_transition:.3} us");
+            println!("graph_ckpt_runs_retained {} runs", store.run_count());
+            println!(
+                "graph_ckpt_checkpoints_retained {} checkpoints",
+                store.checkpoint_count()
+            );
+            println!(
+                "graph_peak_rss_mib {:.1} MiB",
+                super::rss_kib().1 as f64 / 1024.0
+            );
+            anyhow::Ok(())
+        })
     }
 }

@@ -51,6 +51,13 @@ impl From<CostLimitExceeded> for LlmError {
     }
 }
 
+impl From<CostLimitExceeded> for crate::graph::NodeError {
+    /// A cost limit ends a graph run as partial, keeping its state.
+    fn from(error: CostLimitExceeded) -> Self {
+        crate::graph::NodeError::limit(error.to_string())
+    }
+}
+
 type WarnHook = Arc<dyn Fn(&CostSnapshot) + Send + Sync>;
 
 struct Totals {

@@ -1,1 +1,245 @@
-//! (in progress)
+//! Checkpoints: a run's state after every completed node, so a crashed run can resume.
+//!
+//! A [`Checkpoint`] records the state, the nodes completed so far and, explicitly, the
+//! node to run next. A [`CheckpointStore`] keeps them per run, together with the run's
+//! journal of side effects (see [`RunContext::once`](crate::graph::RunContext::once)).
+//! Two stores live here: [`FileCheckpointStore`] (one JSON file per checkpoint, written
+//! atomically) and [`InMemoryCheckpointStore`] (bounded by retention); SQLite and Postgres
+//! stores live in `agent-backends`.
+//!
+//! Long append-only histories do not make checkpoints grow quadratically: when a
+//! top-level array of the state (a message history, say) extends the previous
+//! checkpoint's, the built-in stores keep only the appended items, with a full snapshot
+//! every [`DEFAULT_SNAPSHOT_EVERY`] checkpoints, and rebuild the state on load.
+//!
+//! ```
+//! use agent_runtime::checkpoint::{Checkpoint, CheckpointStore, InMemoryCheckpointStore};
+//! use serde_json::json;
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let store = InMemoryCheckpointStore::new();
+//! store.save(&Checkpoint::new("run-1", 1, "parse", json!({"messages": ["hi"]})).with_next("score")).await?;
+//! store.save(&Checkpoint::new("run-1", 2, "score", json!({"messages": ["hi", "ok"]}))).await?;
+//!
+//! let latest = store.latest("run-1").await?.unwrap();
+//! assert_eq!(latest.state, json!({"messages": ["hi", "ok"]}));
+//! assert!(latest.is_finished());
+//! assert_eq!(store.list("run-1").await?.len(), 2);
+//! # Ok::<(), agent_runtime::checkpoint::CheckpointError>(())
+//! # }).unwrap();
+//! ```
+
+mod delta;
+mod file;
+mod memory;
+
+pub use file::FileCheckpointStore;
+pub use memory::{DEFAULT_KEEP_LATEST, DEFAULT_MAX_RUNS, InMemoryCheckpointStore};
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::graph::NodeFailure;
+
+/// The checkpoint format this build writes and the newest it reads.
+pub const CHECKPOINT_SCHEMA_VERSION: u32 = 1;
+
+/// By default the built-in stores write a full snapshot every this many checkpoints of
+/// a run, and deltas in between.
+pub const DEFAULT_SNAPSHOT_EVERY: usize = 16;
+
+/// A run's state after a completed node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// The run.
+    pub run_id: String,
+    /// Position in the run: 0 before the first node, then the step number of the node
+    /// just completed. Strictly increasing within a run.
+    pub seq: u64,
+    /// The node just completed (`START` for seq 0).
+    pub node: String,
+    /// The nodes completed so far, in order.
+    pub completed: Vec<String>,
+    /// The node to run on resume; `None` when the run reached `END`.
+    pub next: Option<String>,
+    /// The state, serialized.
+    pub state: Value,
+    /// The checkpoint format version ([`CHECKPOINT_SCHEMA_VERSION`] when written).
+    pub schema_version: u32,
+    /// When the checkpoint was taken.
+    pub at: DateTime<Utc>,
+    /// Failures recorded so far (recoverable ones, the run went on).
+    #[serde(default)]
+    pub errors: Vec<NodeFailure>,
+}
+
+impl Checkpoint {
+    /// A checkpoint taken now, with no completed nodes, no errors and `next = None`.
+    pub fn new(run_id: impl Into<String>, seq: u64, node: impl Into<String>, state: Value) -> Self {
+        Self {
+            run_id: run_id.into(),
+            seq,
+            node: node.into(),
+            completed: Vec::new(),
+            next: None,
+            state,
+            schema_version: CHECKPOINT_SCHEMA_VERSION,
+            at: Utc::now(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// Sets the node to run on resume.
+    pub fn with_next(mut self, next: impl Into<String>) -> Self {
+        self.next = Some(next.into());
+        self
+    }
+
+    /// Sets the completed nodes.
+    pub fn with_completed<I, N>(mut self, completed: I) -> Self
+    where
+        I: IntoIterator<Item = N>,
+        N: Into<String>,
+    {
+        self.completed = completed.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the time it was taken.
+    pub fn at(mut self, at: DateTime<Utc>) -> Self {
+        self.at = at;
+        self
+    }
+
+    /// Whether the run had reached `END`.
+    pub fn is_finished(&self) -> bool {
+        self.next.is_none()
+    }
+}
+
+/// What went wrong with a checkpoint store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CheckpointError {
+    /// Reading or writing a file failed.
+    #[error("checkpoint I/O error at {}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A stored checkpoint or journal cannot be read back.
+    #[error("corrupt checkpoint {ident}: {reason}")]
+    Corrupt {
+        /// The file (or the run and seq, for stores without files).
+        ident: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A checkpoint was written by a newer version of the format.
+    #[error(
+        "checkpoint {ident} has schema version {found}, newer than the supported {supported}; \
+         upgrade agent-runtime to read it"
+    )]
+    SchemaVersion {
+        /// The file or record.
+        ident: String,
+        /// The version found.
+        found: u32,
+        /// The newest version this build reads.
+        supported: u32,
+    },
+    /// Serializing or deserializing a state failed.
+    #[error("checkpoint serialization failed: {0}")]
+    Serde(#[from] serde_json::Error),
+    /// The run has no checkpoint.
+    #[error("no checkpoint for run {0:?}")]
+    NotFound(String),
+    /// A fresh run was started under the id of a run that has checkpoints.
+    #[error("run {0:?} already has checkpoints; resume it or choose another run id")]
+    RunExists(String),
+    /// A checkpoint's seq is not above the run's latest.
+    #[error("checkpoint seq {seq} of run {run_id:?} is not after the latest seq {latest}")]
+    OutOfOrder {
+        /// The run.
+        run_id: String,
+        /// The seq being saved.
+        seq: u64,
+        /// The run's latest seq.
+        latest: u64,
+    },
+    /// The run id cannot be used by this store (file stores restrict the characters).
+    #[error("invalid run id {run_id:?}: {reason}")]
+    InvalidRunId {
+        /// The run id.
+        run_id: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// The checkpoint does not fit the graph resuming it.
+    #[error("cannot resume run {run_id:?}: {reason}")]
+    Incompatible {
+        /// The run.
+        run_id: String,
+        /// Why.
+        reason: String,
+    },
+    /// Any other failure of a store backend (a database, a background task).
+    #[error("checkpoint store error: {0}")]
+    Backend(String),
+}
+
+/// Where checkpoints and journals are kept. Object-safe: graphs take an
+/// `Arc<dyn CheckpointStore>`.
+///
+/// Stores assume one writer per run at a time (the graph running it).
+#[async_trait::async_trait]
+pub trait CheckpointStore: Send + Sync {
+    /// Stores a checkpoint. Its `seq` must be above the run's latest.
+    async fn save(&self, checkpoint: &Checkpoint) -> Result<(), CheckpointError>;
+
+    /// The run's checkpoint with the highest seq, if any.
+    async fn latest(&self, run_id: &str) -> Result<Option<Checkpoint>, CheckpointError>;
+
+    /// The run's checkpoints, by increasing seq.
+    async fn list(&self, run_id: &str) -> Result<Vec<Checkpoint>, CheckpointError>;
+
+    /// Records a journal entry (replacing one with the same key). Must be durable when
+    /// it returns.
+    async fn record_journal(
+        &self,
+        run_id: &str,
+        key: &str,
+        value: Value,
+    ) -> Result<(), CheckpointError>;
+
+    /// The run's journal entries.
+    async fn journal(&self, run_id: &str) -> Result<BTreeMap<String, Value>, CheckpointError>;
+
+    /// Keeps the run's `keep_latest` newest checkpoints and removes the rest, returning
+    /// how many were removed. `keep_latest = 0` removes the run entirely, journal
+    /// included.
+    async fn prune(&self, run_id: &str, keep_latest: usize) -> Result<usize, CheckpointError>;
+
+    /// Retention by age: removes every run (checkpoints and journal) whose newest
+    /// checkpoint is older than `age`, returning how many runs were removed.
+    async fn prune_older_than(&self, age: Duration) -> Result<usize, CheckpointError>;
+
+    /// Whether the run has any checkpoint. The default asks [`latest`](Self::latest).
+    async fn exists(&self, run_id: &str) -> Result<bool, CheckpointError> {
+        Ok(self.latest(run_id).await?.is_some())
+    }
+}
+
+/// The instant `age` ago; `None` when that is before the representable range (nothing
+/// is that old).
+pub(crate) fn cutoff(age: Duration) -> Option<DateTime<Utc>> {
+    let age = chrono::Duration::from_std(age).ok()?;
+    Utc::now().checked_sub_signed(age)
+}

@@ -1,0 +1,324 @@
+//! The stored form of checkpoints: full snapshots, and deltas that keep only what changed
+//! since the previous checkpoint (appended array items, replaced and removed fields).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::Checkpoint;
+use crate::graph::NodeFailure;
+
+/// A checkpoint as the built-in stores keep it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct StoredCheckpoint {
+    pub(crate) schema_version: u32,
+    pub(crate) run_id: String,
+    pub(crate) seq: u64,
+    pub(crate) node: String,
+    pub(crate) next: Option<String>,
+    pub(crate) at: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) errors: Vec<NodeFailure>,
+    pub(crate) body: Body,
+}
+
+/// The completed list and the state: in full, or relative to the checkpoint `base_seq`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(crate) enum Body {
+    Full {
+        completed: Vec<String>,
+        state: Value,
+    },
+    Delta {
+        base_seq: u64,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        completed_append: Vec<String>,
+        /// Top-level fields that are new or changed otherwise than by appending.
+        #[serde(default, skip_serializing_if = "Map::is_empty")]
+        set: Map<String, Value>,
+        /// Top-level arrays that grew: the items appended.
+        #[serde(default, skip_serializing_if = "Map::is_empty")]
+        append: Map<String, Value>,
+        /// Top-level fields that are gone.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        removed: Vec<String>,
+    },
+}
+
+/// The latest checkpoint of a run, rebuilt in full: the base for the next delta.
+#[derive(Debug, Clone)]
+pub(crate) struct Head {
+    pub(crate) seq: u64,
+    pub(crate) completed: Vec<String>,
+    pub(crate) state: Value,
+    /// Deltas since the last full snapshot.
+    pub(crate) chain: usize,
+}
+
+impl StoredCheckpoint {
+    /// Encodes `cp` relative to `head` (the run's previous checkpoint), as a delta when
+    /// possible and unless a full snapshot is due (every `every` checkpoints), and moves
+    /// `head` on to `cp`.
+    pub(crate) fn encode(cp: &Checkpoint, head: &mut Option<Head>, every: usize) -> Self {
+        let body = match head.as_mut() {
+            Some(h) if h.seq < cp.seq && h.chain + 1 < every => match diff(h, cp) {
+                Some(body) => {
+                    apply_to_head(h, &body, cp.seq);
+                    body
+                }
+                None => full(cp, head),
+            },
+            _ => full(cp, head),
+        };
+        Self {
+            schema_version: cp.schema_version,
+            run_id: cp.run_id.clone(),
+            seq: cp.seq,
+            node: cp.node.clone(),
+            next: cp.next.clone(),
+            at: cp.at,
+            errors: cp.errors.clone(),
+            body,
+        }
+    }
+
+    pub(crate) fn is_full(&self) -> bool {
+        matches!(self.body, Body::Full { .. })
+    }
+
+    /// The checkpoint, given its rebuilt completed list and state.
+    pub(crate) fn to_checkpoint(&self, completed: Vec<String>, state: Value) -> Checkpoint {
+        Checkpoint {
+            run_id: self.run_id.clone(),
+            seq: self.seq,
+            node: self.node.clone(),
+            completed,
+            next: self.next.clone(),
+            state,
+            schema_version: self.schema_version,
+            at: self.at,
+            errors: self.errors.clone(),
+        }
+    }
+}
+
+fn full(cp: &Checkpoint, head: &mut Option<Head>) -> Body {
+    *head = Some(Head {
+        seq: cp.seq,
+        completed: cp.completed.clone(),
+        state: cp.state.clone(),
+        chain: 0,
+    });
+    Body::Full {
+        completed: cp.completed.clone(),
+        state: cp.state.clone(),
+    }
+}
+
+/// The delta from `head` to `cp`, when both states are objects and the completed list
+/// only grew.
+fn diff(head: &Head, cp: &Checkpoint) -> Option<Body> {
+    let (Value::Object(old), Value::Object(new)) = (&head.state, &cp.state) else {
+        return None;
+    };
+    if !cp.completed.starts_with(&head.completed) {
+        return None;
+    }
+    let mut set = Map::new();
+    let mut append = Map::new();
+    for (key, value) in new {
+        match (old.get(key), value) {
+            (Some(before), _) if before == value => {}
+            (Some(Value::Array(before)), Value::Array(after))
+                if after.len() > before.len() && after[..before.len()] == before[..] =>
+            {
+                append.insert(key.clone(), Value::Array(after[before.len()..].to_vec()));
+            }
+            _ => {
+                set.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    let removed = old
+        .keys()
+        .filter(|k| !new.contains_key(*k))
+        .cloned()
+        .collect();
+    Some(Body::Delta {
+        base_seq: head.seq,
+        completed_append: cp.completed[head.completed.len()..].to_vec(),
+        set,
+        append,
+        removed,
+    })
+}
+
+/// Moves the head on by a delta just computed from it (cheaper than cloning the state).
+fn apply_to_head(head: &mut Head, body: &Body, seq: u64) {
+    if let Body::Delta {
+        completed_append,
+        set,
+        append,
+        removed,
+        ..
+    } = body
+        && let Value::Object(state) = &mut head.state
+    {
+        head.completed.extend_from_slice(completed_append);
+        for key in removed {
+            state.remove(key);
+        }
+        for (key, value) in set {
+            state.insert(key.clone(), value.clone());
+        }
+        for (key, items) in append {
+            if let (Some(Value::Array(into)), Value::Array(items)) = (state.get_mut(key), items) {
+                into.extend_from_slice(items);
+            }
+        }
+        head.seq = seq;
+        head.chain += 1;
+    }
+}
+
+/// Rebuilds checkpoints from a run's stored records, oldest first. The first record fed
+/// in must be a full snapshot and every delta must follow its base.
+#[derive(Debug, Default)]
+pub(crate) struct Rebuilder {
+    current: Option<(u64, Vec<String>, Value)>,
+}
+
+impl Rebuilder {
+    /// Takes the next record in; `Err` says what is wrong with it.
+    pub(crate) fn push(&mut self, record: &StoredCheckpoint) -> Result<(), String> {
+        self.push_body(record.seq, record.body.clone())
+    }
+
+    /// Like [`push`](Self::push), consuming the record's body.
+    pub(crate) fn push_owned(&mut self, seq: u64, body: Body) -> Result<(), String> {
+        self.push_body(seq, body)
+    }
+
+    fn push_body(&mut self, seq: u64, body: Body) -> Result<(), String> {
+        match body {
+            Body::Full { completed, state } => {
+                self.current = Some((seq, completed, state));
+                Ok(())
+            }
+            Body::Delta {
+                base_seq,
+                completed_append,
+                set,
+                append,
+                removed,
+            } => {
+                let Some((current_seq, completed, state)) = self.current.as_mut() else {
+                    return Err(format!(
+                        "delta on checkpoint {base_seq}, but no full snapshot precedes it"
+                    ));
+                };
+                if *current_seq != base_seq {
+                    return Err(format!(
+                        "delta on checkpoint {base_seq}, but the checkpoint before it is {current_seq}"
+                    ));
+                }
+                let Value::Object(map) = state else {
+                    return Err("delta on a state that is not an object".to_owned());
+                };
+                completed.extend(completed_append);
+                for key in removed {
+                    map.remove(&key);
+                }
+                for (key, value) in set {
+                    map.insert(key, value);
+                }
+                for (key, items) in append {
+                    match (map.get_mut(&key), items) {
+                        (Some(Value::Array(into)), Value::Array(items)) => into.extend(items),
+                        _ => return Err(format!("field {key:?} cannot be appended to")),
+                    }
+                }
+                *current_seq = seq;
+                Ok(())
+            }
+        }
+    }
+
+    /// The completed list and state rebuilt so far (cloned).
+    pub(crate) fn current(&self) -> Option<(Vec<String>, Value)> {
+        self.current
+            .as_ref()
+            .map(|(_, completed, state)| (completed.clone(), state.clone()))
+    }
+
+    /// The completed list and state rebuilt so far.
+    pub(crate) fn into_current(self) -> Option<(Vec<String>, Value)> {
+        self.current.map(|(_, completed, state)| (completed, state))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use serde_json::json;
+
+    fn cp(seq: u64, completed: &[&str], state: Value) -> Checkpoint {
+        Checkpoint::new("r", seq, "n", state).with_completed(completed.iter().copied())
+    }
+
+    #[test]
+    fn deltas_keep_appended_items_and_changed_fields_only() {
+        let mut head = None;
+        let a = StoredCheckpoint::encode(
+            &cp(1, &["a"], json!({"m": [1, 2], "x": 1, "gone": true})),
+            &mut head,
+            16,
+        );
+        let b = StoredCheckpoint::encode(
+            &cp(2, &["a", "b"], json!({"m": [1, 2, 3], "x": 2})),
+            &mut head,
+            16,
+        );
+        assert!(a.is_full());
+        assert_eq!(
+            b.body,
+            Body::Delta {
+                base_seq: 1,
+                completed_append: vec!["b".into()],
+                set: json!({"x": 2}).as_object().unwrap().clone(),
+                append: json!({"m": [3]}).as_object().unwrap().clone(),
+                removed: vec!["gone".into()],
+            }
+        );
+        let mut rebuild = Rebuilder::default();
+        rebuild.push(&a).unwrap();
+        rebuild.push(&b).unwrap();
+        let (completed, state) = rebuild.into_current().unwrap();
+        assert_eq!(completed, ["a", "b"]);
+        assert_eq!(state, json!({"m": [1, 2, 3], "x": 2}));
+        assert_eq!(head.unwrap().state, state);
+    }
+
+    #[test]
+    fn a_full_snapshot_is_due_every_k_and_for_non_objects() {
+        let mut head = None;
+        let kinds: Vec<bool> = (1..=6)
+            .map(|i| StoredCheckpoint::encode(&cp(i, &[], json!({"n": i})), &mut head, 3).is_full())
+            .collect();
+        assert_eq!(kinds, [true, false, false, true, false, false]);
+        let s = StoredCheckpoint::encode(&cp(7, &[], json!([1])), &mut head, 3);
+        assert!(s.is_full());
+    }
+
+    #[test]
+    fn a_delta_without_its_base_is_an_error() {
+        let mut head = None;
+        StoredCheckpoint::encode(&cp(1, &[], json!({"a": 1})), &mut head, 16);
+        let b = StoredCheckpoint::encode(&cp(2, &[], json!({"a": 2})), &mut head, 16);
+        let err = Rebuilder::default().push(&b).unwrap_err();
+        assert!(err.contains("no full snapshot"), "{err}");
+    }
+}

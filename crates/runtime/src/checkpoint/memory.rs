@@ -1,0 +1,322 @@
+//! A checkpoint store in memory, bounded by retention.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::delta::{Body, Head, Rebuilder, StoredCheckpoint};
+use super::{
+    CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore,
+    DEFAULT_SNAPSHOT_EVERY, cutoff,
+};
+
+/// Checkpoints kept per run by default.
+pub const DEFAULT_KEEP_LATEST: usize = 8;
+/// Runs kept by default.
+pub const DEFAULT_MAX_RUNS: usize = 1_000;
+
+/// Keeps checkpoints and journals in memory (tests, single-process runs that only need
+/// to survive a node failure, benchmarks).
+///
+/// Memory stays bounded however many runs go through it: it keeps the newest
+/// `keep_latest` checkpoints of each run and at most `max_runs` runs, evicting the run
+/// written to least recently (its journal too).
+///
+/// ```
+/// use agent_runtime::checkpoint::{Checkpoint, CheckpointStore, InMemoryCheckpointStore};
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = InMemoryCheckpointStore::with_retention(2, 100);
+/// for seq in 1..=5 {
+///     store.save(&Checkpoint::new("run", seq, "step", serde_json::json!({"seq": seq}))).await?;
+/// }
+/// let kept: Vec<u64> = store.list("run").await?.iter().map(|c| c.seq).collect();
+/// assert_eq!(kept, [4, 5]);
+/// # Ok::<(), agent_runtime::checkpoint::CheckpointError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug)]
+pub struct InMemoryCheckpointStore {
+    inner: Mutex<Inner>,
+    keep_latest: usize,
+    max_runs: usize,
+    snapshot_every: usize,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    runs: HashMap<Arc<str>, Run>,
+    /// Runs by last write, oldest first.
+    lru: BTreeMap<u64, Arc<str>>,
+    tick: u64,
+}
+
+#[derive(Debug, Default)]
+struct Run {
+    /// Oldest first; the first is always a full snapshot.
+    records: VecDeque<StoredCheckpoint>,
+    head: Option<Head>,
+    journal: BTreeMap<String, Value>,
+    tick: u64,
+    touched: Option<DateTime<Utc>>,
+}
+
+impl Default for InMemoryCheckpointStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl InMemoryCheckpointStore {
+    /// A store keeping [`DEFAULT_KEEP_LATEST`] checkpoints per run and
+    /// [`DEFAULT_MAX_RUNS`] runs.
+    pub fn new() -> Self {
+        Self::with_retention(DEFAULT_KEEP_LATEST, DEFAULT_MAX_RUNS)
+    }
+
+    /// A store keeping the newest `keep_latest` checkpoints per run (at least 1) and at
+    /// most `max_runs` runs (at least 1).
+    pub fn with_retention(keep_latest: usize, max_runs: usize) -> Self {
+        Self {
+            inner: Mutex::new(Inner::default()),
+            keep_latest: keep_latest.max(1),
+            max_runs: max_runs.max(1),
+            snapshot_every: DEFAULT_SNAPSHOT_EVERY,
+        }
+    }
+
+    /// Sets how often a full snapshot is kept instead of a delta (default
+    /// [`DEFAULT_SNAPSHOT_EVERY`]; 1 keeps every checkpoint in full).
+    pub fn with_snapshot_every(mut self, every: usize) -> Self {
+        self.snapshot_every = every.max(1);
+        self
+    }
+
+    /// How many runs are held.
+    pub fn run_count(&self) -> usize {
+        self.lock().runs.len()
+    }
+
+    /// How many checkpoints are held, all runs together.
+    pub fn checkpoint_count(&self) -> usize {
+        self.lock().runs.values().map(|r| r.records.len()).sum()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Inner {
+    /// The run, created (evicting the least recently written run if full) and marked as
+    /// the most recently written.
+    fn touch(&mut self, run_id: &str, max_runs: usize) -> &mut Run {
+        self.tick += 1;
+        let tick = self.tick;
+        let key: Arc<str> = match self.runs.get_key_value(run_id) {
+            Some((key, run)) => {
+                self.lru.remove(&run.tick);
+                key.clone()
+            }
+            None => {
+                while self.runs.len() >= max_runs {
+                    let Some((_, oldest)) = self.lru.pop_first() else {
+                        break;
+                    };
+                    self.runs.remove(&oldest);
+                }
+                let key: Arc<str> = Arc::from(run_id);
+                self.runs.insert(key.clone(), Run::default());
+                key
+            }
+        };
+        self.lru.insert(tick, key.clone());
+        let run = self.runs.entry(key).or_default();
+        run.tick = tick;
+        run
+    }
+
+    fn remove(&mut self, run_id: &str) -> Option<Run> {
+        let run = self.runs.remove(run_id)?;
+        self.lru.remove(&run.tick);
+        Some(run)
+    }
+}
+
+impl Run {
+    /// Drops the oldest checkpoints beyond `keep`, turning the new oldest into a full
+    /// snapshot when it was a delta. Returns how many were dropped.
+    fn trim(&mut self, keep: usize) -> usize {
+        let mut dropped = 0;
+        while self.records.len() > keep.max(1) {
+            let Some(oldest) = self.records.pop_front() else {
+                break;
+            };
+            dropped += 1;
+            let Some(next) = self.records.front_mut() else {
+                break;
+            };
+            if next.is_full() {
+                continue;
+            }
+            let mut rebuild = Rebuilder::default();
+            let body = std::mem::replace(
+                &mut next.body,
+                Body::Full {
+                    completed: Vec::new(),
+                    state: Value::Null,
+                },
+            );
+            let rebuilt = rebuild
+                .push_owned(oldest.seq, oldest.body)
+                .and_then(|()| rebuild.push_owned(next.seq, body));
+            match (rebuilt, rebuild.into_current()) {
+                (Ok(()), Some((completed, state))) => next.body = Body::Full { completed, state },
+                // Unreachable: the oldest record is always a full snapshot and the next
+                // delta is based on it. Keep the store usable if it ever happens.
+                _ => {
+                    tracing::error!(seq = next.seq, "checkpoint delta chain broken; dropping");
+                    self.records.clear();
+                    self.head = None;
+                }
+            }
+        }
+        dropped
+    }
+
+    fn rebuild_all(&self, run_id: &str) -> Result<Vec<Checkpoint>, CheckpointError> {
+        let mut rebuild = Rebuilder::default();
+        let mut out = Vec::with_capacity(self.records.len());
+        for record in &self.records {
+            rebuild
+                .push(record)
+                .map_err(|reason| corrupt(run_id, record.seq, reason))?;
+            if let Some((completed, state)) = rebuild.current() {
+                out.push(record.to_checkpoint(completed, state));
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn corrupt(run_id: &str, seq: u64, reason: String) -> CheckpointError {
+    CheckpointError::Corrupt {
+        ident: format!("run {run_id:?} seq {seq} (in memory)"),
+        reason,
+    }
+}
+
+#[async_trait::async_trait]
+impl CheckpointStore for InMemoryCheckpointStore {
+    async fn save(&self, checkpoint: &Checkpoint) -> Result<(), CheckpointError> {
+        if checkpoint.schema_version > CHECKPOINT_SCHEMA_VERSION {
+            return Err(CheckpointError::SchemaVersion {
+                ident: format!("run {:?} seq {}", checkpoint.run_id, checkpoint.seq),
+                found: checkpoint.schema_version,
+                supported: CHECKPOINT_SCHEMA_VERSION,
+            });
+        }
+        let mut inner = self.lock();
+        let run = inner.touch(&checkpoint.run_id, self.max_runs);
+        if let Some(last) = run.records.back()
+            && checkpoint.seq <= last.seq
+        {
+            return Err(CheckpointError::OutOfOrder {
+                run_id: checkpoint.run_id.clone(),
+                seq: checkpoint.seq,
+                latest: last.seq,
+            });
+        }
+        let stored = StoredCheckpoint::encode(checkpoint, &mut run.head, self.snapshot_every);
+        run.records.push_back(stored);
+        run.touched = Some(checkpoint.at);
+        run.trim(self.keep_latest);
+        Ok(())
+    }
+
+    async fn latest(&self, run_id: &str) -> Result<Option<Checkpoint>, CheckpointError> {
+        let inner = self.lock();
+        let Some(run) = inner.runs.get(run_id) else {
+            return Ok(None);
+        };
+        Ok(match (run.records.back(), &run.head) {
+            (Some(last), Some(head)) if head.seq == last.seq => {
+                Some(last.to_checkpoint(head.completed.clone(), head.state.clone()))
+            }
+            (Some(_), _) => run.rebuild_all(run_id)?.pop(),
+            (None, _) => None,
+        })
+    }
+
+    async fn list(&self, run_id: &str) -> Result<Vec<Checkpoint>, CheckpointError> {
+        let inner = self.lock();
+        match inner.runs.get(run_id) {
+            Some(run) => run.rebuild_all(run_id),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    async fn record_journal(
+        &self,
+        run_id: &str,
+        key: &str,
+        value: Value,
+    ) -> Result<(), CheckpointError> {
+        let mut inner = self.lock();
+        let run = inner.touch(run_id, self.max_runs);
+        run.journal.insert(key.to_owned(), value);
+        if run.records.is_empty() {
+            run.touched = Some(Utc::now());
+        }
+        Ok(())
+    }
+
+    async fn journal(&self, run_id: &str) -> Result<BTreeMap<String, Value>, CheckpointError> {
+        Ok(self
+            .lock()
+            .runs
+            .get(run_id)
+            .map(|run| run.journal.clone())
+            .unwrap_or_default())
+    }
+
+    async fn prune(&self, run_id: &str, keep_latest: usize) -> Result<usize, CheckpointError> {
+        let mut inner = self.lock();
+        if keep_latest == 0 {
+            return Ok(inner.remove(run_id).map_or(0, |run| run.records.len()));
+        }
+        Ok(inner
+            .runs
+            .get_mut(run_id)
+            .map_or(0, |run| run.trim(keep_latest)))
+    }
+
+    async fn prune_older_than(&self, age: Duration) -> Result<usize, CheckpointError> {
+        let Some(cutoff) = cutoff(age) else {
+            return Ok(0);
+        };
+        let mut inner = self.lock();
+        let stale: Vec<Arc<str>> = inner
+            .runs
+            .iter()
+            .filter(|(_, run)| run.touched.is_some_and(|t| t < cutoff))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &stale {
+            inner.remove(id);
+        }
+        Ok(stale.len())
+    }
+
+    async fn exists(&self, run_id: &str) -> Result<bool, CheckpointError> {
+        Ok(self
+            .lock()
+            .runs
+            .get(run_id)
+            .is_some_and(|run| !run.records.is_empty()))
+    }
+}
