@@ -44,19 +44,38 @@ struct Review {
 
 fn writer() -> AgentConfig<Draft, Event> {
     AgentConfig::new(AgentIdentity::new("writer", "resume"), "You write resumes.")
-        .with_tool(tool("write_section", "Writes a section.", |args: Write, ctx: Ctx| async move {
-            ctx.update_state(|draft| draft.sections.push(args.section.clone()));
-            ctx.emit(Event::SectionWritten(args.section.clone()));
-            ctx.send_message("producer", MessageType::Handoff, json!({ "section": args.section })).await.map_err(|e| ToolError::failed(e.to_string()))?;
-            Ok::<_, ToolError>("written")
-        }))
+        .with_tool(tool(
+            "write_section",
+            "Writes a section.",
+            |args: Write, ctx: Ctx| async move {
+                ctx.update_state(|draft| draft.sections.push(args.section.clone()));
+                ctx.emit(Event::SectionWritten(args.section.clone()));
+                ctx.send_message(
+                    "producer",
+                    MessageType::Handoff,
+                    json!({ "section": args.section }),
+                )
+                .await
+                .map_err(|e| ToolError::failed(e.to_string()))?;
+                Ok::<_, ToolError>("written")
+            },
+        ))
         .with_tool(
-            tool("present_to_user", "Shows the draft and waits for approval.", |args: Present, ctx: Ctx| async move {
-                let gate = GateRequest::new("draft_review").with_payload(json!({ "summary": args.summary }));
-                let review: Review = ctx.wait_for_user(gate).await?;
-                ctx.update_state(|draft| draft.approved = review.approved);
-                Ok::<_, ToolError>(if review.approved { "approved" } else { "rejected" })
-            })
+            tool(
+                "present_to_user",
+                "Shows the draft and waits for approval.",
+                |args: Present, ctx: Ctx| async move {
+                    let gate = GateRequest::new("draft_review")
+                        .with_payload(json!({ "summary": args.summary }));
+                    let review: Review = ctx.wait_for_user(gate).await?;
+                    ctx.update_state(|draft| draft.approved = review.approved);
+                    Ok::<_, ToolError>(if review.approved {
+                        "approved"
+                    } else {
+                        "rejected"
+                    })
+                },
+            )
             .interactive(),
         )
 }
@@ -91,18 +110,34 @@ async fn tools_change_state_emit_events_wait_at_gates_and_send_messages() {
     });
 
     let ctx = session.context(AgentIdentity::new("writer", "resume"));
-    let result = AgentLoop::new(writer(), model).run(&ctx, "Write my resume.").await;
+    let result = AgentLoop::new(writer(), model)
+        .run(&ctx, "Write my resume.")
+        .await;
     let gate_id = answering.await.unwrap();
 
     assert!(result.is_complete(), "{:?}", result.stop);
-    assert_eq!(session.state().snapshot(), Draft { sections: vec!["Summary".into()], approved: true });
-    assert_eq!(events.events(), vec![Event::SectionWritten("Summary".into())]);
+    assert_eq!(
+        session.state().snapshot(),
+        Draft {
+            sections: vec!["Summary".into()],
+            approved: true
+        }
+    );
+    assert_eq!(
+        events.events(),
+        vec![Event::SectionWritten("Summary".into())]
+    );
     assert_eq!(result.messages_out.len(), 1);
     assert_eq!(result.messages_out[0].to, "producer");
     let delivered = producer_inbox.next().await.unwrap();
     assert_eq!(delivered.id, result.messages_out[0].id);
     assert_eq!(delivered.payload, json!({"section": "Summary"}));
-    assert_eq!(session.gates().respond(&gate_id, json!({"approved": false})), Err(GateError::AlreadyAnswered(gate_id)));
+    assert_eq!(
+        session
+            .gates()
+            .respond(&gate_id, json!({"approved": false})),
+        Err(GateError::AlreadyAnswered(gate_id))
+    );
     assert_eq!(ctx.session_id(), "session-1");
     assert_eq!(ctx.user_id(), "user-1");
 }
@@ -110,19 +145,40 @@ async fn tools_change_state_emit_events_wait_at_gates_and_send_messages() {
 #[tokio::test(start_paused = true)]
 async fn an_unanswered_gate_times_out_and_the_model_is_told() {
     let config = AgentConfig::new(AgentIdentity::new("asker", "demo"), "Ask.").with_tool(
-        tool("ask", "Asks the user.", |_: Present, ctx: AgentContext<(), ()>| async move {
-            let answer: bool = ctx.wait_for_user(GateRequest::new("confirm").with_timeout(Duration::from_secs(60))).await?;
-            Ok::<_, ToolError>(answer)
-        })
+        tool(
+            "ask",
+            "Asks the user.",
+            |_: Present, ctx: AgentContext<(), ()>| async move {
+                let answer: bool = ctx
+                    .wait_for_user(
+                        GateRequest::new("confirm").with_timeout(Duration::from_secs(60)),
+                    )
+                    .await?;
+                Ok::<_, ToolError>(answer)
+            },
+        )
         .interactive(),
     );
-    let model = ScriptedModel::new(vec![responses::tool_call("c1", "ask", json!({"summary": "?"})), responses::text("No answer; stopping.")]);
+    let model = ScriptedModel::new(vec![
+        responses::tool_call("c1", "ask", json!({"summary": "?"})),
+        responses::text("No answer; stopping."),
+    ]);
     let session = Session::new("s", ());
-    let result = AgentLoop::new(config, model.clone()).run(&session.context(AgentIdentity::new("asker", "demo")), "go").await;
+    let result = AgentLoop::new(config, model.clone())
+        .run(&session.context(AgentIdentity::new("asker", "demo")), "go")
+        .await;
     assert!(result.is_complete());
     let sent = model.requests()[1].messages[2].clone();
-    let agent_llm::ContentBlock::ToolResult { content, is_error, .. } = &sent.content[0] else { panic!() };
-    assert!(*is_error && content.contains("timed out after 60s"), "{content}");
+    let agent_llm::ContentBlock::ToolResult {
+        content, is_error, ..
+    } = &sent.content[0]
+    else {
+        panic!()
+    };
+    assert!(
+        *is_error && content.contains("timed out after 60s"),
+        "{content}"
+    );
     assert!(session.gates().pending().is_empty());
 }
 
@@ -139,7 +195,10 @@ async fn a_malformed_answer_is_reported_as_invalid() {
     });
     let error = ctx.wait_for_user::<u32>("choose").await.unwrap_err();
     answer.await.unwrap();
-    assert!(matches!(error, GateError::InvalidAnswer { ref id, .. } if id == "a:choose:1"), "{error:?}");
+    assert!(
+        matches!(error, GateError::InvalidAnswer { ref id, .. } if id == "a:choose:1"),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]
@@ -148,10 +207,13 @@ async fn tools_see_model_tiers_and_the_cost_meter() {
     let counter = Arc::clone(&seen);
     let warned = Arc::new(AtomicU32::new(0));
     let warn_count = Arc::clone(&warned);
-    let meter = CostMeter::new(CostLimits { warn_usd: Some(0.000_001), ..Default::default() })
-        .on_warn(move |_| {
-            warn_count.fetch_add(1, Ordering::SeqCst);
-        });
+    let meter = CostMeter::new(CostLimits {
+        warn_usd: Some(0.000_001),
+        ..Default::default()
+    })
+    .on_warn(move |_| {
+        warn_count.fetch_add(1, Ordering::SeqCst);
+    });
     let session: Session<(), ()> = Session::new("s", ())
         .with_router(ModelRouter::for_provider(ProviderKind::Zai))
         .with_meter(meter.clone());
@@ -162,7 +224,11 @@ async fn tools_see_model_tiers_and_the_cost_meter() {
             let counter = Arc::clone(&counter);
             async move {
                 assert_eq!(ctx.model_for(ModelTier::Light), Some("glm-4.7-flash"));
-                let usage = Usage { input_tokens: 1_000, output_tokens: 100, ..Default::default() };
+                let usage = Usage {
+                    input_tokens: 1_000,
+                    output_tokens: 100,
+                    ..Default::default()
+                };
                 ctx.meter().unwrap().record("glm-4.7", usage);
                 ctx.meter().unwrap().record("glm-4.7", usage);
                 counter.fetch_add(1, Ordering::SeqCst);
@@ -170,8 +236,13 @@ async fn tools_see_model_tiers_and_the_cost_meter() {
             }
         },
     ));
-    let model = ScriptedModel::new(vec![responses::tool_call("c1", "summarize", json!({"summary": "x"})), responses::text("done")]);
-    AgentLoop::new(config, model).run(&session.context(AgentIdentity::new("a", "d")), "go").await;
+    let model = ScriptedModel::new(vec![
+        responses::tool_call("c1", "summarize", json!({"summary": "x"})),
+        responses::text("done"),
+    ]);
+    AgentLoop::new(config, model)
+        .run(&session.context(AgentIdentity::new("a", "d")), "go")
+        .await;
     assert_eq!(seen.load(Ordering::SeqCst), 1);
     assert_eq!(meter.snapshot().calls, 2);
     assert_eq!(warned.load(Ordering::SeqCst), 1, "the warning fires once");
@@ -179,10 +250,26 @@ async fn tools_see_model_tiers_and_the_cost_meter() {
 
 #[test]
 fn unknown_models_are_counted_but_not_priced() {
-    let meter = CostMeter::new(CostLimits { max_tokens: Some(100), ..Default::default() });
-    let snapshot = meter.record("in-house-model", Usage { input_tokens: 60, output_tokens: 50, ..Default::default() });
+    let meter = CostMeter::new(CostLimits {
+        max_tokens: Some(100),
+        ..Default::default()
+    });
+    let snapshot = meter.record(
+        "in-house-model",
+        Usage {
+            input_tokens: 60,
+            output_tokens: 50,
+            ..Default::default()
+        },
+    );
     assert_eq!(snapshot.usd, 0.0);
     assert_eq!(snapshot.unpriced_models, vec!["in-house-model"]);
     assert_eq!(snapshot.usage.total_tokens(), 110);
-    assert!(meter.check().unwrap_err().to_string().contains("110 of 100 tokens"));
+    assert!(
+        meter
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("110 of 100 tokens")
+    );
 }

@@ -253,7 +253,11 @@ where
         }
     }
 
-    async fn execute(&self, ctx: &AgentContext<S, E>, call: ToolCall<'_>) -> Result<Value, ToolError> {
+    async fn execute(
+        &self,
+        ctx: &AgentContext<S, E>,
+        call: ToolCall<'_>,
+    ) -> Result<Value, ToolError> {
         let tool: &Arc<dyn AgentTool<S, E>> = self
             .config
             .tools
@@ -269,7 +273,9 @@ where
             return outcome;
         }
         let limit = self.config.round_timeout;
-        tokio::time::timeout(limit, running).await.unwrap_or(Err(ToolError::Timeout(limit)))
+        tokio::time::timeout(limit, running)
+            .await
+            .unwrap_or(Err(ToolError::Timeout(limit)))
     }
 
     fn observe(&self, event: impl FnOnce() -> LoopEvent) {

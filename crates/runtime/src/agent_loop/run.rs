@@ -157,8 +157,14 @@ impl AgentRun {
     /// The tool calls waiting for results: those of the last message, when it is the
     /// model's and calls tools. Derived from the transcript, so a restored run knows them.
     fn pending_calls(&self) -> Option<ToolCalls<'_>> {
-        let last = self.request.messages.last().filter(|m| m.role == Role::Assistant)?;
-        let calls = ToolCalls { blocks: &last.content };
+        let last = self
+            .request
+            .messages
+            .last()
+            .filter(|m| m.role == Role::Assistant)?;
+        let calls = ToolCalls {
+            blocks: &last.content,
+        };
         (!calls.is_empty()).then_some(calls)
     }
 
