@@ -139,14 +139,21 @@ where
     }
 
     async fn drive(&self, ctx: &AgentContext<S, E>, run: &mut AgentRun) {
+        // A round is one model call and the tool calls it asks for: both run in its span.
+        let mut round_span = tracing::Span::none();
         loop {
             let rounds_done = run.rounds();
             match run.next_step() {
                 Next::Done => return,
                 Next::CallModel(request) => {
                     let round = rounds_done + 1;
+                    round_span = tracing::info_span!("agent.round", round);
                     self.observe(|| LoopEvent::RoundStarted { round });
-                    match self.call_model(request).await {
+                    let answer = self
+                        .call_model(request)
+                        .instrument(round_span.clone())
+                        .await;
+                    match answer {
                         Ok(response) => {
                             let usage = response.usage;
                             run.on_model_response(response);
@@ -163,7 +170,10 @@ where
                     }
                 }
                 Next::RunTools(calls) => {
-                    let results = self.run_tools(ctx, calls, rounds_done).await;
+                    let results = self
+                        .run_tools(ctx, calls, rounds_done)
+                        .instrument(round_span.clone())
+                        .await;
                     if let Some((removed, kept)) = run.on_tool_results(results) {
                         self.observe(|| LoopEvent::Compacted { removed, kept });
                     }
