@@ -201,10 +201,10 @@ where
         span.record("gen_ai.response.model", response.model.as_str());
         span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
         span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
-        span.record(
-            "gen_ai.response.finish_reasons",
-            tracing::field::debug(&response.stop_reason),
-        );
+        // The wire name (`end_turn`, `tool_use`, ...), as the GenAI conventions report it.
+        if let Ok(serde_json::Value::String(reason)) = serde_json::to_value(&response.stop_reason) {
+            span.record("gen_ai.response.finish_reasons", reason.as_str());
+        }
         Ok(response)
     }
 
