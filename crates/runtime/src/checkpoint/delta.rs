@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::Checkpoint;
+use super::{Checkpoint, SnapshotPolicy};
 use crate::graph::NodeFailure;
 
 /// A checkpoint as the built-in stores keep it.
@@ -46,6 +46,9 @@ pub(crate) enum Body {
     },
 }
 
+/// The serialized size of `{"kind":"full","completed":,"state":}` around the two.
+const FULL_BODY_OVERHEAD: usize = 36;
+
 /// The latest checkpoint of a run, rebuilt in full: the base for the next delta.
 #[derive(Debug, Clone)]
 pub(crate) struct Head {
@@ -54,24 +57,49 @@ pub(crate) struct Head {
     pub(crate) state: Value,
     /// Deltas since the last full snapshot.
     pub(crate) chain: usize,
+    /// Serialized bytes of the deltas (whole records) since the last full snapshot;
+    /// kept for [`SnapshotPolicy::SizeBased`] only.
+    pub(crate) delta_bytes: usize,
+    /// Serialized bytes of a full body of `completed` and `state`: measured when the
+    /// size-based policy first needs it after a snapshot, then kept up to date by the
+    /// deltas (an estimate: separators are counted approximately).
+    pub(crate) full_bytes: Option<usize>,
+}
+
+impl Head {
+    fn snapshot_due(&mut self, policy: SnapshotPolicy) -> bool {
+        match policy {
+            SnapshotPolicy::Every(every) => self.chain.saturating_add(1) >= every,
+            SnapshotPolicy::SizeBased { max_chain } => {
+                if self.chain >= max_chain {
+                    return true;
+                }
+                let full = *self.full_bytes.get_or_insert_with(|| {
+                    json_len(&self.completed) + json_len(&self.state) + FULL_BODY_OVERHEAD
+                });
+                self.delta_bytes >= full
+            }
+        }
+    }
 }
 
 impl StoredCheckpoint {
     /// Encodes `cp` relative to `head` (the run's previous checkpoint), as a delta when
-    /// possible and unless a full snapshot is due (every `every` checkpoints), and moves
-    /// `head` on to `cp`.
-    pub(crate) fn encode(cp: &Checkpoint, head: &mut Option<Head>, every: usize) -> Self {
-        let body = match head.as_mut() {
-            Some(h) if h.seq < cp.seq && h.chain + 1 < every => match diff(h, cp) {
-                Some(body) => {
-                    apply_to_head(h, &body, cp.seq);
-                    body
+    /// possible and unless `policy` says a full snapshot is due, and moves `head` on to
+    /// `cp`.
+    pub(crate) fn encode(cp: &Checkpoint, head: &mut Option<Head>, policy: SnapshotPolicy) -> Self {
+        let delta = match head.as_mut() {
+            Some(h) if h.seq < cp.seq => {
+                if h.snapshot_due(policy) {
+                    None
+                } else {
+                    diff(h, cp).inspect(|body| apply_to_head(h, body, cp.seq))
                 }
-                None => full(cp, head),
-            },
-            _ => full(cp, head),
+            }
+            _ => None,
         };
-        Self {
+        let body = delta.unwrap_or_else(|| full(cp, head));
+        let record = Self {
             schema_version: cp.schema_version,
             run_id: cp.run_id.clone(),
             seq: cp.seq,
@@ -80,7 +108,13 @@ impl StoredCheckpoint {
             at: cp.at,
             errors: cp.errors.clone(),
             body,
+        };
+        if let (Body::Delta { .. }, SnapshotPolicy::SizeBased { .. }, Some(h)) =
+            (&record.body, policy, head.as_mut())
+        {
+            h.delta_bytes = h.delta_bytes.saturating_add(json_len(&record));
         }
+        record
     }
 
     pub(crate) fn is_full(&self) -> bool {
@@ -109,6 +143,8 @@ fn full(cp: &Checkpoint, head: &mut Option<Head>) -> Body {
         completed: cp.completed.clone(),
         state: cp.state.clone(),
         chain: 0,
+        delta_bytes: 0,
+        full_bytes: None,
     });
     Body::Full {
         completed: cp.completed.clone(),
@@ -154,7 +190,8 @@ fn diff(head: &Head, cp: &Checkpoint) -> Option<Body> {
     })
 }
 
-/// Moves the head on by a delta just computed from it (cheaper than cloning the state).
+/// Moves the head on by a delta just computed from it (cheaper than cloning the state),
+/// and its full size along when that is kept.
 fn apply_to_head(head: &mut Head, body: &Body, seq: u64) {
     if let Body::Delta {
         completed_append,
@@ -165,21 +202,62 @@ fn apply_to_head(head: &mut Head, body: &Body, seq: u64) {
     } = body
         && let Value::Object(state) = &mut head.state
     {
+        // Each item or field counts its separator (`,` and for fields `"key":`).
+        let measure = head.full_bytes.is_some();
+        let (mut grown, mut shrunk) = (0usize, 0usize);
+        for name in completed_append {
+            grown += len_if(measure, name) + 1;
+        }
         head.completed.extend_from_slice(completed_append);
         for key in removed {
-            state.remove(key);
+            if let Some(old) = state.remove(key) {
+                shrunk += len_if(measure, key) + len_if(measure, &old) + 2;
+            }
         }
         for (key, value) in set {
-            state.insert(key.clone(), value.clone());
+            grown += len_if(measure, value);
+            match state.insert(key.clone(), value.clone()) {
+                Some(old) => shrunk += len_if(measure, &old),
+                None => grown += len_if(measure, key) + 2,
+            }
         }
         for (key, items) in append {
             if let (Some(Value::Array(into)), Value::Array(items)) = (state.get_mut(key), items) {
+                grown += items
+                    .iter()
+                    .map(|item| len_if(measure, item) + 1)
+                    .sum::<usize>();
                 into.extend_from_slice(items);
             }
+        }
+        if let Some(bytes) = &mut head.full_bytes {
+            *bytes = bytes.saturating_add(grown).saturating_sub(shrunk);
         }
         head.seq = seq;
         head.chain += 1;
     }
+}
+
+fn len_if<T: Serialize + ?Sized>(measure: bool, value: &T) -> usize {
+    if measure { json_len(value) } else { 0 }
+}
+
+/// The serialized JSON size of a value, without building the JSON.
+pub(crate) fn json_len<T: Serialize + ?Sized>(value: &T) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail, nor can serializing strings and JSON values.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// Rebuilds checkpoints from a run's stored records, oldest first. The first record fed
@@ -275,12 +353,12 @@ mod tests {
         let a = StoredCheckpoint::encode(
             &cp(1, &["a"], json!({"m": [1, 2], "x": 1, "gone": true})),
             &mut head,
-            16,
+            SnapshotPolicy::Every(16),
         );
         let b = StoredCheckpoint::encode(
             &cp(2, &["a", "b"], json!({"m": [1, 2, 3], "x": 2})),
             &mut head,
-            16,
+            SnapshotPolicy::Every(16),
         );
         assert!(a.is_full());
         assert_eq!(
@@ -306,18 +384,88 @@ mod tests {
     fn a_full_snapshot_is_due_every_k_and_for_non_objects() {
         let mut head = None;
         let kinds: Vec<bool> = (1..=6)
-            .map(|i| StoredCheckpoint::encode(&cp(i, &[], json!({"n": i})), &mut head, 3).is_full())
+            .map(|i| {
+                StoredCheckpoint::encode(
+                    &cp(i, &[], json!({"n": i})),
+                    &mut head,
+                    SnapshotPolicy::Every(3),
+                )
+                .is_full()
+            })
             .collect();
         assert_eq!(kinds, [true, false, false, true, false, false]);
-        let s = StoredCheckpoint::encode(&cp(7, &[], json!([1])), &mut head, 3);
+        let s =
+            StoredCheckpoint::encode(&cp(7, &[], json!([1])), &mut head, SnapshotPolicy::Every(3));
         assert!(s.is_full());
+    }
+
+    fn history(len: usize) -> Value {
+        let messages: Vec<Value> = (0..len)
+            .map(|i| json!({"role": "user", "content": format!("message {i} {}", "x".repeat(60))}))
+            .collect();
+        json!({"messages": messages, "turn": len})
+    }
+
+    #[test]
+    fn size_based_snapshots_are_spaced_geometrically_and_capped() {
+        let policy = SnapshotPolicy::SizeBased { max_chain: 256 };
+        let mut head = None;
+        let fulls: Vec<u64> = (1..=400u64)
+            .filter(|&i| {
+                let cp = cp(i, &[], history(i as usize));
+                StoredCheckpoint::encode(&cp, &mut head, policy).is_full()
+            })
+            .collect();
+        assert_eq!(fulls[0], 1);
+        let gaps: Vec<u64> = fulls.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps.windows(2).all(|w| w[1] >= w[0]), "{fulls:?}");
+        assert!(fulls.len() < 16, "{fulls:?}");
+
+        // The full size kept up to date by the deltas stays close to the real one.
+        let h = head.unwrap();
+        let real = json_len(&h.completed) + json_len(&h.state) + FULL_BODY_OVERHEAD;
+        let kept = h.full_bytes.unwrap();
+        assert!(kept.abs_diff(real) * 100 < real, "{kept} kept, {real} real");
+
+        let capped = SnapshotPolicy::SizeBased { max_chain: 3 };
+        let mut head = None;
+        let kinds: Vec<bool> = (1..=9)
+            .map(|i| {
+                let cp = cp(i, &[], json!({"big": "x".repeat(10_000), "n": i}));
+                StoredCheckpoint::encode(&cp, &mut head, capped).is_full()
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [true, false, false, false, true, false, false, false, true]
+        );
+    }
+
+    #[test]
+    fn a_changed_big_field_is_snapshotted_rather_than_chained() {
+        let mut head = None;
+        let kinds: Vec<bool> = (1..=6)
+            .map(|i| {
+                let cp = cp(i, &[], json!({"scratch": i.to_string().repeat(5_000)}));
+                StoredCheckpoint::encode(&cp, &mut head, SnapshotPolicy::default()).is_full()
+            })
+            .collect();
+        assert_eq!(kinds, [true, false, true, false, true, false]);
     }
 
     #[test]
     fn a_delta_without_its_base_is_an_error() {
         let mut head = None;
-        StoredCheckpoint::encode(&cp(1, &[], json!({"a": 1})), &mut head, 16);
-        let b = StoredCheckpoint::encode(&cp(2, &[], json!({"a": 2})), &mut head, 16);
+        StoredCheckpoint::encode(
+            &cp(1, &[], json!({"a": 1})),
+            &mut head,
+            SnapshotPolicy::Every(16),
+        );
+        let b = StoredCheckpoint::encode(
+            &cp(2, &[], json!({"a": 2})),
+            &mut head,
+            SnapshotPolicy::Every(16),
+        );
         let err = Rebuilder::default().push(&b).unwrap_err();
         assert!(err.contains("no full snapshot"), "{err}");
     }

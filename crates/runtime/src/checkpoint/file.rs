@@ -13,8 +13,7 @@ use serde_json::Value;
 
 use super::delta::{Body, Head, Rebuilder, StoredCheckpoint};
 use super::{
-    CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore,
-    DEFAULT_SNAPSHOT_EVERY, cutoff,
+    CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore, SnapshotPolicy, cutoff,
 };
 
 /// How many runs' latest states are cached to encode the next checkpoint as a delta.
@@ -50,7 +49,7 @@ const HEAD_CACHE_RUNS: usize = 256;
 #[derive(Debug)]
 pub struct FileCheckpointStore {
     dir: Arc<Path>,
-    snapshot_every: usize,
+    snapshot_policy: SnapshotPolicy,
     heads: Mutex<HeadCache>,
     journal_lock: tokio::sync::Mutex<()>,
 }
@@ -66,17 +65,29 @@ impl FileCheckpointStore {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
             dir: Arc::from(dir.into()),
-            snapshot_every: DEFAULT_SNAPSHOT_EVERY,
+            snapshot_policy: SnapshotPolicy::default(),
             heads: Mutex::new(HeadCache::default()),
             journal_lock: tokio::sync::Mutex::new(()),
         }
     }
 
-    /// Sets how often a full snapshot is written instead of a delta (default
-    /// [`DEFAULT_SNAPSHOT_EVERY`]; 1 writes every checkpoint in full).
-    pub fn with_snapshot_every(mut self, every: usize) -> Self {
-        self.snapshot_every = every.max(1);
+    /// Sets when a full snapshot is written instead of a delta (default
+    /// [`SnapshotPolicy::SizeBased`], whose storage stays linear in a growing history).
+    pub fn with_snapshot_policy(mut self, policy: SnapshotPolicy) -> Self {
+        self.snapshot_policy = policy;
         self
+    }
+
+    /// Shorthand for [`with_snapshot_policy`](Self::with_snapshot_policy) with
+    /// [`SnapshotPolicy::Every`]: a full snapshot every `every` checkpoints (1 writes every
+    /// checkpoint in full), whatever the sizes.
+    pub fn with_snapshot_every(self, every: usize) -> Self {
+        self.with_snapshot_policy(SnapshotPolicy::Every(every.max(1)))
+    }
+
+    /// When a full snapshot is written instead of a delta.
+    pub fn snapshot_policy(&self) -> SnapshotPolicy {
+        self.snapshot_policy
     }
 
     /// The directory.
@@ -456,7 +467,7 @@ impl CheckpointStore for FileCheckpointStore {
             // Taken out while the file is written: a failed write leaves no head, and the
             // next checkpoint is written in full.
             let mut head = cache.heads.remove(run_id);
-            let stored = StoredCheckpoint::encode(checkpoint, &mut head, self.snapshot_every);
+            let stored = StoredCheckpoint::encode(checkpoint, &mut head, self.snapshot_policy);
             (stored, head)
         };
         let bytes = serde_json::to_vec(&stored)?;

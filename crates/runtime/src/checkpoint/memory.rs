@@ -9,8 +9,7 @@ use serde_json::Value;
 
 use super::delta::{Body, Head, Rebuilder, StoredCheckpoint};
 use super::{
-    CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore,
-    DEFAULT_SNAPSHOT_EVERY, cutoff,
+    CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore, SnapshotPolicy, cutoff,
 };
 
 /// Checkpoints kept per run by default.
@@ -42,7 +41,7 @@ pub struct InMemoryCheckpointStore {
     inner: Mutex<Inner>,
     keep_latest: usize,
     max_runs: usize,
-    snapshot_every: usize,
+    snapshot_policy: SnapshotPolicy,
 }
 
 #[derive(Debug, Default)]
@@ -83,15 +82,27 @@ impl InMemoryCheckpointStore {
             inner: Mutex::new(Inner::default()),
             keep_latest: keep_latest.max(1),
             max_runs: max_runs.max(1),
-            snapshot_every: DEFAULT_SNAPSHOT_EVERY,
+            snapshot_policy: SnapshotPolicy::default(),
         }
     }
 
-    /// Sets how often a full snapshot is kept instead of a delta (default
-    /// [`DEFAULT_SNAPSHOT_EVERY`]; 1 keeps every checkpoint in full).
-    pub fn with_snapshot_every(mut self, every: usize) -> Self {
-        self.snapshot_every = every.max(1);
+    /// Sets when a full snapshot is kept instead of a delta (default
+    /// [`SnapshotPolicy::SizeBased`], whose storage stays linear in a growing history).
+    pub fn with_snapshot_policy(mut self, policy: SnapshotPolicy) -> Self {
+        self.snapshot_policy = policy;
         self
+    }
+
+    /// Shorthand for [`with_snapshot_policy`](Self::with_snapshot_policy) with
+    /// [`SnapshotPolicy::Every`]: a full snapshot every `every` checkpoints (1 keeps every
+    /// checkpoint in full), whatever the sizes.
+    pub fn with_snapshot_every(self, every: usize) -> Self {
+        self.with_snapshot_policy(SnapshotPolicy::Every(every.max(1)))
+    }
+
+    /// When a full snapshot is kept instead of a delta.
+    pub fn snapshot_policy(&self) -> SnapshotPolicy {
+        self.snapshot_policy
     }
 
     /// How many runs are held.
@@ -231,7 +242,7 @@ impl CheckpointStore for InMemoryCheckpointStore {
                 latest: last.seq,
             });
         }
-        let stored = StoredCheckpoint::encode(checkpoint, &mut run.head, self.snapshot_every);
+        let stored = StoredCheckpoint::encode(checkpoint, &mut run.head, self.snapshot_policy);
         run.records.push_back(stored);
         run.touched = Some(checkpoint.at);
         run.trim(self.keep_latest);

@@ -9,8 +9,11 @@
 //!
 //! Long append-only histories do not make checkpoints grow quadratically: when a
 //! top-level array of the state (a message history, say) extends the previous
-//! checkpoint's, the built-in stores keep only the appended items, with a full snapshot
-//! every [`DEFAULT_SNAPSHOT_EVERY`] checkpoints, and rebuild the state on load.
+//! checkpoint's, the built-in stores keep only the appended items, and rebuild the state
+//! on load. A full snapshot is taken when the deltas written since the last one add up
+//! to the size of a full snapshot of the current state (see [`SnapshotPolicy`]), so
+//! snapshots are spaced geometrically as the state grows and the bytes stored for a run
+//! stay linear in the bytes it appends (plus a fixed overhead per checkpoint).
 //!
 //! ```
 //! use agent_runtime::checkpoint::{Checkpoint, CheckpointStore, InMemoryCheckpointStore};
@@ -48,9 +51,63 @@ use crate::graph::NodeFailure;
 /// The checkpoint format this build writes and the newest it reads.
 pub const CHECKPOINT_SCHEMA_VERSION: u32 = 1;
 
-/// By default the built-in stores write a full snapshot every this many checkpoints of
-/// a run, and deltas in between.
-pub const DEFAULT_SNAPSHOT_EVERY: usize = 16;
+/// The longest chain of deltas the default [`SnapshotPolicy`] writes after a full
+/// snapshot, which bounds how many records loading a checkpoint reads.
+pub const DEFAULT_MAX_DELTA_CHAIN: usize = 1_024;
+
+/// When the built-in stores ([`FileCheckpointStore`], [`InMemoryCheckpointStore`]) keep
+/// a checkpoint as a full snapshot rather than as a delta on the previous one.
+///
+/// A checkpoint is always stored in full when it is a run's first (or the first the
+/// store knows the previous checkpoint of), when its state or the previous one is not a
+/// JSON object, or when its completed list does not extend the previous one.
+///
+/// ```
+/// use agent_runtime::checkpoint::{InMemoryCheckpointStore, SnapshotPolicy};
+/// // The default: size-based, at most 1,024 deltas in a row.
+/// assert_eq!(SnapshotPolicy::default(), SnapshotPolicy::SizeBased { max_chain: 1_024 });
+/// // Load faster from shorter chains, at the cost of more snapshots on long runs.
+/// let store = InMemoryCheckpointStore::new()
+///     .with_snapshot_policy(SnapshotPolicy::SizeBased { max_chain: 32 });
+/// # let _ = store;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SnapshotPolicy {
+    /// The default: a full snapshot once the deltas written since the last one (whole
+    /// records, as serialized JSON) add up to the serialized size of the current state
+    /// and completed list, or once `max_chain` deltas follow it (0: every checkpoint in
+    /// full). Snapshots are spaced geometrically as an append-only history grows.
+    ///
+    /// Each snapshot costs about as much as the deltas before it at most, so the bytes
+    /// stored are at most about twice the bytes of the deltas: linear in what the run
+    /// appends plus a fixed overhead per checkpoint (its metadata, about 200 bytes in
+    /// the file store), where snapshots at a fixed interval grow quadratically. A run
+    /// appending a ~130-byte message per checkpoint stores about 5 times its final
+    /// state, however long it runs. Loading a checkpoint reads its nearest snapshot and
+    /// at most `max_chain` deltas, together about twice the state at most.
+    ///
+    /// `max_chain` bounds how many records a load reads. It takes over from the size
+    /// rule once the state outgrows `max_chain` times the per-checkpoint metadata (about
+    /// 200 kB with the default): from then on a run appending to its history stores a
+    /// snapshot every `max_chain` checkpoints, and storage grows again with the square
+    /// of the run's length, divided by `2 * max_chain`. Raise it for longer runs.
+    SizeBased {
+        /// The most deltas in a row after a full snapshot.
+        max_chain: usize,
+    },
+    /// A full snapshot every this many checkpoints (0 or 1: every checkpoint in full) and
+    /// deltas in between, whatever their size. Storage of an append-only history grows
+    /// quadratically (the snapshots alone hold about `n² / (2 * every)` items).
+    Every(usize),
+}
+
+impl Default for SnapshotPolicy {
+    fn default() -> Self {
+        Self::SizeBased {
+            max_chain: DEFAULT_MAX_DELTA_CHAIN,
+        }
+    }
+}
 
 /// A run's state after a completed node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
