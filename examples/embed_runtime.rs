@@ -20,7 +20,6 @@ use agent_runtime::{
 };
 use serde_json::json;
 use std::sync::Arc;
-use std::time::Duration;
 
 // 1. The product's state: what its agents share.
 #[derive(Debug, Clone, Default)]
@@ -157,10 +156,7 @@ async fn main() -> anyhow::Result<()> {
                     let draft = session.state().read(|l| l.draft.clone());
                     let gate =
                         GateRequest::new("approve_draft").with_payload(json!({ "draft": draft }));
-                    let review: Review = coordinator
-                        .wait_for_user(gate)
-                        .await
-                        .map_err(|e| NodeError::fatal(e.to_string()))?;
+                    let review: Review = coordinator.wait_for_user(gate).await?;
                     session.state().update(|l| l.approved = review.approve);
                     if review.approve {
                         coordinator.emit(LetterEvent::Approved);
@@ -190,12 +186,7 @@ async fn main() -> anyhow::Result<()> {
     let gates = session.gates().clone();
     let user = tokio::spawn(async move {
         for approve in [false, true] {
-            let gate = loop {
-                if let Some(gate) = gates.pending().into_iter().next() {
-                    break gate;
-                }
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            };
+            let gate = gates.next_pending().await;
             println!(
                 "gate {} shows {}; answering approve={approve}",
                 gate.id, gate.payload

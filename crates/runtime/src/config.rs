@@ -159,6 +159,22 @@ impl<S, E> AgentConfig<S, E> {
         self
     }
 
+    /// The config with its system prompt rendered (see [`AgentConfig::render_prompt`]).
+    /// An agent whose prompt still has `{{placeholders}}` when it runs gets a warning in
+    /// the log, and the model sees them as they are.
+    ///
+    /// ```
+    /// use agent_runtime::{AgentConfig, AgentIdentity};
+    /// let config: AgentConfig<(), ()> = AgentConfig::new(AgentIdentity::new("w", "d"), "Hello {{name}}.")
+    ///     .rendered(|_| Some("Ada".to_string()))
+    ///     .unwrap();
+    /// assert_eq!(config.system_prompt, "Hello Ada.");
+    /// ```
+    pub fn rendered(mut self, vars: impl Fn(&str) -> Option<String>) -> Result<Self, PromptError> {
+        self.system_prompt = self.render_prompt(vars)?;
+        Ok(self)
+    }
+
     /// Replaces the `{{name}}` placeholders of the system prompt with values from `vars`.
     /// A placeholder with no value is an error naming it.
     ///

@@ -232,6 +232,11 @@ fn snapshot_of(totals: &Totals, elapsed: Duration) -> CostSnapshot {
 
 /// Wraps a [`ChatModel`] so every call is checked against and recorded on a [`CostMeter`].
 /// A call refused by a limit fails with [`LlmError::LimitExceeded`].
+///
+/// Use it for calls made outside an agent loop (a tool's own LLM calls, `extract`) or for
+/// loops in a session without a meter. An agent loop in a session that has a meter
+/// (`Session::with_meter`) already meters its model calls: wrapping that model too would
+/// count every call twice.
 #[derive(Debug, Clone)]
 pub struct MeteredModel<M> {
     inner: M,

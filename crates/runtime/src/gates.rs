@@ -42,6 +42,13 @@ pub enum GateError {
     },
 }
 
+impl From<GateError> for crate::graph::NodeError {
+    /// A gate that failed (timed out, cancelled, answered wrongly) fails the node.
+    fn from(error: GateError) -> Self {
+        crate::graph::NodeError::fatal(error.to_string())
+    }
+}
+
 /// A gate to wait at: its name, what to show the user, and an optional timeout.
 ///
 /// ```
@@ -130,7 +137,8 @@ struct Gates {
 /// let wait = tokio::spawn({ let id = id.clone(); async move {
 ///     waiter.wait(&id, GateRequest::new("approve"), None).await
 /// }});
-/// while gates.pending().is_empty() { tokio::task::yield_now().await; }
+/// let pending = gates.next_pending().await;
+/// assert_eq!(pending.id, id);
 /// gates.respond(&id, serde_json::json!(true)).unwrap();
 /// assert_eq!(wait.await.unwrap().unwrap(), serde_json::json!(true));
 /// assert!(gates.respond(&id, serde_json::json!(false)).is_err()); // exactly once
@@ -139,6 +147,7 @@ struct Gates {
 #[derive(Clone, Default)]
 pub struct GateRegistry {
     inner: Arc<Mutex<Gates>>,
+    opened: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for GateRegistry {
@@ -208,6 +217,7 @@ impl GateRegistry {
                 },
             );
         }
+        self.opened.notify_waiters();
         tracing::info!(gate = id, "waiting for the user");
         let timeout = async {
             match request.timeout {
@@ -249,6 +259,19 @@ impl GateRegistry {
             .answer
             .send(answer)
             .map_err(|_| GateError::Cancelled(id.to_owned()))
+    }
+
+    /// Waits until a gate is pending and returns the first one (oldest id first): what a
+    /// UI or a test that answers gates waits on, instead of polling [`GateRegistry::pending`].
+    pub async fn next_pending(&self) -> PendingGate {
+        loop {
+            // Registered before looking, so a gate opened in between is not missed.
+            let opened = self.opened.notified();
+            if let Some(gate) = self.pending().into_iter().next() {
+                return gate;
+            }
+            opened.await;
+        }
     }
 
     /// The gates waiting now, oldest id first.

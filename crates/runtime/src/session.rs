@@ -99,7 +99,22 @@ impl<S, E> Session<S, E> {
         self.edit(|p| p.events = Arc::new(sink))
     }
 
-    /// Sets the bus.
+    /// Sets the bus the session's agents send messages on.
+    ///
+    /// ```
+    /// use agent_runtime::{AgentIdentity, Session};
+    /// use agent_runtime::bus::{AgentBus, InMemoryBus, MessageType};
+    /// use futures::StreamExt;
+    /// use std::sync::Arc;
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let bus = Arc::new(InMemoryBus::new()); // one bus per session
+    /// let session: Session<(), ()> = Session::new("s1", ()).with_bus(bus.clone());
+    /// let mut inbox = bus.subscribe("resume", "producer").await.unwrap();
+    /// let ctx = session.context(AgentIdentity::new("craftsman", "resume"));
+    /// ctx.send_message("producer", MessageType::Handoff, serde_json::json!({"section": 1})).await.unwrap();
+    /// assert_eq!(inbox.next().await.unwrap().from, "craftsman");
+    /// # });
+    /// ```
     pub fn with_bus(self, bus: Arc<dyn AgentBus>) -> Self {
         self.edit(|p| p.bus = Some(bus))
     }
@@ -114,7 +129,10 @@ impl<S, E> Session<S, E> {
         self.edit(|p| p.router = Some(router))
     }
 
-    /// Sets the cost meter tools and agents report to.
+    /// Sets the session's cost meter. Every agent loop in the session checks it before each
+    /// model call (a reached limit stops the run as `StopCause::LimitExceeded`) and records
+    /// each call's usage on it; tools record their own LLM calls through
+    /// [`AgentContext::meter`] or a [`crate::MeteredModel`] on the same meter.
     pub fn with_meter(self, meter: CostMeter) -> Self {
         self.edit(|p| p.meter = Some(meter))
     }

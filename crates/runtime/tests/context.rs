@@ -98,15 +98,11 @@ async fn tools_change_state_emit_events_wait_at_gates_and_send_messages() {
     // The "user": answers the gate as soon as it is pending, as a browser would.
     let gates = session.gates().clone();
     let answering = tokio::spawn(async move {
-        loop {
-            if let Some(gate) = gates.pending().first() {
-                assert_eq!(gate.id, "writer:draft_review:1");
-                assert_eq!(gate.payload, json!({"summary": "1 section"}));
-                gates.respond(&gate.id, json!({"approved": true})).unwrap();
-                return gate.id.clone();
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        let gate = gates.next_pending().await;
+        assert_eq!(gate.id, "writer:draft_review:1");
+        assert_eq!(gate.payload, json!({"summary": "1 section"}));
+        gates.respond(&gate.id, json!({"approved": true})).unwrap();
+        gate.id
     });
 
     let ctx = session.context(AgentIdentity::new("writer", "resume"));
@@ -244,7 +240,8 @@ async fn tools_see_model_tiers_and_the_cost_meter() {
         .run(&session.context(AgentIdentity::new("a", "d")), "go")
         .await;
     assert_eq!(seen.load(Ordering::SeqCst), 1);
-    assert_eq!(meter.snapshot().calls, 2);
+    // Two calls recorded by the tool, two model calls recorded by the loop.
+    assert_eq!(meter.snapshot().calls, 4);
     assert_eq!(warned.load(Ordering::SeqCst), 1, "the warning fires once");
 }
 
@@ -271,5 +268,40 @@ fn unknown_models_are_counted_but_not_priced() {
             .unwrap_err()
             .to_string()
             .contains("110 of 100 tokens")
+    );
+}
+
+#[tokio::test]
+async fn the_session_meter_limits_the_loop_without_wrapping_the_model() {
+    let meter = CostMeter::new(CostLimits {
+        max_calls: Some(2),
+        ..Default::default()
+    });
+    let session: Session<Draft, Event> =
+        Session::new("s", Draft::default()).with_meter(meter.clone());
+    let model = ScriptedModel::new(vec![
+        responses::tool_call("c1", "write_section", json!({"section": "A"})),
+        responses::tool_call("c2", "write_section", json!({"section": "B"})),
+        responses::text("never reached"),
+    ]);
+    let ctx = session.context(AgentIdentity::new("writer", "resume"));
+    let result = AgentLoop::new(writer(), model.clone())
+        .run(&ctx, "Write.")
+        .await;
+    assert!(
+        matches!(&result.stop, agent_runtime::StopCause::LimitExceeded(reason) if reason.contains("2 of 2")),
+        "{:?}",
+        result.stop
+    );
+    assert_eq!(
+        model.call_count(),
+        2,
+        "the third call was refused before it was sent"
+    );
+    assert_eq!(meter.snapshot().calls, 2);
+    assert_eq!(
+        session.state().snapshot().sections,
+        vec!["A", "B"],
+        "work done before the limit is kept"
     );
 }

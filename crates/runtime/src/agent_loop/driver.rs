@@ -43,6 +43,14 @@ where
 {
     /// Prepares `config` to run on `model`.
     pub fn new(config: AgentConfig<S, E>, model: M) -> Self {
+        if let Err(unrendered) = crate::config::render_placeholders(&config.system_prompt, |_| None)
+        {
+            tracing::warn!(
+                agent = %config.identity,
+                placeholders = ?unrendered.missing,
+                "the system prompt still has placeholders; render it with AgentConfig::rendered"
+            );
+        }
         let definitions = config.tools.iter().map(|tool| tool.definition()).collect();
         AgentLoop {
             config,
@@ -147,6 +155,10 @@ where
                 Next::Done => return,
                 Next::CallModel(request) => {
                     let round = rounds_done + 1;
+                    if let Some(Err(limit)) = ctx.meter().map(|meter| meter.check()) {
+                        run.stop(StopCause::LimitExceeded(limit.0));
+                        continue;
+                    }
                     round_span = tracing::info_span!("agent.round", round);
                     self.observe(|| LoopEvent::RoundStarted { round });
                     let answer = self
@@ -156,6 +168,9 @@ where
                     match answer {
                         Ok(response) => {
                             let usage = response.usage;
+                            if let Some(meter) = ctx.meter() {
+                                meter.record(&self.served_model(request, &response), usage);
+                            }
                             run.on_model_response(response);
                             self.observe(|| LoopEvent::Usage {
                                 round: run.rounds(),
@@ -286,6 +301,18 @@ where
         tokio::time::timeout(limit, running)
             .await
             .unwrap_or(Err(ToolError::Timeout(limit)))
+    }
+
+    /// The model that answered, for pricing: as the response names it, else as asked.
+    fn served_model(&self, request: &ChatRequest, response: &agent_llm::ChatResponse) -> String {
+        if !response.model.is_empty() {
+            return response.model.clone();
+        }
+        request
+            .model
+            .clone()
+            .or_else(|| self.model.default_model())
+            .unwrap_or_default()
     }
 
     fn observe(&self, event: impl FnOnce() -> LoopEvent) {

@@ -189,9 +189,12 @@ pub struct RunResult<S> {
     pub status: RunStatus,
     /// The state as the run left it (also on `Partial` and `Failed`).
     pub state: S,
-    /// The nodes run by this call, in order (a resumed run lists only what it ran).
+    /// The nodes started by this call, in order, including one that failed (a resumed
+    /// run lists only what it ran).
     pub steps: Vec<StepRecord>,
-    /// Recoverable failures, across resumes, and the failure that ended the run.
+    /// Recoverable failures (kept across resumes, since checkpoints record them) and the
+    /// failure that ended this call. A fatal failure happens after the last checkpoint,
+    /// so the result of a later `resume` does not list it.
     pub errors: Vec<NodeFailure>,
     /// Why the run did not succeed, in words.
     pub reason: Option<String>,
