@@ -8,10 +8,15 @@
 //! ```
 //!
 //! Prints one line per figure: `name value unit` (labels in braces tell the variants of
-//! one figure apart).
+//! one figure apart). `--features mimalloc` runs it on mimalloc instead of the system
+//! allocator (the first line says which).
 
 // A command-line program: its output is the point.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
+
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use agent_llm::{ChatModel, ChatRequest, ChatResponse, ContentBlock, LlmError, StopReason, Usage};
 use agent_runtime::{
@@ -202,14 +207,33 @@ fn main() -> anyhow::Result<()> {
     let process = Instant::now();
     // `runtime_bench a c` runs only workloads A and C; no argument runs all three.
     let chosen: Vec<String> = std::env::args().skip(1).map(|a| a.to_lowercase()).collect();
+    // `b:<flavour>:<sessions>`: one workload B configuration (the parent starts these).
+    if let Some(config) = chosen.iter().find_map(|c| c.strip_prefix("b:")) {
+        let (flavour, sessions) = config.split_once(':').context("b:<flavour>:<sessions>")?;
+        return workload_b(flavour, sessions.parse()?);
+    }
+    let allocator = if cfg!(feature = "mimalloc") {
+        "mimalloc"
+    } else {
+        "system"
+    };
+    println!("allocator{{name=\"{allocator}\"}} 1 flag");
     let wanted = |name: &str| chosen.is_empty() || chosen.iter().any(|c| c == name);
     if wanted("a") {
         workload_a()?;
     }
     if wanted("b") {
+        // Each configuration in a fresh process, so its memory figure is its own.
         for flavour in ["current_thread", "multi_thread"] {
             for sessions in [1_000, 10_000] {
-                workload_b(flavour, sessions)?;
+                let status = std::process::Command::new(std::env::current_exe()?)
+                    .arg(format!("b:{flavour}:{sessions}"))
+                    .status()
+                    .context("starting a workload B process")?;
+                ensure!(
+                    status.success(),
+                    "workload B ({flavour}, {sessions}) failed"
+                );
             }
         }
     }
