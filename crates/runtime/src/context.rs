@@ -71,7 +71,9 @@ impl<S, E> AgentContext<S, E> {
 
     /// Sends a product event to the session's sink.
     pub fn emit(&self, event: E) {
-        self.session.events.emit(event);
+        if let Some(sink) = &self.session.events {
+            sink.emit(event);
+        }
     }
 
     /// Waits at a gate until the user answers, the gate times out, or the session is

@@ -146,8 +146,14 @@ struct Gates {
 /// ```
 #[derive(Clone, Default)]
 pub struct GateRegistry {
-    inner: Arc<Mutex<Gates>>,
-    opened: Arc<tokio::sync::Notify>,
+    inner: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Shared {
+    gates: Mutex<Gates>,
+    /// Woken whenever a gate starts waiting.
+    opened: tokio::sync::Notify,
 }
 
 impl std::fmt::Debug for GateRegistry {
@@ -165,7 +171,7 @@ impl GateRegistry {
     }
 
     fn lock(&self) -> MutexGuard<'_, Gates> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.gates.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The next stable id for `gate` waited at by `agent`: `agent:gate:1`, `agent:gate:2`, ...
@@ -217,7 +223,7 @@ impl GateRegistry {
                 },
             );
         }
-        self.opened.notify_waiters();
+        self.inner.opened.notify_waiters();
         tracing::info!(gate = id, "waiting for the user");
         let timeout = async {
             match request.timeout {
@@ -266,7 +272,7 @@ impl GateRegistry {
     pub async fn next_pending(&self) -> PendingGate {
         loop {
             // Registered before looking, so a gate opened in between is not missed.
-            let opened = self.opened.notified();
+            let opened = self.inner.opened.notified();
             if let Some(gate) = self.pending().into_iter().next() {
                 return gate;
             }

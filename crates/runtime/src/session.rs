@@ -15,7 +15,8 @@ pub(crate) struct SessionParts<S, E> {
     pub(crate) id: String,
     pub(crate) user_id: String,
     pub(crate) state: SharedState<S>,
-    pub(crate) events: Arc<dyn EventSink<E>>,
+    /// Where product events go; `None` discards them.
+    pub(crate) events: Option<Arc<dyn EventSink<E>>>,
     pub(crate) gates: GateRegistry,
     pub(crate) bus: Option<Arc<dyn AgentBus>>,
     pub(crate) cancel: CancellationToken,
@@ -52,7 +53,7 @@ impl<S, E> Clone for Session<S, E> {
     }
 }
 
-impl<S: Send + 'static, E: Send + 'static> Session<S, E> {
+impl<S, E> Session<S, E> {
     /// A session with this id and initial state; events go nowhere until
     /// [`Session::with_events`].
     pub fn new(id: impl Into<String>, state: S) -> Self {
@@ -61,7 +62,7 @@ impl<S: Send + 'static, E: Send + 'static> Session<S, E> {
                 id: id.into(),
                 user_id: String::new(),
                 state: SharedState::new(state),
-                events: Arc::new(|_event: E| {}),
+                events: None,
                 gates: GateRegistry::new(),
                 bus: None,
                 cancel: CancellationToken::new(),
@@ -96,7 +97,7 @@ impl<S, E> Session<S, E> {
 
     /// Sets where product events go.
     pub fn with_events(self, sink: impl EventSink<E> + 'static) -> Self {
-        self.edit(|p| p.events = Arc::new(sink))
+        self.edit(|p| p.events = Some(Arc::new(sink)))
     }
 
     /// Sets the bus the session's agents send messages on.
