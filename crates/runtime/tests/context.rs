@@ -305,3 +305,37 @@ async fn the_session_meter_limits_the_loop_without_wrapping_the_model() {
         "work done before the limit is kept"
     );
 }
+
+#[test]
+fn wall_time_and_usd_budgets_refuse_further_calls() {
+    let meter = CostMeter::new(CostLimits {
+        max_wall: Some(Duration::ZERO),
+        ..Default::default()
+    });
+    assert!(
+        meter
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("wall-time budget")
+    );
+    let meter = CostMeter::new(CostLimits {
+        max_usd: Some(0.001),
+        ..Default::default()
+    });
+    assert!(meter.check().is_ok());
+    meter.record(
+        "claude-haiku-4-5",
+        Usage {
+            input_tokens: 1_000,
+            ..Default::default()
+        },
+    );
+    let error = meter.check().unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("spent $0.0010 of a $0.0010 limit"),
+        "{error}"
+    );
+}
