@@ -56,8 +56,11 @@ pub struct AgentConfig<S, E> {
     pub temperature: Option<f32>,
     /// Transcript compaction; `None` never compacts.
     pub compaction: Option<Compaction>,
-    /// Retries of failed model calls (spec 001: 3 attempts, 2 s base). Provider clients
-    /// retry on their own too; lower this for them if the two should not stack.
+    /// Retries of failed model calls made by the loop itself. None by default: the
+    /// provider clients (`AnthropicModel`, `OpenAiModel`) already retry every call with
+    /// agent-llm's `RetryPolicy` (3 attempts, spec 001), and two layers would multiply the
+    /// attempts. Set it for models that do not retry on their own (custom models, test
+    /// doubles with injected faults).
     pub retry: RetryPolicy,
 }
 
@@ -93,7 +96,7 @@ impl<S, E> std::fmt::Debug for AgentConfig<S, E> {
 
 impl<S, E> AgentConfig<S, E> {
     /// An agent with no tools, 10 rounds, 2-minute tool calls, a 10-minute invocation,
-    /// default compaction and retries.
+    /// default compaction, and no retries of its own (the provider clients retry).
     ///
     /// ```
     /// use agent_runtime::{AgentConfig, AgentIdentity};
@@ -113,7 +116,7 @@ impl<S, E> AgentConfig<S, E> {
             max_tokens: Some(4096),
             temperature: None,
             compaction: Some(Compaction::default()),
-            retry: RetryPolicy::default(),
+            retry: RetryPolicy::none(),
         }
     }
 
