@@ -472,3 +472,21 @@ async fn mock_models_work_too() {
     assert_eq!(result.final_text.as_deref(), Some("mocked"));
     let _unused: Option<Value> = None;
 }
+
+#[tokio::test]
+async fn the_loop_does_not_retry_on_top_of_the_provider_unless_asked() {
+    let error = LlmError::Server {
+        status: 503,
+        message: "busy".into(),
+        retry_after: None,
+    };
+    let flaky = FaultyModel::new(ScriptedModel::from_texts(["fine"])).fail_first(1, error.clone());
+    let plain = AgentConfig::new(AgentIdentity::new("calc", "test"), "You add numbers.");
+    let result = AgentLoop::new(plain, flaky).run(&ctx(), "hi").await;
+    assert_eq!(
+        result.stop,
+        StopCause::ModelError(error),
+        "no retry by default"
+    );
+    assert_eq!(result.rounds_used, 0);
+}
