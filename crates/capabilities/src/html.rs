@@ -1,0 +1,147 @@
+//! HTML to readable plain text.
+
+use scraper::{ElementRef, Html, Node};
+
+/// Elements whose content is never text for a reader.
+const SKIPPED: &[&str] = &[
+    "script", "style", "noscript", "template", "svg", "head", "iframe", "canvas", "button", "form",
+    "select", "nav",
+];
+
+/// Elements that start a new line.
+const BLOCKS: &[&str] = &[
+    "p",
+    "div",
+    "section",
+    "article",
+    "header",
+    "footer",
+    "main",
+    "aside",
+    "ul",
+    "ol",
+    "li",
+    "table",
+    "tr",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "br",
+    "hr",
+    "dl",
+    "dt",
+    "dd",
+    "blockquote",
+    "pre",
+    "address",
+    "figure",
+    "figcaption",
+];
+
+/// The readable text of an HTML document or fragment: scripts, styles, navigation and
+/// forms dropped, entities decoded, one line per block element, list items marked
+/// `- `, runs of spaces collapsed and blank lines squeezed to one.
+///
+/// ```
+/// use job_capabilities::html::html_to_text;
+/// let html = "<h2>About</h2><p>We build&nbsp;tools.</p><ul><li>Rust</li><li>Go</li></ul><script>x()</script>";
+/// assert_eq!(html_to_text(html), "About\nWe build tools.\n- Rust\n- Go");
+/// ```
+pub fn html_to_text(html: &str) -> String {
+    let document = if looks_like_document(html) {
+        Html::parse_document(html)
+    } else {
+        Html::parse_fragment(html)
+    };
+    let mut out = String::with_capacity(html.len() / 2);
+    walk(document.root_element(), &mut out);
+    tidy(&out)
+}
+
+fn looks_like_document(html: &str) -> bool {
+    let head = html
+        .trim_start()
+        .get(..256)
+        .unwrap_or(html)
+        .to_ascii_lowercase();
+    head.starts_with("<!doctype") || head.contains("<html")
+}
+
+fn walk(element: ElementRef<'_>, out: &mut String) {
+    for child in element.children() {
+        match child.value() {
+            Node::Text(text) => out.push_str(text),
+            Node::Element(el) => {
+                let name = el.name();
+                if SKIPPED.contains(&name) {
+                    continue;
+                }
+                let Some(child) = ElementRef::wrap(child) else {
+                    continue;
+                };
+                let block = BLOCKS.contains(&name);
+                if block {
+                    out.push('\n');
+                }
+                if name == "li" {
+                    out.push_str("- ");
+                }
+                if matches!(name, "td" | "th") {
+                    out.push(' ');
+                }
+                walk(child, out);
+                if block {
+                    out.push('\n');
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Collapses spaces within lines, trims lines and squeezes blank lines.
+fn tidy(raw: &str) -> String {
+    let mut text = String::with_capacity(raw.len());
+    let mut blank_run = 0;
+    for line in raw.lines() {
+        let line = line
+            .split(|c: char| c.is_whitespace())
+            .filter(|w| !w.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        if line.is_empty() || line == "-" {
+            blank_run += 1;
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(if blank_run > 1 { "\n\n" } else { "\n" });
+        }
+        blank_run = 0;
+        text.push_str(&line);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaped_greenhouse_content_decodes_once_unescaped() {
+        // Greenhouse sends HTML whose tags are entity-escaped; the client unescapes once.
+        let html = "<div class=\"content-intro\"><p><strong>Vercel</strong> is hiring.</p></div>\n<h3>What you will do</h3><ul><li>Ship &amp; iterate</li></ul>";
+        assert_eq!(
+            html_to_text(html),
+            "Vercel is hiring.\nWhat you will do\n- Ship & iterate"
+        );
+    }
+
+    #[test]
+    fn documents_drop_head_scripts_and_navigation() {
+        let html = "<!DOCTYPE html><html><head><title>T</title><style>p{}</style></head><body><nav>Home | Jobs</nav><main><h1>Careers</h1><p>Open   roles</p></main></body></html>";
+        assert_eq!(html_to_text(html), "Careers\nOpen roles");
+    }
+}

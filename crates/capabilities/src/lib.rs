@@ -1,0 +1,21 @@
+//! Shared job-domain capabilities for the job products: resume text from documents, one
+//! job model, ATS job-board clients, web search, career-page fetching with an address
+//! guard, polite per-host HTTP, SMTP mail, deterministic salary parsing and table
+//! export (CSV and XLSX).
+//!
+//! Every external service sits behind a trait or a client with a configurable base URL,
+//! so a product can swap in a named fake for a dry run, and tests point clients at a
+//! local server.
+
+pub mod ats;
+pub mod documents;
+pub mod export;
+pub mod fetch;
+pub mod html;
+pub mod http;
+pub mod job;
+pub mod mail;
+pub mod salary;
+pub mod search;
+
+pub use job::{JobSource, PayInterval, RawJob, Salary, SalaryOrigin};

@@ -1,0 +1,1 @@
+//! The job-hunting pipeline (spec 000).
