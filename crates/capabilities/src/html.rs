@@ -43,7 +43,7 @@ const BLOCKS: &[&str] = &[
 
 /// The readable text of an HTML document or fragment: scripts, styles, navigation and
 /// forms dropped, entities decoded, one line per block element, list items marked
-/// `- `, runs of spaces collapsed and blank lines squeezed to one.
+/// `- `, runs of spaces collapsed and blank lines dropped.
 ///
 /// ```
 /// use job_capabilities::html::html_to_text;
@@ -102,10 +102,9 @@ fn walk(element: ElementRef<'_>, out: &mut String) {
     }
 }
 
-/// Collapses spaces within lines, trims lines and squeezes blank lines.
+/// Collapses spaces within lines, trims lines and drops blank ones.
 fn tidy(raw: &str) -> String {
     let mut text = String::with_capacity(raw.len());
-    let mut blank_run = 0;
     for line in raw.lines() {
         let line = line
             .split(|c: char| c.is_whitespace())
@@ -113,13 +112,11 @@ fn tidy(raw: &str) -> String {
             .collect::<Vec<_>>()
             .join(" ");
         if line.is_empty() || line == "-" {
-            blank_run += 1;
             continue;
         }
         if !text.is_empty() {
-            text.push_str(if blank_run > 1 { "\n\n" } else { "\n" });
+            text.push('\n');
         }
-        blank_run = 0;
         text.push_str(&line);
     }
     text
