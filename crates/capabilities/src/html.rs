@@ -105,17 +105,27 @@ fn walk(element: ElementRef<'_>, out: &mut String) {
 /// Collapses spaces within lines, trims lines and drops blank ones.
 fn tidy(raw: &str) -> String {
     let mut text = String::with_capacity(raw.len());
+    // A list item whose content is a block (`<li><p>..</p></li>`) leaves its marker
+    // alone on a line: carry it to the item's first line of text.
+    let mut bullet = false;
     for line in raw.lines() {
         let line = line
             .split(|c: char| c.is_whitespace())
             .filter(|w| !w.is_empty())
             .collect::<Vec<_>>()
             .join(" ");
-        if line.is_empty() || line == "-" {
+        if line == "-" {
+            bullet = true;
+            continue;
+        }
+        if line.is_empty() {
             continue;
         }
         if !text.is_empty() {
             text.push('\n');
+        }
+        if std::mem::take(&mut bullet) && !line.starts_with("- ") {
+            text.push_str("- ");
         }
         text.push_str(&line);
     }
@@ -134,6 +144,12 @@ mod tests {
             html_to_text(html),
             "Vercel is hiring.\nWhat you will do\n- Ship & iterate"
         );
+    }
+
+    #[test]
+    fn list_items_holding_paragraphs_keep_their_marker() {
+        let html = "<ul><li><p>Design APIs</p></li><li>\n<p>Run them</p>\n</li></ul>";
+        assert_eq!(html_to_text(html), "- Design APIs\n- Run them");
     }
 
     #[test]

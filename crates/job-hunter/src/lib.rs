@@ -1,1 +1,30 @@
-//! The job-hunting pipeline (spec 000).
+//! The job-hunting pipeline of spec 000, on the agent runtime.
+//!
+//! Eight steps run as a sequential [`StateGraph`](agent_runtime::graph::StateGraph)
+//! with a checkpoint after each: `parse_resume → parse_prefs → find_companies →
+//! scrape_jobs → process_jobs → score_jobs → aggregate → notify`. Model steps use typed
+//! structured output, fast or quality models, retries and a cost meter with a warning
+//! threshold and a hard limit; independent work (companies, jobs, scoring batches) runs
+//! concurrently under one bound. External services come in a [`Deps`] struct, live or
+//! recorded ([`Deps::dry_run`]).
+//!
+//! A run ends `success`, `partial` (the cost limit stopped it; what was gathered is
+//! kept and written) or `failed` (a fatal step error or a step timeout), and can be
+//! resumed by its run id after a crash: completed steps are not run again and the
+//! summary email is journaled, so it is never sent twice.
+
+pub mod deps;
+pub mod dry_run;
+pub mod events;
+pub mod llm;
+pub mod models;
+pub mod pipeline;
+pub mod settings;
+pub mod state;
+pub mod steps;
+
+pub use deps::{Deps, DepsError};
+pub use events::HuntEvent;
+pub use pipeline::{CriticalPath, HuntError, HuntResult, JobHunter};
+pub use settings::{Settings, SettingsError};
+pub use state::{HuntState, RunConfig};

@@ -4,6 +4,7 @@ use crate::anthropic::{AnthropicConfig, AnthropicModel};
 use crate::error::LlmError;
 use crate::model::{ChatModel, EmbeddingModel};
 use crate::openai::{OpenAiConfig, OpenAiModel};
+use crate::retry::RetryPolicy;
 use crate::secret::ApiKey;
 use crate::tiers::{ModelRouter, ModelTier};
 use std::fmt;
@@ -194,10 +195,33 @@ impl ProviderConfig {
 
     /// Builds the chat model; requests without a model use the `default_tier` model.
     pub fn chat_model(&self, default_tier: ModelTier) -> Result<Arc<dyn ChatModel>, LlmError> {
+        self.chat_model_with_retry(default_tier, RetryPolicy::default())
+    }
+
+    /// Like [`chat_model`](Self::chat_model), with the client retrying transient errors
+    /// by `retry` instead of the default policy.
+    ///
+    /// ```
+    /// use agent_llm::{ModelTier, ProviderConfig, RetryPolicy};
+    /// use std::time::Duration;
+    /// let config = ProviderConfig::from_lookup(|name| {
+    ///     (name == "ANTHROPIC_API_KEY").then(|| "sk-ant-test".to_owned())
+    /// }).unwrap().unwrap();
+    /// let retry = RetryPolicy::default().with_base_delay(Duration::from_secs(1)).with_max_delay(Duration::from_secs(10));
+    /// let model = config.chat_model_with_retry(ModelTier::Primary, retry).unwrap();
+    /// # let _ = model;
+    /// ```
+    pub fn chat_model_with_retry(
+        &self,
+        default_tier: ModelTier,
+        retry: RetryPolicy,
+    ) -> Result<Arc<dyn ChatModel>, LlmError> {
         let model = self.router.model(default_tier).to_owned();
         Ok(match self.kind {
             ProviderKind::Anthropic => {
-                let mut config = AnthropicConfig::new(ApiKey::new("")).with_default_model(model);
+                let mut config = AnthropicConfig::new(ApiKey::new(""))
+                    .with_default_model(model)
+                    .with_retry(retry);
                 config.api_key = self.api_key.clone();
                 if let Some(url) = &self.base_url {
                     config = config.with_base_url(url);
@@ -205,7 +229,9 @@ impl ProviderConfig {
                 Arc::new(AnthropicModel::new(config)?)
             }
             _ => Arc::new(OpenAiModel::new(
-                self.openai_config()?.with_default_model(model),
+                self.openai_config()?
+                    .with_default_model(model)
+                    .with_retry(retry),
             )?),
         })
     }

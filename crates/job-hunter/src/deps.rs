@@ -1,0 +1,166 @@
+//! The pipeline's external services as trait objects: live, or recorded fixtures for a
+//! dry run. Nothing is patched; a test builds the `Deps` it needs.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_llm::testing::LatencyModel;
+use agent_llm::{ChatModel, ModelTier, ProviderConfig, RetryPolicy};
+use agent_runtime::EventSink;
+use job_capabilities::ats::{AtsClient, AtsEndpoints, JobBoardClient};
+use job_capabilities::fetch::{FetchPolicy, PageFetcher, PageSource};
+use job_capabilities::http::{PoliteClient, PolitePolicy};
+use job_capabilities::mail::{Mailer, SmtpMailer};
+use job_capabilities::search::{WebSearch, web_search_from_env};
+
+use crate::dry_run::{DryRunModel, FixtureBoards, FixturePages, FixtureSearch};
+use crate::events::HuntEvent;
+use crate::settings::Settings;
+
+/// Everything the pipeline talks to.
+#[derive(Clone)]
+pub struct Deps {
+    /// The chat model behind every step.
+    pub model: Arc<dyn ChatModel>,
+    /// Job-board APIs.
+    pub boards: Arc<dyn JobBoardClient>,
+    /// Careers pages.
+    pub pages: Arc<dyn PageSource>,
+    /// Web search; `None` searches only the companies the preferences name.
+    pub search: Option<Arc<dyn WebSearch>>,
+    /// The SMTP mailer; `None` writes the summary as an `.eml` file.
+    pub mailer: Option<Arc<dyn Mailer>>,
+    /// Progress events.
+    pub events: Arc<dyn EventSink<HuntEvent>>,
+    /// Whether this is a dry run on recorded fixtures.
+    pub dry_run: bool,
+}
+
+impl std::fmt::Debug for Deps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deps")
+            .field("dry_run", &self.dry_run)
+            .field(
+                "search",
+                &self.search.as_ref().map(|s| s.provider().to_owned()),
+            )
+            .field("mailer", &self.mailer.as_ref().map(|m| m.describe()))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the services could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum DepsError {
+    /// No LLM provider is configured, or its configuration is wrong.
+    #[error("LLM provider: {0}")]
+    Provider(String),
+    /// A client could not be built.
+    #[error("{0}")]
+    Client(String),
+    /// The dry-run fixtures are missing or malformed.
+    #[error("fixtures: {0}")]
+    Fixtures(String),
+}
+
+fn mailer(settings: &Settings) -> Result<Option<Arc<dyn Mailer>>, DepsError> {
+    settings
+        .smtp_url
+        .as_deref()
+        .map(|url| {
+            SmtpMailer::from_url(url)
+                .map(|m| Arc::new(m) as Arc<dyn Mailer>)
+                .map_err(|e| DepsError::Client(format!("SMTP_URL: {e}")))
+        })
+        .transpose()
+}
+
+fn discard_events() -> Arc<dyn EventSink<HuntEvent>> {
+    Arc::new(|_event: HuntEvent| {})
+}
+
+impl Deps {
+    /// Real services: the LLM provider from the environment (`ANTHROPIC_API_KEY`,
+    /// `LLM_PROVIDER`, ...) retrying 3 times with backoff from 1 s to 10 s, the ATS
+    /// APIs (`GREENHOUSE_API_BASE`, ...), careers pages through the address guard,
+    /// Brave search when `BRAVE_API_KEY` is set, and SMTP when `SMTP_URL` is set.
+    pub fn live(settings: &Settings) -> Result<Self, DepsError> {
+        let provider = ProviderConfig::from_env()
+            .map_err(|e| DepsError::Provider(e.to_string()))?
+            .ok_or_else(|| {
+                DepsError::Provider(
+                    "no LLM provider configured: set ANTHROPIC_API_KEY (or LLM_PROVIDER and its key), or use --dry-run"
+                        .into(),
+                )
+            })?;
+        let retry = RetryPolicy::default()
+            .with_max_attempts(3)
+            .with_base_delay(Duration::from_secs(1))
+            .with_max_delay(Duration::from_secs(10));
+        let model = provider
+            .chat_model_with_retry(ModelTier::Primary, retry)
+            .map_err(|e| DepsError::Provider(e.to_string()))?;
+        let polite = PoliteClient::new(PolitePolicy {
+            min_interval_per_host: settings.host_interval,
+            ..PolitePolicy::default()
+        });
+        let pages = PageFetcher::new(FetchPolicy {
+            min_interval_per_host: settings.host_interval,
+            ..FetchPolicy::default()
+        })
+        .map_err(|e| DepsError::Client(e.to_string()))?;
+        Ok(Deps {
+            model,
+            boards: Arc::new(AtsClient::new(polite, AtsEndpoints::from_env())),
+            pages: Arc::new(pages),
+            search: web_search_from_env(),
+            mailer: mailer(settings)?,
+            events: discard_events(),
+            dry_run: false,
+        })
+    }
+
+    /// Recorded fixtures from `fixtures` (normally `fixtures/job-hunter/`) for the
+    /// model, search, job boards and careers pages; the real ATS detection and parsing
+    /// and the real resume reader still run. `latency` delays every model call. Mail
+    /// still goes through SMTP when `SMTP_URL` is set.
+    pub fn dry_run(
+        fixtures: &Path,
+        settings: &Settings,
+        latency: Option<Duration>,
+    ) -> Result<Self, DepsError> {
+        let model = DryRunModel::load(&fixtures.join("llm"))?;
+        let model: Arc<dyn ChatModel> = match latency {
+            Some(delay) if !delay.is_zero() => Arc::new(LatencyModel::new(model, delay)),
+            _ => Arc::new(model),
+        };
+        Ok(Deps {
+            model,
+            boards: Arc::new(FixtureBoards::load(&fixtures.join("ats"))?),
+            pages: Arc::new(FixturePages::load(&fixtures.join("pages"))?),
+            search: Some(Arc::new(FixtureSearch::load(&fixtures.join("search"))?)),
+            mailer: mailer(settings)?,
+            events: discard_events(),
+            dry_run: true,
+        })
+    }
+
+    /// Sends progress events to `sink`.
+    pub fn with_events(mut self, sink: Arc<dyn EventSink<HuntEvent>>) -> Self {
+        self.events = sink;
+        self
+    }
+
+    /// Replaces the chat model (a scripted model in tests).
+    pub fn with_model(mut self, model: Arc<dyn ChatModel>) -> Self {
+        self.model = model;
+        self
+    }
+
+    /// Replaces or removes web search.
+    pub fn with_search(mut self, search: Option<Arc<dyn WebSearch>>) -> Self {
+        self.search = search;
+        self
+    }
+}

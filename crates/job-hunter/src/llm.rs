@@ -1,0 +1,204 @@
+//! Typed model calls for the pipeline's steps: quality tiers, a concurrency bound, the
+//! cost meter, and spending kept for the state.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agent_llm::{ChatModel, ChatRequest, ExtractOptions, Usage, extract_with};
+use agent_runtime::{CostLimits, CostMeter, EventSink};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use tokio::sync::Semaphore;
+
+use crate::events::HuntEvent;
+use crate::settings::Settings;
+use crate::state::Spend;
+
+/// Which model a call needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quality {
+    /// Fast and cheap: preferences, job normalization (`JH_HAIKU_MODEL`).
+    Fast,
+    /// High quality: the resume, company finding, scoring (`JH_SONNET_MODEL`).
+    Best,
+}
+
+/// A model call that did not give a value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmCallError {
+    /// The hard cost limit was reached; the call was not made.
+    #[error("cost limit reached: {0}")]
+    CostLimit(String),
+    /// The model failed, or its answer never fit the schema.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Makes the pipeline's model calls. Cheap to clone; clones share the meter, the bound
+/// and the ledger.
+#[derive(Clone)]
+pub struct PipelineLlm {
+    model: Arc<dyn ChatModel>,
+    fast_model: String,
+    best_model: String,
+    max_attempts: u32,
+    meter: CostMeter,
+    bound: Arc<Semaphore>,
+    ledger: Arc<Mutex<Spend>>,
+    loaded: Arc<Spend>,
+}
+
+impl std::fmt::Debug for PipelineLlm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PipelineLlm")
+            .field("fast_model", &self.fast_model)
+            .field("best_model", &self.best_model)
+            .field("meter", &self.meter)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PipelineLlm {
+    /// Calls through `model` under the settings' limits, starting from `spent` (a resumed
+    /// run keeps counting), warning through `events` once the threshold is passed.
+    pub fn new(
+        model: Arc<dyn ChatModel>,
+        settings: &Settings,
+        spent: &Spend,
+        events: Arc<dyn EventSink<HuntEvent>>,
+    ) -> Self {
+        let threshold = settings.warn_cost_threshold_usd;
+        let meter = CostMeter::new(CostLimits {
+            warn_usd: Some(threshold),
+            max_usd: Some(settings.max_cost_per_run_usd),
+            ..CostLimits::default()
+        })
+        .on_warn(move |snapshot| {
+            tracing::warn!(
+                current_cost = snapshot.usd,
+                limit = threshold,
+                "cost passed the warning threshold"
+            );
+            events.emit(HuntEvent::CostWarning {
+                spent_usd: snapshot.usd,
+                threshold_usd: threshold,
+            });
+        });
+        for (model_id, usage) in &spent.usage_by_model {
+            meter.record(model_id, *usage);
+        }
+        PipelineLlm {
+            model,
+            fast_model: settings.haiku_model.clone(),
+            best_model: settings.sonnet_model.clone(),
+            max_attempts: settings.llm_max_attempts,
+            meter,
+            bound: Arc::new(Semaphore::new(settings.max_concurrency)),
+            ledger: Arc::new(Mutex::new(spent.clone())),
+            loaded: Arc::new(spent.clone()),
+        }
+    }
+
+    /// The model id used for `quality`.
+    pub fn model_id(&self, quality: Quality) -> &str {
+        match quality {
+            Quality::Fast => &self.fast_model,
+            Quality::Best => &self.best_model,
+        }
+    }
+
+    /// Spending so far (what was loaded plus every call since).
+    pub fn spend(&self) -> Spend {
+        self.ledger
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The calls made through this caller, without those of an earlier process that
+    /// the run resumed from.
+    pub fn spend_since_start(&self) -> Spend {
+        let mut now = self.spend();
+        now.calls -= self.loaded.calls.min(now.calls);
+        for (step, calls) in now.calls_by_step.iter_mut() {
+            *calls -= self
+                .loaded
+                .calls_by_step
+                .get(step)
+                .copied()
+                .unwrap_or(0)
+                .min(*calls);
+        }
+        now.calls_by_step.retain(|_, calls| *calls > 0);
+        now
+    }
+
+    /// Why no more calls may be made, if the limit is reached.
+    pub fn limit_reason(&self) -> Option<String> {
+        self.meter.limit_reason()
+    }
+
+    /// Asks for a `T`: at most `JH_MAX_CONCURRENCY` calls run at once, a call is refused
+    /// once the hard limit is reached, invalid answers are re-asked up to
+    /// `JH_LLM_MAX_ATTEMPTS` times, and every attempt's tokens are counted (on failure
+    /// too).
+    pub async fn extract<T>(
+        &self,
+        step: &str,
+        quality: Quality,
+        system: &str,
+        prompt: String,
+    ) -> Result<T, LlmCallError>
+    where
+        T: JsonSchema + DeserializeOwned,
+    {
+        let _permit = self
+            .bound
+            .acquire()
+            .await
+            .map_err(|_| LlmCallError::Failed("the model-call bound was closed".into()))?;
+        self.meter
+            .check()
+            .map_err(|e| LlmCallError::CostLimit(e.0))?;
+        let model_id = self.model_id(quality).to_owned();
+        let request = ChatRequest::from_prompt(prompt)
+            .with_model(model_id.clone())
+            .with_system(system)
+            .with_max_tokens(4096);
+        let options = ExtractOptions {
+            max_attempts: self.max_attempts,
+            ..ExtractOptions::default()
+        };
+        let started = std::time::Instant::now();
+        let outcome = extract_with::<T, _>(&*self.model, request, options).await;
+        let (usage, attempts, answered_by) = match &outcome {
+            Ok(done) => (done.usage.clone(), done.attempts, done.model.clone()),
+            Err(e) => (e.usage.clone(), e.attempts, model_id.clone()),
+        };
+        self.account(step, &answered_by, &usage, attempts);
+        tracing::debug!(
+            step,
+            model = %answered_by,
+            duration_ms = started.elapsed().as_millis() as u64,
+            attempts,
+            input_tokens = usage.iter().map(|u| u.input_tokens).sum::<u64>(),
+            output_tokens = usage.iter().map(|u| u.output_tokens).sum::<u64>(),
+            "llm call complete"
+        );
+        outcome
+            .map(|done| done.value)
+            .map_err(|e| LlmCallError::Failed(e.to_string()))
+    }
+
+    fn account(&self, step: &str, model_id: &str, usage: &[Usage], attempts: u32) {
+        let total: Usage = usage.iter().copied().sum();
+        let snapshot = self.meter.record(model_id, total);
+        let mut ledger = self.ledger.lock().unwrap_or_else(PoisonError::into_inner);
+        ledger.calls += u64::from(attempts);
+        *ledger.calls_by_step.entry(step.to_owned()).or_default() += u64::from(attempts);
+        *ledger
+            .usage_by_model
+            .entry(model_id.to_owned())
+            .or_default() += total;
+        ledger.cost_usd = ledger.cost_usd.max(snapshot.usd);
+    }
+}

@@ -1,0 +1,304 @@
+//! What the pipeline's model calls return (typed structured output) and the records it
+//! builds from them.
+
+use chrono::{DateTime, Utc};
+use job_capabilities::{JobSource, Salary};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The candidate, as read from the resume by the quality model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CandidateProfile {
+    /// Full name as written on the resume.
+    pub name: String,
+    /// Contact email, when the resume gives one.
+    pub email: Option<String>,
+    /// The candidate's current or most recent title.
+    pub current_title: Option<String>,
+    /// Total years of professional experience (whole years, from the dated roles).
+    pub years_of_experience: Option<u32>,
+    /// Skills the resume shows, most prominent first.
+    pub skills: Vec<String>,
+    /// One line per role: title, company, years.
+    pub experience: Vec<String>,
+    /// Degrees and schools.
+    pub education: Vec<String>,
+    /// Where the candidate lives, when stated.
+    pub location: Option<String>,
+    /// A two-sentence summary of the candidate, from the resume only.
+    pub summary: String,
+}
+
+/// How the candidate wants to work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RemotePreference {
+    /// Only remote roles.
+    Remote,
+    /// Hybrid or remote.
+    Hybrid,
+    /// On site.
+    Onsite,
+    /// Not stated: anything.
+    Any,
+}
+
+/// The job search the candidate asked for, parsed from free text by the fast model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SearchPreferences {
+    /// Job titles or roles wanted.
+    pub target_titles: Vec<String>,
+    /// Companies the candidate named (searched first, even without web search).
+    pub target_companies: Vec<String>,
+    /// Industries or domains of interest.
+    pub industries: Vec<String>,
+    /// Acceptable locations (cities, regions, countries).
+    pub locations: Vec<String>,
+    /// Remote, hybrid, on site or any.
+    pub remote: RemotePreference,
+    /// The lowest acceptable annual base salary, when stated.
+    pub min_salary: Option<u64>,
+    /// Currency of `min_salary` (ISO 4217), when stated.
+    pub salary_currency: Option<String>,
+    /// Companies or kinds of company to avoid.
+    pub excluded_companies: Vec<String>,
+}
+
+/// A company worth searching, proposed by the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CompanyCandidate {
+    /// The company's name.
+    pub name: String,
+    /// Its main website domain, when known (e.g. `example.com`).
+    pub domain: Option<String>,
+    /// Why it fits the candidate and the preferences, in one sentence.
+    pub reason: String,
+}
+
+/// The model's list of companies to search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CompanyCandidateList {
+    /// The companies, best fit first.
+    pub companies: Vec<CompanyCandidate>,
+}
+
+/// Work arrangement of a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkArrangement {
+    /// Fully remote.
+    Remote,
+    /// Part remote.
+    Hybrid,
+    /// On site.
+    Onsite,
+    /// The posting does not say.
+    Unknown,
+}
+
+impl WorkArrangement {
+    /// `remote`, `hybrid`, `onsite` or `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkArrangement::Remote => "remote",
+            WorkArrangement::Hybrid => "hybrid",
+            WorkArrangement::Onsite => "onsite",
+            WorkArrangement::Unknown => "unknown",
+        }
+    }
+}
+
+/// A posting normalized by the fast model. Pay is deliberately absent: it is parsed
+/// from the posting deterministically, never produced by a model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExtractedJob {
+    /// The title, cleaned of codes and locations.
+    pub title: String,
+    /// Seniority: intern, junior, mid, senior, staff, principal, lead, manager, director or unknown.
+    pub seniority: String,
+    /// The primary location, as a place name.
+    pub location: Option<String>,
+    /// Remote, hybrid, on site or unknown.
+    pub work_arrangement: WorkArrangement,
+    /// Skills the posting requires.
+    pub required_skills: Vec<String>,
+    /// Skills the posting names as a plus.
+    pub preferred_skills: Vec<String>,
+    /// The least years of experience asked for, when stated.
+    pub min_years_experience: Option<u32>,
+    /// Two sentences on what the job is, from the posting only.
+    pub summary: String,
+}
+
+/// One job's score against the candidate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct JobScore {
+    /// The job's id exactly as given in the request.
+    pub job_id: String,
+    /// Fit from 0 (none) to 100 (ideal).
+    pub score: u8,
+    /// One or two sentences that cite what in the job and in the profile the score rests on.
+    pub reason: String,
+    /// Requirements of the job the profile meets (quoted from the job).
+    pub job_evidence: Vec<String>,
+    /// Facts from the profile that meet them (quoted from the profile).
+    pub profile_evidence: Vec<String>,
+}
+
+/// The scores of one batch of jobs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BatchScoreResult {
+    /// One score per job of the batch.
+    pub scores: Vec<JobScore>,
+}
+
+/// How a company's target was found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum CompanyOrigin {
+    /// Named in the preferences.
+    Named,
+    /// Proposed by the model, with its reason.
+    Suggested {
+        /// Why the model proposed it.
+        reason: String,
+    },
+}
+
+/// A company to search, and where its jobs live.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Company {
+    /// The company's name.
+    pub name: String,
+    /// How it came to be searched.
+    pub origin: CompanyOrigin,
+    /// Its careers page, when one was found.
+    pub careers_url: Option<String>,
+    /// The job board its jobs are on, when detected.
+    pub board: Option<job_capabilities::ats::AtsBoard>,
+}
+
+/// What searching a company came to. Every company ends in exactly one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum CompanyOutcome {
+    /// Jobs were fetched from its board.
+    JobsFetched {
+        /// Jobs fetched (before de-duplication and limits).
+        count: usize,
+        /// Where from.
+        source: JobSource,
+    },
+    /// A careers page exists but uses no job board we can read.
+    UnsupportedAts {
+        /// The careers page.
+        careers_url: String,
+    },
+    /// No careers page or board was found.
+    NoCareersPage,
+    /// The site or board refused us (403/429).
+    Blocked {
+        /// What refused and how.
+        reason: String,
+    },
+    /// Something else failed.
+    Error {
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+impl CompanyOutcome {
+    /// A short label: `jobs_fetched`, `unsupported_ats`, `no_careers_page`, `blocked`, `error`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            CompanyOutcome::JobsFetched { .. } => "jobs_fetched",
+            CompanyOutcome::UnsupportedAts { .. } => "unsupported_ats",
+            CompanyOutcome::NoCareersPage => "no_careers_page",
+            CompanyOutcome::Blocked { .. } => "blocked",
+            CompanyOutcome::Error { .. } => "error",
+        }
+    }
+
+    /// One line for people: `12 jobs (greenhouse)`, `blocked: ...`.
+    pub fn describe(&self) -> String {
+        match self {
+            CompanyOutcome::JobsFetched { count, source } => format!("{count} jobs ({source})"),
+            CompanyOutcome::UnsupportedAts { careers_url } => {
+                format!("unsupported job board at {careers_url}")
+            }
+            CompanyOutcome::NoCareersPage => "no careers page found".into(),
+            CompanyOutcome::Blocked { reason } => format!("blocked: {reason}"),
+            CompanyOutcome::Error { reason } => format!("error: {reason}"),
+        }
+    }
+}
+
+/// A company and what searching it came to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompanyReport {
+    /// The company's name.
+    pub company: String,
+    /// The outcome.
+    pub outcome: CompanyOutcome,
+}
+
+/// A job after `process_jobs`: the posting's facts, the model's normalization, and pay
+/// parsed deterministically.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    /// Stable id derived from the posting's URL.
+    pub id: String,
+    /// The hiring company.
+    pub company: String,
+    /// The title as published.
+    pub title: String,
+    /// Location as published, else as extracted.
+    pub location: Option<String>,
+    /// The posting's page.
+    pub url: String,
+    /// Where to apply (the posting page when the source gives no separate address).
+    pub apply_url: String,
+    /// The job board it came from.
+    pub source: JobSource,
+    /// When it was published, when the source says.
+    pub posted_at: Option<DateTime<Utc>>,
+    /// Pay from structured fields or the description, never from a model.
+    pub salary: Option<Salary>,
+    /// The model's normalization.
+    pub extracted: ExtractedJob,
+}
+
+/// A job with its score.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScoredJob {
+    /// The job.
+    pub job: Job,
+    /// Fit from 0 to 100.
+    pub score: u8,
+    /// Why, citing the job and the profile.
+    pub reason: String,
+    /// Requirements of the job the profile meets.
+    pub job_evidence: Vec<String>,
+    /// Facts from the profile that meet them.
+    pub profile_evidence: Vec<String>,
+}
+
+/// A problem that did not stop the run, or the one that did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunIssue {
+    /// The step it happened in.
+    pub step: String,
+    /// A short class: `llm`, `ats`, `fetch`, `search`, `validation`, `mail`, ...
+    pub kind: String,
+    /// What happened.
+    pub message: String,
+    /// The company concerned, if any.
+    pub company: Option<String>,
+    /// The job concerned (its URL), if any.
+    pub job_url: Option<String>,
+    /// Whether it stopped the run.
+    pub fatal: bool,
+    /// When.
+    pub at: DateTime<Utc>,
+}

@@ -1,0 +1,371 @@
+//! The pipeline: eight steps as a sequential state graph, a checkpoint after each, and
+//! resume by run id.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_runtime::checkpoint::{
+    CheckpointError, CheckpointStore, FileCheckpointStore, InMemoryCheckpointStore,
+};
+use agent_runtime::graph::{
+    CompiledGraph, GraphError, NodeError, RunContext, RunOptions, RunStatus, StateGraph, node_fn,
+};
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use crate::deps::Deps;
+use crate::events::HuntEvent;
+use crate::llm::PipelineLlm;
+use crate::models::RunIssue;
+use crate::settings::Settings;
+use crate::state::{HuntState, RunConfig, Spend};
+use crate::steps::{self, STEP_NAMES, StepEnv};
+
+/// A failure outside the steps: the checkpoint store, or a graph that does not build.
+#[derive(Debug, thiserror::Error)]
+pub enum HuntError {
+    /// Checkpoints could not be read or written.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// The graph is invalid (a bug).
+    #[error(transparent)]
+    Graph(#[from] GraphError),
+}
+
+/// The longest chain of model calls that must follow one another: per step, its calls
+/// in waves of `JH_MAX_CONCURRENCY`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CriticalPath {
+    /// Sequential waves of model calls.
+    pub waves: u64,
+    /// Model calls made in this process.
+    pub calls: u64,
+}
+
+impl CriticalPath {
+    /// From the calls per step and the concurrency bound.
+    pub fn of(spend: &Spend, concurrency: usize) -> Self {
+        let bound = concurrency.max(1) as u64;
+        CriticalPath {
+            waves: spend
+                .calls_by_step
+                .values()
+                .map(|calls| calls.div_ceil(bound))
+                .sum(),
+            calls: spend.calls,
+        }
+    }
+
+    /// The critical path's duration when every model call takes `latency`.
+    pub fn estimate(&self, latency: Duration) -> Duration {
+        latency.saturating_mul(u32::try_from(self.waves).unwrap_or(u32::MAX))
+    }
+}
+
+/// How a run ended, with everything it gathered.
+#[derive(Debug, Clone)]
+pub struct HuntResult {
+    /// The run's id.
+    pub run_id: String,
+    /// success, partial (cost limit) or failed (fatal error, step timeout).
+    pub status: RunStatus,
+    /// Why it did not succeed.
+    pub reason: Option<String>,
+    /// The state: profile, companies, jobs, scores, files, issues, spending.
+    pub state: HuntState,
+    /// Steps run by this call (a resumed run lists only what it ran).
+    pub steps_run: Vec<String>,
+    /// Steps a checkpoint showed done and were skipped.
+    pub steps_skipped: Vec<String>,
+    /// Whether this call resumed an earlier run.
+    pub resumed: bool,
+    /// Wall time of this call.
+    pub duration: Duration,
+    /// The critical path of model calls.
+    pub critical_path: CriticalPath,
+}
+
+impl HuntResult {
+    /// Non-fatal issues and the fatal one, if any.
+    pub fn issues(&self) -> &[RunIssue] {
+        &self.state.issues
+    }
+}
+
+/// The job-hunting pipeline.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use job_hunter::{Deps, JobHunter, RunConfig, Settings};
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let settings = Settings::from_env()?;
+/// let deps = Deps::dry_run("fixtures/job-hunter".as_ref(), &settings, None)?;
+/// let hunter = JobHunter::new(deps, settings);
+/// let result = hunter.run(RunConfig {
+///     run_id: "demo".into(),
+///     resume_path: "fixtures/job-hunter/resume.txt".into(),
+///     preferences: "Senior backend roles in Berlin".into(),
+///     output_dir: "output".into(),
+/// }).await?;
+/// println!("{}: {} jobs scored", result.status.as_str(), result.state.scored.len());
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct JobHunter {
+    deps: Arc<Deps>,
+    settings: Arc<Settings>,
+    cancel: CancellationToken,
+}
+
+struct Shared {
+    deps: Arc<Deps>,
+    settings: Arc<Settings>,
+    llm: PipelineLlm,
+}
+
+type StepFn =
+    for<'a> fn(&'a mut HuntState, &'a StepEnv<'a>) -> BoxFuture<'a, Result<(), NodeError>>;
+
+fn step_fn(name: &str) -> StepFn {
+    match name {
+        "parse_resume" => |s, e| Box::pin(steps::parse_resume::run(s, e)),
+        "parse_prefs" => |s, e| Box::pin(steps::parse_prefs::run(s, e)),
+        "find_companies" => |s, e| Box::pin(steps::find_companies::run(s, e)),
+        "scrape_jobs" => |s, e| Box::pin(steps::scrape_jobs::run(s, e)),
+        "process_jobs" => |s, e| Box::pin(steps::process_jobs::run(s, e)),
+        "score_jobs" => |s, e| Box::pin(steps::score_jobs::run(s, e)),
+        "aggregate" => |s, e| Box::pin(steps::aggregate::run(s, e)),
+        _ => |s, e| Box::pin(steps::notify::run(s, e)),
+    }
+}
+
+/// What a finished step did, in a few words.
+fn step_summary(step: &str, state: &HuntState) -> String {
+    match step {
+        "parse_resume" => state
+            .profile
+            .as_ref()
+            .map(|p| format!("{} ({} skills)", p.name, p.skills.len()))
+            .unwrap_or_default(),
+        "parse_prefs" => state
+            .preferences
+            .as_ref()
+            .map(|p| {
+                format!(
+                    "{} titles, {} named companies",
+                    p.target_titles.len(),
+                    p.target_companies.len()
+                )
+            })
+            .unwrap_or_default(),
+        "find_companies" => format!("{} companies", state.companies.len()),
+        "scrape_jobs" => format!(
+            "{} jobs from {} companies ({} duplicates removed)",
+            state.raw_jobs.len(),
+            state.company_reports.len(),
+            state.duplicates_removed
+        ),
+        "process_jobs" => format!(
+            "{} of {} jobs processed",
+            state.jobs.len(),
+            state.raw_jobs.len()
+        ),
+        "score_jobs" => format!("{} jobs scored", state.scored.len()),
+        "aggregate" => format!("{} files written", state.output_files.len()),
+        _ => state
+            .notification
+            .as_ref()
+            .map(|n| format!("sent via {}", n.transport))
+            .unwrap_or_default(),
+    }
+}
+
+impl JobHunter {
+    /// A pipeline over these services and settings.
+    pub fn new(deps: Deps, settings: Settings) -> Self {
+        JobHunter {
+            deps: Arc::new(deps),
+            settings: Arc::new(settings),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    /// Stops runs when `token` fires (Ctrl-C): the step in flight is dropped, the run
+    /// ends `failed` with its checkpoints kept, and the same run id resumes it.
+    pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    fn graph(&self, shared: Arc<Shared>) -> Result<CompiledGraph<HuntState>, GraphError> {
+        let nodes = STEP_NAMES.map(|name| {
+            let shared = shared.clone();
+            let run = step_fn(name);
+            let node = node_fn(move |state: &mut HuntState, ctx: &RunContext| {
+                let shared = shared.clone();
+                Box::pin(async move {
+                    shared
+                        .deps
+                        .events
+                        .emit(HuntEvent::StepStarted { step: name.into() });
+                    tracing::info!(step = name, "agent start");
+                    let started = Instant::now();
+                    let env = StepEnv {
+                        deps: &shared.deps,
+                        llm: &shared.llm,
+                        settings: &shared.settings,
+                        run: ctx,
+                    };
+                    let outcome = run(state, &env).await;
+                    state.spend = shared.llm.spend();
+                    tracing::info!(
+                        step = name,
+                        duration_seconds = started.elapsed().as_secs_f64(),
+                        ok = outcome.is_ok(),
+                        "agent end"
+                    );
+                    if outcome.is_ok() {
+                        shared.deps.events.emit(HuntEvent::StepFinished {
+                            step: name.into(),
+                            summary: step_summary(name, state),
+                        });
+                    }
+                    outcome
+                }) as BoxFuture<'_, Result<(), NodeError>>
+            });
+            (name, node)
+        });
+        StateGraph::sequence(nodes).compile()
+    }
+
+    fn store(&self) -> Arc<dyn CheckpointStore> {
+        if self.settings.checkpoint_enabled {
+            Arc::new(FileCheckpointStore::new(
+                self.settings.checkpoint_dir.clone(),
+            ))
+        } else {
+            Arc::new(InMemoryCheckpointStore::new())
+        }
+    }
+
+    /// Runs the pipeline for `config`, or, when checkpoints of `config.run_id` exist,
+    /// resumes that run after its last completed step (its own recorded request is used;
+    /// `config` is then ignored).
+    ///
+    /// The status follows the spec's error table: `partial` when the cost limit stops
+    /// the run (the output files are still written from what was scored), `failed` on a
+    /// fatal step error or a step timeout; non-fatal problems are in the state's
+    /// `issues`. Checkpoint I/O errors are returned as errors.
+    pub async fn run(&self, config: RunConfig) -> Result<HuntResult, HuntError> {
+        let started = Instant::now();
+        let store = self.store();
+        let run_id = config.run_id.clone();
+        let latest = store.latest(&run_id).await?;
+        let spent: Spend = latest
+            .as_ref()
+            .and_then(|cp| cp.state.get("spend").cloned())
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default();
+        let llm = PipelineLlm::new(
+            self.deps.model.clone(),
+            &self.settings,
+            &spent,
+            self.deps.events.clone(),
+        );
+        let shared = Arc::new(Shared {
+            deps: self.deps.clone(),
+            settings: self.settings.clone(),
+            llm: llm.clone(),
+        });
+        let graph = self.graph(shared)?;
+        let limit_llm = llm.clone();
+        let options = RunOptions::new()
+            .with_run_id(run_id.clone())
+            .with_node_timeout(self.settings.agent_timeout)
+            .with_cancellation(self.cancel.clone())
+            .with_limit_check(move || limit_llm.limit_reason());
+        let (result, skipped) = match latest {
+            Some(checkpoint) => {
+                tracing::info!(run_id, completed = ?checkpoint.completed, "resuming from checkpoint");
+                for step in &checkpoint.completed {
+                    self.deps
+                        .events
+                        .emit(HuntEvent::StepSkipped { step: step.clone() });
+                }
+                (
+                    graph.resume(&run_id, store, options).await?,
+                    checkpoint.completed,
+                )
+            }
+            None => (
+                graph
+                    .run_checkpointed(HuntState::new(config), store, options)
+                    .await?,
+                Vec::new(),
+            ),
+        };
+        let resumed = !skipped.is_empty() || !result.steps.is_empty() && result.steps[0].step > 1;
+        let mut state = result.state;
+        state.spend = llm.spend();
+        if let Some(reason) = &result.reason {
+            let step = result
+                .steps
+                .last()
+                .map(|s| s.node.to_string())
+                .unwrap_or_default();
+            state.issues.push(RunIssue {
+                step,
+                kind: result
+                    .stop
+                    .map(|s| format!("{s:?}"))
+                    .unwrap_or_default()
+                    .to_lowercase(),
+                message: reason.clone(),
+                company: None,
+                job_url: None,
+                fatal: result.status == RunStatus::Failed,
+                at: chrono::Utc::now(),
+            });
+        }
+        if result.status == RunStatus::Partial
+            && state.output_files.is_empty()
+            && !state.scored.is_empty()
+        {
+            let dir = state.config.output_dir.clone();
+            match steps::aggregate::write_outputs(&state, Path::new(&dir)) {
+                Ok(files) => state.output_files = files,
+                Err(e) => tracing::error!(error = %e, "could not write the partial results"),
+            }
+        }
+        tracing::info!(
+            run_id,
+            status = result.status.as_str(),
+            total_tokens = state.spend.total_tokens(),
+            total_cost_usd = (state.spend.cost_usd * 10_000.0).round() / 10_000.0,
+            duration_seconds = started.elapsed().as_secs_f64(),
+            jobs_scored = state.scored.len(),
+            errors = state.issues.len(),
+            "pipeline summary"
+        );
+        Ok(HuntResult {
+            critical_path: CriticalPath::of(
+                &llm.spend_since_start(),
+                self.settings.max_concurrency,
+            ),
+            run_id,
+            status: result.status,
+            reason: result.reason,
+            steps_run: result.steps.iter().map(|s| s.node.to_string()).collect(),
+            steps_skipped: skipped,
+            resumed,
+            duration: started.elapsed(),
+            state,
+        })
+    }
+}

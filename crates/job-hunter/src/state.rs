@@ -1,0 +1,149 @@
+//! The state threaded through the pipeline and saved in every checkpoint.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use agent_llm::Usage;
+use chrono::Utc;
+use job_capabilities::RawJob;
+use serde::{Deserialize, Serialize};
+
+use crate::models::{
+    CandidateProfile, Company, CompanyReport, Job, RunIssue, ScoredJob, SearchPreferences,
+};
+
+/// What a run was asked to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// The run's id: the checkpoint key, and part of the output file names.
+    pub run_id: String,
+    /// The resume to read (PDF, DOCX or TXT).
+    pub resume_path: PathBuf,
+    /// The candidate's preferences, in their own words.
+    pub preferences: String,
+    /// Where the CSV, XLSX and `.eml` go.
+    pub output_dir: PathBuf,
+}
+
+/// Model spending so far, kept in the state so a resumed run keeps counting.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spend {
+    /// Model calls made (every attempt counts).
+    pub calls: u64,
+    /// Model calls made per step.
+    pub calls_by_step: BTreeMap<String, u64>,
+    /// Tokens per model id.
+    pub usage_by_model: BTreeMap<String, Usage>,
+    /// USD of the calls whose model has a price.
+    pub cost_usd: f64,
+}
+
+impl Spend {
+    /// Tokens of all models together.
+    pub fn usage(&self) -> Usage {
+        self.usage_by_model.values().copied().sum()
+    }
+
+    /// Input plus output tokens (cache reads and writes included in input).
+    pub fn total_tokens(&self) -> u64 {
+        let u = self.usage();
+        u.input_tokens + u.output_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens
+    }
+}
+
+/// Where the summary went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Notification {
+    /// `smtp://host:port` or the `.eml` file.
+    pub transport: String,
+    /// The `.eml` file, when the message was written rather than sent.
+    pub eml_path: Option<PathBuf>,
+    /// The message id the server or writer gave.
+    pub message_id: Option<String>,
+    /// The recipients.
+    pub to: Vec<String>,
+}
+
+/// Everything a run has gathered. Serialized into every checkpoint; each step adds its
+/// part and leaves the rest alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HuntState {
+    /// The request.
+    pub config: RunConfig,
+    /// The resume's text (`parse_resume`).
+    pub resume_text: Option<String>,
+    /// The candidate (`parse_resume`).
+    pub profile: Option<CandidateProfile>,
+    /// The search (`parse_prefs`).
+    pub preferences: Option<SearchPreferences>,
+    /// Companies to search (`find_companies`).
+    pub companies: Vec<Company>,
+    /// How finding companies went, e.g. that web search is not configured.
+    pub search_note: Option<String>,
+    /// One outcome per company (`scrape_jobs`).
+    pub company_reports: Vec<CompanyReport>,
+    /// Postings fetched, de-duplicated (`scrape_jobs`).
+    pub raw_jobs: Vec<RawJob>,
+    /// Postings dropped as duplicates.
+    pub duplicates_removed: usize,
+    /// Postings left out by the per-company or per-run limits.
+    pub jobs_over_limit: usize,
+    /// Postings normalized (`process_jobs`).
+    pub jobs: Vec<Job>,
+    /// Jobs with scores, best first (`score_jobs`).
+    pub scored: Vec<ScoredJob>,
+    /// Files written (`aggregate`).
+    pub output_files: Vec<PathBuf>,
+    /// Where the summary went (`notify`).
+    pub notification: Option<Notification>,
+    /// Problems met on the way.
+    pub issues: Vec<RunIssue>,
+    /// Model spending.
+    pub spend: Spend,
+}
+
+impl HuntState {
+    /// A fresh state for `config`.
+    pub fn new(config: RunConfig) -> Self {
+        HuntState {
+            config,
+            resume_text: None,
+            profile: None,
+            preferences: None,
+            companies: Vec::new(),
+            search_note: None,
+            company_reports: Vec::new(),
+            raw_jobs: Vec::new(),
+            duplicates_removed: 0,
+            jobs_over_limit: 0,
+            jobs: Vec::new(),
+            scored: Vec::new(),
+            output_files: Vec::new(),
+            notification: None,
+            issues: Vec::new(),
+            spend: Spend::default(),
+        }
+    }
+
+    /// Records a problem that does not stop the run.
+    pub fn record_issue(
+        &mut self,
+        step: &str,
+        kind: &str,
+        message: impl Into<String>,
+        company: Option<&str>,
+        job_url: Option<&str>,
+    ) {
+        let message = message.into();
+        tracing::warn!(step, kind, company, job_url, %message, "non-fatal error");
+        self.issues.push(RunIssue {
+            step: step.into(),
+            kind: kind.into(),
+            message,
+            company: company.map(str::to_owned),
+            job_url: job_url.map(str::to_owned),
+            fatal: false,
+            at: Utc::now(),
+        });
+    }
+}

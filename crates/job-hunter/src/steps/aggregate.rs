@@ -1,0 +1,147 @@
+//! Step 7: write the ranked jobs as CSV and XLSX, and every company's outcome beside
+//! them. No model calls.
+
+use std::path::{Path, PathBuf};
+
+use agent_runtime::graph::NodeError;
+use job_capabilities::export::{Cell, Column, Table, write_csv, write_xlsx};
+
+use super::StepEnv;
+use crate::models::{CompanyReport, ScoredJob};
+use crate::state::HuntState;
+
+/// The ranked jobs as a table: rank, score, title, company, location, arrangement,
+/// seniority, pay, source, posted date, apply link, reason and evidence.
+pub fn jobs_table(scored: &[ScoredJob]) -> Table {
+    let columns = [
+        ("Rank", 6.0),
+        ("Score", 7.0),
+        ("Title", 40.0),
+        ("Company", 22.0),
+        ("Location", 24.0),
+        ("Arrangement", 12.0),
+        ("Seniority", 11.0),
+        ("Salary min (annual)", 14.0),
+        ("Salary max (annual)", 14.0),
+        ("Currency", 9.0),
+        ("Salary as published", 26.0),
+        ("Source", 12.0),
+        ("Posted", 12.0),
+        ("Apply", 40.0),
+        ("Reason", 70.0),
+        ("Job evidence", 50.0),
+        ("Profile evidence", 50.0),
+    ];
+    let mut table = Table::new(
+        columns
+            .iter()
+            .map(|(header, width)| Column {
+                header: (*header).to_owned(),
+                width: *width,
+            })
+            .collect(),
+    );
+    for (rank, s) in scored.iter().enumerate() {
+        let job = &s.job;
+        let salary = job.salary.as_ref();
+        let number = |v: Option<f64>| v.map_or(Cell::Empty, |v| Cell::Number(v.round()));
+        let row = vec![
+            Cell::Integer(rank as i64 + 1),
+            Cell::Integer(i64::from(s.score)),
+            Cell::Text(job.title.clone()),
+            Cell::Text(job.company.clone()),
+            job.location.clone().map_or(Cell::Empty, Cell::Text),
+            Cell::Text(job.extracted.work_arrangement.as_str().to_owned()),
+            Cell::Text(job.extracted.seniority.clone()),
+            number(salary.and_then(|s| s.annual_min())),
+            number(salary.and_then(|s| s.annual_max())),
+            salary.map_or(Cell::Empty, |s| Cell::Text(s.currency.clone())),
+            salary.map_or(Cell::Empty, |s| {
+                Cell::Text(format!(
+                    "{}-{} per {}",
+                    s.min.map_or("?".into(), |v| format!("{v:.0}")),
+                    s.max.map_or("?".into(), |v| format!("{v:.0}")),
+                    s.interval.as_str()
+                ))
+            }),
+            Cell::Text(job.source.as_str().to_owned()),
+            job.posted_at
+                .map_or(Cell::Empty, |at| Cell::Date(at.date_naive())),
+            Cell::Link {
+                url: job.apply_url.clone(),
+                text: "Apply".to_owned(),
+            },
+            Cell::Text(s.reason.clone()),
+            Cell::Text(s.job_evidence.join("; ")),
+            Cell::Text(s.profile_evidence.join("; ")),
+        ];
+        // Rows have exactly as many cells as columns.
+        let _ = table.push_row(row);
+    }
+    table
+}
+
+/// Every company with its outcome.
+pub fn companies_table(reports: &[CompanyReport]) -> Table {
+    let mut table = Table::new(vec![
+        Column {
+            header: "Company".into(),
+            width: 26.0,
+        },
+        Column {
+            header: "Outcome".into(),
+            width: 18.0,
+        },
+        Column {
+            header: "Jobs".into(),
+            width: 8.0,
+        },
+        Column {
+            header: "Details".into(),
+            width: 70.0,
+        },
+    ]);
+    for report in reports {
+        let jobs = match &report.outcome {
+            crate::models::CompanyOutcome::JobsFetched { count, .. } => {
+                Cell::Integer(*count as i64)
+            }
+            _ => Cell::Empty,
+        };
+        let _ = table.push_row(vec![
+            Cell::Text(report.company.clone()),
+            Cell::Text(report.outcome.label().to_owned()),
+            jobs,
+            Cell::Text(report.outcome.describe()),
+        ]);
+    }
+    table
+}
+
+/// Writes `<run_id>-jobs.csv`, `<run_id>-jobs.xlsx` and `<run_id>-companies.csv` into
+/// `dir` and returns their paths.
+pub fn write_outputs(state: &HuntState, dir: &Path) -> Result<Vec<PathBuf>, String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create the output directory {}: {e}", dir.display()))?;
+    let run_id = &state.config.run_id;
+    let jobs = jobs_table(&state.scored);
+    let csv = dir.join(format!("{run_id}-jobs.csv"));
+    let xlsx = dir.join(format!("{run_id}-jobs.xlsx"));
+    let companies = dir.join(format!("{run_id}-companies.csv"));
+    write_csv(&jobs, &csv).map_err(|e| e.to_string())?;
+    write_xlsx(&jobs, &xlsx, "Jobs").map_err(|e| e.to_string())?;
+    write_csv(&companies_table(&state.company_reports), &companies).map_err(|e| e.to_string())?;
+    Ok(vec![csv, xlsx, companies])
+}
+
+/// Writes the output files; failing to write them is fatal.
+pub async fn run(state: &mut HuntState, _env: &StepEnv<'_>) -> Result<(), NodeError> {
+    let dir = state.config.output_dir.clone();
+    let files =
+        write_outputs(state, &dir).map_err(|e| NodeError::fatal(format!("aggregate: {e}")))?;
+    for file in &files {
+        tracing::info!(path = %file.display(), "output written");
+    }
+    state.output_files = files;
+    Ok(())
+}

@@ -1,0 +1,128 @@
+//! Step 5: normalize every posting with the fast model, concurrently; pay is parsed
+//! from the posting, never asked of the model.
+
+use agent_runtime::graph::NodeError;
+use futures::StreamExt as _;
+use job_capabilities::RawJob;
+use job_capabilities::salary::parse_salary_text;
+
+use super::{StepEnv, clip};
+use crate::events::HuntEvent;
+use crate::llm::{LlmCallError, Quality};
+use crate::models::{ExtractedJob, Job};
+use crate::state::HuntState;
+
+/// The system prompt of the job normalizer.
+pub const SYSTEM: &str = "You normalize job postings. Use only what the posting says; \
+when it does not state something, use null, an empty list or `unknown`. Skills are short \
+names (\"Rust\", \"PostgreSQL\"), not sentences.";
+
+/// The prompt for one posting. The `URL:` line identifies the posting.
+pub fn prompt(job: &RawJob) -> String {
+    format!(
+        "Normalize this job posting.\n\nCompany: {company}\nTitle: {title}\nLocation: {location}\nURL: {url}\n\n<description>\n{description}\n</description>",
+        company = job.company,
+        title = job.title,
+        location = job.location.as_deref().unwrap_or("(not stated)"),
+        url = job.url,
+        description = if job.description.trim().is_empty() {
+            "(the job board publishes no description for this posting)".to_owned()
+        } else {
+            clip(&job.description, 12_000)
+        },
+    )
+}
+
+/// A stable id for a posting: 16 hex digits of the FNV-1a hash of its URL.
+pub fn job_id(url: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in url.trim_end_matches('/').bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
+/// Builds the job record from the posting and the model's normalization.
+pub fn build_job(raw: &RawJob, extracted: ExtractedJob) -> Job {
+    let salary = raw
+        .salary
+        .clone()
+        .or_else(|| parse_salary_text(&raw.description));
+    Job {
+        id: job_id(&raw.url),
+        company: raw.company.clone(),
+        title: raw.title.clone(),
+        location: raw.location.clone().or_else(|| extracted.location.clone()),
+        url: raw.url.clone(),
+        apply_url: raw.apply_url.clone().unwrap_or_else(|| raw.url.clone()),
+        source: raw.source,
+        posted_at: raw.posted_at,
+        salary,
+        extracted,
+    }
+}
+
+/// Normalizes every posting; a posting the model fails on is recorded and left out, a
+/// cost limit keeps what was done and ends the run as partial.
+pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeError> {
+    let raw_jobs = std::mem::take(&mut state.raw_jobs);
+    let total = raw_jobs.len();
+    let mut done = 0;
+    let mut results = Vec::with_capacity(total);
+    {
+        let calls = futures::stream::iter(0..total)
+            .map(|index| {
+                let text = prompt(&raw_jobs[index]);
+                async move {
+                    let result = env
+                        .llm
+                        .extract::<ExtractedJob>("process_jobs", Quality::Fast, SYSTEM, text)
+                        .await;
+                    (index, result)
+                }
+            })
+            .buffer_unordered(env.settings.max_concurrency);
+        futures::pin_mut!(calls);
+        while let Some(outcome) = calls.next().await {
+            done += 1;
+            env.deps.events.emit(HuntEvent::Progress {
+                step: "process_jobs".into(),
+                done,
+                total,
+            });
+            results.push(outcome);
+        }
+    }
+    let mut processed: Vec<(usize, Job)> = Vec::with_capacity(total);
+    let mut failures = Vec::new();
+    let mut limit = None;
+    for (index, result) in results {
+        match result {
+            Ok(extracted) => processed.push((index, build_job(&raw_jobs[index], extracted))),
+            Err(LlmCallError::CostLimit(reason)) => limit = Some(reason),
+            Err(LlmCallError::Failed(reason)) => failures.push((index, reason)),
+        }
+    }
+    processed.sort_by_key(|(index, _)| *index);
+    for (index, reason) in failures {
+        let raw = &raw_jobs[index];
+        let (company, url) = (raw.company.clone(), raw.url.clone());
+        state.record_issue(
+            "process_jobs",
+            "llm",
+            format!("could not normalize {:?}: {reason}", raw.title),
+            Some(&company),
+            Some(&url),
+        );
+    }
+    state.jobs = processed.into_iter().map(|(_, job)| job).collect();
+    state.raw_jobs = raw_jobs;
+    match limit {
+        Some(reason) => Err(NodeError::limit(format!(
+            "{reason} ({} of {total} jobs processed)",
+            state.jobs.len()
+        ))),
+        None => Ok(()),
+    }
+}

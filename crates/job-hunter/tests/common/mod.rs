@@ -1,0 +1,157 @@
+//! Shared helpers for the job-hunter tests: recorded fixtures, a sandbox directory,
+//! settings for tests, and a real SMTP server (aiosmtpd) on loopback.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_runtime::CollectingSink;
+use job_hunter::{Deps, HuntEvent, HuntResult, JobHunter, RunConfig, Settings};
+
+/// `fixtures/job-hunter` at the workspace root.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/job-hunter")
+}
+
+/// The recorded preferences text.
+pub fn prefs() -> String {
+    std::fs::read_to_string(fixtures().join("prefs.txt")).unwrap()
+}
+
+/// Settings for tests: checkpoints and outputs in `dir`, no host spacing.
+pub fn settings(dir: &Path) -> Settings {
+    Settings {
+        checkpoint_dir: dir.join("checkpoints"),
+        output_dir: dir.join("output"),
+        host_interval: Duration::ZERO,
+        ..Settings::default()
+    }
+}
+
+/// A run of the recorded resume and preferences.
+pub fn config(run_id: &str, settings: &Settings) -> RunConfig {
+    RunConfig {
+        run_id: run_id.into(),
+        resume_path: fixtures().join("resume.txt"),
+        preferences: prefs(),
+        output_dir: settings.output_dir.clone(),
+    }
+}
+
+/// Dry-run services with events collected.
+pub fn dry_deps(settings: &Settings) -> (Deps, CollectingSink<HuntEvent>) {
+    let sink = CollectingSink::default();
+    let deps = Deps::dry_run(&fixtures(), settings, None)
+        .unwrap()
+        .with_events(Arc::new(sink.clone()));
+    (deps, sink)
+}
+
+/// Runs the dry run to the end.
+pub async fn dry_run(run_id: &str, settings: &Settings) -> HuntResult {
+    let (deps, _) = dry_deps(settings);
+    JobHunter::new(deps, settings.clone())
+        .run(config(run_id, settings))
+        .await
+        .unwrap()
+}
+
+/// The ranking: (url, score) best first.
+pub fn ranking(result: &HuntResult) -> Vec<(String, u8)> {
+    result
+        .state
+        .scored
+        .iter()
+        .map(|s| (s.job.url.clone(), s.score))
+        .collect()
+}
+
+/// The `.eml` files in `dir`.
+pub fn eml_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "eml"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A real SMTP server (Python's aiosmtpd) writing a Maildir; killed on drop.
+pub struct SmtpServer {
+    child: Child,
+    pub port: u16,
+    pub maildir: PathBuf,
+}
+
+impl SmtpServer {
+    pub fn start(dir: &Path) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let maildir = dir.join("maildir");
+        let child = Command::new("python3")
+            .args(["-m", "aiosmtpd", "-n", "-l"])
+            .arg(format!("127.0.0.1:{port}"))
+            .args(["-c", "aiosmtpd.handlers.Mailbox"])
+            .arg(&maildir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("python3 is needed to run the SMTP server for this test");
+        let mut server = SmtpServer {
+            child,
+            port,
+            maildir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                let mut err = String::new();
+                if let Some(mut stderr) = server.child.stderr.take() {
+                    use std::io::Read as _;
+                    let _ = stderr.read_to_string(&mut err);
+                }
+                panic!(
+                    "the SMTP server exited ({status}): {err}\naiosmtpd is needed: pip install aiosmtpd"
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the SMTP server did not start on port {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+
+    pub fn url(&self) -> String {
+        format!("smtp://127.0.0.1:{}", self.port)
+    }
+
+    /// The messages delivered so far.
+    pub fn messages(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        for sub in ["new", "cur"] {
+            if let Ok(entries) = std::fs::read_dir(self.maildir.join(sub)) {
+                for entry in entries.flatten() {
+                    found.push(std::fs::read_to_string(entry.path()).unwrap());
+                }
+            }
+        }
+        found
+    }
+}
+
+impl Drop for SmtpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,201 @@
+//! The whole pipeline on the recorded fixtures: every step, every company's outcome,
+//! the files read back, the email.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use agent_runtime::graph::RunStatus;
+use calamine::{Data, Reader, Xlsx, open_workbook};
+use job_capabilities::SalaryOrigin;
+use job_hunter::{HuntEvent, JobHunter};
+
+#[tokio::test]
+async fn a_dry_run_scores_every_job_and_accounts_for_every_company() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = common::settings(dir.path());
+    let (deps, events) = common::dry_deps(&settings);
+    let result = JobHunter::new(deps, settings.clone())
+        .run(common::config("dry-1", &settings))
+        .await
+        .unwrap();
+    assert_eq!(result.status, RunStatus::Success, "{:?}", result.reason);
+    let state = &result.state;
+
+    // Every company ends in exactly one typed outcome.
+    let outcomes: BTreeMap<&str, &str> = state
+        .company_reports
+        .iter()
+        .map(|r| (r.company.as_str(), r.outcome.label()))
+        .collect();
+    assert_eq!(state.company_reports.len(), 11);
+    for company in [
+        "Northwind Robotics",
+        "Quill Labs",
+        "Lumen Health",
+        "Tidewater Energy",
+        "Brightline Data",
+        "Copperleaf Games",
+        "Halcyon Bio",
+        "Meridian Payments",
+    ] {
+        assert_eq!(outcomes[company], "jobs_fetched", "{company}");
+    }
+    assert_eq!(outcomes["Old Mill Analytics"], "unsupported_ats");
+    assert_eq!(outcomes["Stonewall Security"], "blocked");
+    assert_eq!(outcomes["Nowhere Systems"], "no_careers_page");
+    // The blocked company is reported as a non-fatal issue.
+    assert!(
+        state.issues.iter().any(|i| i.kind == "blocked"
+            && i.company.as_deref() == Some("Stonewall Security")
+            && !i.fatal),
+        "{:#?}",
+        state.issues
+    );
+
+    // Two duplicates removed; every remaining job processed and scored, best first.
+    assert_eq!(state.duplicates_removed, 2);
+    assert!(state.raw_jobs.len() >= 40, "{}", state.raw_jobs.len());
+    assert_eq!(state.jobs.len(), state.raw_jobs.len());
+    assert_eq!(state.scored.len(), state.jobs.len());
+    assert!(state.scored.windows(2).all(|w| w[0].score >= w[1].score));
+    assert!(state.scored.iter().all(|s| !s.reason.is_empty()));
+    assert!(
+        state
+            .scored
+            .iter()
+            .filter(|s| s.score >= 50)
+            .all(|s| !s.job_evidence.is_empty() && !s.profile_evidence.is_empty())
+    );
+    assert_eq!(state.issues.len(), 1, "{:#?}", state.issues);
+
+    // Pay comes from structured fields or the description, never from the model.
+    let structured = state
+        .jobs
+        .iter()
+        .filter(|j| {
+            j.salary
+                .as_ref()
+                .is_some_and(|s| s.origin == SalaryOrigin::Structured)
+        })
+        .count();
+    let described = state
+        .jobs
+        .iter()
+        .filter(|j| {
+            j.salary
+                .as_ref()
+                .is_some_and(|s| s.origin == SalaryOrigin::Description)
+        })
+        .count();
+    assert!(
+        structured > 0 && described > 0,
+        "{structured} structured, {described} from text"
+    );
+
+    // One model call for the resume, preferences and companies each, one per job, one
+    // per batch of five.
+    let batches = state.jobs.len().div_ceil(settings.score_batch_size) as u64;
+    assert_eq!(state.spend.calls, 3 + state.jobs.len() as u64 + batches);
+    assert!(state.spend.cost_usd > 0.0);
+    assert_eq!(
+        result.critical_path.waves,
+        3 + (state.jobs.len() as u64).div_ceil(8) + batches.div_ceil(8)
+    );
+
+    // Progress: every step started and finished, every company reported.
+    let events = events.events();
+    let finished = events
+        .iter()
+        .filter(|e| matches!(e, HuntEvent::StepFinished { .. }))
+        .count();
+    assert_eq!(finished, 8);
+    let companies = events
+        .iter()
+        .filter(|e| matches!(e, HuntEvent::CompanyFinished { .. }))
+        .count();
+    assert_eq!(companies, 11);
+
+    // The files: CSV, XLSX (read back) and the companies CSV.
+    let [csv_path, xlsx_path, companies_path] = state.output_files.as_slice() else {
+        panic!("{:?}", state.output_files);
+    };
+    let mut csv = csv::Reader::from_path(csv_path).unwrap();
+    assert_eq!(&csv.headers().unwrap()[1], "Score");
+    let rows: Vec<csv::StringRecord> = csv.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), state.scored.len());
+    assert_eq!(rows[0][2], state.scored[0].job.title);
+    assert_eq!(rows[0][13], state.scored[0].job.apply_url);
+
+    let mut book: Xlsx<_> = open_workbook(xlsx_path).unwrap();
+    let sheet = book.worksheet_range("Jobs").unwrap();
+    assert_eq!(sheet.height(), state.scored.len() + 1);
+    assert_eq!(sheet.get((0, 0)), Some(&Data::String("Rank".into())));
+    for (row, scored) in state.scored.iter().enumerate() {
+        assert_eq!(
+            sheet.get((row + 1, 1)),
+            Some(&Data::Float(f64::from(scored.score))),
+            "row {row}: the score is a number"
+        );
+        assert_eq!(
+            sheet.get((row + 1, 2)),
+            Some(&Data::String(scored.job.title.clone()))
+        );
+    }
+    let companies_csv = std::fs::read_to_string(companies_path).unwrap();
+    assert!(
+        companies_csv.contains("Stonewall Security,blocked"),
+        "{companies_csv}"
+    );
+
+    // Without SMTP_URL the summary is an .eml beside the files, with both attached.
+    let emls = common::eml_files(&settings.output_dir);
+    assert_eq!(emls.len(), 1);
+    let eml = std::fs::read_to_string(&emls[0]).unwrap();
+    assert!(
+        eml.contains("Subject: Job hunt dry-1:"),
+        "{}",
+        &eml[..eml.len().min(600)]
+    );
+    assert!(eml.contains("dry-1-jobs.xlsx") && eml.contains("dry-1-jobs.csv"));
+    assert!(eml.contains("To: maya.okafor@mail.example"));
+}
+
+#[tokio::test]
+async fn without_web_search_only_named_companies_are_searched_and_the_run_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = common::settings(dir.path());
+    let (deps, events) = common::dry_deps(&settings);
+    let result = JobHunter::new(deps.with_search(None), settings.clone())
+        .run(common::config("no-search", &settings))
+        .await
+        .unwrap();
+    assert_eq!(result.status, RunStatus::Success, "{:?}", result.reason);
+    let state = &result.state;
+    assert!(
+        state
+            .search_note
+            .as_deref()
+            .unwrap()
+            .contains("BRAVE_API_KEY")
+    );
+    let names: Vec<&str> = state.companies.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["Northwind Robotics", "Quill Labs"]);
+    // Northwind's board is found by probing its name; Quill's token differs from its
+    // name, so it has no findable board.
+    let labels: Vec<&str> = state
+        .company_reports
+        .iter()
+        .map(|r| r.outcome.label())
+        .collect();
+    assert_eq!(labels, ["jobs_fetched", "no_careers_page"]);
+    assert!(!state.scored.is_empty());
+    // No model call to suggest companies.
+    assert!(!state.spend.calls_by_step.contains_key("find_companies"));
+    assert!(
+        events.events().iter().any(
+            |e| matches!(e, HuntEvent::Notice { message } if message.contains("not configured"))
+        )
+    );
+}

@@ -1,0 +1,133 @@
+//! Crash and resume: a run stopped at any step boundary and resumed with the same run
+//! id ends with the same ranking as an uninterrupted run, and sends one email.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+
+use agent_runtime::graph::RunStatus;
+use job_hunter::steps::STEP_NAMES;
+use job_hunter::{Deps, HuntEvent, JobHunter, Settings};
+use tokio_util::sync::CancellationToken;
+
+/// Runs until `step` finishes, then stops the run as a crash would (between steps).
+async fn run_until(step: &'static str, run_id: &str, settings: &Settings) {
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let deps = Deps::dry_run(&common::fixtures(), settings, None)
+        .unwrap()
+        .with_events(Arc::new(move |event: HuntEvent| {
+            if matches!(&event, HuntEvent::StepFinished { step: s, .. } if s == step) {
+                trigger.cancel();
+            }
+        }));
+    let stopped = JobHunter::new(deps, settings.clone())
+        .with_cancellation(cancel)
+        .run(common::config(run_id, settings))
+        .await
+        .unwrap();
+    assert_eq!(stopped.status, RunStatus::Failed, "stopped after {step}");
+    assert!(
+        stopped
+            .reason
+            .as_deref()
+            .unwrap_or_default()
+            .contains("cancel"),
+        "{:?}",
+        stopped.reason
+    );
+}
+
+#[tokio::test]
+async fn a_run_stopped_at_every_step_boundary_resumes_to_the_same_ranking() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline_settings = common::settings(&dir.path().join("baseline"));
+    let baseline = common::dry_run("baseline", &baseline_settings).await;
+    assert_eq!(baseline.status, RunStatus::Success);
+    let expected = common::ranking(&baseline);
+    assert!(expected.len() >= 40);
+
+    for (index, step) in STEP_NAMES.iter().enumerate().take(STEP_NAMES.len() - 1) {
+        let settings = common::settings(&dir.path().join(step));
+        let run_id = format!("crash-after-{step}");
+        run_until(step, &run_id, &settings).await;
+
+        let (deps, events) = common::dry_deps(&settings);
+        let resumed = JobHunter::new(deps, settings.clone())
+            // The request is the recorded one; this config is ignored on resume.
+            .run(common::config(&run_id, &settings))
+            .await
+            .unwrap();
+        assert_eq!(
+            resumed.status,
+            RunStatus::Success,
+            "after {step}: {:?}",
+            resumed.reason
+        );
+        assert!(resumed.resumed);
+        assert_eq!(resumed.steps_skipped, STEP_NAMES[..=index], "after {step}");
+        assert_eq!(resumed.steps_run, STEP_NAMES[index + 1..], "after {step}");
+        assert_eq!(common::ranking(&resumed), expected, "after {step}");
+        let skipped = events
+            .events()
+            .iter()
+            .filter(|e| matches!(e, HuntEvent::StepSkipped { .. }))
+            .count();
+        assert_eq!(skipped, index + 1);
+        // Model calls before the crash are not repeated, and their cost is kept.
+        assert_eq!(
+            resumed.state.spend.calls, baseline.state.spend.calls,
+            "after {step}"
+        );
+        assert_eq!(
+            common::eml_files(&settings.output_dir).len(),
+            1,
+            "after {step}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_crash_after_the_email_left_does_not_send_it_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let smtp = common::SmtpServer::start(dir.path());
+    let settings = Settings {
+        smtp_url: Some(smtp.url()),
+        ..common::settings(dir.path())
+    };
+    // Stopped after scoring, resumed to the end: one email.
+    run_until("score_jobs", "smtp-run", &settings).await;
+    let done = common::dry_run("smtp-run", &settings).await;
+    assert_eq!(done.status, RunStatus::Success, "{:?}", done.reason);
+    assert!(
+        done.state
+            .notification
+            .as_ref()
+            .unwrap()
+            .transport
+            .starts_with("smtp://")
+    );
+    assert_eq!(smtp.messages().len(), 1);
+
+    // A crash inside `notify` after sending, before its checkpoint: drop the last
+    // checkpoint file and resume. The journal remembers the email.
+    let mut files: Vec<_> = std::fs::read_dir(&settings.checkpoint_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().contains("-notify"))
+        .collect();
+    assert_eq!(files.len(), 1);
+    std::fs::remove_file(files.pop().unwrap()).unwrap();
+    let again = common::dry_run("smtp-run", &settings).await;
+    assert_eq!(again.status, RunStatus::Success);
+    assert_eq!(again.steps_run, ["notify"]);
+    assert_eq!(smtp.messages().len(), 1, "the email was sent twice");
+    assert!(common::eml_files(&settings.output_dir).is_empty());
+
+    let message = &smtp.messages()[0];
+    assert!(message.contains("Subject: Job hunt smtp-run:"));
+    assert!(message.contains("smtp-run-jobs.xlsx"));
+    assert_eq!(common::ranking(&again), common::ranking(&done));
+}

@@ -1,0 +1,161 @@
+//! Every row of the spec's error table: success, partial on the cost limit, failed on a
+//! fatal error or a step timeout, and the warning threshold.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_llm::testing::{LatencyModel, ScriptedModel};
+use agent_runtime::graph::RunStatus;
+use job_hunter::dry_run::DryRunModel;
+use job_hunter::{HuntEvent, JobHunter, RunConfig, Settings};
+
+#[tokio::test]
+async fn the_cost_limit_ends_the_run_partial_with_what_was_scored_written() {
+    let dir = tempfile::tempdir().unwrap();
+    // The resume, preferences, companies and every job cost about $0.12; each scoring
+    // batch about $0.018: the limit falls inside score_jobs.
+    let settings = Settings {
+        max_cost_per_run_usd: 0.15,
+        warn_cost_threshold_usd: 0.05,
+        ..common::settings(dir.path())
+    };
+    let (deps, events) = common::dry_deps(&settings);
+    let result = JobHunter::new(deps, settings.clone())
+        .run(common::config("partial", &settings))
+        .await
+        .unwrap();
+    assert_eq!(result.status, RunStatus::Partial, "{:?}", result.reason);
+    let state = &result.state;
+    assert!(
+        result
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("of a $0.1500 limit"),
+        "{:?}",
+        result.reason
+    );
+    assert_eq!(
+        state.jobs.len(),
+        state.raw_jobs.len(),
+        "processing finished"
+    );
+    assert!(!state.scored.is_empty() && state.scored.len() < state.jobs.len());
+    assert!(state.spend.cost_usd >= 0.15);
+    // What was scored is written, not lost; no email for a partial run.
+    assert_eq!(state.output_files.len(), 3);
+    assert!(state.output_files.iter().all(|f| f.exists()));
+    assert!(state.notification.is_none());
+    // The warning came once.
+    let warnings = events
+        .events()
+        .into_iter()
+        .filter(|e| matches!(e, HuntEvent::CostWarning { .. }))
+        .count();
+    assert_eq!(warnings, 1);
+
+    // A higher limit resumes the run: scoring is done again, the rest is kept.
+    let settings = Settings {
+        max_cost_per_run_usd: 5.0,
+        ..settings
+    };
+    let (deps, _) = common::dry_deps(&settings);
+    let resumed = JobHunter::new(deps, settings.clone())
+        .run(common::config("partial", &settings))
+        .await
+        .unwrap();
+    assert_eq!(resumed.status, RunStatus::Success, "{:?}", resumed.reason);
+    assert_eq!(resumed.steps_run, ["score_jobs", "aggregate", "notify"]);
+    assert_eq!(resumed.state.scored.len(), resumed.state.jobs.len());
+}
+
+#[tokio::test]
+async fn an_unreadable_resume_fails_the_run_before_any_model_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = common::settings(dir.path());
+    let garbage = dir.path().join("resume.pdf");
+    std::fs::write(&garbage, b"%PDF-1.4 this is not really a pdf").unwrap();
+    let model = ScriptedModel::new(Vec::new());
+    let (deps, _) = common::dry_deps(&settings);
+    let result = JobHunter::new(deps.with_model(Arc::new(model.clone())), settings.clone())
+        .run(RunConfig {
+            resume_path: garbage.clone(),
+            ..common::config("bad-resume", &settings)
+        })
+        .await
+        .unwrap();
+    assert_eq!(result.status, RunStatus::Failed);
+    let reason = result.reason.unwrap();
+    assert!(reason.contains("resume.pdf"), "{reason}");
+    assert_eq!(model.call_count(), 0);
+    assert!(result.state.issues.iter().any(|i| i.fatal));
+    assert!(result.state.output_files.is_empty());
+}
+
+#[tokio::test]
+async fn a_resume_with_almost_no_text_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = common::settings(dir.path());
+    let thin = dir.path().join("resume.txt");
+    std::fs::write(&thin, "Jane Doe\nEngineer\n").unwrap();
+    let (deps, _) = common::dry_deps(&settings);
+    let result = JobHunter::new(deps, settings.clone())
+        .run(RunConfig {
+            resume_path: thin,
+            ..common::config("thin-resume", &settings)
+        })
+        .await
+        .unwrap();
+    assert_eq!(result.status, RunStatus::Failed);
+    assert!(result.reason.unwrap().contains("a resume needs at least"));
+}
+
+#[tokio::test]
+async fn a_model_that_never_answers_in_shape_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = common::settings(dir.path());
+    let model = ScriptedModel::from_texts(["not json", "still not json", "{\"name\": 3}"]);
+    let (deps, _) = common::dry_deps(&settings);
+    let result = JobHunter::new(deps.with_model(Arc::new(model.clone())), settings.clone())
+        .run(common::config("bad-model", &settings))
+        .await
+        .unwrap();
+    assert_eq!(result.status, RunStatus::Failed);
+    assert!(
+        result
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("could not extract the profile"),
+        "{:?}",
+        result.reason
+    );
+    // Three attempts, all counted.
+    assert_eq!(model.call_count(), 3);
+    assert_eq!(result.state.spend.calls, 3);
+}
+
+#[tokio::test]
+async fn a_step_that_outlives_its_timeout_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = Settings {
+        agent_timeout: Duration::from_millis(200),
+        ..common::settings(dir.path())
+    };
+    let model = DryRunModel::load(&common::fixtures().join("llm")).unwrap();
+    let slow = LatencyModel::new(model, Duration::from_secs(5));
+    let (deps, _) = common::dry_deps(&settings);
+    let result = JobHunter::new(deps.with_model(Arc::new(slow)), settings.clone())
+        .run(common::config("timeout", &settings))
+        .await
+        .unwrap();
+    assert_eq!(result.status, RunStatus::Failed);
+    let reason = result.reason.unwrap();
+    assert!(
+        reason.contains("parse_resume") && reason.contains("timed out"),
+        "{reason}"
+    );
+}
