@@ -317,16 +317,7 @@ fn print_summary(result: &HuntResult, settings: &Settings, latency: Option<Durat
     if !state.issues.is_empty() {
         println!("  issues: {}", state.issues.len());
         for issue in state.issues.iter().take(10) {
-            println!(
-                "    [{}] {}{}",
-                issue.step,
-                issue
-                    .company
-                    .as_ref()
-                    .map(|c| format!("{c}: "))
-                    .unwrap_or_default(),
-                issue.message
-            );
+            println!("    {}", issue.describe());
         }
     }
     if let Some(note) = &state.search_note {

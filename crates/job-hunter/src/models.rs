@@ -302,3 +302,13 @@ pub struct RunIssue {
     /// When.
     pub at: DateTime<Utc>,
 }
+
+impl RunIssue {
+    /// One line for people: `[step] Company: message`.
+    pub fn describe(&self) -> String {
+        match &self.company {
+            Some(company) => format!("[{}] {company}: {}", self.step, self.message),
+            None => format!("[{}] {}", self.step, self.message),
+        }
+    }
+}

@@ -10,9 +10,13 @@ pub mod score_jobs;
 pub mod scrape_jobs;
 
 use agent_runtime::graph::{NodeError, RunContext};
+use futures::StreamExt as _;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 
 use crate::deps::Deps;
-use crate::llm::{LlmCallError, PipelineLlm};
+use crate::events::HuntEvent;
+use crate::llm::{LlmCallError, PipelineLlm, Quality};
 use crate::settings::Settings;
 
 /// The step names, in pipeline order.
@@ -48,6 +52,49 @@ pub(crate) fn essential(step: &str, what: &str, error: LlmCallError) -> NodeErro
             NodeError::fatal(format!("{step}: could not {what}: {reason}"))
         }
     }
+}
+
+/// Asks for one `T` per prompt, at most `JH_MAX_CONCURRENCY` at once, reporting a
+/// [`HuntEvent::Progress`] after each answer; the answers come back in prompt order.
+pub(crate) async fn extract_each<T>(
+    env: &StepEnv<'_>,
+    step: &str,
+    quality: Quality,
+    system: &str,
+    prompts: Vec<String>,
+) -> Vec<Result<T, LlmCallError>>
+where
+    T: JsonSchema + DeserializeOwned,
+{
+    let total = prompts.len();
+    let mut answers: Vec<Option<Result<T, LlmCallError>>> = (0..total).map(|_| None).collect();
+    let calls = futures::stream::iter(prompts.into_iter().enumerate())
+        .map(|(index, prompt)| async move {
+            (
+                index,
+                env.llm.extract::<T>(step, quality, system, prompt).await,
+            )
+        })
+        .buffer_unordered(env.settings.max_concurrency);
+    futures::pin_mut!(calls);
+    let mut done = 0;
+    while let Some((index, answer)) = calls.next().await {
+        done += 1;
+        env.deps.events.emit(HuntEvent::Progress {
+            step: step.to_owned(),
+            done,
+            total,
+        });
+        if let Some(slot) = answers.get_mut(index) {
+            *slot = Some(answer);
+        }
+    }
+    answers
+        .into_iter()
+        .map(|answer| {
+            answer.unwrap_or_else(|| Err(LlmCallError::Failed("the call did not finish".into())))
+        })
+        .collect()
 }
 
 /// Cuts `text` to at most `max` characters at a character boundary, marking the cut.

@@ -57,17 +57,7 @@ pub fn compose(state: &HuntState, from: &str, to: Vec<String>, top_n: usize) -> 
     if !state.issues.is_empty() {
         let _ = writeln!(text, "\n{} problems were recorded:", state.issues.len());
         for issue in &state.issues {
-            let _ = writeln!(
-                text,
-                "- [{}] {}{}",
-                issue.step,
-                issue
-                    .company
-                    .as_ref()
-                    .map(|c| format!("{c}: "))
-                    .unwrap_or_default(),
-                issue.message
-            );
+            let _ = writeln!(text, "- {}", issue.describe());
         }
     }
     let attachments = state

@@ -2,12 +2,10 @@
 //! from the posting, never asked of the model.
 
 use agent_runtime::graph::NodeError;
-use futures::StreamExt as _;
 use job_capabilities::RawJob;
 use job_capabilities::salary::parse_salary_text;
 
-use super::{StepEnv, clip};
-use crate::events::HuntEvent;
+use super::{StepEnv, clip, extract_each};
 use crate::llm::{LlmCallError, Quality};
 use crate::models::{ExtractedJob, Job};
 use crate::state::HuntState;
@@ -68,43 +66,19 @@ pub fn build_job(raw: &RawJob, extracted: ExtractedJob) -> Job {
 pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeError> {
     let raw_jobs = std::mem::take(&mut state.raw_jobs);
     let total = raw_jobs.len();
-    let mut done = 0;
-    let mut results = Vec::with_capacity(total);
-    {
-        let calls = futures::stream::iter(0..total)
-            .map(|index| {
-                let text = prompt(&raw_jobs[index]);
-                async move {
-                    let result = env
-                        .llm
-                        .extract::<ExtractedJob>("process_jobs", Quality::Fast, SYSTEM, text)
-                        .await;
-                    (index, result)
-                }
-            })
-            .buffer_unordered(env.settings.max_concurrency);
-        futures::pin_mut!(calls);
-        while let Some(outcome) = calls.next().await {
-            done += 1;
-            env.deps.events.emit(HuntEvent::Progress {
-                step: "process_jobs".into(),
-                done,
-                total,
-            });
-            results.push(outcome);
-        }
-    }
+    let prompts = raw_jobs.iter().map(prompt).collect();
+    let results =
+        extract_each::<ExtractedJob>(env, "process_jobs", Quality::Fast, SYSTEM, prompts).await;
     let mut processed: Vec<(usize, Job)> = Vec::with_capacity(total);
     let mut failures = Vec::new();
     let mut limit = None;
-    for (index, result) in results {
+    for (index, result) in results.into_iter().enumerate() {
         match result {
             Ok(extracted) => processed.push((index, build_job(&raw_jobs[index], extracted))),
             Err(LlmCallError::CostLimit(reason)) => limit = Some(reason),
             Err(LlmCallError::Failed(reason)) => failures.push((index, reason)),
         }
     }
-    processed.sort_by_key(|(index, _)| *index);
     for (index, reason) in failures {
         let raw = &raw_jobs[index];
         let (company, url) = (raw.company.clone(), raw.url.clone());

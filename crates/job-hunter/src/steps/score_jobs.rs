@@ -5,10 +5,8 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use agent_runtime::graph::NodeError;
-use futures::StreamExt as _;
 
-use super::{StepEnv, essential};
-use crate::events::HuntEvent;
+use super::{StepEnv, essential, extract_each};
 use crate::llm::{LlmCallError, Quality};
 use crate::models::{BatchScoreResult, CandidateProfile, Job, ScoredJob, SearchPreferences};
 use crate::state::HuntState;
@@ -155,40 +153,25 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
     let all_jobs = state.jobs.clone();
     let jobs: Vec<&Job> = all_jobs.iter().collect();
     let batches: Vec<&[&Job]> = jobs.chunks(env.settings.score_batch_size).collect();
-    let total = batches.len();
-    let calls = futures::stream::iter(0..total)
-        .map(|index| {
-            let text = prompt(&profile, &prefs, batches[index]);
-            async move {
-                let result = env
-                    .llm
-                    .extract::<BatchScoreResult>("score_jobs", Quality::Best, SYSTEM, text)
-                    .await;
-                (index, result)
-            }
-        })
-        .buffer_unordered(env.settings.max_concurrency);
-    futures::pin_mut!(calls);
+    let prompts = batches
+        .iter()
+        .map(|batch| prompt(&profile, &prefs, batch))
+        .collect();
+    let results =
+        extract_each::<BatchScoreResult>(env, "score_jobs", Quality::Best, SYSTEM, prompts).await;
     let mut scored = Vec::new();
     let mut problems = Vec::new();
     let mut limit = None;
-    let mut done = 0;
-    while let Some((index, result)) = calls.next().await {
-        done += 1;
-        env.deps.events.emit(HuntEvent::Progress {
-            step: "score_jobs".into(),
-            done,
-            total,
-        });
+    for (batch, result) in batches.iter().zip(results) {
         match result {
             Ok(answer) => {
-                let (ok, bad) = accept(batches[index], answer);
+                let (ok, bad) = accept(batch, answer);
                 scored.extend(ok);
                 problems.extend(bad);
             }
             Err(LlmCallError::CostLimit(reason)) => limit = Some(reason),
             Err(LlmCallError::Failed(reason)) => problems.extend(
-                batches[index]
+                batch
                     .iter()
                     .map(|j| (j.url.clone(), format!("scoring failed: {reason}"))),
             ),
