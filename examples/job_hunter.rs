@@ -256,8 +256,11 @@ fn print_summary(result: &HuntResult, settings: &Settings, latency: Option<Durat
     );
     if let Some(reason) = &result.reason {
         println!("  reason: {reason}");
-        if result.status != RunStatus::Success {
-            println!("  resume with: --run-id {}", result.run_id);
+        if result.status != RunStatus::Success && state.profile.is_some() {
+            println!(
+                "  to resume: the same command with --run-id {}",
+                result.run_id
+            );
         }
     }
     if result.resumed {

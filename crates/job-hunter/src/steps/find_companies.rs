@@ -126,9 +126,7 @@ fn looks_like_careers_page(address: &str) -> bool {
 /// Builds the company list and locates each company's jobs.
 pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeError> {
     let (Some(profile), Some(prefs)) = (state.profile.clone(), state.preferences.clone()) else {
-        return Err(NodeError::fatal(
-            "find_companies: the profile and preferences are missing",
-        ));
+        return Err(NodeError::fatal("the profile and preferences are missing"));
     };
     let max = env.settings.max_companies;
     let mut companies: Vec<Company> = prefs
@@ -196,7 +194,7 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
                 None,
                 None,
             ),
-            Err(limit) => return Err(essential("find_companies", "suggest companies", limit)),
+            Err(limit) => return Err(essential("suggest companies", limit)),
         }
     }
 

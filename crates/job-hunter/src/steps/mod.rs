@@ -45,12 +45,11 @@ pub struct StepEnv<'a> {
 
 /// A failed model call that the step cannot do without: a cost limit ends the run as
 /// partial, anything else as failed.
-pub(crate) fn essential(step: &str, what: &str, error: LlmCallError) -> NodeError {
+/// The graph names the step in the run's reason.
+pub(crate) fn essential(what: &str, error: LlmCallError) -> NodeError {
     match error {
         LlmCallError::CostLimit(reason) => NodeError::limit(reason),
-        LlmCallError::Failed(reason) => {
-            NodeError::fatal(format!("{step}: could not {what}: {reason}"))
-        }
+        LlmCallError::Failed(reason) => NodeError::fatal(format!("could not {what}: {reason}")),
     }
 }
 

@@ -136,7 +136,7 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
             EmlFileMailer::new(output_dir)
                 .send(&email)
                 .await
-                .map_err(|e| NodeError::fatal(format!("notify: could not write the email: {e}")))
+                .map_err(|e| NodeError::fatal(format!("could not write the email: {e}")))
         })
         .await?;
     if let Some(reason) = fallback_reason {

@@ -25,13 +25,13 @@ pub fn prompt(preferences: &str) -> String {
 pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeError> {
     let text = state.config.preferences.trim().to_owned();
     if text.is_empty() {
-        return Err(NodeError::fatal("parse_prefs: the preferences are empty"));
+        return Err(NodeError::fatal("the preferences are empty"));
     }
     let mut prefs: SearchPreferences = env
         .llm
         .extract("parse_prefs", Quality::Fast, SYSTEM, prompt(&text))
         .await
-        .map_err(|e| essential("parse_prefs", "parse the preferences", e))?;
+        .map_err(|e| essential("parse the preferences", e))?;
     let mut seen = std::collections::BTreeSet::new();
     prefs.target_companies = prefs
         .target_companies

@@ -31,17 +31,13 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
     let path = state.config.resume_path.clone();
     let read = tokio::task::spawn_blocking(move || read_resume_text(&path))
         .await
-        .map_err(|e| NodeError::fatal(format!("parse_resume: reading the resume failed: {e}")))?;
-    let text = read.map_err(|e| {
-        NodeError::fatal(format!(
-            "parse_resume: cannot read {}: {e}",
-            state.config.resume_path.display()
-        ))
-    })?;
+        .map_err(|e| NodeError::fatal(format!("reading the resume failed: {e}")))?;
+    // The document error names the file.
+    let text = read.map_err(|e| NodeError::fatal(e.to_string()))?;
     let letters = text.chars().filter(|c| c.is_alphanumeric()).count();
     if letters < MIN_RESUME_CHARS {
         return Err(NodeError::fatal(format!(
-            "parse_resume: {} has only {letters} letters or digits of text; a resume needs at least {MIN_RESUME_CHARS}",
+            "{} has only {letters} letters or digits of text; a resume needs at least {MIN_RESUME_CHARS}",
             state.config.resume_path.display()
         )));
     }
@@ -49,10 +45,10 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
         .llm
         .extract("parse_resume", Quality::Best, SYSTEM, prompt(&text))
         .await
-        .map_err(|e| essential("parse_resume", "extract the profile", e))?;
+        .map_err(|e| essential("extract the profile", e))?;
     if profile.name.trim().is_empty() && profile.skills.is_empty() {
         return Err(NodeError::fatal(
-            "parse_resume: the resume yielded no usable profile (no name, no skills)",
+            "the resume yielded no usable profile (no name, no skills)",
         ));
     }
     tracing::info!(name = %profile.name, skills = profile.skills.len(), "profile extracted");

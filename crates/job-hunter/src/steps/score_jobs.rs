@@ -146,9 +146,7 @@ pub fn rank(scored: &mut [ScoredJob]) {
 /// Scores every job; see the module docs.
 pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeError> {
     let (Some(profile), Some(prefs)) = (state.profile.clone(), state.preferences.clone()) else {
-        return Err(NodeError::fatal(
-            "score_jobs: the profile and preferences are missing",
-        ));
+        return Err(NodeError::fatal("the profile and preferences are missing"));
     };
     let all_jobs = state.jobs.clone();
     let jobs: Vec<&Job> = all_jobs.iter().collect();
@@ -197,7 +195,6 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
     }
     if let Some(reason) = limit {
         return Err(essential(
-            "score_jobs",
             "score every job",
             LlmCallError::CostLimit(format!("{reason} ({} jobs scored)", state.scored.len())),
         ));
