@@ -159,9 +159,11 @@ fn job_ids(prompt: &str) -> Vec<String> {
         .collect()
 }
 
-#[async_trait]
-impl ChatModel for DryRunModel {
-    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+impl DryRunModel {
+    /// The recorded answer to `request`, as a forced tool call of the schema asked for,
+    /// with the recorded usage. Fails for a request that is not a structured-output
+    /// call, or whose answer was not recorded.
+    pub fn respond(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let Some(ToolChoice::Tool { name }) = &request.tool_choice else {
             return Err(LlmError::InvalidResponse(
                 "dry run: only structured-output calls are recorded".into(),
@@ -177,6 +179,13 @@ impl ChatModel for DryRunModel {
             ..Usage::default()
         };
         Ok(response)
+    }
+}
+
+#[async_trait]
+impl ChatModel for DryRunModel {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.respond(request)
     }
 
     fn structured_output_mode(&self) -> StructuredOutputMode {
