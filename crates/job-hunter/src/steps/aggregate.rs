@@ -137,7 +137,7 @@ pub fn write_outputs(state: &HuntState, dir: &Path) -> Result<Vec<PathBuf>, Stri
 /// Writes the output files; failing to write them is fatal.
 pub async fn run(state: &mut HuntState, _env: &StepEnv<'_>) -> Result<(), NodeError> {
     let dir = state.config.output_dir.clone();
-    let files = write_outputs(state, &dir).map_err(|e| NodeError::fatal(e))?;
+    let files = write_outputs(state, &dir).map_err(NodeError::fatal)?;
     for file in &files {
         tracing::info!(path = %file.display(), "output written");
     }
