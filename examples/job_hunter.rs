@@ -152,6 +152,14 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
         if latency.is_some() {
             bail!("--latency only applies to --dry-run");
         }
+        let provider = job_hunter::deps::live_provider()?;
+        settings.adopt_provider_models(&provider, |name| std::env::var(name).ok());
+        println!(
+            "LIVE: {}; fast model {}, quality model {}",
+            provider.describe(),
+            settings.haiku_model,
+            settings.sonnet_model
+        );
         Deps::live(&settings)?
     };
     let run_id = args

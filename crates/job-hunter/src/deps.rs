@@ -76,24 +76,35 @@ fn mailer(settings: &Settings) -> Result<Option<Arc<dyn Mailer>>, DepsError> {
         .transpose()
 }
 
+/// The LLM provider from the environment; `JH_ANTHROPIC_API_KEY` (the spec's setting)
+/// stands in for `ANTHROPIC_API_KEY` when that is unset.
+pub fn live_provider() -> Result<ProviderConfig, DepsError> {
+    ProviderConfig::from_lookup(|name| {
+        std::env::var(name).ok().or_else(|| {
+            (name == "ANTHROPIC_API_KEY")
+                .then(|| std::env::var("JH_ANTHROPIC_API_KEY").ok())
+                .flatten()
+        })
+    })
+    .map_err(|e| DepsError::Provider(e.to_string()))?
+    .ok_or_else(|| {
+        DepsError::Provider(
+            "no LLM provider configured: set ANTHROPIC_API_KEY (or LLM_PROVIDER and its key), or use --dry-run"
+                .into(),
+        )
+    })
+}
+
 fn discard_events() -> Arc<dyn EventSink<HuntEvent>> {
     Arc::new(|_event: HuntEvent| {})
 }
 
 impl Deps {
-    /// Real services: the LLM provider from the environment (`ANTHROPIC_API_KEY`,
-    /// `LLM_PROVIDER`, ...) retrying 3 times with backoff from 1 s to 10 s, the ATS
+    /// Real services: the LLM provider from the environment ([`live_provider`]) retrying 3 times with backoff from 1 s to 10 s, the ATS
     /// APIs (`GREENHOUSE_API_BASE`, ...), careers pages through the address guard,
     /// Brave search when `BRAVE_API_KEY` is set, and SMTP when `SMTP_URL` is set.
     pub fn live(settings: &Settings) -> Result<Self, DepsError> {
-        let provider = ProviderConfig::from_env()
-            .map_err(|e| DepsError::Provider(e.to_string()))?
-            .ok_or_else(|| {
-                DepsError::Provider(
-                    "no LLM provider configured: set ANTHROPIC_API_KEY (or LLM_PROVIDER and its key), or use --dry-run"
-                        .into(),
-                )
-            })?;
+        let provider = live_provider()?;
         let retry = RetryPolicy::default()
             .with_max_attempts(3)
             .with_base_delay(Duration::from_secs(1))

@@ -1,6 +1,8 @@
 //! `JH_` settings from the environment, with defaults and validation.
 
 use std::path::PathBuf;
+
+use agent_llm::{ModelTier, ProviderConfig, ProviderKind};
 use std::time::Duration;
 
 /// Settings of a job-hunting run. Every field has a default; [`Settings::from_env`]
@@ -13,8 +15,9 @@ use std::time::Duration;
 /// | `JH_CHECKPOINT_DIR` | `./output/checkpoints` | Where checkpoints go |
 /// | `JH_MAX_COST_PER_RUN_USD` | 5.0 | Hard cost limit: the run ends `partial` |
 /// | `JH_WARN_COST_THRESHOLD_USD` | 2.0 | A warning once the cost passes it |
-/// | `JH_HAIKU_MODEL` | `claude-haiku-4-5` | Model for fast, cheap steps |
-/// | `JH_SONNET_MODEL` | `claude-sonnet-4-5` | Model for quality steps |
+/// | `JH_HAIKU_MODEL` | `claude-haiku-4-5` | Model for fast, cheap steps (another provider: its light tier) |
+/// | `JH_SONNET_MODEL` | `claude-sonnet-4-5` | Model for quality steps (another provider: its primary tier) |
+/// | `JH_ANTHROPIC_API_KEY` | unset | Anthropic key, when `ANTHROPIC_API_KEY` is not set |
 /// | `JH_OUTPUT_DIR` | `./output` | Where the CSV, XLSX and `.eml` go |
 /// | `JH_MAX_CONCURRENCY` | 8 | Model calls and company scrapes in flight at once |
 /// | `JH_SCORE_BATCH_SIZE` | 5 | Jobs scored per model call |
@@ -163,6 +166,37 @@ impl Settings {
         };
         settings.validate()?;
         Ok(settings)
+    }
+
+    /// Fits the model ids to a provider other than Anthropic: unless `JH_HAIKU_MODEL`
+    /// or `JH_SONNET_MODEL` name a model (read through `lookup`), the fast model becomes
+    /// the provider's light tier and the quality model its primary tier.
+    ///
+    /// ```
+    /// use agent_llm::ProviderConfig;
+    /// use job_hunter::Settings;
+    /// let openai = ProviderConfig::from_lookup(|n| (n == "OPENAI_API_KEY").then(|| "sk".to_owned()))
+    ///     .unwrap()
+    ///     .unwrap();
+    /// let mut settings = Settings::default();
+    /// settings.adopt_provider_models(&openai, |_| None);
+    /// assert!(!settings.haiku_model.starts_with("claude"));
+    /// ```
+    pub fn adopt_provider_models(
+        &mut self,
+        provider: &ProviderConfig,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) {
+        if provider.kind == ProviderKind::Anthropic {
+            return;
+        }
+        let set = |name: &str| lookup(name).is_some_and(|v| !v.trim().is_empty());
+        if !set("JH_HAIKU_MODEL") {
+            self.haiku_model = provider.router.model(ModelTier::Light).to_owned();
+        }
+        if !set("JH_SONNET_MODEL") {
+            self.sonnet_model = provider.router.model(ModelTier::Primary).to_owned();
+        }
     }
 
     /// Checks relations between settings (the warning threshold below the hard limit).
