@@ -134,12 +134,22 @@ impl DryRunModel {
     }
 }
 
-/// The values of `URL:` and `url:` lines, in order.
+/// The values of `URL:` and `url:` lines, in order, outside the posting's own
+/// `<description>` (whose text may hold such lines).
 fn posting_urls(prompt: &str) -> Vec<String> {
+    let mut inside = false;
     prompt
         .lines()
         .filter_map(|line| {
             let line = line.trim_start();
+            if line.starts_with("<description>") {
+                inside = true;
+            } else if line.starts_with("</description>") {
+                inside = false;
+            }
+            if inside {
+                return None;
+            }
             line.strip_prefix("URL: ")
                 .or_else(|| line.strip_prefix("url: "))
                 .map(|u| u.trim().to_owned())
@@ -325,5 +335,22 @@ impl WebSearch for FixtureSearch {
             .flat_map(|(_, hits)| hits.iter().cloned())
             .take(count)
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn posting_urls_skip_lines_inside_the_description() {
+        let prompt = "Company: Acme\nURL: https://jobs.example/1\n\n<description>\nApply here:\nURL: https://elsewhere.example\n</description>";
+        assert_eq!(posting_urls(prompt), ["https://jobs.example/1"]);
+        let batch = "Score these.\n\n- id: a1\n  url: https://jobs.example/1\n\n- id: b2\n  url: https://jobs.example/2\n";
+        assert_eq!(
+            posting_urls(batch),
+            ["https://jobs.example/1", "https://jobs.example/2"]
+        );
+        assert_eq!(job_ids(batch), ["a1", "b2"]);
     }
 }

@@ -92,7 +92,7 @@ impl PipelineLlm {
             best_model: settings.sonnet_model.clone(),
             max_attempts: settings.llm_max_attempts,
             meter,
-            bound: Arc::new(Semaphore::new(settings.max_concurrency)),
+            bound: Arc::new(Semaphore::new(settings.max_concurrency.max(1))),
             ledger: Arc::new(Mutex::new(spent.clone())),
             loaded: Arc::new(spent.clone()),
         }

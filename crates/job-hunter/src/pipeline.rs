@@ -22,7 +22,8 @@ use crate::settings::Settings;
 use crate::state::{HuntState, RunConfig, Spend};
 use crate::steps::{self, STEP_NAMES, StepEnv};
 
-/// A failure outside the steps: the checkpoint store, or a graph that does not build.
+/// A failure outside the steps: invalid settings, the checkpoint store, or a graph that
+/// does not build.
 #[derive(Debug, thiserror::Error)]
 pub enum HuntError {
     /// Checkpoints could not be read or written.
@@ -31,6 +32,9 @@ pub enum HuntError {
     /// The graph is invalid (a bug).
     #[error(transparent)]
     Graph(#[from] GraphError),
+    /// A setting is out of range.
+    #[error("invalid setting: {0}")]
+    Settings(#[from] crate::settings::SettingsError),
 }
 
 /// The longest chain of model calls that must follow one another: per step, its calls
@@ -264,6 +268,7 @@ impl JobHunter {
     /// `issues`. Checkpoint I/O errors are returned as errors.
     pub async fn run(&self, config: RunConfig) -> Result<HuntResult, HuntError> {
         let started = Instant::now();
+        self.settings.validate()?;
         let store = self.store();
         let run_id = config.run_id.clone();
         let latest = store.latest(&run_id).await?;

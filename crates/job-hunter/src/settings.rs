@@ -199,8 +199,41 @@ impl Settings {
         }
     }
 
-    /// Checks relations between settings (the warning threshold below the hard limit).
+    /// Checks what the environment reader checks, for settings built by hand: counts
+    /// that must be positive, and the warning threshold below the hard limit.
     pub fn validate(&self) -> Result<(), SettingsError> {
+        let positive = [
+            ("JH_MAX_CONCURRENCY", self.max_concurrency),
+            ("JH_SCORE_BATCH_SIZE", self.score_batch_size),
+            ("JH_MAX_COMPANIES", self.max_companies),
+            ("JH_MAX_JOBS_PER_COMPANY", self.max_jobs_per_company),
+            ("JH_MAX_JOBS", self.max_jobs),
+            ("JH_TOP_N", self.top_n),
+            ("JH_LLM_MAX_ATTEMPTS", self.llm_max_attempts as usize),
+            (
+                "JH_AGENT_TIMEOUT_SECONDS",
+                self.agent_timeout.as_millis() as usize,
+            ),
+        ];
+        if let Some((variable, value)) = positive.iter().find(|(_, value)| *value == 0) {
+            return Err(SettingsError {
+                variable: (*variable).into(),
+                value: value.to_string(),
+                reason: "must be at least 1".into(),
+            });
+        }
+        for (variable, usd) in [
+            ("JH_MAX_COST_PER_RUN_USD", self.max_cost_per_run_usd),
+            ("JH_WARN_COST_THRESHOLD_USD", self.warn_cost_threshold_usd),
+        ] {
+            if !(usd.is_finite() && usd >= 0.0) {
+                return Err(SettingsError {
+                    variable: variable.into(),
+                    value: usd.to_string(),
+                    reason: "must be a non-negative amount of USD".into(),
+                });
+            }
+        }
         if self.warn_cost_threshold_usd > self.max_cost_per_run_usd {
             return Err(SettingsError {
                 variable: "JH_WARN_COST_THRESHOLD_USD".into(),
@@ -339,6 +372,14 @@ mod tests {
         assert!(
             err.to_string().contains("JH_AGENT_TIMEOUT_SECONDS"),
             "{err}"
+        );
+        let hand_made = Settings {
+            score_batch_size: 0,
+            ..Settings::default()
+        };
+        assert_eq!(
+            hand_made.validate().unwrap_err().variable,
+            "JH_SCORE_BATCH_SIZE"
         );
         let err = with(&[("JH_WARN_COST_THRESHOLD_USD", "9")]).unwrap_err();
         assert!(err.reason.contains("must not exceed"), "{err}");

@@ -542,6 +542,30 @@ async fn find_companies_keeps_the_named_companies_when_suggesting_fails() {
 }
 
 #[tokio::test]
+async fn find_companies_says_which_named_companies_the_limit_leaves_out() {
+    let model = ScriptedModel::new(Vec::new());
+    let mut rig = Rig::with(&model, |s| s.max_companies = 2);
+    rig.deps.search = None;
+    let mut state = rig.state();
+    state.preferences = Some(prefs(
+        &["Northwind Robotics", "Quill Labs", "Lumen Health"],
+        &[],
+    ));
+    steps::find_companies::run(&mut state, &rig.env())
+        .await
+        .unwrap();
+
+    let names: Vec<&str> = state.companies.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["Northwind Robotics", "Quill Labs"]);
+    let [issue] = &state.issues[..] else {
+        panic!("{:#?}", state.issues)
+    };
+    assert_eq!(issue.kind, "limit");
+    assert!(issue.message.contains("Lumen Health"), "{}", issue.message);
+    assert_eq!(model.call_count(), 0);
+}
+
+#[tokio::test]
 async fn find_companies_records_a_failed_search_with_its_company() {
     // Two named companies fill the limit: no suggestions are asked for.
     let model = ScriptedModel::new(Vec::new());
@@ -881,8 +905,10 @@ async fn notify_writes_one_eml_once_per_run_to_the_candidate() {
     assert_eq!(notification.transport, eml.display().to_string());
     assert!(state.issues.is_empty(), "{:#?}", state.issues);
 
-    // The same run again (same journal): nothing new is written.
+    // The same run again (same journal), even with another address on the resume:
+    // nothing new is written, and the recorded delivery is reported.
     let mut again = fresh;
+    again.profile.as_mut().unwrap().email = Some("someone.else@mail.example".into());
     steps::notify::run(&mut again, &rig.env()).await.unwrap();
     assert_eq!(common::eml_files(&rig.output_dir()), emls);
     assert_eq!(again.notification, state.notification);

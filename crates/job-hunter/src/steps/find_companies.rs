@@ -129,10 +129,26 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
         return Err(NodeError::fatal("the profile and preferences are missing"));
     };
     let max = env.settings.max_companies;
-    let mut companies: Vec<Company> = prefs
+    let named: Vec<&String> = prefs
         .target_companies
         .iter()
         .filter(|name| !is_excluded(name, &prefs))
+        .collect();
+    if named.len() > max {
+        let left_out: Vec<&str> = named[max..].iter().map(|n| n.as_str()).collect();
+        state.record_issue(
+            "find_companies",
+            "limit",
+            format!(
+                "JH_MAX_COMPANIES={max} leaves out named companies: {}",
+                left_out.join(", ")
+            ),
+            None,
+            None,
+        );
+    }
+    let mut companies: Vec<Company> = named
+        .into_iter()
         .take(max)
         .map(|name| Company {
             name: name.clone(),
@@ -206,7 +222,7 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
                 (index, search.search(&query, 5).await)
             }
         })
-        .buffer_unordered(env.settings.max_concurrency);
+        .buffer_unordered(env.settings.max_concurrency.max(1));
     let mut results: Vec<_> = lookups.collect().await;
     results.sort_by_key(|(index, _)| *index);
     for (index, result) in results {

@@ -74,7 +74,7 @@ where
                 env.llm.extract::<T>(step, quality, system, prompt).await,
             )
         })
-        .buffer_unordered(env.settings.max_concurrency);
+        .buffer_unordered(env.settings.max_concurrency.max(1));
     futures::pin_mut!(calls);
     let mut done = 0;
     while let Some((index, answer)) = calls.next().await {

@@ -124,19 +124,34 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
         env.deps.mailer.clone()
     };
     let mut fallback_reason = None;
-    let sent: SentMail = env
+    // The journal keeps where the email went and to whom, so a replay reports the
+    // delivery that happened.
+    let notification: Notification = env
         .run
         .once(JOURNAL_KEY, || async {
-            if let Some(mailer) = &smtp {
-                match mailer.send(&email).await {
-                    Ok(sent) => return Ok(sent),
-                    Err(e) => fallback_reason = Some(format!("{}: {e}", mailer.describe())),
-                }
-            }
-            EmlFileMailer::new(output_dir)
-                .send(&email)
-                .await
-                .map_err(|e| NodeError::fatal(format!("could not write the email: {e}")))
+            let sent = match &smtp {
+                Some(mailer) => match mailer.send(&email).await {
+                    Ok(sent) => Some(sent),
+                    Err(e) => {
+                        fallback_reason = Some(format!("{}: {e}", mailer.describe()));
+                        None
+                    }
+                },
+                None => None,
+            };
+            let sent: SentMail = match sent {
+                Some(sent) => sent,
+                None => EmlFileMailer::new(output_dir)
+                    .send(&email)
+                    .await
+                    .map_err(|e| NodeError::fatal(format!("could not write the email: {e}")))?,
+            };
+            Ok::<_, NodeError>(Notification {
+                transport: sent.transport,
+                eml_path: sent.eml_path,
+                message_id: sent.message_id,
+                to: recipients,
+            })
         })
         .await?;
     if let Some(reason) = fallback_reason {
@@ -148,12 +163,7 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
             None,
         );
     }
-    tracing::info!(transport = %sent.transport, "summary sent");
-    state.notification = Some(Notification {
-        transport: sent.transport,
-        eml_path: sent.eml_path,
-        message_id: sent.message_id,
-        to: recipients,
-    });
+    tracing::info!(transport = %notification.transport, "summary sent");
+    state.notification = Some(notification);
     Ok(())
 }

@@ -92,10 +92,17 @@ fn accept(batch: &[&Job], result: BatchScoreResult) -> (Vec<ScoredJob>, Vec<(Str
     let mut problems = Vec::new();
     for score in result.scores {
         let Some(job) = by_id.remove(score.job_id.as_str()) else {
-            problems.push((
-                String::new(),
-                format!("score for unknown job id {:?}", score.job_id),
-            ));
+            let message = match batch.iter().find(|j| j.id == score.job_id) {
+                Some(job) => {
+                    problems.push((
+                        job.url.clone(),
+                        "the job was scored twice; the first score is kept".into(),
+                    ));
+                    continue;
+                }
+                None => format!("score for unknown job id {:?}", score.job_id),
+            };
+            problems.push((String::new(), message));
             continue;
         };
         let fault = if score.score > 100 {
@@ -150,7 +157,7 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
     };
     let all_jobs = state.jobs.clone();
     let jobs: Vec<&Job> = all_jobs.iter().collect();
-    let batches: Vec<&[&Job]> = jobs.chunks(env.settings.score_batch_size).collect();
+    let batches: Vec<&[&Job]> = jobs.chunks(env.settings.score_batch_size.max(1)).collect();
     let prompts = batches
         .iter()
         .map(|batch| prompt(&profile, &prefs, batch))
@@ -200,4 +207,64 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::models::{ExtractedJob, JobScore, WorkArrangement};
+    use job_capabilities::JobSource;
+
+    fn job(id: &str) -> Job {
+        Job {
+            id: id.into(),
+            company: "Acme".into(),
+            title: format!("Engineer {id}"),
+            location: None,
+            url: format!("https://jobs.example/{id}"),
+            apply_url: format!("https://jobs.example/{id}"),
+            source: JobSource::Lever,
+            posted_at: None,
+            salary: None,
+            extracted: ExtractedJob {
+                title: "Engineer".into(),
+                seniority: "senior".into(),
+                location: None,
+                work_arrangement: WorkArrangement::Unknown,
+                required_skills: Vec::new(),
+                preferred_skills: Vec::new(),
+                min_years_experience: None,
+                summary: String::new(),
+            },
+        }
+    }
+
+    fn score(id: &str, score: u8) -> JobScore {
+        JobScore {
+            job_id: id.into(),
+            score,
+            reason: "Rust backend work she has done for years.".into(),
+            job_evidence: vec!["Rust".into()],
+            profile_evidence: vec!["8 years of Rust".into()],
+        }
+    }
+
+    #[test]
+    fn a_job_scored_twice_keeps_its_first_score_and_says_so() {
+        let (a, b) = (job("a"), job("b"));
+        let batch = [&a, &b];
+        let answer = BatchScoreResult {
+            scores: vec![score("a", 80), score("a", 20), score("b", 60)],
+        };
+        let (scored, problems) = accept(&batch, answer);
+        let kept: Vec<(&str, u8)> = scored
+            .iter()
+            .map(|s| (s.job.id.as_str(), s.score))
+            .collect();
+        assert_eq!(kept, [("a", 80), ("b", 60)]);
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].0, "https://jobs.example/a");
+        assert!(problems[0].1.contains("scored twice"), "{}", problems[0].1);
+    }
 }

@@ -1,7 +1,7 @@
 //! Step 4: fetch every company's postings, concurrently, each company ending in a typed
 //! outcome; then de-duplicate and apply the limits.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use agent_runtime::graph::NodeError;
 use futures::StreamExt as _;
@@ -43,7 +43,7 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
             });
             (index, scraped)
         })
-        .buffer_unordered(env.settings.max_concurrency);
+        .buffer_unordered(env.settings.max_concurrency.max(1));
     let mut results: Vec<(usize, Scraped)> = scrapes.collect().await;
     results.sort_by_key(|(index, _)| *index);
 
@@ -64,22 +64,26 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
             }
             _ => {}
         }
-        let mut jobs = scraped.jobs;
-        if jobs.len() > env.settings.max_jobs_per_company {
-            state.jobs_over_limit += jobs.len() - env.settings.max_jobs_per_company;
-            jobs.truncate(env.settings.max_jobs_per_company);
-        }
-        fetched.extend(jobs);
+        fetched.extend(scraped.jobs);
         reports.push(CompanyReport {
             company: name,
             outcome: scraped.outcome,
         });
     }
-    let (mut unique, duplicates) = dedupe(fetched);
-    if unique.len() > env.settings.max_jobs {
-        state.jobs_over_limit += unique.len() - env.settings.max_jobs;
-        unique.truncate(env.settings.max_jobs);
+    // Duplicates first, so they use up no company's quota; then the limits.
+    let (unique, duplicates) = dedupe(fetched);
+    let mut per_company: HashMap<String, usize> = HashMap::new();
+    let mut kept = Vec::with_capacity(unique.len());
+    for job in unique {
+        let count = per_company.entry(norm(&job.company)).or_default();
+        *count += 1;
+        if *count > env.settings.max_jobs_per_company || kept.len() >= env.settings.max_jobs {
+            state.jobs_over_limit += 1;
+        } else {
+            kept.push(job);
+        }
     }
+    let unique = kept;
     tracing::info!(
         jobs = unique.len(),
         duplicates,
