@@ -261,16 +261,39 @@ pub fn write_csv(table: &Table, path: &Path) -> Result<(), ExportError> {
 /// # }
 /// ```
 pub fn write_xlsx(table: &Table, path: &Path, sheet_name: &str) -> Result<(), ExportError> {
+    write_xlsx_sheets(&[(sheet_name, table)], path)
+}
+
+/// Writes several tables into one workbook, one sheet each, in order, each formatted as
+/// [`write_xlsx`] does.
+///
+/// ```
+/// use job_capabilities::export::{Cell, Column, Table, write_xlsx_sheets};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let mut jobs = Table::new(vec![Column::new("Title", 30.0)]);
+/// jobs.push_row(vec![Cell::Text("Backend Engineer".into())])?;
+/// let mut companies = Table::new(vec![Column::new("Company", 30.0)]);
+/// companies.push_row(vec![Cell::Text("Acme".into())])?;
+/// let path = std::env::temp_dir().join(format!("export-sheets-doc-{}.xlsx", std::process::id()));
+/// write_xlsx_sheets(&[("Jobs", &jobs), ("Companies", &companies)], &path)?;
+/// # std::fs::remove_file(&path)?;
+/// # Ok(())
+/// # }
+/// ```
+pub fn write_xlsx_sheets(sheets: &[(&str, &Table)], path: &Path) -> Result<(), ExportError> {
     let mut workbook = Workbook::new();
-    let sheet = workbook.add_worksheet();
-    sheet.set_name(sheet_name)?;
-    fill_sheet(sheet, table)?;
+    for (name, table) in sheets {
+        let sheet = workbook.add_worksheet();
+        sheet.set_name(*name)?;
+        fill_sheet(sheet, table)?;
+    }
     let bytes = workbook.save_to_buffer()?;
     write_atomic(path, &bytes).map_err(|source| ExportError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    tracing::debug!(path = %path.display(), rows = table.rows.len(), "wrote XLSX");
+    tracing::debug!(path = %path.display(), sheets = sheets.len(), "wrote XLSX");
     Ok(())
 }
 

@@ -143,6 +143,14 @@ async fn a_dry_run_scores_every_job_and_accounts_for_every_company() {
             Some(&Data::String(scored.job.title.clone()))
         );
     }
+    let outcomes_sheet = book.worksheet_range("Companies").unwrap();
+    assert_eq!(outcomes_sheet.height(), 12);
+    assert!(
+        outcomes_sheet
+            .rows()
+            .any(|row| row[0] == Data::String("Stonewall Security".into())
+                && row[1] == Data::String("blocked".into()))
+    );
     let companies_csv = std::fs::read_to_string(companies_path).unwrap();
     assert!(
         companies_csv.contains("Stonewall Security,blocked"),

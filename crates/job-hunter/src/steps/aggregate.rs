@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use agent_runtime::graph::NodeError;
-use job_capabilities::export::{Cell, Column, Table, write_csv, write_xlsx};
+use job_capabilities::export::{Cell, Column, Table, write_csv, write_xlsx_sheets};
 
 use super::StepEnv;
 use crate::models::{CompanyReport, ScoredJob};
@@ -118,20 +118,22 @@ pub fn companies_table(reports: &[CompanyReport]) -> Table {
     table
 }
 
-/// Writes `<run_id>-jobs.csv`, `<run_id>-jobs.xlsx` and `<run_id>-companies.csv` into
-/// `dir` and returns their paths.
+/// Writes `<run_id>-jobs.csv`, `<run_id>-jobs.xlsx` (sheets `Jobs` and `Companies`)
+/// and `<run_id>-companies.csv` into `dir` and returns their paths.
 pub fn write_outputs(state: &HuntState, dir: &Path) -> Result<Vec<PathBuf>, String> {
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("cannot create the output directory {}: {e}", dir.display()))?;
     let run_id = &state.config.run_id;
     let jobs = jobs_table(&state.scored);
-    let csv = dir.join(format!("{run_id}-jobs.csv"));
+    let companies = companies_table(&state.company_reports);
+    let jobs_csv = dir.join(format!("{run_id}-jobs.csv"));
     let xlsx = dir.join(format!("{run_id}-jobs.xlsx"));
-    let companies = dir.join(format!("{run_id}-companies.csv"));
-    write_csv(&jobs, &csv).map_err(|e| e.to_string())?;
-    write_xlsx(&jobs, &xlsx, "Jobs").map_err(|e| e.to_string())?;
-    write_csv(&companies_table(&state.company_reports), &companies).map_err(|e| e.to_string())?;
-    Ok(vec![csv, xlsx, companies])
+    let companies_csv = dir.join(format!("{run_id}-companies.csv"));
+    write_csv(&jobs, &jobs_csv).map_err(|e| e.to_string())?;
+    write_xlsx_sheets(&[("Jobs", &jobs), ("Companies", &companies)], &xlsx)
+        .map_err(|e| e.to_string())?;
+    write_csv(&companies, &companies_csv).map_err(|e| e.to_string())?;
+    Ok(vec![jobs_csv, xlsx, companies_csv])
 }
 
 /// Writes the output files; failing to write them is fatal.
