@@ -140,6 +140,8 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
     }
     let latency = args.latency.map(Duration::from_millis);
     let deps = if args.dry_run {
+        let fixtures = std::fs::canonicalize(&args.fixtures)
+            .with_context(|| format!("the fixtures directory {}", args.fixtures.display()))?;
         println!(
             "DRY RUN: model, web search, job boards and careers pages answer from recorded fixtures in {} (resume reading and ATS detection are real{})",
             args.fixtures.display(),
@@ -147,7 +149,7 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
                 .map(|l| format!(", {} ms added to every model call", l.as_millis()))
                 .unwrap_or_default()
         );
-        Deps::dry_run(&args.fixtures, &settings, latency)?
+        Deps::dry_run(&fixtures, &settings, latency)?
     } else {
         if latency.is_some() {
             bail!("--latency only applies to --dry-run");
