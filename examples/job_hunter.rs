@@ -14,7 +14,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::HashMap;
-use std::io::IsTerminal as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -27,6 +27,16 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use job_capabilities::ats::{AtsClient, AtsEndpoints, JobBoardClient as _, detect_ats};
 use job_capabilities::http::{PoliteClient, PolitePolicy};
 use job_hunter::{Deps, HuntEvent, HuntResult, JobHunter, RunConfig, Settings};
+
+/// Prints a line to stdout; a closed pipe (`| head`) is not an error.
+macro_rules! say {
+    () => {{
+        let _ = writeln!(std::io::stdout());
+    }};
+    ($($arg:tt)+) => {{
+        let _ = writeln!(std::io::stdout(), $($arg)+);
+    }};
+}
 
 /// Find, score and rank jobs for a resume (spec 000).
 #[derive(Debug, Parser)]
@@ -115,7 +125,7 @@ async fn fetch_board(url: &str, company: Option<String>) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("fetching the {} board {:?}", board.kind, board.token))?;
     for job in &jobs {
-        println!("{}", serde_json::to_string(job)?);
+        say!("{}", serde_json::to_string(job)?);
     }
     eprintln!(
         "{} jobs from the {} board {:?}",
@@ -142,9 +152,9 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
     let deps = if args.dry_run {
         let fixtures = std::fs::canonicalize(&args.fixtures)
             .with_context(|| format!("the fixtures directory {}", args.fixtures.display()))?;
-        println!(
+        say!(
             "DRY RUN: model, web search, job boards and careers pages answer from recorded fixtures in {} (resume reading and ATS detection are real{})",
-            args.fixtures.display(),
+            fixtures.display(),
             latency
                 .map(|l| format!(", {} ms added to every model call", l.as_millis()))
                 .unwrap_or_default()
@@ -156,7 +166,7 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
         }
         let provider = job_hunter::deps::live_provider()?;
         settings.adopt_provider_models(&provider, |name| std::env::var(name).ok());
-        println!(
+        say!(
             "LIVE: {}; fast model {}, quality model {}",
             provider.describe(),
             settings.haiku_model,
@@ -210,7 +220,7 @@ async fn show_progress(mut events: tokio::sync::mpsc::UnboundedReceiver<HuntEven
         if terminal {
             let _ = multi.println(text);
         } else {
-            println!("{text}");
+            say!("{text}");
         }
     };
     let style = ProgressStyle::with_template("  {prefix:14} [{bar:30}] {pos}/{len} {elapsed}")
@@ -258,39 +268,39 @@ async fn show_progress(mut events: tokio::sync::mpsc::UnboundedReceiver<HuntEven
 
 fn print_summary(result: &HuntResult, settings: &Settings, latency: Option<Duration>) {
     let state = &result.state;
-    println!();
-    println!(
+    say!();
+    say!(
         "Run {}: {}",
         result.run_id,
         result.status.as_str().to_uppercase()
     );
     if let Some(reason) = &result.reason {
-        println!("  reason: {reason}");
+        say!("  reason: {reason}");
         if result.status != RunStatus::Success && state.profile.is_some() {
-            println!(
+            say!(
                 "  to resume: the same command with --run-id {}",
                 result.run_id
             );
         }
     }
     if result.resumed {
-        println!("  resumed: skipped {}", result.steps_skipped.join(", "));
+        say!("  resumed: skipped {}", result.steps_skipped.join(", "));
     }
-    println!(
+    say!(
         "  jobs: {} found, {} duplicates removed, {} processed, {} scored",
         state.raw_jobs.len() + state.duplicates_removed,
         state.duplicates_removed,
         state.jobs.len(),
         state.scored.len()
     );
-    println!("  companies:");
+    say!("  companies:");
     for report in &state.company_reports {
-        println!("    {:<24} {}", report.company, report.outcome.describe());
+        say!("    {:<24} {}", report.company, report.outcome.describe());
     }
     if !state.scored.is_empty() {
-        println!("  top {}:", state.scored.len().min(5));
+        say!("  top {}:", state.scored.len().min(5));
         for (rank, s) in state.scored.iter().take(5).enumerate() {
-            println!(
+            say!(
                 "    {}. [{:>3}] {} at {} ({})",
                 rank + 1,
                 s.score,
@@ -301,7 +311,7 @@ fn print_summary(result: &HuntResult, settings: &Settings, latency: Option<Durat
         }
     }
     let usage = state.spend.usage();
-    println!(
+    say!(
         "  tokens: {} ({} in, {} out); cost: ${:.4} (limit ${:.2})",
         state.spend.total_tokens(),
         usage.input_tokens,
@@ -326,23 +336,23 @@ fn print_summary(result: &HuntResult, settings: &Settings, latency: Option<Durat
             result.duration.as_secs_f64() / estimate.as_secs_f64().max(f64::EPSILON)
         ));
     }
-    println!("{timing}");
+    say!("{timing}");
     if !state.issues.is_empty() {
-        println!("  issues: {}", state.issues.len());
+        say!("  issues: {}", state.issues.len());
         for issue in state.issues.iter().take(10) {
-            println!("    {}", issue.describe());
+            say!("    {}", issue.describe());
         }
     }
     if let Some(note) = &state.search_note {
-        println!("  note: {note}");
+        say!("  note: {note}");
     }
     if !state.output_files.is_empty() {
-        println!("  files:");
+        say!("  files:");
         for file in &state.output_files {
-            println!("    {}", file.display());
+            say!("    {}", file.display());
         }
     }
     if let Some(n) = &state.notification {
-        println!("  email: {} to {}", n.transport, n.to.join(", "));
+        say!("  email: {} to {}", n.transport, n.to.join(", "));
     }
 }
