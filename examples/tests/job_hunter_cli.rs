@@ -1,0 +1,211 @@
+//! The `job_hunter` example as a user runs it: `fetch-board` against a local server
+//! replaying real job-board bodies, and `run --dry-run` with its first line, files and
+//! exit codes (0 success, 3 partial, 1 failed).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use wiremock::matchers::path;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// The example binary `cargo test` builds beside the test binaries.
+fn binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(Path::parent).unwrap();
+    let binary = dir.join("examples").join("job_hunter");
+    assert!(
+        binary.exists(),
+        "{} is missing: run `cargo test --workspace` (which builds the examples) or `cargo build -p examples --examples`",
+        binary.display()
+    );
+    binary
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn realdata(file: &str) -> Vec<u8> {
+    let path = workspace().join("../shared/realdata/ats/hunt").join(file);
+    std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; the recorded bodies of ../shared/realdata must sit beside the checkout",
+            path.display()
+        )
+    })
+}
+
+async fn run(args: Vec<String>, env: Vec<(&'static str, String)>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        Command::new(binary())
+            .args(args)
+            .envs(env)
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("SMTP_URL")
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fetch_board_prints_every_job_of_real_board_bodies() {
+    let server = MockServer::start().await;
+    for (route, file) in [
+        ("/v1/boards/vercel/jobs", "greenhouse.json"),
+        ("/v0/postings/spotify", "lever.json"),
+        ("/posting-api/job-board/linear", "ashby.json"),
+    ] {
+        Mock::given(path(route))
+            .respond_with(ResponseTemplate::new(200).set_body_bytes(realdata(file)))
+            .mount(&server)
+            .await;
+    }
+    for (url, file, source) in [
+        (
+            "https://boards.greenhouse.io/vercel",
+            "greenhouse.json",
+            "greenhouse",
+        ),
+        ("https://jobs.lever.co/spotify", "lever.json", "lever"),
+        ("https://jobs.ashbyhq.com/linear", "ashby.json", "ashby"),
+    ] {
+        let env = ["GREENHOUSE_API_BASE", "LEVER_API_BASE", "ASHBY_API_BASE"]
+            .map(|name| (name, server.uri()))
+            .to_vec();
+        let out = run(vec!["fetch-board".into(), url.into()], env).await;
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let jobs: Vec<Value> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        // Every job of the recorded body, with its title, in order.
+        let body: Value = serde_json::from_slice(&realdata(file)).unwrap();
+        let titles: Vec<&str> = match source {
+            "greenhouse" => body["jobs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|j| j["title"].as_str().unwrap())
+                .collect(),
+            "lever" => body
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|j| j["text"].as_str().unwrap())
+                .collect(),
+            _ => body["jobs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|j| j["title"].as_str().unwrap())
+                .collect(),
+        };
+        let printed: Vec<&str> = jobs.iter().map(|j| j["title"].as_str().unwrap()).collect();
+        assert_eq!(printed, titles, "{url}");
+        assert!(
+            jobs.iter()
+                .all(|j| j["source"] == source && !j["url"].as_str().unwrap().is_empty())
+        );
+    }
+
+    let out = run(
+        vec!["fetch-board".into(), "https://example.com/careers".into()],
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("is not a Greenhouse, Lever, Ashby or Workday job board URL")
+    );
+}
+
+fn dry_run_args(dir: &Path, run_id: &str) -> Vec<String> {
+    let resume = workspace().join("fixtures/job-hunter/resume.txt");
+    [
+        "run",
+        "--dry-run",
+        "--resume",
+        resume.to_str().unwrap(),
+        "--prefs",
+        "Senior backend roles in Berlin",
+        "--output-dir",
+        dir.to_str().unwrap(),
+        "--run-id",
+        run_id,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dry_run_says_so_writes_its_files_and_exits_by_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoints = (
+        "JH_CHECKPOINT_DIR",
+        dir.path().join("cp").display().to_string(),
+    );
+
+    let out = run(
+        dry_run_args(dir.path(), "cli-ok"),
+        vec![checkpoints.clone()],
+    )
+    .await;
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.lines().next().unwrap().starts_with("DRY RUN:"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Run cli-ok: SUCCESS"));
+    assert!(stdout.contains("46 scored"), "{stdout}");
+    assert!(
+        stdout.contains("critical path: 11 sequential waves"),
+        "{stdout}"
+    );
+    for file in [
+        "cli-ok-jobs.csv",
+        "cli-ok-jobs.xlsx",
+        "cli-ok-companies.csv",
+    ] {
+        assert!(dir.path().join(file).exists(), "{file}");
+    }
+
+    // A cost limit the run passes mid-way: partial, exit code 3.
+    let mut args = dry_run_args(dir.path(), "cli-partial");
+    args.extend(["--max-cost".into(), "0.05".into()]);
+    let out = run(args, vec![checkpoints.clone()]).await;
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("PARTIAL"));
+
+    // An unreadable resume: failed, exit code 1, the reason names the file.
+    let mut args = dry_run_args(dir.path(), "cli-failed");
+    args[3] = dir.path().join("missing.pdf").display().to_string();
+    let out = run(args, vec![checkpoints]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("FAILED") && stdout.contains("missing.pdf"),
+        "{stdout}"
+    );
+}
