@@ -11,6 +11,8 @@ use reqwest::{Request, Response, StatusCode};
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
+use crate::fetch::Refusal;
+
 /// How politely to talk to hosts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolitePolicy {
@@ -72,6 +74,10 @@ pub enum HttpError {
         /// What went wrong.
         message: String,
     },
+    /// The career-page fetcher's address guard refused the request: its resolver found
+    /// only non-public addresses, or a redirect was refused (see [`crate::fetch`]).
+    #[error("refused by the address guard: {0}")]
+    Refused(Refusal),
     /// The body was not the JSON expected.
     #[error("unexpected response from {url}: {message}")]
     Decode {
@@ -88,8 +94,13 @@ impl HttpError {
         matches!(self, HttpError::Blocked { .. })
     }
 
+    /// The error for a failed reqwest call: an address-guard [`Refusal`] anywhere in its
+    /// source chain is [`HttpError::Refused`], a timeout [`HttpError::Timeout`], anything
+    /// else [`HttpError::Transport`].
     pub(crate) fn transport(url: &str, error: &reqwest::Error) -> Self {
-        if error.is_timeout() {
+        if let Some(refusal) = find_refusal(error) {
+            HttpError::Refused(refusal.clone())
+        } else if error.is_timeout() {
             HttpError::Timeout {
                 url: url.to_owned(),
             }
@@ -100,6 +111,14 @@ impl HttpError {
             }
         }
     }
+}
+
+/// The first [`Refusal`] in `error`'s source chain, `error` included. The guarded
+/// resolver and redirect policy return it boxed, and reqwest and hyper keep the box as
+/// the source of their own errors, so it can be downcast again.
+fn find_refusal<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a Refusal> {
+    std::iter::successors(Some(error), |inner| inner.source())
+        .find_map(|inner| inner.downcast_ref::<Refusal>())
 }
 
 /// The error with its sources, joined by `: `.
@@ -422,6 +441,51 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(garbled, HttpError::Decode { .. }), "{garbled}");
+    }
+
+    /// An error wrapping another, as reqwest and hyper wrap the guard's boxed refusal.
+    #[derive(Debug, thiserror::Error)]
+    #[error("{context}")]
+    struct Wrapped {
+        context: &'static str,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    }
+
+    #[test]
+    fn a_refusal_is_found_anywhere_in_the_source_chain() {
+        let refusal = Refusal::Address {
+            address: "127.0.0.1".parse().unwrap(),
+            target: "localhost".into(),
+        };
+        let boxed: Box<dyn std::error::Error + Send + Sync> = refusal.clone().into();
+        let chain = Wrapped {
+            context: "client error (Connect)",
+            source: Box::new(Wrapped {
+                context: "dns error",
+                source: boxed,
+            }),
+        };
+        assert_eq!(find_refusal(&chain), Some(&refusal));
+        assert_eq!(find_refusal(&refusal), Some(&refusal));
+        let unrelated = Wrapped {
+            context: "client error (Connect)",
+            source: "connection refused".into(),
+        };
+        assert_eq!(find_refusal(&unrelated), None);
+    }
+
+    #[test]
+    fn a_refusal_displays_on_one_line() {
+        let error = HttpError::Refused(Refusal::Address {
+            address: "169.254.169.254".parse().unwrap(),
+            target: "http://169.254.169.254/latest/meta-data".into(),
+        });
+        assert_eq!(
+            error.to_string(),
+            "refused by the address guard: http://169.254.169.254/latest/meta-data leads to the non-public address 169.254.169.254"
+        );
+        assert!(!error.is_blocked());
     }
 
     #[tokio::test(start_paused = true)]

@@ -26,11 +26,10 @@ use futures::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use url::Url;
 
-pub use guard::is_public_address;
+pub use guard::{Refusal, is_public_address};
 pub use page::{FetchedPage, PageLink};
 
 use crate::http::{HttpError, PoliteClient, PolitePolicy, error_chain};
-use guard::Refusal;
 
 /// The `Accept` header sent with page requests.
 const ACCEPT_HTML: &str = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1";
@@ -139,14 +138,13 @@ impl FetchError {
         }
     }
 
-    /// Recovers a guard refusal that surfaced as a transport error.
+    /// The error for a failed request to `url`: a guard refusal (met by the resolver or
+    /// a redirect) becomes its own variant, anything else [`FetchError::Http`].
     fn from_http(url: &str, error: HttpError) -> Self {
-        if let HttpError::Transport { message, .. } = &error
-            && let Some(refusal) = guard::parse_refusal(message)
-        {
-            return FetchError::refused(url, refusal);
+        match error {
+            HttpError::Refused(refusal) => FetchError::refused(url, refusal),
+            other => FetchError::Http(other),
         }
-        FetchError::Http(error)
     }
 }
 
@@ -370,6 +368,133 @@ mod tests {
             );
         }
         assert!(target.received_requests().await.unwrap().is_empty());
+    }
+
+    #[test]
+    fn refusals_map_to_fetch_errors() {
+        let url = "http://localhost:8080/careers";
+        let refused = |refusal| FetchError::from_http(url, HttpError::Refused(refusal));
+        // The resolver names the host: the error names the address asked for.
+        assert_eq!(
+            refused(Refusal::Address {
+                address: "127.0.0.1".parse().unwrap(),
+                target: "localhost".into(),
+            }),
+            FetchError::ForbiddenAddress {
+                url: url.into(),
+                address: "127.0.0.1".into(),
+            }
+        );
+        // A redirect names the refused target.
+        assert_eq!(
+            refused(Refusal::Address {
+                address: "::ffff:192.168.0.1".parse().unwrap(),
+                target: "http://[::ffff:c0a8:1]/".into(),
+            }),
+            FetchError::ForbiddenAddress {
+                url: "http://[::ffff:c0a8:1]/".into(),
+                address: "::ffff:192.168.0.1".into(),
+            }
+        );
+        assert_eq!(
+            refused(Refusal::Scheme {
+                target: "ftp://example.com/jobs".into(),
+            }),
+            FetchError::InvalidUrl {
+                url: "ftp://example.com/jobs".into(),
+                reason: "only http and https addresses are fetched".into(),
+            }
+        );
+        assert_eq!(
+            refused(Refusal::TooManyRedirects {
+                limit: 5,
+                target: "http://localhost:8080/loop".into(),
+            }),
+            FetchError::TooManyRedirects { url: url.into() }
+        );
+        // Other failures stay HTTP errors, even when their text mentions the guard.
+        let transport = HttpError::Transport {
+            url: url.into(),
+            message: "localhost leads to the non-public address 127.0.0.1".into(),
+        };
+        assert_eq!(
+            FetchError::from_http(url, transport.clone()),
+            FetchError::Http(transport)
+        );
+    }
+
+    async fn execute(fetcher: &PageFetcher, url: &str) -> Result<reqwest::Response, HttpError> {
+        let request = fetcher.client.inner().get(url).build().unwrap();
+        fetcher.client.execute(request).await
+    }
+
+    /// The refusals of the guarded resolver and of the redirect policy come out of
+    /// `PoliteClient::execute` as typed values, found in reqwest's error chain.
+    #[tokio::test]
+    async fn guard_refusals_come_out_of_the_client_typed() {
+        let server = MockServer::start().await;
+        let to = |location: &str| ResponseTemplate::new(302).insert_header("location", location);
+        Mock::given(path("/private"))
+            .respond_with(to("http://10.0.0.1/admin"))
+            .mount(&server)
+            .await;
+        Mock::given(path("/ftp"))
+            .respond_with(to("ftp://files.example.com/jobs.html"))
+            .mount(&server)
+            .await;
+        Mock::given(path("/loop"))
+            .respond_with(to("/loop"))
+            .mount(&server)
+            .await;
+        let port = server.address().port();
+
+        // The resolver: loopback is refused by default.
+        let guarded = PageFetcher::new(FetchPolicy::default()).unwrap();
+        match execute(&guarded, &format!("http://localhost:{port}/")).await {
+            Err(HttpError::Refused(Refusal::Address { address, target })) => {
+                assert!(address.is_loopback(), "{address}");
+                assert_eq!(target, "localhost");
+            }
+            other => panic!("expected an address refusal, got {other:?}"),
+        }
+
+        // The redirect policy, with loopback allowed to reach the test server.
+        let fetcher = PageFetcher::new(FetchPolicy {
+            allow_loopback: true,
+            max_redirects: 2,
+            min_interval_per_host: Duration::from_millis(1),
+            ..FetchPolicy::default()
+        })
+        .unwrap();
+        let base = server.uri();
+        let cases = [
+            (
+                "/private",
+                Refusal::Address {
+                    address: "10.0.0.1".parse().unwrap(),
+                    target: "http://10.0.0.1/admin".into(),
+                },
+            ),
+            (
+                "/ftp",
+                Refusal::Scheme {
+                    target: "ftp://files.example.com/jobs.html".into(),
+                },
+            ),
+            (
+                "/loop",
+                Refusal::TooManyRedirects {
+                    limit: 2,
+                    target: format!("{base}/loop"),
+                },
+            ),
+        ];
+        for (start, refusal) in cases {
+            let err = execute(&fetcher, &format!("{base}{start}"))
+                .await
+                .unwrap_err();
+            assert_eq!(err, HttpError::Refused(refusal), "{start}");
+        }
     }
 
     #[test]
