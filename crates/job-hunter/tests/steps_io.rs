@@ -5,15 +5,14 @@
 
 mod common;
 
+use common::rig::Rig;
+
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agent_llm::LlmError;
 use agent_llm::testing::{ScriptedModel, responses};
-use agent_llm::{ChatModel, LlmError};
-use agent_runtime::CollectingSink;
-use agent_runtime::graph::RunContext;
 use async_trait::async_trait;
 use calamine::{Reader, Xlsx, open_workbook};
 use chrono::{DateTime, Utc};
@@ -22,77 +21,23 @@ use job_capabilities::fetch::{FetchError, FetchedPage, PageSource};
 use job_capabilities::http::HttpError;
 use job_capabilities::search::{SearchError, SearchHit, WebSearch};
 use job_capabilities::{JobSource, PayInterval, RawJob, Salary, SalaryOrigin};
-use job_hunter::llm::PipelineLlm;
 use job_hunter::models::{
     CandidateProfile, Company, CompanyOrigin, CompanyOutcome, CompanyReport, ExtractedJob, Job,
     RemotePreference, ScoredJob, SearchPreferences, WorkArrangement,
 };
-use job_hunter::state::Spend;
-use job_hunter::steps::{self, StepEnv};
-use job_hunter::{Deps, HuntEvent, HuntState, Settings};
+use job_hunter::steps::{self};
+use job_hunter::{HuntEvent, HuntState};
 use serde_json::json;
 
 // ---------------------------------------------------------------------------------------
 // Helpers
 
-/// One step's surroundings: settings in a temporary directory, dry-run services with the
-/// scripted model, a fresh cost meter, a standalone run context, collected events.
-struct Rig {
-    _dir: tempfile::TempDir,
-    settings: Settings,
-    deps: Deps,
-    llm: PipelineLlm,
-    run: RunContext,
-    events: CollectingSink<HuntEvent>,
-}
-
-impl Rig {
-    fn new(model: &ScriptedModel) -> Self {
-        Rig::with(model, |_| {})
-    }
-
-    fn with(model: &ScriptedModel, tweak: impl FnOnce(&mut Settings)) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let mut settings = common::settings(dir.path());
-        tweak(&mut settings);
-        let events = CollectingSink::default();
-        let model: Arc<dyn ChatModel> = Arc::new(model.clone());
-        let mut deps = Deps::dry_run(&common::fixtures(), &settings, None)
-            .unwrap()
-            .with_model(model.clone())
-            .with_events(Arc::new(events.clone()));
-        deps.mailer = None;
-        let llm = PipelineLlm::new(model, &settings, &Spend::default(), deps.events.clone());
-        Rig {
-            _dir: dir,
-            settings,
-            deps,
-            llm,
-            run: RunContext::standalone("run-id"),
-            events,
-        }
-    }
-
-    fn env(&self) -> StepEnv<'_> {
-        StepEnv {
-            deps: &self.deps,
-            llm: &self.llm,
-            settings: &self.settings,
-            run: &self.run,
-        }
-    }
-
-    /// A fresh state with the profile and preferences already parsed.
-    fn state(&self) -> HuntState {
-        let mut state = HuntState::new(common::config("steps", &self.settings));
-        state.profile = Some(profile());
-        state.preferences = Some(prefs(&[], &[]));
-        state
-    }
-
-    fn output_dir(&self) -> PathBuf {
-        self.settings.output_dir.clone()
-    }
+/// A fresh state with the profile and preferences already parsed.
+fn parsed_state(rig: &Rig) -> HuntState {
+    let mut state = rig.state();
+    state.profile = Some(profile());
+    state.preferences = Some(prefs(&[], &[]));
+    state
 }
 
 fn profile() -> CandidateProfile {
@@ -203,7 +148,7 @@ fn scored(n: u32, company: &str, title: &str, score: u8, reason: &str) -> Scored
 /// A ranked result: three scored jobs (the first paid by the hour) and four company
 /// outcomes.
 fn ranked_state(rig: &Rig) -> HuntState {
-    let mut state = rig.state();
+    let mut state = parsed_state(rig);
     let mut best = scored(
         1,
         "Northwind Robotics",
@@ -419,7 +364,7 @@ async fn find_companies_puts_named_first_filters_and_locates_each_company() {
         ..ScriptedSearch::default()
     });
     rig.deps.search = Some(search.clone());
-    let mut state = rig.state();
+    let mut state = parsed_state(&rig);
     let wanted = prefs(
         &["Northwind Robotics", "Crypto Casino", "Quill Labs"],
         &["crypto casino"],
@@ -508,7 +453,7 @@ async fn find_companies_keeps_the_named_companies_when_suggesting_fails() {
         ..ScriptedSearch::default()
     });
     rig.deps.search = Some(search.clone());
-    let mut state = rig.state();
+    let mut state = parsed_state(&rig);
     state.preferences = Some(prefs(&["Northwind Robotics", "Quill Labs"], &[]));
     steps::find_companies::run(&mut state, &rig.env())
         .await
@@ -546,7 +491,7 @@ async fn find_companies_says_which_named_companies_the_limit_leaves_out() {
     let model = ScriptedModel::new(Vec::new());
     let mut rig = Rig::with(&model, |s| s.max_companies = 2);
     rig.deps.search = None;
-    let mut state = rig.state();
+    let mut state = parsed_state(&rig);
     state.preferences = Some(prefs(
         &["Northwind Robotics", "Quill Labs", "Lumen Health"],
         &[],
@@ -585,7 +530,7 @@ async fn find_companies_records_a_failed_search_with_its_company() {
         ]),
         ..ScriptedSearch::default()
     }));
-    let mut state = rig.state();
+    let mut state = parsed_state(&rig);
     state.preferences = Some(prefs(&["Northwind Robotics", "Quill Labs"], &[]));
     steps::find_companies::run(&mut state, &rig.env())
         .await
@@ -626,7 +571,7 @@ async fn scrape_jobs_ends_each_company_in_its_outcome_and_applies_the_limits() {
     let boards = Arc::new(ScriptedBoards::default());
     rig.deps.boards = boards.clone();
     rig.deps.pages = Arc::new(ScriptedPages);
-    let mut state = rig.state();
+    let mut state = parsed_state(&rig);
     state.companies = vec![
         company(
             "Northwind Robotics",

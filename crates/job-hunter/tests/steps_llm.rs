@@ -5,78 +5,24 @@
 
 mod common;
 
+use common::rig::Rig;
+
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use agent_llm::testing::{ScriptedModel, responses};
-use agent_llm::{ChatModel, ChatRequest, LlmError, ToolChoice, Usage};
-use agent_runtime::CollectingSink;
-use agent_runtime::graph::{NodeErrorKind, RunContext};
+use agent_llm::{ChatRequest, LlmError, ToolChoice, Usage};
+use agent_runtime::graph::NodeErrorKind;
 use chrono::{DateTime, Utc};
 use job_capabilities::{JobSource, PayInterval, RawJob, Salary, SalaryOrigin};
-use job_hunter::llm::PipelineLlm;
+use job_hunter::HuntEvent;
 use job_hunter::models::{
     CandidateProfile, ExtractedJob, Job, RemotePreference, SearchPreferences, WorkArrangement,
 };
-use job_hunter::state::Spend;
-use job_hunter::steps::{self, StepEnv};
-use job_hunter::{Deps, HuntEvent, HuntState, Settings};
+use job_hunter::steps::{self};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------
 // Helpers
-
-/// One step's surroundings: settings in a temporary directory, dry-run services with the
-/// scripted model, a fresh cost meter, a standalone run context, collected events.
-struct Rig {
-    _dir: tempfile::TempDir,
-    settings: Settings,
-    deps: Deps,
-    llm: PipelineLlm,
-    run: RunContext,
-    events: CollectingSink<HuntEvent>,
-}
-
-impl Rig {
-    fn new(model: &ScriptedModel) -> Self {
-        Rig::with(model, |_| {})
-    }
-
-    fn with(model: &ScriptedModel, tweak: impl FnOnce(&mut Settings)) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let mut settings = common::settings(dir.path());
-        tweak(&mut settings);
-        let events = CollectingSink::default();
-        let model: Arc<dyn ChatModel> = Arc::new(model.clone());
-        let deps = Deps::dry_run(&common::fixtures(), &settings, None)
-            .unwrap()
-            .with_model(model.clone())
-            .with_events(Arc::new(events.clone()));
-        let llm = PipelineLlm::new(model, &settings, &Spend::default(), deps.events.clone());
-        Rig {
-            _dir: dir,
-            settings,
-            deps,
-            llm,
-            run: RunContext::standalone("run-id"),
-            events,
-        }
-    }
-
-    fn env(&self) -> StepEnv<'_> {
-        StepEnv {
-            deps: &self.deps,
-            llm: &self.llm,
-            settings: &self.settings,
-            run: &self.run,
-        }
-    }
-
-    /// A fresh state for the recorded resume and preferences.
-    fn state(&self) -> HuntState {
-        HuntState::new(common::config("steps", &self.settings))
-    }
-}
 
 fn profile() -> CandidateProfile {
     CandidateProfile {

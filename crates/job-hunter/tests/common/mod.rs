@@ -2,6 +2,8 @@
 //! settings for tests, and a real SMTP server (aiosmtpd) on loopback.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod rig;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
