@@ -123,6 +123,17 @@ struct Gates {
     pending: BTreeMap<String, Waiting>,
     answered: HashSet<String>,
     counters: HashMap<(String, String), u64>,
+    /// Answers given before a restart, returned at once when their gate is waited at.
+    recorded: HashMap<String, Value>,
+}
+
+/// Hears a registry's gates open and get answered, for example to persist them and to
+/// tell a client. Called synchronously, under no lock; must not block.
+pub trait GateListener: Send + Sync {
+    /// A gate started waiting.
+    fn opened(&self, gate: &PendingGate);
+    /// A pending gate was answered through [`GateRegistry::respond`].
+    fn answered(&self, id: &str, answer: &Value);
 }
 
 /// The gates of one session: wait, answer exactly once, list what is pending.
@@ -154,6 +165,7 @@ struct Shared {
     gates: Mutex<Gates>,
     /// Woken whenever a gate starts waiting.
     opened: tokio::sync::Notify,
+    listener: Option<Arc<dyn GateListener>>,
 }
 
 impl std::fmt::Debug for GateRegistry {
@@ -168,6 +180,36 @@ impl GateRegistry {
     /// An empty registry.
     pub fn new() -> Self {
         GateRegistry::default()
+    }
+
+    /// An empty registry that reports every gate opened and answered to `listener`.
+    pub fn with_listener(listener: Arc<dyn GateListener>) -> Self {
+        GateRegistry {
+            inner: Arc::new(Shared {
+                listener: Some(listener),
+                ..Shared::default()
+            }),
+        }
+    }
+
+    /// Records answers given before a restart: waiting at one of these gates returns its
+    /// answer at once, without opening it again. With stable ids ([`next_id`](Self::next_id)),
+    /// a run replayed after a crash passes the gates it had passed and stops at the first
+    /// one still unanswered.
+    ///
+    /// ```
+    /// use agent_runtime::{GateRegistry, GateRequest};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let gates = GateRegistry::new();
+    /// gates.restore([("coordinator:approve:1".to_owned(), serde_json::json!("yes"))]);
+    /// let id = gates.next_id("coordinator", "approve");
+    /// let answer = gates.wait(&id, GateRequest::new("approve"), None).await.unwrap();
+    /// assert_eq!(answer, "yes");
+    /// assert!(gates.pending().is_empty());
+    /// # });
+    /// ```
+    pub fn restore(&self, answers: impl IntoIterator<Item = (String, Value)>) {
+        self.lock().recorded.extend(answers);
     }
 
     fn lock(&self) -> MutexGuard<'_, Gates> {
@@ -195,13 +237,18 @@ impl GateRegistry {
         cancel: Option<&CancellationToken>,
     ) -> Result<Value, GateError> {
         let (sender, receiver) = oneshot::channel();
-        {
+        let opened = {
             let mut gates = self.lock();
             if gates.pending.contains_key(id) {
                 return Err(GateError::AlreadyPending(id.to_owned()));
             }
             if gates.answered.contains(id) {
                 return Err(GateError::AlreadyAnswered(id.to_owned()));
+            }
+            if let Some(answer) = gates.recorded.remove(id) {
+                gates.answered.insert(id.to_owned());
+                tracing::info!(gate = id, "answered before a restart");
+                return Ok(answer);
             }
             let since = Utc::now();
             let expires_at = request
@@ -215,6 +262,7 @@ impl GateRegistry {
                 since,
                 expires_at,
             };
+            let opened = gate.clone();
             gates.pending.insert(
                 id.to_owned(),
                 Waiting {
@@ -222,6 +270,10 @@ impl GateRegistry {
                     answer: sender,
                 },
             );
+            opened
+        };
+        if let Some(listener) = &self.inner.listener {
+            listener.opened(&opened);
         }
         self.inner.opened.notify_waiters();
         tracing::info!(gate = id, "waiting for the user");
@@ -261,6 +313,9 @@ impl GateRegistry {
         };
         gates.answered.insert(id.to_owned());
         drop(gates);
+        if let Some(listener) = &self.inner.listener {
+            listener.answered(id, &answer);
+        }
         waiting
             .answer
             .send(answer)
@@ -330,6 +385,76 @@ mod tests {
             Err(GateError::Unknown("nope".into()))
         );
         assert!(gates.pending().is_empty());
+    }
+
+    #[derive(Default)]
+    struct Heard(Mutex<Vec<String>>);
+
+    impl GateListener for Heard {
+        fn opened(&self, gate: &PendingGate) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("opened {} {}", gate.id, gate.payload));
+        }
+        fn answered(&self, id: &str, answer: &Value) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("answered {id} {answer}"));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_listener_hears_gates_open_and_get_answered() {
+        let heard = Arc::new(Heard::default());
+        let gates = GateRegistry::with_listener(heard.clone());
+        let id = gates.next_id("coordinator", "review");
+        let waiter = {
+            let (gates, id) = (gates.clone(), id.clone());
+            tokio::spawn(async move {
+                let request = GateRequest::new("review").with_payload(json!({"n": 1}));
+                gates.wait(&id, request, None).await
+            })
+        };
+        until_pending(&gates, 1).await;
+        gates.respond(&id, json!("ok")).unwrap();
+        waiter.await.unwrap().unwrap();
+        assert_eq!(
+            *heard.0.lock().unwrap(),
+            [
+                "opened coordinator:review:1 {\"n\":1}",
+                "answered coordinator:review:1 \"ok\""
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn restored_answers_pass_their_gates_and_the_next_one_waits() {
+        let heard = Arc::new(Heard::default());
+        let gates = GateRegistry::with_listener(heard.clone());
+        gates.restore([("c:q:1".to_owned(), json!("first"))]);
+        let first = gates.next_id("c", "q");
+        assert_eq!(
+            gates.wait(&first, "q".into(), None).await.unwrap(),
+            json!("first")
+        );
+        // Answered once, like any other gate.
+        assert_eq!(
+            gates.respond(&first, json!("again")),
+            Err(GateError::AlreadyAnswered(first.clone()))
+        );
+        let second = gates.next_id("c", "q");
+        let waiter = {
+            let (gates, id) = (gates.clone(), second.clone());
+            tokio::spawn(async move { gates.wait(&id, "q".into(), None).await })
+        };
+        until_pending(&gates, 1).await;
+        assert_eq!(gates.pending()[0].id, "c:q:2");
+        gates.respond(&second, json!("second")).unwrap();
+        assert_eq!(waiter.await.unwrap().unwrap(), json!("second"));
+        // The restored gate was never opened again.
+        assert_eq!(heard.0.lock().unwrap().len(), 2);
     }
 
     #[tokio::test(start_paused = true)]

@@ -17,7 +17,7 @@ mod gates;
 mod identity;
 
 pub use events::{CollectingSink, EventSink, LoopEvent, LoopObserver};
-pub use gates::{GateError, GateRegistry, GateRequest, PendingGate};
+pub use gates::{GateError, GateListener, GateRegistry, GateRequest, PendingGate};
 pub use identity::AgentIdentity;
 
 mod agent_loop;

@@ -100,6 +100,13 @@ impl<S, E> Session<S, E> {
         self.edit(|p| p.events = Some(Arc::new(sink)))
     }
 
+    /// Uses this gate registry (for example one made with
+    /// [`GateRegistry::with_listener`] or [`GateRegistry::restore`]d by a server that keeps
+    /// gates across restarts).
+    pub fn with_gates(self, gates: GateRegistry) -> Self {
+        self.edit(|p| p.gates = gates)
+    }
+
     /// Sets the bus the session's agents send messages on.
     ///
     /// ```
