@@ -9,6 +9,7 @@
 pub mod bus;
 pub mod checkpoint;
 pub mod graph;
+pub mod sessions;
 #[cfg(feature = "otel")]
 pub mod otel;
 

@@ -1,0 +1,220 @@
+//! A session store in memory: for tests and for servers that need no persistence.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+use chrono::Utc;
+use serde_json::Value;
+
+use super::{
+    GateAnswer, NewSession, SessionRecord, SessionStatus, SessionStore, StoreError, StoredEvent,
+    StoredGate,
+};
+
+struct Entry {
+    record: SessionRecord,
+    events: Vec<StoredEvent>,
+    state: Option<Value>,
+    gates: Vec<StoredGate>,
+}
+
+/// Keeps sessions in a map; everything is lost when it is dropped.
+///
+/// ```
+/// use agent_runtime::sessions::{InMemorySessionStore, NewSession, SessionStore};
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = InMemorySessionStore::new();
+/// store.create(NewSession {
+///     id: "s1".into(),
+///     product: "resume".into(),
+///     token_hash: "h".into(),
+///     request: serde_json::json!({}),
+/// }).await?;
+/// assert_eq!(store.append_event("s1", &serde_json::json!({"type": "started"})).await?, 1);
+/// assert_eq!(store.events_after("s1", 0).await?.len(), 1);
+/// # Ok::<(), agent_runtime::sessions::StoreError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Default)]
+pub struct InMemorySessionStore {
+    sessions: Mutex<HashMap<String, Entry>>,
+}
+
+impl std::fmt::Debug for InMemorySessionStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InMemorySessionStore")
+            .field("sessions", &self.lock().len())
+            .finish()
+    }
+}
+
+impl InMemorySessionStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        InMemorySessionStore::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn with<T>(&self, id: &str, f: impl FnOnce(&mut Entry) -> T) -> Result<T, StoreError> {
+        let mut sessions = self.lock();
+        let entry = sessions
+            .get_mut(id)
+            .ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
+        Ok(f(entry))
+    }
+}
+
+#[async_trait]
+impl SessionStore for InMemorySessionStore {
+    async fn create(&self, session: NewSession) -> Result<SessionRecord, StoreError> {
+        let mut sessions = self.lock();
+        if sessions.contains_key(&session.id) {
+            return Err(StoreError::Conflict(session.id));
+        }
+        let now = Utc::now();
+        let record = SessionRecord {
+            id: session.id.clone(),
+            product: session.product,
+            token_hash: session.token_hash,
+            status: SessionStatus::Running,
+            stage: None,
+            request: session.request,
+            result: None,
+            error: None,
+            created_at: now,
+            updated_at: now,
+        };
+        sessions.insert(
+            session.id,
+            Entry {
+                record: record.clone(),
+                events: Vec::new(),
+                state: None,
+                gates: Vec::new(),
+            },
+        );
+        Ok(record)
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
+        Ok(self.lock().get(id).map(|e| e.record.clone()))
+    }
+
+    async fn set_status(
+        &self,
+        id: &str,
+        status: SessionStatus,
+        stage: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.with(id, |e| {
+            e.record.status = status;
+            if let Some(stage) = stage {
+                e.record.stage = Some(stage.to_owned());
+            }
+            e.record.updated_at = Utc::now();
+        })
+    }
+
+    async fn finish(&self, id: &str, outcome: Result<Value, String>) -> Result<(), StoreError> {
+        self.with(id, |e| {
+            match outcome {
+                Ok(result) => {
+                    e.record.status = SessionStatus::Complete;
+                    e.record.result = Some(result);
+                }
+                Err(error) => {
+                    e.record.status = SessionStatus::Failed;
+                    e.record.error = Some(error);
+                }
+            }
+            e.record.updated_at = Utc::now();
+        })
+    }
+
+    async fn append_event(&self, id: &str, event: &Value) -> Result<u64, StoreError> {
+        self.with(id, |e| {
+            let seq = e.events.len() as u64 + 1;
+            e.events.push(StoredEvent {
+                seq,
+                event: event.clone(),
+                at: Utc::now(),
+            });
+            seq
+        })
+    }
+
+    async fn events_after(&self, id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
+        self.with(id, |e| {
+            e.events
+                .iter()
+                .filter(|event| event.seq > after)
+                .cloned()
+                .collect()
+        })
+    }
+
+    async fn save_state(&self, id: &str, state: &Value) -> Result<(), StoreError> {
+        self.with(id, |e| e.state = Some(state.clone()))
+    }
+
+    async fn load_state(&self, id: &str) -> Result<Option<Value>, StoreError> {
+        self.with(id, |e| e.state.clone())
+    }
+
+    async fn open_gate(
+        &self,
+        id: &str,
+        gate_id: &str,
+        name: &str,
+        payload: &Value,
+    ) -> Result<(), StoreError> {
+        self.with(id, |e| {
+            if !e.gates.iter().any(|g| g.id == gate_id) {
+                e.gates.push(StoredGate {
+                    id: gate_id.to_owned(),
+                    name: name.to_owned(),
+                    payload: payload.clone(),
+                    opened_at: Utc::now(),
+                    answer: None,
+                    answered_at: None,
+                });
+            }
+        })
+    }
+
+    async fn answer_gate(
+        &self,
+        id: &str,
+        gate_id: &str,
+        answer: &Value,
+    ) -> Result<GateAnswer, StoreError> {
+        self.with(id, |e| match e.gates.iter_mut().find(|g| g.id == gate_id) {
+            None => GateAnswer::Unknown,
+            Some(gate) if gate.answer.is_some() => GateAnswer::AlreadyAnswered,
+            Some(gate) => {
+                gate.answer = Some(answer.clone());
+                gate.answered_at = Some(Utc::now());
+                GateAnswer::Accepted
+            }
+        })
+    }
+
+    async fn gates(&self, id: &str) -> Result<Vec<StoredGate>, StoreError> {
+        self.with(id, |e| e.gates.clone())
+    }
+
+    async fn unfinished(&self, product: &str) -> Result<Vec<SessionRecord>, StoreError> {
+        let mut found: Vec<SessionRecord> = self
+            .lock()
+            .values()
+            .filter(|e| e.record.product == product && !e.record.status.is_finished())
+            .map(|e| e.record.clone())
+            .collect();
+        found.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(found)
+    }
+}

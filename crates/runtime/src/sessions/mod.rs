@@ -1,0 +1,206 @@
+//! The session store: what a server needs to keep about a session so that a reconnect
+//! loses no event and a restart resumes it. [`InMemorySessionStore`] is here; the SQLite
+//! (and later Postgres) stores live in `agent-backends`, as the checkpoint stores do.
+
+mod memory;
+
+pub use memory::InMemorySessionStore;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Where a session is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStatus {
+    /// Its run is working.
+    Running,
+    /// Its run waits at a gate for the user.
+    Waiting,
+    /// Its run finished with a result.
+    Complete,
+    /// Its run failed; the error is kept.
+    Failed,
+}
+
+impl SessionStatus {
+    /// `running`, `waiting`, `complete` or `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionStatus::Running => "running",
+            SessionStatus::Waiting => "waiting",
+            SessionStatus::Complete => "complete",
+            SessionStatus::Failed => "failed",
+        }
+    }
+
+    /// Reads [`as_str`](Self::as_str)'s names.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "running" => Some(SessionStatus::Running),
+            "waiting" => Some(SessionStatus::Waiting),
+            "complete" => Some(SessionStatus::Complete),
+            "failed" => Some(SessionStatus::Failed),
+            _ => None,
+        }
+    }
+
+    /// Whether the run ended (complete or failed).
+    pub fn is_finished(self) -> bool {
+        matches!(self, SessionStatus::Complete | SessionStatus::Failed)
+    }
+}
+
+/// A session to create.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewSession {
+    /// Its id (unique).
+    pub id: String,
+    /// The product it belongs to (`resume`).
+    pub product: String,
+    /// A hash of the token that reads and answers it (never the token itself).
+    pub token_hash: String,
+    /// The start request, as the product accepted it.
+    pub request: Value,
+}
+
+/// A stored session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRecord {
+    /// Its id.
+    pub id: String,
+    /// Its product.
+    pub product: String,
+    /// The token hash.
+    pub token_hash: String,
+    /// Where it is.
+    pub status: SessionStatus,
+    /// The product's stage name, when it reported one.
+    pub stage: Option<String>,
+    /// The start request.
+    pub request: Value,
+    /// The result, once complete.
+    pub result: Option<Value>,
+    /// The error, once failed.
+    pub error: Option<String>,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// One event of a session, numbered from 1 in the order it was appended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    /// Its number in the session (the SSE event id).
+    pub seq: u64,
+    /// The event.
+    pub event: Value,
+    /// When it was appended.
+    pub at: DateTime<Utc>,
+}
+
+/// A gate of a session, pending or answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredGate {
+    /// Its stable id (`agent:gate:n`).
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// What the user is shown.
+    pub payload: Value,
+    /// When it opened.
+    pub opened_at: DateTime<Utc>,
+    /// The answer, once given.
+    pub answer: Option<Value>,
+    /// When it was answered.
+    pub answered_at: Option<DateTime<Utc>>,
+}
+
+/// What answering a gate came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateAnswer {
+    /// The answer was recorded.
+    Accepted,
+    /// The session has no such gate.
+    Unknown,
+    /// The gate was answered already.
+    AlreadyAnswered,
+}
+
+/// A store operation failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StoreError {
+    /// No session with this id.
+    #[error("no session {0:?}")]
+    NotFound(String),
+    /// A session with this id exists already.
+    #[error("session {0:?} exists already")]
+    Conflict(String),
+    /// The backend failed (connection, I/O, constraint).
+    #[error("store backend: {0}")]
+    Backend(String),
+    /// Stored data could not be read back.
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// Keeps sessions, their events, state and gates. Every method is one atomic change.
+#[async_trait]
+pub trait SessionStore: Send + Sync {
+    /// Creates a session (status `running`); [`StoreError::Conflict`] if the id exists.
+    async fn create(&self, session: NewSession) -> Result<SessionRecord, StoreError>;
+
+    /// The session, if it exists.
+    async fn get(&self, id: &str) -> Result<Option<SessionRecord>, StoreError>;
+
+    /// Sets the status and, when given, the stage.
+    async fn set_status(
+        &self,
+        id: &str,
+        status: SessionStatus,
+        stage: Option<&str>,
+    ) -> Result<(), StoreError>;
+
+    /// Ends the session: `Ok(result)` completes it, `Err(message)` fails it.
+    async fn finish(&self, id: &str, outcome: Result<Value, String>) -> Result<(), StoreError>;
+
+    /// Appends an event and returns its number (1, 2, ...).
+    async fn append_event(&self, id: &str, event: &Value) -> Result<u64, StoreError>;
+
+    /// The events numbered above `after`, in order (`after = 0`: all).
+    async fn events_after(&self, id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError>;
+
+    /// Replaces the session's saved product state.
+    async fn save_state(&self, id: &str, state: &Value) -> Result<(), StoreError>;
+
+    /// The saved product state, if any.
+    async fn load_state(&self, id: &str) -> Result<Option<Value>, StoreError>;
+
+    /// Records a gate as pending. Opening a gate that is already recorded (same id)
+    /// changes nothing.
+    async fn open_gate(
+        &self,
+        id: &str,
+        gate_id: &str,
+        name: &str,
+        payload: &Value,
+    ) -> Result<(), StoreError>;
+
+    /// Records the answer of a pending gate.
+    async fn answer_gate(
+        &self,
+        id: &str,
+        gate_id: &str,
+        answer: &Value,
+    ) -> Result<GateAnswer, StoreError>;
+
+    /// Every gate of the session, pending and answered, in the order they opened.
+    async fn gates(&self, id: &str) -> Result<Vec<StoredGate>, StoreError>;
+
+    /// The sessions of `product` whose run has not finished (running or waiting), oldest
+    /// first: what a restarted server resumes.
+    async fn unfinished(&self, product: &str) -> Result<Vec<SessionRecord>, StoreError>;
+}
