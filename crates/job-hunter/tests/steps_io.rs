@@ -860,6 +860,35 @@ async fn notify_writes_one_eml_once_per_run_to_the_candidate() {
 }
 
 #[tokio::test]
+async fn notify_writes_the_eml_when_the_smtp_server_is_down_and_says_so() {
+    let mut rig = Rig::new(&ScriptedModel::new(Vec::new()));
+    // Nothing listens on port 1.
+    let dead = job_capabilities::mail::SmtpMailer::from_url("smtp://127.0.0.1:1").unwrap();
+    rig.deps.mailer = Some(Arc::new(dead));
+    let mut state = notified_state(&rig);
+    steps::notify::run(&mut state, &rig.env()).await.unwrap();
+
+    let [issue] = &state.issues[..] else {
+        panic!("{:#?}", state.issues)
+    };
+    assert_eq!(
+        (issue.step.as_str(), issue.kind.as_str()),
+        ("notify", "mail")
+    );
+    assert!(
+        issue.message.contains("smtp://127.0.0.1:1"),
+        "{}",
+        issue.message
+    );
+    assert!(issue.message.contains(".eml"), "{}", issue.message);
+    let emls = common::eml_files(&rig.output_dir());
+    assert_eq!(emls.len(), 1);
+    let notification = state.notification.unwrap();
+    assert_eq!(notification.eml_path.as_ref(), Some(&emls[0]));
+    assert_eq!(notification.to, ["maya.okafor@mail.example"]);
+}
+
+#[tokio::test]
 async fn notify_prefers_the_configured_recipient() {
     let rig = Rig::with(&ScriptedModel::new(Vec::new()), |s| {
         s.email_to = Some("hunt@example.org".into());
