@@ -159,3 +159,24 @@ async fn a_step_that_outlives_its_timeout_fails_the_run() {
         "{reason}"
     );
 }
+
+#[tokio::test]
+async fn a_checkpoint_store_that_cannot_write_is_an_error_not_a_status() {
+    let dir = tempfile::tempdir().unwrap();
+    // A file where the checkpoint directory should be.
+    let blocked = dir.path().join("checkpoints");
+    std::fs::write(&blocked, b"not a directory").unwrap();
+    let settings = Settings {
+        checkpoint_dir: blocked,
+        ..common::settings(dir.path())
+    };
+    let (deps, _) = common::dry_deps(&settings);
+    let error = JobHunter::new(deps, settings.clone())
+        .run(common::config("no-checkpoints", &settings))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, job_hunter::HuntError::Checkpoint(_)),
+        "{error}"
+    );
+}
