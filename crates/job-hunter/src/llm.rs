@@ -1,12 +1,15 @@
 //! Typed model calls for the pipeline's steps: quality tiers, a concurrency bound, the
 //! cost meter, and spending kept for the state.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_llm::{ChatModel, ChatRequest, ExtractOptions, Usage, extract_with};
+use agent_runtime::graph::{NodeError, NodeErrorKind, RunContext};
 use agent_runtime::{CostLimits, CostMeter, EventSink};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
 use crate::events::HuntEvent;
@@ -33,6 +36,15 @@ pub enum LlmCallError {
     Failed(String),
 }
 
+/// A model answer with what it cost, as journaled.
+#[derive(Debug, Serialize, Deserialize)]
+struct Recorded<T> {
+    value: T,
+    model: String,
+    usage: Usage,
+    attempts: u32,
+}
+
 /// Makes the pipeline's model calls. Cheap to clone; clones share the meter, the bound
 /// and the ledger.
 #[derive(Clone)]
@@ -45,6 +57,8 @@ pub struct PipelineLlm {
     bound: Arc<Semaphore>,
     ledger: Arc<Mutex<Spend>>,
     loaded: Arc<Spend>,
+    /// Calls per step whose answers were replayed from the journal (paid before a crash).
+    replayed: Arc<Mutex<BTreeMap<String, u64>>>,
 }
 
 impl std::fmt::Debug for PipelineLlm {
@@ -95,6 +109,7 @@ impl PipelineLlm {
             bound: Arc::new(Semaphore::new(settings.max_concurrency.max(1))),
             ledger: Arc::new(Mutex::new(spent.clone())),
             loaded: Arc::new(spent.clone()),
+            replayed: Arc::default(),
         }
     }
 
@@ -115,18 +130,21 @@ impl PipelineLlm {
     }
 
     /// The calls made through this caller, without those of an earlier process that
-    /// the run resumed from.
+    /// the run resumed from (loaded from the checkpoint, or replayed from the journal).
     pub fn spend_since_start(&self) -> Spend {
         let mut now = self.spend();
-        now.calls -= self.loaded.calls.min(now.calls);
+        let replayed = self
+            .replayed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let earlier = |step: &str| {
+            self.loaded.calls_by_step.get(step).copied().unwrap_or(0)
+                + replayed.get(step).copied().unwrap_or(0)
+        };
+        now.calls -= (self.loaded.calls + replayed.values().sum::<u64>()).min(now.calls);
         for (step, calls) in now.calls_by_step.iter_mut() {
-            *calls -= self
-                .loaded
-                .calls_by_step
-                .get(step)
-                .copied()
-                .unwrap_or(0)
-                .min(*calls);
+            *calls -= earlier(step).min(*calls);
         }
         now.calls_by_step.retain(|_, calls| *calls > 0);
         now
@@ -148,6 +166,70 @@ impl PipelineLlm {
         system: &str,
         prompt: String,
     ) -> Result<T, LlmCallError>
+    where
+        T: JsonSchema + DeserializeOwned,
+    {
+        self.extract_recorded(step, quality, system, prompt)
+            .await
+            .map(|recorded| recorded.value)
+    }
+
+    /// [`extract`](Self::extract), journaled under `key` in the run's journal: a step
+    /// re-run after a crash gets the answer recorded before the crash instead of paying
+    /// for the call again (its tokens and cost are counted then, since the crash lost
+    /// them with the step's unsaved state). Failed calls are not recorded.
+    pub async fn extract_once<T>(
+        &self,
+        run: &RunContext,
+        key: &str,
+        step: &str,
+        quality: Quality,
+        system: &str,
+        prompt: String,
+    ) -> Result<T, LlmCallError>
+    where
+        T: JsonSchema + Serialize + DeserializeOwned,
+    {
+        let mut made_here = false;
+        let outcome = run
+            .once(key, || async {
+                made_here = true;
+                self.extract_recorded::<T>(step, quality, system, prompt)
+                    .await
+                    .map_err(|e| match e {
+                        LlmCallError::CostLimit(reason) => NodeError::limit(reason),
+                        LlmCallError::Failed(reason) => NodeError::recoverable(reason),
+                    })
+            })
+            .await;
+        match outcome {
+            Ok(recorded) => {
+                if !made_here {
+                    tracing::debug!(step, key, "model answer replayed from the journal");
+                    self.account(step, &recorded.model, &[recorded.usage], recorded.attempts);
+                    *self
+                        .replayed
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .entry(step.to_owned())
+                        .or_default() += u64::from(recorded.attempts);
+                }
+                Ok(recorded.value)
+            }
+            Err(e) if e.kind() == NodeErrorKind::Limit => {
+                Err(LlmCallError::CostLimit(e.message().to_owned()))
+            }
+            Err(e) => Err(LlmCallError::Failed(e.message().to_owned())),
+        }
+    }
+
+    async fn extract_recorded<T>(
+        &self,
+        step: &str,
+        quality: Quality,
+        system: &str,
+        prompt: String,
+    ) -> Result<Recorded<T>, LlmCallError>
     where
         T: JsonSchema + DeserializeOwned,
     {
@@ -185,7 +267,12 @@ impl PipelineLlm {
             "llm call complete"
         );
         outcome
-            .map(|done| done.value)
+            .map(|done| Recorded {
+                value: done.value,
+                model: answered_by,
+                usage: usage.iter().copied().sum(),
+                attempts,
+            })
             .map_err(|e| LlmCallError::Failed(e.to_string()))
     }
 

@@ -131,3 +131,72 @@ async fn a_crash_after_the_email_left_does_not_send_it_again() {
     assert!(message.contains("smtp-run-jobs.xlsx"));
     assert_eq!(common::ranking(&again), common::ranking(&done));
 }
+
+/// Counts the calls that reach the model.
+struct Counting {
+    inner: job_hunter::dry_run::DryRunModel,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl agent_llm::ChatModel for Counting {
+    async fn chat(
+        &self,
+        request: &agent_llm::ChatRequest,
+    ) -> Result<agent_llm::ChatResponse, agent_llm::LlmError> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.respond(request)
+    }
+
+    fn structured_output_mode(&self) -> agent_llm::StructuredOutputMode {
+        agent_llm::StructuredOutputMode::ForcedTool
+    }
+}
+
+#[tokio::test]
+async fn a_run_killed_inside_process_jobs_does_not_pay_again_for_the_jobs_it_had_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = common::dry_run("baseline", &common::settings(&dir.path().join("b"))).await;
+    let settings = Settings {
+        max_concurrency: 1,
+        ..common::settings(&dir.path().join("killed"))
+    };
+    // Stop the run after the 20th job is normalized, in the middle of the step.
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let deps = Deps::dry_run(&common::fixtures(), &settings, None)
+        .unwrap()
+        .with_events(Arc::new(move |event: HuntEvent| {
+            if matches!(&event, HuntEvent::Progress { step, done: 20, .. } if step == "process_jobs")
+            {
+                trigger.cancel();
+            }
+        }));
+    let stopped = JobHunter::new(deps, settings.clone())
+        .with_cancellation(cancel)
+        .run(common::config("mid-step", &settings))
+        .await
+        .unwrap();
+    assert_eq!(stopped.status, RunStatus::Failed);
+    assert!(stopped.state.jobs.is_empty(), "the step did not finish");
+
+    let model = Arc::new(Counting {
+        inner: job_hunter::dry_run::DryRunModel::load(&common::fixtures().join("llm")).unwrap(),
+        calls: Default::default(),
+    });
+    let (deps, _) = common::dry_deps(&settings);
+    let resumed = JobHunter::new(deps.with_model(model.clone()), settings.clone())
+        .run(common::config("mid-step", &settings))
+        .await
+        .unwrap();
+    assert_eq!(resumed.status, RunStatus::Success, "{:?}", resumed.reason);
+    assert_eq!(common::ranking(&resumed), common::ranking(&baseline));
+    // At least the 20 recorded answers came from the journal: 46 jobs + 10 batches at
+    // most 26 + 10 new calls.
+    let made = model.calls.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(made <= 26 + 10, "{made} calls reached the model");
+    assert_eq!(resumed.critical_path.calls as usize, made);
+    // Every call is still counted once in the run's spending.
+    assert_eq!(resumed.state.spend.calls, baseline.state.spend.calls);
+    assert!((resumed.state.spend.cost_usd - baseline.state.spend.cost_usd).abs() < 1e-9);
+}

@@ -12,6 +12,7 @@ pub mod scrape_jobs;
 use agent_runtime::graph::{NodeError, RunContext};
 use futures::StreamExt as _;
 use schemars::JsonSchema;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::deps::Deps;
@@ -53,26 +54,30 @@ pub(crate) fn essential(what: &str, error: LlmCallError) -> NodeError {
     }
 }
 
-/// Asks for one `T` per prompt, at most `JH_MAX_CONCURRENCY` at once, reporting a
-/// [`HuntEvent::Progress`] after each answer; the answers come back in prompt order.
+/// Asks for one `T` per prompt, at most `JH_MAX_CONCURRENCY` at once, each answer
+/// journaled under its key (see [`PipelineLlm::extract_once`]: a step re-run after a crash
+/// does not pay again for the answers it had), reporting a [`HuntEvent::Progress`] after
+/// each; the answers come back in prompt order.
 pub(crate) async fn extract_each<T>(
     env: &StepEnv<'_>,
     step: &str,
     quality: Quality,
     system: &str,
-    prompts: Vec<String>,
+    calls: Vec<(String, String)>,
 ) -> Vec<Result<T, LlmCallError>>
 where
-    T: JsonSchema + DeserializeOwned,
+    T: JsonSchema + Serialize + DeserializeOwned,
 {
-    let total = prompts.len();
+    let total = calls.len();
     let mut answers: Vec<Option<Result<T, LlmCallError>>> = (0..total).map(|_| None).collect();
-    let calls = futures::stream::iter(prompts.into_iter().enumerate())
-        .map(|(index, prompt)| async move {
-            (
-                index,
-                env.llm.extract::<T>(step, quality, system, prompt).await,
-            )
+    let calls = futures::stream::iter(calls.into_iter().enumerate())
+        .map(|(index, (key, prompt))| async move {
+            let key = format!("{step}:{key}");
+            let answer = env
+                .llm
+                .extract_once::<T>(env.run, &key, step, quality, system, prompt)
+                .await;
+            (index, answer)
         })
         .buffer_unordered(env.settings.max_concurrency.max(1));
     futures::pin_mut!(calls);
@@ -94,6 +99,16 @@ where
             answer.unwrap_or_else(|| Err(LlmCallError::Failed("the call did not finish".into())))
         })
         .collect()
+}
+
+/// 16 hex digits of the FNV-1a hash of `text`: the same on every run and machine.
+pub fn stable_key(text: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{hash:016x}")
 }
 
 /// Cuts `text` to at most `max` characters at a character boundary, marking the cut.

@@ -5,7 +5,7 @@ use agent_runtime::graph::NodeError;
 use job_capabilities::RawJob;
 use job_capabilities::salary::parse_salary_text;
 
-use super::{StepEnv, clip, extract_each};
+use super::{StepEnv, clip, extract_each, stable_key};
 use crate::llm::{LlmCallError, Quality};
 use crate::models::{ExtractedJob, Job};
 use crate::state::HuntState;
@@ -33,12 +33,7 @@ pub fn prompt(job: &RawJob) -> String {
 
 /// A stable id for a posting: 16 hex digits of the FNV-1a hash of its URL.
 pub fn job_id(url: &str) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in url.trim_end_matches('/').bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{hash:016x}")
+    stable_key(url.trim_end_matches('/'))
 }
 
 /// Builds the job record from the posting and the model's normalization.
@@ -66,9 +61,12 @@ pub fn build_job(raw: &RawJob, extracted: ExtractedJob) -> Job {
 pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeError> {
     let raw_jobs = std::mem::take(&mut state.raw_jobs);
     let total = raw_jobs.len();
-    let prompts = raw_jobs.iter().map(prompt).collect();
+    let calls = raw_jobs
+        .iter()
+        .map(|raw| (job_id(&raw.url), prompt(raw)))
+        .collect();
     let results =
-        extract_each::<ExtractedJob>(env, "process_jobs", Quality::Fast, SYSTEM, prompts).await;
+        extract_each::<ExtractedJob>(env, "process_jobs", Quality::Fast, SYSTEM, calls).await;
     let mut processed: Vec<(usize, Job)> = Vec::with_capacity(total);
     let mut failures = Vec::new();
     let mut limit = None;

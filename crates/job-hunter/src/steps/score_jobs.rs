@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use agent_runtime::graph::NodeError;
 
-use super::{StepEnv, essential, extract_each};
+use super::{StepEnv, essential, extract_each, stable_key};
 use crate::llm::{LlmCallError, Quality};
 use crate::models::{BatchScoreResult, CandidateProfile, Job, ScoredJob, SearchPreferences};
 use crate::state::HuntState;
@@ -158,12 +158,15 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
     let all_jobs = state.jobs.clone();
     let jobs: Vec<&Job> = all_jobs.iter().collect();
     let batches: Vec<&[&Job]> = jobs.chunks(env.settings.score_batch_size.max(1)).collect();
-    let prompts = batches
+    let calls = batches
         .iter()
-        .map(|batch| prompt(&profile, &prefs, batch))
+        .map(|batch| {
+            let ids: Vec<&str> = batch.iter().map(|j| j.id.as_str()).collect();
+            (stable_key(&ids.join(",")), prompt(&profile, &prefs, batch))
+        })
         .collect();
     let results =
-        extract_each::<BatchScoreResult>(env, "score_jobs", Quality::Best, SYSTEM, prompts).await;
+        extract_each::<BatchScoreResult>(env, "score_jobs", Quality::Best, SYSTEM, calls).await;
     let mut scored = Vec::new();
     let mut problems = Vec::new();
     let mut limit = None;
