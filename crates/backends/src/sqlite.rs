@@ -1,1 +1,677 @@
-//! (being written)
+//! The SQLite session store: sessions, their events, state and gates in one database file
+//! (or in memory), through sqlx.
+//!
+//! Every method is one transaction. Writes that read first (numbering an event, opening or
+//! answering a gate) take the write lock up front (`BEGIN IMMEDIATE`), so concurrent
+//! callers, in this process or another, serialise instead of racing.
+//!
+//! Timestamps are stored as RFC 3339 text in UTC with nanoseconds
+//! (`2025-01-02T03:04:05.123456789Z`): fixed width, so text order is time order, and they
+//! read back exactly. JSON values are stored as text.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use agent_runtime::sessions::{
+    GateAnswer, NewSession, SessionRecord, SessionStatus, SessionStore, StoreError, StoredEvent,
+    StoredGate,
+};
+use async_trait::async_trait;
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::Value;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteRow, SqliteSynchronous,
+};
+use sqlx::{Row, Sqlite, Transaction};
+
+/// The schema version this build writes (`PRAGMA user_version`).
+const SCHEMA_VERSION: i64 = 1;
+
+/// How long a connection waits for another writer before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connections to a database file (WAL lets readers run beside the one writer).
+const FILE_CONNECTIONS: u32 = 4;
+
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS sessions (
+    id          TEXT PRIMARY KEY NOT NULL,
+    product     TEXT NOT NULL,
+    token_hash  TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    stage       TEXT,
+    request     TEXT NOT NULL,
+    result      TEXT,
+    error       TEXT,
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_by_product_status
+    ON sessions (product, status, created_at);
+CREATE TABLE IF NOT EXISTS events (
+    session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq         INTEGER NOT NULL CHECK (seq > 0),
+    event       TEXT NOT NULL,
+    at          TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS state (
+    session_id  TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    state       TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS gates (
+    session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    gate_id     TEXT NOT NULL,
+    position    INTEGER NOT NULL,
+    name        TEXT NOT NULL,
+    payload     TEXT NOT NULL,
+    opened_at   TEXT NOT NULL,
+    answer      TEXT,
+    answered_at TEXT,
+    PRIMARY KEY (session_id, gate_id),
+    UNIQUE (session_id, position)
+);
+"#;
+
+/// The columns [`session_from_row`] reads, as a literal for `concat!`.
+macro_rules! session_columns {
+    () => {
+        "id, product, token_hash, status, stage, request, result, error, created_at, updated_at"
+    };
+}
+
+/// Keeps sessions, events, state and gates in SQLite: a database file that survives
+/// restarts ([`open`](Self::open)), or a private in-memory database
+/// ([`in_memory`](Self::in_memory)). Behaves exactly as
+/// [`InMemorySessionStore`](agent_runtime::sessions::InMemorySessionStore) does.
+///
+/// A file is opened in WAL mode with foreign keys on and a busy timeout, so several
+/// stores (or processes) may share it. A file written by a newer schema version is
+/// refused with [`StoreError::Corrupt`].
+#[derive(Clone)]
+pub struct SqliteSessionStore {
+    pool: SqlitePool,
+    /// The database file; `None` in memory.
+    path: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for SqliteSessionStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let location = match &self.path {
+            Some(path) => path.display().to_string(),
+            None => ":memory:".to_owned(),
+        };
+        f.debug_struct("SqliteSessionStore")
+            .field("location", &location)
+            .field("connections", &self.pool.size())
+            .field("closed", &self.pool.is_closed())
+            .finish()
+    }
+}
+
+impl SqliteSessionStore {
+    /// Opens (creating it, and its parent directory, if missing) the database file at
+    /// `path` and brings its schema up to date.
+    ///
+    /// Errors: [`StoreError::Backend`] if the file cannot be created or opened or is not a
+    /// SQLite database; [`StoreError::Corrupt`] if a newer version of this crate wrote it.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(parent) = path.parent()
+            && !parent.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                StoreError::Backend(format!("creating directory {}: {e}", parent.display()))
+            })?;
+        }
+        let options = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(BUSY_TIMEOUT);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(FILE_CONNECTIONS)
+            .connect_with(options)
+            .await
+            .map_err(|e| StoreError::Backend(format!("opening {}: {e}", path.display())))?;
+        let store = SqliteSessionStore {
+            pool,
+            path: Some(path),
+        };
+        store.prepare().await?;
+        tracing::debug!(path = %store.location(), "opened SQLite session store");
+        Ok(store)
+    }
+
+    /// A store on a fresh in-memory database, private to this store (and its clones) and
+    /// gone when the last of them is dropped: for tests and servers that need no
+    /// persistence but want SQLite's behaviour.
+    ///
+    /// ```
+    /// use agent_backends::SqliteSessionStore;
+    /// use agent_runtime::sessions::{NewSession, SessionStore, StoreError};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), StoreError> {
+    /// let store = SqliteSessionStore::in_memory().await?;
+    /// store
+    ///     .create(NewSession {
+    ///         id: "s1".into(),
+    ///         product: "resume".into(),
+    ///         token_hash: "h".into(),
+    ///         request: serde_json::json!({"cv": "..."}),
+    ///     })
+    ///     .await?;
+    /// assert_eq!(store.append_event("s1", &serde_json::json!({"type": "started"})).await?, 1);
+    /// assert_eq!(store.append_event("s1", &serde_json::json!({"type": "stage"})).await?, 2);
+    /// assert_eq!(store.events_after("s1", 1).await?[0].seq, 2);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn in_memory() -> Result<Self, StoreError> {
+        // Each connection to `:memory:` is its own database, so the pool keeps exactly one
+        // connection, never retired.
+        let options = SqliteConnectOptions::from_str("sqlite::memory:")
+            .map_err(backend)?
+            .foreign_keys(true)
+            .busy_timeout(BUSY_TIMEOUT);
+        let pool = SqlitePoolOptions::new()
+            .min_connections(1)
+            .max_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await
+            .map_err(|e| StoreError::Backend(format!("opening in-memory database: {e}")))?;
+        let store = SqliteSessionStore { pool, path: None };
+        store.prepare().await?;
+        tracing::debug!("opened in-memory SQLite session store");
+        Ok(store)
+    }
+
+    /// The database file, or `None` in memory.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Closes the connections, waiting for running operations to finish (dropping the
+    /// store also closes them, in the background). Clones of this store stop working.
+    pub async fn close(self) {
+        self.pool.close().await;
+    }
+
+    fn location(&self) -> String {
+        match &self.path {
+            Some(path) => path.display().to_string(),
+            None => ":memory:".to_owned(),
+        }
+    }
+
+    /// Checks the schema version and creates what is missing, in one write transaction.
+    async fn prepare(&self) -> Result<(), StoreError> {
+        let result = self.migrate().await;
+        if result.is_err() {
+            self.pool.close().await;
+        }
+        result
+    }
+
+    async fn migrate(&self) -> Result<(), StoreError> {
+        let mut tx = self.write().await?;
+        let version: i64 = sqlx::query_scalar("PRAGMA user_version")
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(backend)?;
+        if version > SCHEMA_VERSION {
+            tracing::warn!(
+                path = %self.location(),
+                version,
+                supported = SCHEMA_VERSION,
+                "refusing a session database from a newer version"
+            );
+            return Err(StoreError::Corrupt(format!(
+                "session database {} has schema version {version}, newer than the \
+                 version {SCHEMA_VERSION} this build understands; upgrade agent-backends",
+                self.location()
+            )));
+        }
+        sqlx::raw_sql(SCHEMA)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        if version < SCHEMA_VERSION {
+            sqlx::raw_sql(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+            tracing::debug!(
+                path = %self.location(),
+                from = version,
+                to = SCHEMA_VERSION,
+                "created session store schema"
+            );
+        }
+        tx.commit().await.map_err(backend)
+    }
+
+    /// A transaction holding the write lock from its start.
+    async fn write(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
+        self.pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend)
+    }
+
+    /// A read transaction: one consistent snapshot.
+    async fn read(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
+        self.pool.begin().await.map_err(backend)
+    }
+}
+
+fn backend(error: sqlx::Error) -> StoreError {
+    StoreError::Backend(error.to_string())
+}
+
+fn now() -> DateTime<Utc> {
+    Utc::now()
+}
+
+fn timestamp(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Nanos, true)
+}
+
+fn json_text(value: &Value) -> Result<String, StoreError> {
+    serde_json::to_string(value)
+        .map_err(|e| StoreError::Backend(format!("encoding JSON for storage: {e}")))
+}
+
+/// `NotFound` unless the session exists.
+async fn require(conn: &mut SqliteConnection, id: &str) -> Result<(), StoreError> {
+    let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM sessions WHERE id = ?1")
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+        .map_err(backend)?;
+    match found {
+        Some(_) => Ok(()),
+        None => Err(StoreError::NotFound(id.to_owned())),
+    }
+}
+
+/// Reads stored cells, naming what was being read when one is unreadable.
+struct Cells<'a> {
+    row: &'a SqliteRow,
+    /// `session "s1"` or `session "s1", event 3`, for messages.
+    what: String,
+}
+
+impl<'a> Cells<'a> {
+    fn new(row: &'a SqliteRow, what: String) -> Self {
+        Cells { row, what }
+    }
+
+    fn corrupt(&self, column: &str, detail: impl std::fmt::Display) -> StoreError {
+        StoreError::Corrupt(format!("{}, column {column}: {detail}", self.what))
+    }
+
+    fn text(&self, column: &str) -> Result<String, StoreError> {
+        self.row
+            .try_get::<String, _>(column)
+            .map_err(|e| self.corrupt(column, e))
+    }
+
+    fn opt_text(&self, column: &str) -> Result<Option<String>, StoreError> {
+        self.row
+            .try_get::<Option<String>, _>(column)
+            .map_err(|e| self.corrupt(column, e))
+    }
+
+    fn json(&self, column: &str) -> Result<Value, StoreError> {
+        let text = self.text(column)?;
+        serde_json::from_str(&text).map_err(|e| self.corrupt(column, format!("bad JSON: {e}")))
+    }
+
+    fn opt_json(&self, column: &str) -> Result<Option<Value>, StoreError> {
+        self.opt_text(column)?
+            .map(|text| {
+                serde_json::from_str(&text)
+                    .map_err(|e| self.corrupt(column, format!("bad JSON: {e}")))
+            })
+            .transpose()
+    }
+
+    fn time_of(&self, column: &str, text: &str) -> Result<DateTime<Utc>, StoreError> {
+        DateTime::parse_from_rfc3339(text)
+            .map(|at| at.with_timezone(&Utc))
+            .map_err(|e| self.corrupt(column, format!("bad timestamp {text:?}: {e}")))
+    }
+
+    fn time(&self, column: &str) -> Result<DateTime<Utc>, StoreError> {
+        let text = self.text(column)?;
+        self.time_of(column, &text)
+    }
+
+    fn opt_time(&self, column: &str) -> Result<Option<DateTime<Utc>>, StoreError> {
+        self.opt_text(column)?
+            .map(|text| self.time_of(column, &text))
+            .transpose()
+    }
+
+    fn seq(&self, column: &str) -> Result<u64, StoreError> {
+        let n = self
+            .row
+            .try_get::<i64, _>(column)
+            .map_err(|e| self.corrupt(column, e))?;
+        u64::try_from(n).map_err(|_| self.corrupt(column, format!("negative number {n}")))
+    }
+}
+
+fn session_from_row(row: &SqliteRow) -> Result<SessionRecord, StoreError> {
+    let id: String = row
+        .try_get("id")
+        .map_err(|e| StoreError::Corrupt(format!("session id: {e}")))?;
+    let cells = Cells::new(row, format!("session {id:?}"));
+    let status_text = cells.text("status")?;
+    let status = SessionStatus::parse(&status_text)
+        .ok_or_else(|| cells.corrupt("status", format!("unknown status {status_text:?}")))?;
+    Ok(SessionRecord {
+        product: cells.text("product")?,
+        token_hash: cells.text("token_hash")?,
+        status,
+        stage: cells.opt_text("stage")?,
+        request: cells.json("request")?,
+        result: cells.opt_json("result")?,
+        error: cells.opt_text("error")?,
+        created_at: cells.time("created_at")?,
+        updated_at: cells.time("updated_at")?,
+        id,
+    })
+}
+
+#[async_trait]
+impl SessionStore for SqliteSessionStore {
+    async fn create(&self, session: NewSession) -> Result<SessionRecord, StoreError> {
+        let now = now();
+        let at = timestamp(now);
+        let done = sqlx::query(
+            "INSERT INTO sessions (id, product, token_hash, status, stage, request, result, \
+             error, created_at, updated_at) \
+             VALUES (?1, ?2, ?3, ?4, NULL, ?5, NULL, NULL, ?6, ?6) \
+             ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(&session.id)
+        .bind(&session.product)
+        .bind(&session.token_hash)
+        .bind(SessionStatus::Running.as_str())
+        .bind(json_text(&session.request)?)
+        .bind(&at)
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::Conflict(session.id));
+        }
+        Ok(SessionRecord {
+            id: session.id,
+            product: session.product,
+            token_hash: session.token_hash,
+            status: SessionStatus::Running,
+            stage: None,
+            request: session.request,
+            result: None,
+            error: None,
+            created_at: now,
+            updated_at: now,
+        })
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            session_columns!(),
+            " FROM sessions WHERE id = ?1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend)?;
+        row.as_ref().map(session_from_row).transpose()
+    }
+
+    async fn set_status(
+        &self,
+        id: &str,
+        status: SessionStatus,
+        stage: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let done = sqlx::query(
+            "UPDATE sessions SET status = ?1, stage = COALESCE(?2, stage), updated_at = ?3 \
+             WHERE id = ?4",
+        )
+        .bind(status.as_str())
+        .bind(stage)
+        .bind(timestamp(now()))
+        .bind(id)
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(id.to_owned()));
+        }
+        Ok(())
+    }
+
+    async fn finish(&self, id: &str, outcome: Result<Value, String>) -> Result<(), StoreError> {
+        let at = timestamp(now());
+        let query = match &outcome {
+            Ok(result) => sqlx::query(
+                "UPDATE sessions SET status = ?1, result = ?2, updated_at = ?3 WHERE id = ?4",
+            )
+            .bind(SessionStatus::Complete.as_str())
+            .bind(json_text(result)?),
+            Err(error) => sqlx::query(
+                "UPDATE sessions SET status = ?1, error = ?2, updated_at = ?3 WHERE id = ?4",
+            )
+            .bind(SessionStatus::Failed.as_str())
+            .bind(error.as_str()),
+        };
+        let done = query
+            .bind(at)
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(id.to_owned()));
+        }
+        Ok(())
+    }
+
+    async fn append_event(&self, id: &str, event: &Value) -> Result<u64, StoreError> {
+        let event = json_text(event)?;
+        let mut tx = self.write().await?;
+        require(&mut tx, id).await?;
+        let seq: i64 = sqlx::query_scalar(
+            "INSERT INTO events (session_id, seq, event, at) \
+             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3 FROM events WHERE session_id = ?1 \
+             RETURNING seq",
+        )
+        .bind(id)
+        .bind(event)
+        .bind(timestamp(now()))
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        u64::try_from(seq)
+            .map_err(|_| StoreError::Corrupt(format!("session {id:?}: event number {seq}")))
+    }
+
+    async fn events_after(&self, id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let mut tx = self.read().await?;
+        require(&mut tx, id).await?;
+        let rows = sqlx::query(
+            "SELECT seq, event, at FROM events WHERE session_id = ?1 AND seq > ?2 ORDER BY seq",
+        )
+        .bind(id)
+        .bind(after)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        rows.iter()
+            .map(|row| {
+                let seq = Cells::new(row, format!("session {id:?}, an event")).seq("seq")?;
+                let cells = Cells::new(row, format!("session {id:?}, event {seq}"));
+                Ok(StoredEvent {
+                    seq,
+                    event: cells.json("event")?,
+                    at: cells.time("at")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn save_state(&self, id: &str, state: &Value) -> Result<(), StoreError> {
+        let done = sqlx::query(
+            "INSERT INTO state (session_id, state) SELECT id, ?2 FROM sessions WHERE id = ?1 \
+             ON CONFLICT (session_id) DO UPDATE SET state = excluded.state",
+        )
+        .bind(id)
+        .bind(json_text(state)?)
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(id.to_owned()));
+        }
+        Ok(())
+    }
+
+    async fn load_state(&self, id: &str) -> Result<Option<Value>, StoreError> {
+        let row = sqlx::query(
+            "SELECT st.state AS state FROM sessions AS s \
+             LEFT JOIN state AS st ON st.session_id = s.id WHERE s.id = ?1",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend)?
+        .ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
+        Cells::new(&row, format!("session {id:?}")).opt_json("state")
+    }
+
+    async fn open_gate(
+        &self,
+        id: &str,
+        gate_id: &str,
+        name: &str,
+        payload: &Value,
+    ) -> Result<(), StoreError> {
+        let payload = json_text(payload)?;
+        let mut tx = self.write().await?;
+        require(&mut tx, id).await?;
+        sqlx::query(
+            "INSERT INTO gates (session_id, gate_id, position, name, payload, opened_at) \
+             SELECT ?1, ?2, COALESCE(MAX(position), 0) + 1, ?3, ?4, ?5 \
+             FROM gates WHERE session_id = ?1 \
+             ON CONFLICT (session_id, gate_id) DO NOTHING",
+        )
+        .bind(id)
+        .bind(gate_id)
+        .bind(name)
+        .bind(payload)
+        .bind(timestamp(now()))
+        .execute(&mut *tx)
+        .await
+        .map_err(backend)?;
+        tx.commit().await.map_err(backend)
+    }
+
+    async fn answer_gate(
+        &self,
+        id: &str,
+        gate_id: &str,
+        answer: &Value,
+    ) -> Result<GateAnswer, StoreError> {
+        let answer = json_text(answer)?;
+        let mut tx = self.write().await?;
+        require(&mut tx, id).await?;
+        let answered: Option<bool> = sqlx::query_scalar(
+            "SELECT answer IS NOT NULL FROM gates WHERE session_id = ?1 AND gate_id = ?2",
+        )
+        .bind(id)
+        .bind(gate_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(backend)?;
+        let outcome = match answered {
+            None => GateAnswer::Unknown,
+            Some(true) => GateAnswer::AlreadyAnswered,
+            Some(false) => {
+                sqlx::query(
+                    "UPDATE gates SET answer = ?3, answered_at = ?4 \
+                     WHERE session_id = ?1 AND gate_id = ?2",
+                )
+                .bind(id)
+                .bind(gate_id)
+                .bind(answer)
+                .bind(timestamp(now()))
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+                GateAnswer::Accepted
+            }
+        };
+        tx.commit().await.map_err(backend)?;
+        Ok(outcome)
+    }
+
+    async fn gates(&self, id: &str) -> Result<Vec<StoredGate>, StoreError> {
+        let mut tx = self.read().await?;
+        require(&mut tx, id).await?;
+        let rows = sqlx::query(
+            "SELECT gate_id, name, payload, opened_at, answer, answered_at FROM gates \
+             WHERE session_id = ?1 ORDER BY position",
+        )
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        rows.iter()
+            .map(|row| {
+                let gate_id = Cells::new(row, format!("session {id:?}, a gate")).text("gate_id")?;
+                let cells = Cells::new(row, format!("session {id:?}, gate {gate_id:?}"));
+                Ok(StoredGate {
+                    name: cells.text("name")?,
+                    payload: cells.json("payload")?,
+                    opened_at: cells.time("opened_at")?,
+                    answer: cells.opt_json("answer")?,
+                    answered_at: cells.opt_time("answered_at")?,
+                    id: gate_id,
+                })
+            })
+            .collect()
+    }
+
+    async fn unfinished(&self, product: &str) -> Result<Vec<SessionRecord>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            session_columns!(),
+            " FROM sessions WHERE product = ?1 AND status IN (?2, ?3) ORDER BY created_at, id"
+        ))
+        .bind(product)
+        .bind(SessionStatus::Running.as_str())
+        .bind(SessionStatus::Waiting.as_str())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?;
+        rows.iter().map(session_from_row).collect()
+    }
+}

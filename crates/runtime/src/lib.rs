@@ -9,9 +9,9 @@
 pub mod bus;
 pub mod checkpoint;
 pub mod graph;
-pub mod sessions;
 #[cfg(feature = "otel")]
 pub mod otel;
+pub mod sessions;
 
 mod events;
 mod gates;

@@ -1,0 +1,787 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! One behaviour suite for every `SessionStore`: the in-memory reference, SQLite in memory
+//! and SQLite on a file must agree. Then what only SQLite has: reopening a file,
+//! concurrent appends, corrupt cells and schema versions.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_backends::SqliteSessionStore;
+use agent_runtime::sessions::{
+    GateAnswer, InMemorySessionStore, NewSession, SessionStatus, SessionStore, StoreError,
+};
+use serde_json::{Value, json};
+use sqlx::Connection;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
+use tempfile::TempDir;
+
+fn new_session(id: &str, product: &str) -> NewSession {
+    NewSession {
+        id: id.to_owned(),
+        product: product.to_owned(),
+        token_hash: format!("hash-of-{id}"),
+        request: json!({
+            "cv": "Ünïcödé “quotes” \n and newlines",
+            "n": 3,
+            "f": 1.5,
+            "nested": {"list": [1, null, true, "x"]},
+        }),
+    }
+}
+
+/// Sessions created this far apart have different `created_at`s.
+async fn tick() {
+    tokio::time::sleep(Duration::from_millis(3)).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// The suite, written once.
+
+async fn create_get_conflict(store: &dyn SessionStore) {
+    let created = store.create(new_session("s1", "resume")).await.unwrap();
+    assert_eq!(created.id, "s1");
+    assert_eq!(created.product, "resume");
+    assert_eq!(created.token_hash, "hash-of-s1");
+    assert_eq!(created.status, SessionStatus::Running);
+    assert_eq!(created.stage, None);
+    assert_eq!(created.request, new_session("s1", "resume").request);
+    assert_eq!(created.result, None);
+    assert_eq!(created.error, None);
+    assert_eq!(created.created_at, created.updated_at);
+
+    assert_eq!(store.get("s1").await.unwrap(), Some(created.clone()));
+    assert_eq!(store.get("nope").await.unwrap(), None);
+
+    let again = store.create(new_session("s1", "other")).await;
+    assert_eq!(again, Err(StoreError::Conflict("s1".into())));
+    // The conflict changed nothing.
+    assert_eq!(store.get("s1").await.unwrap(), Some(created));
+}
+
+async fn status_and_stage(store: &dyn SessionStore) {
+    let created = store.create(new_session("s1", "resume")).await.unwrap();
+    tick().await;
+    store
+        .set_status("s1", SessionStatus::Waiting, Some("review"))
+        .await
+        .unwrap();
+    let got = store.get("s1").await.unwrap().unwrap();
+    assert_eq!(got.status, SessionStatus::Waiting);
+    assert_eq!(got.stage.as_deref(), Some("review"));
+    assert_eq!(got.created_at, created.created_at);
+    assert!(got.updated_at > created.updated_at);
+
+    // No stage given: the stage stays.
+    store
+        .set_status("s1", SessionStatus::Running, None)
+        .await
+        .unwrap();
+    let got = store.get("s1").await.unwrap().unwrap();
+    assert_eq!(got.status, SessionStatus::Running);
+    assert_eq!(got.stage.as_deref(), Some("review"));
+
+    store
+        .set_status("s1", SessionStatus::Running, Some("writing"))
+        .await
+        .unwrap();
+    let got = store.get("s1").await.unwrap().unwrap();
+    assert_eq!(got.stage.as_deref(), Some("writing"));
+}
+
+async fn finish_ok_and_err(store: &dyn SessionStore) {
+    store.create(new_session("ok", "resume")).await.unwrap();
+    store.create(new_session("err", "resume")).await.unwrap();
+    store.create(new_session("null", "resume")).await.unwrap();
+
+    store
+        .finish("ok", Ok(json!({"pdf": "cv.pdf", "pages": 2})))
+        .await
+        .unwrap();
+    let ok = store.get("ok").await.unwrap().unwrap();
+    assert_eq!(ok.status, SessionStatus::Complete);
+    assert_eq!(ok.result, Some(json!({"pdf": "cv.pdf", "pages": 2})));
+    assert_eq!(ok.error, None);
+    assert!(ok.updated_at >= ok.created_at);
+
+    store
+        .finish("err", Err("the model refused".into()))
+        .await
+        .unwrap();
+    let err = store.get("err").await.unwrap().unwrap();
+    assert_eq!(err.status, SessionStatus::Failed);
+    assert_eq!(err.error.as_deref(), Some("the model refused"));
+    assert_eq!(err.result, None);
+
+    // A JSON null result is a result.
+    store.finish("null", Ok(Value::Null)).await.unwrap();
+    let null = store.get("null").await.unwrap().unwrap();
+    assert_eq!(null.status, SessionStatus::Complete);
+    assert_eq!(null.result, Some(Value::Null));
+
+    // Finishing again changes the status and its own field only.
+    store.finish("ok", Err("late".into())).await.unwrap();
+    let ok = store.get("ok").await.unwrap().unwrap();
+    assert_eq!(ok.status, SessionStatus::Failed);
+    assert_eq!(ok.result, Some(json!({"pdf": "cv.pdf", "pages": 2})));
+    assert_eq!(ok.error.as_deref(), Some("late"));
+}
+
+async fn events_numbered(store: &dyn SessionStore) {
+    store.create(new_session("s1", "resume")).await.unwrap();
+    store.create(new_session("s2", "resume")).await.unwrap();
+    assert!(store.events_after("s1", 0).await.unwrap().is_empty());
+
+    let events = [
+        json!({"type": "started"}),
+        json!({"type": "stage", "name": "draft"}),
+        json!("a bare string"),
+        json!({"type": "done", "unicode": "日本語"}),
+    ];
+    for (i, event) in events.iter().enumerate() {
+        assert_eq!(store.append_event("s1", event).await.unwrap(), i as u64 + 1);
+    }
+    // Another session counts on its own.
+    assert_eq!(store.append_event("s2", &json!({"x": 1})).await.unwrap(), 1);
+    assert_eq!(store.append_event("s2", &json!({"x": 2})).await.unwrap(), 2);
+    assert_eq!(
+        store
+            .append_event("s1", &json!({"last": true}))
+            .await
+            .unwrap(),
+        5
+    );
+
+    let all = store.events_after("s1", 0).await.unwrap();
+    assert_eq!(
+        all.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4, 5]
+    );
+    for (stored, event) in all.iter().zip(events.iter()) {
+        assert_eq!(&stored.event, event);
+    }
+    assert_eq!(all[4].event, json!({"last": true}));
+    assert!(all.windows(2).all(|w| w[0].at <= w[1].at));
+
+    for after in 0..=5u64 {
+        let later = store.events_after("s1", after).await.unwrap();
+        let seqs: Vec<u64> = later.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, ((after + 1)..=5).collect::<Vec<_>>(), "after {after}");
+        assert_eq!(later.as_slice(), &all[after as usize..]);
+    }
+    assert!(store.events_after("s1", 99).await.unwrap().is_empty());
+    assert!(store.events_after("s1", u64::MAX).await.unwrap().is_empty());
+
+    let s2 = store.events_after("s2", 1).await.unwrap();
+    assert_eq!(s2.len(), 1);
+    assert_eq!((s2[0].seq, &s2[0].event), (2, &json!({"x": 2})));
+}
+
+async fn state_save_replace_load(store: &dyn SessionStore) {
+    store.create(new_session("s1", "resume")).await.unwrap();
+    store.create(new_session("s2", "resume")).await.unwrap();
+    assert_eq!(store.load_state("s1").await.unwrap(), None);
+
+    store
+        .save_state("s1", &json!({"step": 1, "notes": ["a"]}))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.load_state("s1").await.unwrap(),
+        Some(json!({"step": 1, "notes": ["a"]}))
+    );
+    store.save_state("s1", &json!({"step": 2})).await.unwrap();
+    assert_eq!(
+        store.load_state("s1").await.unwrap(),
+        Some(json!({"step": 2}))
+    );
+    store.save_state("s1", &Value::Null).await.unwrap();
+    assert_eq!(store.load_state("s1").await.unwrap(), Some(Value::Null));
+
+    assert_eq!(store.load_state("s2").await.unwrap(), None);
+}
+
+async fn gates_open_answer_list(store: &dyn SessionStore) {
+    store.create(new_session("s1", "resume")).await.unwrap();
+    store.create(new_session("s2", "resume")).await.unwrap();
+    assert!(store.gates("s1").await.unwrap().is_empty());
+
+    // Ids that sort differently from their opening order.
+    store
+        .open_gate(
+            "s1",
+            "agent:gate:3",
+            "confirm_profile",
+            &json!({"name": "Ada"}),
+        )
+        .await
+        .unwrap();
+    tick().await;
+    store
+        .open_gate("s1", "agent:gate:1", "pick_template", &json!(["a", "b"]))
+        .await
+        .unwrap();
+    tick().await;
+    store
+        .open_gate("s1", "agent:gate:2", "approve", &Value::Null)
+        .await
+        .unwrap();
+    let before = store.gates("s1").await.unwrap();
+
+    // Opening again changes nothing: not the payload, not the name, not the order.
+    store
+        .open_gate("s1", "agent:gate:3", "renamed", &json!({"name": "Bob"}))
+        .await
+        .unwrap();
+    assert_eq!(store.gates("s1").await.unwrap(), before);
+    assert_eq!(
+        before.iter().map(|g| g.id.as_str()).collect::<Vec<_>>(),
+        vec!["agent:gate:3", "agent:gate:1", "agent:gate:2"]
+    );
+    assert_eq!(before[0].name, "confirm_profile");
+    assert_eq!(before[0].payload, json!({"name": "Ada"}));
+    assert_eq!(before[1].payload, json!(["a", "b"]));
+    assert_eq!(before[2].payload, Value::Null);
+    assert!(
+        before
+            .iter()
+            .all(|g| g.answer.is_none() && g.answered_at.is_none())
+    );
+    assert!(before.windows(2).all(|w| w[0].opened_at < w[1].opened_at));
+
+    assert_eq!(
+        store
+            .answer_gate("s1", "agent:gate:1", &json!({"template": "b"}))
+            .await
+            .unwrap(),
+        GateAnswer::Accepted
+    );
+    assert_eq!(
+        store
+            .answer_gate("s1", "agent:gate:1", &json!({"template": "a"}))
+            .await
+            .unwrap(),
+        GateAnswer::AlreadyAnswered
+    );
+    assert_eq!(
+        store
+            .answer_gate("s1", "agent:gate:9", &json!(true))
+            .await
+            .unwrap(),
+        GateAnswer::Unknown
+    );
+    // A gate of another session is unknown here.
+    store
+        .open_gate("s2", "agent:gate:7", "other", &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .answer_gate("s1", "agent:gate:7", &json!(true))
+            .await
+            .unwrap(),
+        GateAnswer::Unknown
+    );
+    // A JSON null answer is an answer.
+    assert_eq!(
+        store
+            .answer_gate("s1", "agent:gate:2", &Value::Null)
+            .await
+            .unwrap(),
+        GateAnswer::Accepted
+    );
+    assert_eq!(
+        store
+            .answer_gate("s1", "agent:gate:2", &json!(1))
+            .await
+            .unwrap(),
+        GateAnswer::AlreadyAnswered
+    );
+
+    let after = store.gates("s1").await.unwrap();
+    assert_eq!(
+        after.iter().map(|g| g.id.as_str()).collect::<Vec<_>>(),
+        vec!["agent:gate:3", "agent:gate:1", "agent:gate:2"]
+    );
+    assert_eq!(after[0], before[0]);
+    assert_eq!(after[1].answer, Some(json!({"template": "b"})));
+    let answered_at = after[1].answered_at.unwrap();
+    assert!(answered_at >= after[1].opened_at);
+    assert_eq!(after[1].opened_at, before[1].opened_at);
+    assert_eq!(after[2].answer, Some(Value::Null));
+    assert!(after[2].answered_at.is_some());
+
+    // Reopening an answered gate keeps its answer.
+    store
+        .open_gate("s1", "agent:gate:1", "pick_template", &json!([]))
+        .await
+        .unwrap();
+    assert_eq!(store.gates("s1").await.unwrap(), after);
+
+    let s2 = store.gates("s2").await.unwrap();
+    assert_eq!(s2.len(), 1);
+    assert_eq!(s2[0].id, "agent:gate:7");
+}
+
+async fn unfinished_oldest_first(store: &dyn SessionStore) {
+    // Ids in reverse order of creation, so the order must come from `created_at`.
+    for id in [
+        "z-first",
+        "m-second",
+        "other-product",
+        "k-done",
+        "f-failed",
+        "a-waiting",
+    ] {
+        let product = if id == "other-product" {
+            "cover"
+        } else {
+            "resume"
+        };
+        store.create(new_session(id, product)).await.unwrap();
+        tick().await;
+    }
+    store.finish("k-done", Ok(json!({}))).await.unwrap();
+    store.finish("f-failed", Err("boom".into())).await.unwrap();
+    store
+        .set_status("a-waiting", SessionStatus::Waiting, Some("gate"))
+        .await
+        .unwrap();
+
+    let unfinished = store.unfinished("resume").await.unwrap();
+    assert_eq!(
+        unfinished.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+        vec!["z-first", "m-second", "a-waiting"]
+    );
+    for record in &unfinished {
+        assert_eq!(store.get(&record.id).await.unwrap().as_ref(), Some(record));
+    }
+    assert!(
+        unfinished
+            .windows(2)
+            .all(|w| w[0].created_at < w[1].created_at)
+    );
+
+    let cover = store.unfinished("cover").await.unwrap();
+    assert_eq!(cover.len(), 1);
+    assert_eq!(cover[0].id, "other-product");
+    assert!(store.unfinished("nobody").await.unwrap().is_empty());
+
+    // A finished session that runs again is unfinished again, in its creation place.
+    store
+        .set_status("k-done", SessionStatus::Running, None)
+        .await
+        .unwrap();
+    let ids: Vec<String> = store
+        .unfinished("resume")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(ids, vec!["z-first", "m-second", "k-done", "a-waiting"]);
+}
+
+async fn not_found_everywhere(store: &dyn SessionStore) {
+    store.create(new_session("real", "resume")).await.unwrap();
+    let missing = || Err::<(), _>(StoreError::NotFound("ghost".into()));
+    let nf = StoreError::NotFound("ghost".into());
+
+    assert_eq!(store.get("ghost").await, Ok(None));
+    assert_eq!(
+        store
+            .set_status("ghost", SessionStatus::Waiting, Some("x"))
+            .await,
+        missing()
+    );
+    assert_eq!(store.finish("ghost", Ok(json!(1))).await, missing());
+    assert_eq!(store.finish("ghost", Err("e".into())).await, missing());
+    assert_eq!(
+        store.append_event("ghost", &json!({})).await,
+        Err(nf.clone())
+    );
+    assert_eq!(store.events_after("ghost", 0).await, Err(nf.clone()));
+    assert_eq!(store.save_state("ghost", &json!({})).await, missing());
+    assert_eq!(store.load_state("ghost").await, Err(nf.clone()));
+    assert_eq!(
+        store.open_gate("ghost", "g", "n", &json!({})).await,
+        missing()
+    );
+    assert_eq!(
+        store.answer_gate("ghost", "g", &json!({})).await,
+        Err(nf.clone())
+    );
+    assert_eq!(store.gates("ghost").await, Err(nf));
+
+    // Nothing was created by the failed calls, and the real session is untouched.
+    assert_eq!(store.get("ghost").await, Ok(None));
+    assert!(store.events_after("real", 0).await.unwrap().is_empty());
+    assert_eq!(store.load_state("real").await, Ok(None));
+    assert!(store.gates("real").await.unwrap().is_empty());
+}
+
+/// Runs a suite function against the three stores, one test each.
+macro_rules! suite {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            use super::*;
+
+            #[tokio::test]
+            async fn in_memory_reference() {
+                super::$name(&InMemorySessionStore::new()).await;
+            }
+
+            #[tokio::test]
+            async fn sqlite_in_memory() {
+                let store = SqliteSessionStore::in_memory().await.unwrap();
+                super::$name(&store).await;
+            }
+
+            #[tokio::test]
+            async fn sqlite_file() {
+                let dir = TempDir::new().unwrap();
+                let store = SqliteSessionStore::open(dir.path().join("sessions.db"))
+                    .await
+                    .unwrap();
+                super::$name(&store).await;
+                store.close().await;
+            }
+        }
+    )*};
+}
+
+suite!(
+    create_get_conflict,
+    status_and_stage,
+    finish_ok_and_err,
+    events_numbered,
+    state_save_replace_load,
+    gates_open_answer_list,
+    unfinished_oldest_first,
+    not_found_everywhere,
+);
+
+// ---------------------------------------------------------------------------------------
+// SQLite only.
+
+/// A raw connection to a store's file, to write what the store never would.
+async fn raw(path: &std::path::Path) -> SqliteConnection {
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .busy_timeout(Duration::from_secs(10));
+    SqliteConnection::connect_with(&options).await.unwrap()
+}
+
+#[tokio::test]
+async fn file_survives_reopening() {
+    let dir = TempDir::new().unwrap();
+    // Parent directories are created.
+    let path = dir.path().join("nested/deeper/sessions.db");
+    let store = SqliteSessionStore::open(&path).await.unwrap();
+    assert_eq!(store.path(), Some(path.as_path()));
+    assert!(format!("{store:?}").contains("sessions.db"));
+
+    store.create(new_session("s1", "resume")).await.unwrap();
+    tick().await;
+    store.create(new_session("s2", "resume")).await.unwrap();
+    store.create(new_session("s3", "resume")).await.unwrap();
+    store
+        .set_status("s1", SessionStatus::Waiting, Some("review"))
+        .await
+        .unwrap();
+    store.finish("s2", Ok(json!({"done": true}))).await.unwrap();
+    store.finish("s3", Err("broke".into())).await.unwrap();
+    for i in 1..=3 {
+        store.append_event("s1", &json!({"i": i})).await.unwrap();
+    }
+    store.save_state("s1", &json!({"step": 7})).await.unwrap();
+    store
+        .open_gate("s1", "g2", "second", &json!(2))
+        .await
+        .unwrap();
+    store
+        .open_gate("s1", "g1", "first", &json!(1))
+        .await
+        .unwrap();
+    store.answer_gate("s1", "g2", &json!("yes")).await.unwrap();
+
+    let records: Vec<_> = {
+        let mut all = Vec::new();
+        for id in ["s1", "s2", "s3"] {
+            all.push(store.get(id).await.unwrap().unwrap());
+        }
+        all
+    };
+    let events = store.events_after("s1", 0).await.unwrap();
+    let gates = store.gates("s1").await.unwrap();
+    let unfinished = store.unfinished("resume").await.unwrap();
+    drop(store);
+
+    let store = SqliteSessionStore::open(&path).await.unwrap();
+    for record in &records {
+        assert_eq!(store.get(&record.id).await.unwrap().as_ref(), Some(record));
+    }
+    assert_eq!(store.events_after("s1", 0).await.unwrap(), events);
+    assert_eq!(store.gates("s1").await.unwrap(), gates);
+    assert_eq!(
+        store.load_state("s1").await.unwrap(),
+        Some(json!({"step": 7}))
+    );
+    assert_eq!(store.unfinished("resume").await.unwrap(), unfinished);
+    assert_eq!(
+        unfinished.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+        vec!["s1"]
+    );
+    // Numbering carries on.
+    assert_eq!(store.append_event("s1", &json!({"i": 4})).await.unwrap(), 4);
+    assert_eq!(
+        store.create(new_session("s1", "resume")).await,
+        Err(StoreError::Conflict("s1".into()))
+    );
+    assert_eq!(
+        store.answer_gate("s1", "g2", &json!("again")).await,
+        Ok(GateAnswer::AlreadyAnswered)
+    );
+    assert_eq!(
+        store.answer_gate("s1", "g1", &json!("now")).await,
+        Ok(GateAnswer::Accepted)
+    );
+    store.close().await;
+
+    // Twice, with a clean close this time.
+    let store = SqliteSessionStore::open(&path).await.unwrap();
+    assert_eq!(store.events_after("s1", 3).await.unwrap().len(), 1);
+    assert_eq!(
+        store.gates("s1").await.unwrap()[1].answer,
+        Some(json!("now"))
+    );
+}
+
+async fn concurrent_appends(store: Arc<SqliteSessionStore>) {
+    store.create(new_session("busy", "resume")).await.unwrap();
+    store.create(new_session("quiet", "resume")).await.unwrap();
+    let mut tasks = Vec::new();
+    for task in 0..200u64 {
+        let store = Arc::clone(&store);
+        tasks.push(tokio::spawn(async move {
+            let seq = store
+                .append_event("busy", &json!({"task": task}))
+                .await
+                .unwrap();
+            (task, seq)
+        }));
+    }
+    // Another session's appends interleave without affecting the count.
+    for i in 1..=5u64 {
+        assert_eq!(store.append_event("quiet", &json!(i)).await.unwrap(), i);
+    }
+    let mut returned = Vec::new();
+    for task in tasks {
+        returned.push(task.await.unwrap());
+    }
+    let seqs: BTreeSet<u64> = returned.iter().map(|(_, seq)| *seq).collect();
+    assert_eq!(seqs.len(), 200, "duplicate numbers");
+    assert_eq!(seqs, (1..=200).collect::<BTreeSet<_>>());
+
+    let events = store.events_after("busy", 0).await.unwrap();
+    assert_eq!(
+        events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=200).collect::<Vec<_>>()
+    );
+    // Each task's event is stored under the number it was given.
+    for (task, seq) in returned {
+        assert_eq!(events[seq as usize - 1].event, json!({"task": task}));
+    }
+    assert_eq!(store.events_after("quiet", 0).await.unwrap().len(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_appends_on_file() {
+    let dir = TempDir::new().unwrap();
+    let store = SqliteSessionStore::open(dir.path().join("sessions.db"))
+        .await
+        .unwrap();
+    concurrent_appends(Arc::new(store)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_appends_in_memory() {
+    let store = SqliteSessionStore::in_memory().await.unwrap();
+    concurrent_appends(Arc::new(store)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_appends_from_two_stores_on_one_file() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("sessions.db");
+    let a = Arc::new(SqliteSessionStore::open(&path).await.unwrap());
+    let b = Arc::new(SqliteSessionStore::open(&path).await.unwrap());
+    a.create(new_session("s", "resume")).await.unwrap();
+    let mut tasks = Vec::new();
+    for task in 0..100u64 {
+        let store = if task % 2 == 0 {
+            Arc::clone(&a)
+        } else {
+            Arc::clone(&b)
+        };
+        tasks.push(tokio::spawn(async move {
+            store.append_event("s", &json!(task)).await.unwrap()
+        }));
+    }
+    let mut seqs = BTreeSet::new();
+    for task in tasks {
+        seqs.insert(task.await.unwrap());
+    }
+    assert_eq!(seqs, (1..=100).collect::<BTreeSet<_>>());
+}
+
+fn assert_corrupt(result: Result<impl std::fmt::Debug, StoreError>, needles: &[&str]) {
+    match result {
+        Err(StoreError::Corrupt(message)) => {
+            for needle in needles {
+                assert!(message.contains(needle), "{message:?} lacks {needle:?}");
+            }
+        }
+        other => panic!("expected Corrupt mentioning {needles:?}, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn corrupt_cells_read_back_as_corrupt() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("sessions.db");
+    let store = SqliteSessionStore::open(&path).await.unwrap();
+    store.create(new_session("s1", "resume")).await.unwrap();
+    store.create(new_session("s2", "resume")).await.unwrap();
+    store.append_event("s1", &json!({"ok": 1})).await.unwrap();
+    store.append_event("s1", &json!({"ok": 2})).await.unwrap();
+    store.save_state("s1", &json!({})).await.unwrap();
+    store
+        .open_gate("s1", "g1", "gate", &json!({}))
+        .await
+        .unwrap();
+
+    let mut conn = raw(&path).await;
+    for statement in [
+        "UPDATE sessions SET request = '{not json' WHERE id = 's1'",
+        "UPDATE sessions SET created_at = 'yesterday' WHERE id = 's2'",
+        "UPDATE events SET event = 'nope' WHERE session_id = 's1' AND seq = 2",
+        "UPDATE state SET state = '[1,' WHERE session_id = 's1'",
+        "UPDATE gates SET payload = '' WHERE session_id = 's1'",
+    ] {
+        sqlx::query(statement).execute(&mut conn).await.unwrap();
+    }
+    conn.close().await.unwrap();
+
+    assert_corrupt(store.get("s1").await, &["\"s1\"", "request", "JSON"]);
+    assert_corrupt(
+        store.get("s2").await,
+        &["\"s2\"", "created_at", "yesterday"],
+    );
+    assert_corrupt(store.unfinished("resume").await, &["request"]);
+    assert_corrupt(
+        store.events_after("s1", 0).await,
+        &["\"s1\"", "event 2", "event"],
+    );
+    assert_corrupt(store.events_after("s1", 1).await, &["event 2"]);
+    // Only reads that reach a bad cell fail.
+    assert_eq!(store.events_after("s1", 2).await, Ok(vec![]));
+    assert_corrupt(store.load_state("s1").await, &["\"s1\"", "state"]);
+    assert_corrupt(store.gates("s1").await, &["\"s1\"", "g1", "payload"]);
+    // Writes that do not read the bad cells still work.
+    assert_eq!(store.append_event("s1", &json!({"ok": 3})).await, Ok(3));
+    store
+        .save_state("s1", &json!({"fixed": true}))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.load_state("s1").await,
+        Ok(Some(json!({"fixed": true})))
+    );
+}
+
+#[tokio::test]
+async fn wrong_cell_types_read_back_as_corrupt() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("sessions.db");
+    let store = SqliteSessionStore::open(&path).await.unwrap();
+    store.create(new_session("s1", "resume")).await.unwrap();
+    store.create(new_session("s2", "resume")).await.unwrap();
+    let mut conn = raw(&path).await;
+    sqlx::query("UPDATE sessions SET status = 'exploded' WHERE id = 's1'")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE sessions SET product = X'C328FF' WHERE id = 's2'")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+    assert_corrupt(store.get("s1").await, &["\"s1\"", "status", "exploded"]);
+    assert_corrupt(store.get("s2").await, &["\"s2\"", "product"]);
+}
+
+#[tokio::test]
+async fn newer_schema_version_is_refused() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("sessions.db");
+    let store = SqliteSessionStore::open(&path).await.unwrap();
+    store.create(new_session("s1", "resume")).await.unwrap();
+    store.close().await;
+
+    let mut conn = raw(&path).await;
+    let version: i64 = sqlx::query_scalar("PRAGMA user_version")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(version, 1, "the store stamps its schema version");
+    sqlx::query("PRAGMA user_version = 99")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+
+    assert_corrupt(
+        SqliteSessionStore::open(&path).await,
+        &["schema version 99", "newer", "sessions.db"],
+    );
+
+    // A fresh file stamped by a newer version is refused too.
+    let fresh = dir.path().join("fresh.db");
+    let mut conn = raw(&fresh).await;
+    sqlx::query("PRAGMA user_version = 2")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+    assert_corrupt(SqliteSessionStore::open(&fresh).await, &["version 2"]);
+}
+
+#[tokio::test]
+async fn a_file_that_is_not_a_database_is_a_backend_error() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("sessions.db");
+    std::fs::write(
+        &path,
+        "this is not SQLite, just some text that is long enough ".repeat(100),
+    )
+    .unwrap();
+    match SqliteSessionStore::open(&path).await {
+        Err(StoreError::Backend(message)) => assert!(message.contains("sessions.db"), "{message}"),
+        other => panic!("expected a backend error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn in_memory_stores_are_separate_and_debug() {
+    let a = SqliteSessionStore::in_memory().await.unwrap();
+    let b = SqliteSessionStore::in_memory().await.unwrap();
+    a.create(new_session("s1", "resume")).await.unwrap();
+    assert_eq!(b.get("s1").await, Ok(None));
+    // Clones share the database.
+    let a2 = a.clone();
+    assert!(a2.get("s1").await.unwrap().is_some());
+    assert_eq!(a.path(), None);
+    assert!(format!("{a:?}").contains(":memory:"));
+}
