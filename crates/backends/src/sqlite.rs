@@ -537,6 +537,20 @@ impl SessionStore for SqliteSessionStore {
             .collect()
     }
 
+    async fn event_count(&self, id: &str) -> Result<u64, StoreError> {
+        let mut tx = self.read().await?;
+        require(&mut tx, id).await?;
+        let last: i64 =
+            sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?1")
+                .bind(id)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        u64::try_from(last)
+            .map_err(|_| StoreError::Corrupt(format!("session {id:?}: negative event number")))
+    }
+
     async fn save_state(&self, id: &str, state: &Value) -> Result<(), StoreError> {
         let done = sqlx::query(
             "INSERT INTO state (session_id, state) SELECT id, ?2 FROM sessions WHERE id = ?1 \

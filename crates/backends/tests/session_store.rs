@@ -157,6 +157,12 @@ async fn events_numbered(store: &dyn SessionStore) {
         all.iter().map(|e| e.seq).collect::<Vec<_>>(),
         vec![1, 2, 3, 4, 5]
     );
+    assert_eq!(store.event_count("s1").await, Ok(5));
+    assert_eq!(store.event_count("s2").await, Ok(2));
+    assert!(matches!(
+        store.event_count("nope").await,
+        Err(StoreError::NotFound(_))
+    ));
     for (stored, event) in all.iter().zip(events.iter()) {
         assert_eq!(&stored.event, event);
     }

@@ -107,6 +107,11 @@ impl<S, E> Session<S, E> {
         self.edit(|p| p.gates = gates)
     }
 
+    /// Sets where product events go, from a shared sink (a server's per-session writer).
+    pub fn with_event_sink(self, sink: Arc<dyn EventSink<E>>) -> Self {
+        self.edit(|p| p.events = Some(sink))
+    }
+
     /// Sets the bus the session's agents send messages on.
     ///
     /// ```

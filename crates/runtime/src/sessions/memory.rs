@@ -157,6 +157,10 @@ impl SessionStore for InMemorySessionStore {
         })
     }
 
+    async fn event_count(&self, id: &str) -> Result<u64, StoreError> {
+        self.with(id, |e| e.events.len() as u64)
+    }
+
     async fn save_state(&self, id: &str, state: &Value) -> Result<(), StoreError> {
         self.with(id, |e| e.state = Some(state.clone()))
     }

@@ -173,6 +173,11 @@ pub trait SessionStore: Send + Sync {
     /// The events numbered above `after`, in order (`after = 0`: all).
     async fn events_after(&self, id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError>;
 
+    /// How many events the session has (the number of the last one).
+    async fn event_count(&self, id: &str) -> Result<u64, StoreError> {
+        Ok(self.events_after(id, 0).await?.len() as u64)
+    }
+
     /// Replaces the session's saved product state.
     async fn save_state(&self, id: &str, state: &Value) -> Result<(), StoreError>;
 

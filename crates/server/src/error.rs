@@ -1,0 +1,84 @@
+//! The JSON errors every route answers with: `{"error": {"code": "...", "message": "..."}}`.
+
+use agent_runtime::sessions::StoreError;
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// An error answered to a client.
+#[derive(Debug)]
+pub(crate) struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn not_found(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::NOT_FOUND, code, message)
+    }
+
+    pub(crate) fn unknown_product(product: &str) -> Self {
+        ApiError::not_found("unknown_product", format!("no product {product:?}"))
+    }
+
+    pub(crate) fn unknown_session(session: &str) -> Self {
+        ApiError::not_found("unknown_session", format!("no session {session:?}"))
+    }
+
+    pub(crate) fn unauthorized() -> Self {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "a valid session token is required (Authorization: Bearer <token>)",
+        )
+    }
+
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", message)
+    }
+
+    pub(crate) fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::CONFLICT, code, message)
+    }
+
+    pub(crate) fn store(error: &StoreError) -> Self {
+        tracing::error!(%error, "session store failed");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "store_error",
+            "the session store failed; try again",
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.status.is_server_error() {
+            tracing::warn!(status = %self.status, code = self.code, "request failed");
+        } else {
+            tracing::debug!(status = %self.status, code = self.code, message = %self.message, "request refused");
+        }
+        let body = Json(json!({"error": {"code": self.code, "message": self.message}}));
+        let mut response = (self.status, body).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}

@@ -1,0 +1,225 @@
+//! The one ordered writer of a session: every event (the product's and the server's) goes
+//! through one channel to one task, which stores it, gets its number, then broadcasts it
+//! to the live streams. Numbering, storage and delivery therefore agree.
+
+use agent_runtime::sessions::{GateAnswer, SessionStatus, SessionStore, StoredGate};
+use agent_runtime::{GateListener, GateRegistry, PendingGate};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use agent_runtime::sessions::StoreError;
+
+/// `gate_open`: a gate started waiting.
+pub(crate) const GATE_OPEN: &str = "gate_open";
+/// `gate_answered`: a gate was answered.
+pub(crate) const GATE_ANSWERED: &str = "gate_answered";
+/// `session_complete`: the run returned a result (terminal).
+pub(crate) const SESSION_COMPLETE: &str = "session_complete";
+/// `session_failed`: the run failed or panicked (terminal).
+pub(crate) const SESSION_FAILED: &str = "session_failed";
+
+/// Whether `kind` is one of the server's own event types.
+pub(crate) fn is_reserved_type(kind: &str) -> bool {
+    matches!(
+        kind,
+        GATE_OPEN | GATE_ANSWERED | SESSION_COMPLETE | SESSION_FAILED
+    )
+}
+
+/// Whether `event` ends its session's stream.
+pub(crate) fn is_terminal(event: &Value) -> bool {
+    matches!(
+        event.get("type").and_then(Value::as_str),
+        Some(SESSION_COMPLETE | SESSION_FAILED)
+    )
+}
+
+/// A stored event as live streams receive it.
+pub(crate) type Numbered = (u64, Arc<Value>);
+
+/// What the writer is asked to do, in order.
+pub(crate) enum Write {
+    /// Store and broadcast a product event.
+    Event(Value),
+    /// A gate opened (from the gate listener).
+    GateOpened(PendingGate),
+    /// A gate was answered (from the gate listener, or from a respond to a gate restored
+    /// after a restart and not yet reopened).
+    GateAnswered { id: String, answer: Value },
+    /// Save the product state and stage, after what was emitted before.
+    SaveState {
+        stage: String,
+        state: Value,
+        done: oneshot::Sender<Result<(), StoreError>>,
+    },
+    /// Answer once everything sent before is written.
+    Flush(oneshot::Sender<()>),
+    /// Finish the session, write the terminal event, and stop.
+    Finish {
+        outcome: Result<Value, String>,
+        done: oneshot::Sender<()>,
+    },
+}
+
+/// Gates that were pending when the server restarted and that the rerun has not reopened
+/// yet, by id. They are listed as pending and can be answered.
+#[derive(Default)]
+pub(crate) struct RestoredGates(Mutex<BTreeMap<String, StoredGate>>);
+
+impl RestoredGates {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, BTreeMap<String, StoredGate>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Turns gate callbacks (synchronous) into writes on the session's channel.
+pub(crate) struct Listener {
+    pub(crate) writer: mpsc::UnboundedSender<Write>,
+    pub(crate) restored: Arc<RestoredGates>,
+}
+
+impl GateListener for Listener {
+    fn opened(&self, gate: &PendingGate) {
+        self.restored.lock().remove(&gate.id);
+        if self.writer.send(Write::GateOpened(gate.clone())).is_err() {
+            tracing::warn!(gate = %gate.id, "gate opened after the session ended");
+        }
+    }
+
+    fn answered(&self, id: &str, answer: &Value) {
+        let write = Write::GateAnswered {
+            id: id.to_owned(),
+            answer: answer.clone(),
+        };
+        if self.writer.send(write).is_err() {
+            tracing::warn!(gate = id, "gate answered after the session ended");
+        }
+    }
+}
+
+/// The writer task's state.
+pub(crate) struct Writer {
+    pub(crate) store: Arc<dyn SessionStore>,
+    pub(crate) session: String,
+    pub(crate) events: broadcast::Sender<Numbered>,
+    pub(crate) gates: GateRegistry,
+    pub(crate) restored: Arc<RestoredGates>,
+    /// Gates already announced with a stored `gate_open` (pending at a restart): reopening
+    /// them announces nothing new.
+    pub(crate) announced: HashSet<String>,
+    /// The status last written.
+    pub(crate) status: SessionStatus,
+}
+
+impl Writer {
+    /// Writes everything received, in order, until [`Write::Finish`].
+    pub(crate) async fn run(mut self, mut writes: mpsc::UnboundedReceiver<Write>) {
+        while let Some(write) = writes.recv().await {
+            match write {
+                Write::Event(event) => self.append(event).await,
+                Write::GateOpened(gate) => self.gate_opened(gate).await,
+                Write::GateAnswered { id, answer } => self.gate_answered(id, answer).await,
+                Write::SaveState { stage, state, done } => {
+                    let saved = self.save_state(&stage, &state).await;
+                    let _ = done.send(saved);
+                }
+                Write::Flush(done) => {
+                    let _ = done.send(());
+                }
+                Write::Finish { outcome, done } => {
+                    self.finish(outcome).await;
+                    let _ = done.send(());
+                    return;
+                }
+            }
+        }
+    }
+
+    async fn append(&mut self, event: Value) {
+        match self.store.append_event(&self.session, &event).await {
+            Ok(seq) => {
+                // No live stream is not an error.
+                let _ = self.events.send((seq, Arc::new(event)));
+            }
+            Err(error) => {
+                tracing::error!(session = %self.session, %error, "event lost: the store refused it");
+            }
+        }
+    }
+
+    async fn set_status(&mut self, status: SessionStatus, stage: Option<&str>) {
+        if status == self.status && stage.is_none() {
+            return;
+        }
+        match self.store.set_status(&self.session, status, stage).await {
+            Ok(()) => self.status = status,
+            Err(error) => {
+                tracing::error!(session = %self.session, %error, "status not stored");
+            }
+        }
+    }
+
+    async fn gate_opened(&mut self, gate: PendingGate) {
+        if let Err(error) = self
+            .store
+            .open_gate(&self.session, &gate.id, &gate.name, &gate.payload)
+            .await
+        {
+            tracing::error!(session = %self.session, gate = %gate.id, %error, "gate not stored");
+        }
+        self.set_status(SessionStatus::Waiting, None).await;
+        if self.announced.remove(&gate.id) {
+            tracing::debug!(session = %self.session, gate = %gate.id, "gate reopened after a restart");
+            return;
+        }
+        self.append(json!({
+            "type": GATE_OPEN,
+            "gate_id": gate.id,
+            "name": gate.name,
+            "payload": gate.payload,
+        }))
+        .await;
+    }
+
+    async fn gate_answered(&mut self, id: String, answer: Value) {
+        match self.store.answer_gate(&self.session, &id, &answer).await {
+            Ok(GateAnswer::Accepted) => {}
+            Ok(other) => {
+                tracing::warn!(session = %self.session, gate = %id, ?other, "stored gate not answered")
+            }
+            Err(error) => {
+                tracing::error!(session = %self.session, gate = %id, %error, "answer not stored")
+            }
+        }
+        self.announced.remove(&id);
+        let waiting = !self.gates.pending().is_empty() || !self.restored.lock().is_empty();
+        let status = if waiting {
+            SessionStatus::Waiting
+        } else {
+            SessionStatus::Running
+        };
+        self.set_status(status, None).await;
+        self.append(json!({"type": GATE_ANSWERED, "gate_id": id}))
+            .await;
+    }
+
+    async fn save_state(&mut self, stage: &str, state: &Value) -> Result<(), StoreError> {
+        self.store.save_state(&self.session, state).await?;
+        self.store
+            .set_status(&self.session, self.status, Some(stage))
+            .await
+    }
+
+    async fn finish(&mut self, outcome: Result<Value, String>) {
+        let event = match &outcome {
+            Ok(result) => json!({"type": SESSION_COMPLETE, "result": result}),
+            Err(error) => json!({"type": SESSION_FAILED, "error": error}),
+        };
+        if let Err(error) = self.store.finish(&self.session, outcome).await {
+            tracing::error!(session = %self.session, %error, "outcome not stored");
+        }
+        self.append(event).await;
+    }
+}
