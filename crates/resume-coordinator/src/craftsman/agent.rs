@@ -1,0 +1,33 @@
+//! The Craftsman's configuration.
+
+use agent_llm::{ModelRouter, ModelTier};
+use agent_runtime::{AgentConfig, AgentIdentity};
+use std::time::Duration;
+
+use super::prompts::CRAFTSMAN_SYSTEM_PROMPT;
+use super::tools;
+use crate::llm::Llm;
+use crate::types::{DOMAIN, ResumeEvent, ResumeState};
+
+/// The Craftsman's name on the bus and in gate ids.
+pub const CRAFTSMAN: &str = "craftsman";
+
+/// The Craftsman: its loop on the ORCHESTRATOR model, its tools calling `llm` by tier.
+pub fn craftsman(llm: &Llm, router: &ModelRouter) -> AgentConfig<ResumeState, ResumeEvent> {
+    let mut config = AgentConfig::new(
+        AgentIdentity::new(CRAFTSMAN, DOMAIN),
+        CRAFTSMAN_SYSTEM_PROMPT,
+    )
+    .with_model(router.model(ModelTier::Orchestrator))
+    .with_max_rounds(40)
+    .with_overall_timeout(Duration::from_secs(24 * 3600));
+    config.tools = vec![
+        tools::write_section(llm.clone()),
+        tools::self_review(llm.clone()),
+        tools::check_keywords(),
+        tools::humanize_check(),
+        tools::present_to_user(),
+        tools::revise_section(llm.clone()),
+    ];
+    config
+}

@@ -1,0 +1,460 @@
+//! The Craftsman's tools, and the revision path the coordinator also uses for the
+//! Producer's requests.
+
+use agent_llm::ModelTier;
+use agent_runtime::{GateRequest, ToolError, tool};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+use super::prompts::{REVISE_SECTION_PROMPT, SELF_REVIEW_PROMPT, WRITE_SECTION_PROMPT};
+use crate::intake::strip_bullet;
+use crate::llm::{Llm, ask, evidence_lines};
+use crate::types::{
+    Bullet, Ctx, ResumeEvent, ResumeState, ResumeTool, RevisionEntry, Section, SectionPlan,
+};
+
+/// Words and phrases that read as filler on a resume.
+pub const BUZZWORDS: &[&str] = &[
+    "synergy",
+    "results-driven",
+    "go-getter",
+    "think outside the box",
+    "team player",
+    "detail-oriented",
+    "hard-working",
+    "self-starter",
+    "rockstar",
+    "ninja",
+    "guru",
+    "best-of-breed",
+    "dynamic",
+    "passionate",
+    "proven track record",
+];
+
+/// Arguments naming a section.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SectionInput {
+    /// The section's name, as in the blueprint.
+    pub section: String,
+}
+
+/// Arguments of `revise_section`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ReviseInput {
+    /// The section's name.
+    pub section: String,
+    /// What to change.
+    pub feedback: String,
+}
+
+/// A written section (structured output of `write_section`).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SectionWriting {
+    /// The bullets, each with its evidence ids.
+    pub bullets: Vec<Bullet>,
+}
+
+/// A revised section (structured output of `revise_section`).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SectionRevision {
+    /// The new bullets, each with its evidence ids.
+    pub bullets: Vec<Bullet>,
+}
+
+/// The Craftsman's review of its own section (structured output of `self_review`).
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct SelfReview {
+    /// Concrete issues; empty when the section is ready.
+    pub issues: Vec<String>,
+}
+
+/// The answer to a `section_review_{section}` gate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum SectionReview {
+    /// The section is final.
+    Approve,
+    /// The user's Markdown replaces the section, as is.
+    Edit {
+        /// The new text.
+        markdown: String,
+    },
+    /// The Craftsman revises with this feedback and asks again.
+    Revise {
+        /// What to change.
+        feedback: String,
+    },
+}
+
+/// The Markdown body of bullets: one `- ` line each.
+pub fn bullets_markdown(bullets: &[Bullet]) -> String {
+    bullets
+        .iter()
+        .map(|b| format!("- {}", b.text.trim()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The gate name of a section's review: `section_review_summary` for "Summary".
+pub fn review_gate(section: &str) -> String {
+    let slug: String = section
+        .trim()
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("section_review_{slug}")
+}
+
+/// Checks that every bullet cites at least one evidence id of the library.
+pub fn check_evidence(state: &ResumeState, bullets: &[Bullet]) -> Result<(), String> {
+    if bullets.is_empty() {
+        return Err("the section has no bullets".to_owned());
+    }
+    let mut problems = Vec::new();
+    for (i, bullet) in bullets.iter().enumerate() {
+        if bullet.evidence.is_empty() {
+            problems.push(format!("bullet {} cites no evidence", i + 1));
+        }
+        for id in &bullet.evidence {
+            if !state.has_evidence(id) {
+                problems.push(format!("bullet {} cites unknown evidence {id:?}", i + 1));
+            }
+        }
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let known: Vec<&str> = state.evidence.iter().map(|e| e.id.as_str()).collect();
+    Err(format!(
+        "{}; cite only ids of the evidence library ({})",
+        problems.join("; "),
+        known.join(", ")
+    ))
+}
+
+/// The planned section named `name`, or an error listing the plan.
+fn planned(ctx: &Ctx, name: &str) -> Result<SectionPlan, ToolError> {
+    ctx.read_state(|s| {
+        let plan = s
+            .blueprint
+            .as_ref()
+            .map(|b| b.sections.clone())
+            .unwrap_or_default();
+        plan.iter()
+            .find(|p| p.name.eq_ignore_ascii_case(name.trim()))
+            .cloned()
+            .ok_or_else(|| {
+                let names: Vec<&str> = plan.iter().map(|p| p.name.as_str()).collect();
+                ToolError::failed(format!(
+                    "no section {name:?} in the blueprint; its sections are: {}",
+                    names.join(", ")
+                ))
+            })
+    })
+}
+
+/// Stores `section` in place of the one with its name, in blueprint order.
+pub fn store_section(state: &mut ResumeState, section: Section) {
+    state
+        .sections
+        .retain(|s| !s.name.eq_ignore_ascii_case(&section.name));
+    state.sections.push(section);
+    let order = state.planned_sections();
+    state.sections.sort_by_key(|s| {
+        order
+            .iter()
+            .position(|n| n.eq_ignore_ascii_case(&s.name))
+            .unwrap_or(usize::MAX)
+    });
+}
+
+fn section_prompt(ctx: &Ctx, plan: &SectionPlan, extra: &str) -> String {
+    let (positioning, keywords) = ctx.read_state(|s| {
+        (
+            s.blueprint
+                .as_ref()
+                .map(|b| b.positioning.clone())
+                .unwrap_or_default(),
+            s.jd_analysis
+                .as_ref()
+                .map(|a| a.keywords.join(", "))
+                .unwrap_or_default(),
+        )
+    });
+    format!(
+        "Section: {}\nGoal: {}\nPositioning: {positioning}\nKeywords: {keywords}\n{extra}\nEvidence:\n{}",
+        plan.name,
+        plan.goal,
+        evidence_lines(ctx)
+    )
+}
+
+fn section_text(ctx: &Ctx, name: &str) -> Result<(String, String), ToolError> {
+    ctx.read_state(|s| {
+        s.section(name)
+            .map(|sec| (sec.name.clone(), sec.markdown.clone()))
+            .ok_or_else(|| ToolError::failed(format!("section {name:?} is not written yet")))
+    })
+}
+
+/// Revises a written section with `feedback` (PRIMARY) and stores it; `by` and
+/// `request_id` go to the revision log. The Craftsman's `revise_section` tool and the
+/// coordinator's answer to the Producer's bus requests both come here.
+pub async fn revise(
+    ctx: &Ctx,
+    llm: &Llm,
+    name: &str,
+    feedback: &str,
+    by: &str,
+    request_id: Option<String>,
+) -> Result<Section, ToolError> {
+    let plan = planned(ctx, name)?;
+    let (_, current) = section_text(ctx, &plan.name)?;
+    let extra = format!("Current section:\n{current}\n\nRevision request: {feedback}\n");
+    let prompt = section_prompt(ctx, &plan, &extra);
+    let revision: SectionRevision =
+        ask(ctx, llm, ModelTier::Primary, REVISE_SECTION_PROMPT, prompt).await?;
+    ctx.update_state(|s| {
+        check_evidence(s, &revision.bullets).map_err(ToolError::failed)?;
+        // A revision the Producer asked for keeps the approval; the Craftsman's own
+        // revisions are presented again.
+        let approved = by == "producer" && s.section(&plan.name).is_some_and(|sec| sec.approved);
+        let section = Section {
+            name: plan.name.clone(),
+            markdown: bullets_markdown(&revision.bullets),
+            bullets: revision.bullets,
+            approved,
+            user_edited: false,
+        };
+        store_section(s, section.clone());
+        s.revisions.push(RevisionEntry {
+            section: plan.name.clone(),
+            by: by.to_owned(),
+            reason: feedback.to_owned(),
+            request_id,
+        });
+        Ok(section)
+    })
+}
+
+/// `write_section` (PRIMARY): bullets with evidence ids; unknown ids go back to the model.
+pub fn write_section(llm: Llm) -> ResumeTool {
+    Arc::new(
+        tool(
+            "write_section",
+            "Write one section of the blueprint as bullets, each citing its evidence ids.",
+            move |input: SectionInput, ctx: Ctx| {
+                let llm = llm.clone();
+                async move {
+                    let plan = planned(&ctx, &input.section)?;
+                    let prompt = section_prompt(&ctx, &plan, "");
+                    let draft: SectionWriting =
+                        ask(&ctx, &llm, ModelTier::Primary, WRITE_SECTION_PROMPT, prompt).await?;
+                    let section = ctx.update_state(|s| {
+                        check_evidence(s, &draft.bullets).map_err(ToolError::failed)?;
+                        let section = Section {
+                            name: plan.name.clone(),
+                            markdown: bullets_markdown(&draft.bullets),
+                            bullets: draft.bullets,
+                            approved: false,
+                            user_edited: false,
+                        };
+                        store_section(s, section.clone());
+                        Ok::<_, ToolError>(section)
+                    })?;
+                    ctx.scratchpad()
+                        .set(format!("section:{}", section.name), json!(section));
+                    Ok::<_, ToolError>(section)
+                }
+            },
+        )
+        .with_tier(ModelTier::Primary),
+    )
+}
+
+/// `self_review` (MID): issues with a written section.
+pub fn self_review(llm: Llm) -> ResumeTool {
+    Arc::new(
+        tool(
+            "self_review",
+            "Review a written section against its goal and evidence.",
+            move |input: SectionInput, ctx: Ctx| {
+                let llm = llm.clone();
+                async move {
+                    let plan = planned(&ctx, &input.section)?;
+                    let (_, text) = section_text(&ctx, &plan.name)?;
+                    let prompt = section_prompt(&ctx, &plan, &format!("Section text:\n{text}\n"));
+                    let review: SelfReview =
+                        ask(&ctx, &llm, ModelTier::Mid, SELF_REVIEW_PROMPT, prompt).await?;
+                    Ok::<_, ToolError>(review)
+                }
+            },
+        )
+        .with_tier(ModelTier::Mid),
+    )
+}
+
+/// `check_keywords`: which JD keywords the section covers (no model).
+pub fn check_keywords() -> ResumeTool {
+    Arc::new(tool(
+        "check_keywords",
+        "List the job's keywords a section covers and misses.",
+        |input: SectionInput, ctx: Ctx| async move {
+            let (_, text) = section_text(&ctx, &input.section)?;
+            let keywords = ctx.read_state(|s| {
+                s.jd_analysis
+                    .as_ref()
+                    .map(|a| a.keywords.clone())
+                    .unwrap_or_default()
+            });
+            let lower = text.to_lowercase();
+            let (covered, missing): (Vec<String>, Vec<String>) = keywords
+                .into_iter()
+                .partition(|k| lower.contains(&k.to_lowercase()));
+            Ok::<Value, ToolError>(json!({"covered": covered, "missing": missing}))
+        },
+    ))
+}
+
+/// The buzzwords found in `text`.
+pub fn buzzwords_in(text: &str) -> Vec<&'static str> {
+    let lower = text.to_lowercase();
+    BUZZWORDS
+        .iter()
+        .copied()
+        .filter(|word| lower.contains(word))
+        .collect()
+}
+
+/// `humanize_check`: buzzwords in the section (no model).
+pub fn humanize_check() -> ResumeTool {
+    Arc::new(tool(
+        "humanize_check",
+        "Flag buzzwords and filler in a section.",
+        |input: SectionInput, ctx: Ctx| async move {
+            let (_, text) = section_text(&ctx, &input.section)?;
+            let flagged = buzzwords_in(&text);
+            Ok::<Value, ToolError>(json!({"flagged": flagged, "ok": flagged.is_empty()}))
+        },
+    ))
+}
+
+/// Bullets of the user's own Markdown: `-`, `*` or `•` lines, else every text line.
+pub fn bullets_of_markdown(markdown: &str) -> Vec<Bullet> {
+    let lines: Vec<&str> = markdown
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let marked: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with(['-', '*', '•']))
+        .collect();
+    let chosen = if marked.is_empty() { lines } else { marked };
+    chosen
+        .into_iter()
+        .map(|l| Bullet {
+            text: strip_bullet(l),
+            evidence: Vec::new(),
+        })
+        .filter(|b| !b.text.is_empty())
+        .collect()
+}
+
+/// `present_to_user`: emits `section_draft` and, with section review on, waits at
+/// `section_review_{section}` for approve, edit or revise.
+pub fn present_to_user() -> ResumeTool {
+    Arc::new(
+        tool(
+            "present_to_user",
+            "Show a written section to the user for approval.",
+            |input: SectionInput, ctx: Ctx| async move {
+                let section = ctx
+                    .read_state(|s| s.section(&input.section).cloned())
+                    .ok_or_else(|| {
+                        ToolError::failed(format!("section {:?} is not written yet", input.section))
+                    })?;
+                ctx.emit(ResumeEvent::SectionDraft {
+                    section: section.name.clone(),
+                    markdown: section.markdown.clone(),
+                    bullets: section.bullets.clone(),
+                });
+                let review = if ctx.read_state(|s| s.flags.section_review) {
+                    let gate = GateRequest::new(review_gate(&section.name)).with_payload(json!({
+                        "section": section.name,
+                        "markdown": section.markdown,
+                        "bullets": section.bullets,
+                    }));
+                    ctx.wait_for_user::<SectionReview>(gate).await?
+                } else {
+                    SectionReview::Approve
+                };
+                let name = section.name.clone();
+                match review {
+                    SectionReview::Approve => {
+                        ctx.update_state(|s| {
+                            let mut approved = section;
+                            approved.approved = true;
+                            store_section(s, approved);
+                        });
+                        ctx.emit(ResumeEvent::SectionApproved { section: name.clone() });
+                        Ok::<Value, ToolError>(json!({"status": "approved", "section": name}))
+                    }
+                    SectionReview::Edit { markdown } => {
+                        ctx.update_state(|s| {
+                            store_section(
+                                s,
+                                Section {
+                                    name: name.clone(),
+                                    bullets: bullets_of_markdown(&markdown),
+                                    markdown,
+                                    approved: true,
+                                    user_edited: true,
+                                },
+                            );
+                        });
+                        ctx.emit(ResumeEvent::SectionApproved { section: name.clone() });
+                        Ok(json!({"status": "approved", "section": name, "edited_by_user": true}))
+                    }
+                    SectionReview::Revise { feedback } => Ok(json!({
+                        "status": "revise",
+                        "section": name,
+                        "feedback": feedback,
+                        "next": "call revise_section with this feedback, then present_to_user again",
+                    })),
+                }
+            },
+        )
+        .interactive(),
+    )
+}
+
+/// `revise_section` (PRIMARY): rewrites a section with feedback.
+pub fn revise_section(llm: Llm) -> ResumeTool {
+    Arc::new(
+        tool(
+            "revise_section",
+            "Revise a written section with the given feedback.",
+            move |input: ReviseInput, ctx: Ctx| {
+                let llm = llm.clone();
+                async move {
+                    revise(
+                        &ctx,
+                        &llm,
+                        &input.section,
+                        &input.feedback,
+                        "craftsman",
+                        None,
+                    )
+                    .await
+                }
+            },
+        )
+        .with_tier(ModelTier::Primary),
+    )
+}

@@ -1,0 +1,186 @@
+//! The resume as a minimal Word document, read back before it is offered.
+
+use job_capabilities::documents::{DocumentKind, extract_text, normalize_text};
+use std::io::{Cursor, Write};
+use zip::CompressionMethod;
+use zip::ZipWriter;
+use zip::write::SimpleFileOptions;
+
+use crate::intake::strip_bullet;
+
+/// Why the DOCX could not be made or did not read back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DocxError {
+    /// Writing the archive failed.
+    #[error("cannot write the DOCX: {0}")]
+    Write(String),
+    /// The document could not be read back.
+    #[error("the DOCX does not read back: {0}")]
+    Unreadable(String),
+    /// Text that must be in the document is not.
+    #[error("the DOCX is missing text: {}", .0.join(" | "))]
+    Missing(Vec<String>),
+}
+
+const CONTENT_TYPES: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>"#;
+
+const RELS: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>"#;
+
+/// Escapes text for XML content and attributes.
+pub fn xml_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if (c as u32) < 0x20 && c != '\t' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn paragraph(text: &str, bold: bool, half_points: Option<u32>) -> String {
+    let mut props = String::new();
+    if bold {
+        props.push_str("<w:b/>");
+    }
+    if let Some(size) = half_points {
+        props.push_str(&format!("<w:sz w:val=\"{size}\"/>"));
+    }
+    let run_props = if props.is_empty() {
+        String::new()
+    } else {
+        format!("<w:rPr>{props}</w:rPr>")
+    };
+    format!(
+        "<w:p><w:r>{run_props}<w:t xml:space=\"preserve\">{}</w:t></w:r></w:p>",
+        xml_escape(text)
+    )
+}
+
+/// `word/document.xml` for a Markdown resume: `#` a bold title, `##` bold headings,
+/// list items as paragraphs starting with "• ", other lines as plain paragraphs.
+pub fn document_xml(markdown: &str) -> String {
+    let mut body = String::new();
+    for line in markdown.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if let Some(title) = line.strip_prefix("# ") {
+            body.push_str(&paragraph(title.trim(), true, Some(36)));
+        } else if let Some(heading) = line.strip_prefix("## ") {
+            body.push_str(&paragraph(heading.trim(), true, Some(28)));
+        } else if let Some(sub) = line.strip_prefix("### ") {
+            body.push_str(&paragraph(sub.trim(), true, None));
+        } else if line.starts_with(['-', '*', '•']) {
+            body.push_str(&paragraph(
+                &format!("• {}", strip_bullet(line)),
+                false,
+                None,
+            ));
+        } else {
+            body.push_str(&paragraph(line, false, None));
+        }
+    }
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<w:document xmlns:w=\"http://schemas.openxmlformats.org/wordprocessingml/2006/main\"><w:body>{body}<w:sectPr/></w:body></w:document>"
+    )
+}
+
+/// The DOCX bytes of a Markdown resume.
+pub fn build_docx(markdown: &str) -> Result<Vec<u8>, DocxError> {
+    let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
+    let options = SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);
+    let parts = [
+        ("[Content_Types].xml", CONTENT_TYPES.to_owned()),
+        ("_rels/.rels", RELS.to_owned()),
+        ("word/document.xml", document_xml(markdown)),
+    ];
+    for (name, content) in parts {
+        zip.start_file(name, options)
+            .map_err(|e| DocxError::Write(e.to_string()))?;
+        zip.write_all(content.as_bytes())
+            .map_err(|e| DocxError::Write(e.to_string()))?;
+    }
+    let cursor = zip.finish().map_err(|e| DocxError::Write(e.to_string()))?;
+    Ok(cursor.into_inner())
+}
+
+/// Reads the DOCX back and checks that every expected text (headings, bullets) is in it.
+pub fn verify_docx(bytes: &[u8], expected: &[String]) -> Result<(), DocxError> {
+    let text = extract_text(bytes, DocumentKind::Docx)
+        .map_err(|e| DocxError::Unreadable(e.to_string()))?;
+    let missing: Vec<String> = expected
+        .iter()
+        .filter(|want| {
+            let want = normalize_text(want);
+            !want.is_empty() && !text.contains(&want)
+        })
+        .cloned()
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(DocxError::Missing(missing))
+    }
+}
+
+/// Standard base64 with padding.
+///
+/// ```
+/// assert_eq!(resume_coordinator::docx::base64("Ma".as_bytes()), "TWE=");
+/// assert_eq!(resume_coordinator::docx::base64(b"hello!"), "aGVsbG8h");
+/// ```
+pub fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_docx_reads_back_with_its_headings_and_bullets() {
+        let markdown =
+            "# Jo <Doe> & Co\n\n## Experience\n\n- Cut costs by 30% \"fast\"\n- Led 4 people\n";
+        let bytes = build_docx(markdown).unwrap();
+        let expected = vec![
+            "Jo <Doe> & Co".to_owned(),
+            "Experience".to_owned(),
+            "Cut costs by 30% \"fast\"".to_owned(),
+            "Led 4 people".to_owned(),
+        ];
+        verify_docx(&bytes, &expected).unwrap();
+        let error = verify_docx(&bytes, &["Not there".to_owned()]).unwrap_err();
+        assert!(matches!(error, DocxError::Missing(_)));
+    }
+
+    #[test]
+    fn base64_pads() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+    }
+}

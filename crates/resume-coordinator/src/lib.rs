@@ -1,0 +1,33 @@
+//! # resume-coordinator
+//!
+//! The resume product of spec 001 on the agent runtime, hosted by `agent-server` under
+//! `/api/resume` (the contract is `docs/resume-api.md`).
+//!
+//! A coordinator ([`coordinator`]) runs the stages `intake → research → interview →
+//! gap_analysis → blueprint → writing → production → complete`, with three agents:
+//!
+//! - the [`strategist`] analyzes the job, interviews the candidate (gates
+//!   `questionnaire_{n}` and `positioning_q_{n}`), finds the gaps and designs the blueprint;
+//! - the [`craftsman`] writes each section with evidence ids, checks it and presents it
+//!   (gate `section_review_{section}`);
+//! - the [`producer`] assembles and reviews the resume and sends sections back to the
+//!   Craftsman over the agent bus.
+//!
+//! The coordinator owns the gates between agents (`architect_review`, `quality_review`),
+//! saves the state at every stage boundary (a restarted server continues from there),
+//! writes the DOCX ([`docx`]) and reads it back. [`ResumeProduct`] is the `agent-server`
+//! product; [`dry_run::DryRunModel`] answers from recordings in `fixtures/resume/`.
+
+pub mod coordinator;
+pub mod craftsman;
+pub mod docx;
+pub mod dry_run;
+pub mod intake;
+pub mod llm;
+pub mod producer;
+pub mod product;
+pub mod strategist;
+pub mod types;
+
+pub use product::ResumeProduct;
+pub use types::{Flags, ResumeEvent, ResumeState, Stage, StartRequest};

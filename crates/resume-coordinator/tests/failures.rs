@@ -1,0 +1,103 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! Sessions that fail: a model error, a garbled resume.
+
+mod common;
+
+use agent_llm::testing::ScriptedModel;
+use agent_llm::{LlmError, ModelRouter, ProviderKind};
+use common::{TestServer, fixture_text, named, sample_body};
+use resume_coordinator::ResumeProduct;
+use serde_json::json;
+use std::sync::Arc;
+
+fn scripted(model: &Arc<ScriptedModel>) -> Arc<ResumeProduct> {
+    Arc::new(ResumeProduct::new(
+        model.clone(),
+        ModelRouter::for_provider(ProviderKind::Local),
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_model_fails_the_session_with_pipeline_error() {
+    let model = Arc::new(ScriptedModel::from_results([Err(LlmError::Transport(
+        "connection refused".into(),
+    ))]));
+    let server = TestServer::with_product(scripted(&model)).await;
+    let session = server.start(sample_body()).await;
+    let events = server
+        .drive(&session, |name, _| panic!("gate {name}"))
+        .await;
+    let tail: Vec<&str> = events
+        .iter()
+        .rev()
+        .take(2)
+        .map(|e| e.event.as_str())
+        .collect();
+    assert_eq!(tail, ["session_failed", "pipeline_error"]);
+    let error = &named(&events, "pipeline_error")[0].data;
+    assert_eq!(error["stage"], "research");
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains("connection refused"),
+        "{error}"
+    );
+    assert_eq!(model.call_count(), 1);
+    let status = server.status(&session).await;
+    assert_eq!(status["status"], "failed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_garbled_or_empty_resume_is_refused_before_any_model_call() {
+    let model = Arc::new(ScriptedModel::from_texts(["never used"]));
+    let server = TestServer::with_product(scripted(&model)).await;
+    let cases = [
+        (
+            "%%%% #### @@@@ &&&& **** !!!! ~~~~ ^^^^ ab cd ef gh ij kl mn op qr st uv wx yz ab",
+            "unreadable",
+        ),
+        (
+            "\u{fffd}\u{fffd}\u{fffd}PK\u{3}\u{4}\u{14}\u{0}\u{6}\u{0}\u{8}\u{0}!\u{0}\u{fffd}\u{fffd}",
+            "unreadable",
+        ),
+        ("   \n\n ", "empty"),
+    ];
+    for (resume, problem) in cases {
+        let session = server
+            .start(json!({"resume_text": resume, "job_description": fixture_text("job.txt")}))
+            .await;
+        let events = server
+            .drive(&session, |name, _| panic!("gate {name}"))
+            .await;
+        let names: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
+        assert_eq!(names, ["stage_start", "pipeline_error", "session_failed"]);
+        assert_eq!(events[1].data["stage"], "intake");
+        let error = events[1].data["error"].as_str().unwrap();
+        assert!(error.contains(problem), "{error}");
+        assert_eq!(events[2].data["error"], error);
+    }
+    assert_eq!(model.call_count(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_start_bodies_are_refused_with_422() {
+    let model = Arc::new(ScriptedModel::from_texts(["never used"]));
+    let server = TestServer::with_product(scripted(&model)).await;
+    let response = server
+        .client
+        .post(server.url("/api/resume/start"))
+        .json(&json!({"resume_text": "Jane"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 422);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "invalid_request");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("job_description")
+    );
+}

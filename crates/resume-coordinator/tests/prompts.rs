@@ -1,0 +1,31 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! The agents' system prompts and an opening message, pinned.
+
+mod common;
+
+use resume_coordinator::coordinator::{StrategistPhase, build_strategist_message};
+use resume_coordinator::craftsman::prompts::CRAFTSMAN_SYSTEM_PROMPT;
+use resume_coordinator::intake::read_resume;
+use resume_coordinator::producer::prompts::PRODUCER_SYSTEM_PROMPT;
+use resume_coordinator::strategist::prompts::STRATEGIST_SYSTEM_PROMPT;
+use resume_coordinator::{ResumeState, StartRequest};
+
+#[test]
+fn system_prompts() {
+    insta::assert_snapshot!("strategist_system_prompt", STRATEGIST_SYSTEM_PROMPT);
+    insta::assert_snapshot!("craftsman_system_prompt", CRAFTSMAN_SYSTEM_PROMPT);
+    insta::assert_snapshot!("producer_system_prompt", PRODUCER_SYSTEM_PROMPT);
+}
+
+#[test]
+fn the_strategist_opening_message() {
+    let request: StartRequest = serde_json::from_value(common::sample_body()).unwrap();
+    let mut state = ResumeState::new(&request);
+    let intake = read_resume(&state.resume_text).unwrap();
+    state.candidate_name = intake.candidate_name;
+    state.evidence = intake.evidence;
+    insta::assert_snapshot!(
+        "strategist_research_message",
+        build_strategist_message(&state, StrategistPhase::Research)
+    );
+}

@@ -1,0 +1,89 @@
+//! The resume coordinator (spec 001) served over HTTP with live streaming and gates.
+//!
+//! ```text
+//! cargo run --release -p examples --example resume_server -- [--port 8080] [--db FILE] [--dry-run]
+//! ```
+//!
+//! Open `http://127.0.0.1:8080/` for the web page, or follow `docs/resume-api.md` with
+//! curl. Sessions, events and gates are kept in SQLite (`--db`, default
+//! `./output/resume-sessions.db`); a restarted server resumes waiting sessions at their
+//! pending gate. `--dry-run` answers from the recorded model responses in
+//! `fixtures/resume/` and says so on its first line; otherwise the LLM provider comes from
+//! the environment (`ANTHROPIC_API_KEY`, `LLM_PROVIDER`, ... as in the README).
+
+// A command-line program: its output is the point.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_backends::SqliteSessionStore;
+use agent_llm::{ModelTier, ProviderConfig};
+use agent_server::AgentServer;
+use anyhow::Context as _;
+use clap::Parser;
+use resume_coordinator::ResumeProduct;
+
+/// Serve the resume coordinator.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Port to listen on (0: any free port; the one chosen is printed).
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// The SQLite file for sessions, events and gates.
+    #[arg(long, default_value = "output/resume-sessions.db")]
+    db: PathBuf,
+    /// Answer from the recorded model responses instead of an LLM provider.
+    #[arg(long)]
+    dry_run: bool,
+    /// Where the dry-run recordings are.
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/resume"))]
+    fixtures: PathBuf,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let product = if args.dry_run {
+        let fixtures = std::fs::canonicalize(&args.fixtures)
+            .with_context(|| format!("the fixtures directory {}", args.fixtures.display()))?;
+        println!(
+            "DRY RUN: the model answers from recorded responses in {}",
+            fixtures.display()
+        );
+        ResumeProduct::dry_run(&fixtures)?
+    } else {
+        let provider = ProviderConfig::from_env()?.context(
+            "no LLM provider configured: set ANTHROPIC_API_KEY (or LLM_PROVIDER and its key), or use --dry-run",
+        )?;
+        println!("LIVE: {}", provider.describe());
+        let model = provider.chat_model(ModelTier::Orchestrator)?;
+        ResumeProduct::new(model, provider.router.clone())
+    };
+    let store = SqliteSessionStore::open(&args.db)
+        .await
+        .with_context(|| format!("opening the session store {}", args.db.display()))?;
+    let server = AgentServer::new(Arc::new(store)).with_product(Arc::new(product));
+    let resumed = server.resume_unfinished().await?;
+    if resumed > 0 {
+        println!("resumed {resumed} unfinished session(s)");
+    }
+    let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
+        .await
+        .with_context(|| format!("binding {}:{}", args.host, args.port))?;
+    println!("listening on http://{}", listener.local_addr()?);
+    println!("sessions in {}", args.db.display());
+    server.serve(listener).await?;
+    Ok(())
+}
