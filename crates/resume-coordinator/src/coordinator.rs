@@ -156,11 +156,14 @@ fn stage_message(stage: Stage) -> &'static str {
     }
 }
 
+/// The answer to `architect_review` and `quality_review`.
 #[derive(Debug, Deserialize)]
-struct Approval {
-    approved: bool,
+pub struct Approval {
+    /// Whether the user approves.
+    pub approved: bool,
+    /// What to change, when not approved (`architect_review`).
     #[serde(default)]
-    feedback: Option<String>,
+    pub feedback: Option<String>,
 }
 
 /// Runs (or, after a restart, resumes) one session of the pipeline.

@@ -124,6 +124,25 @@ impl Product for ResumeProduct {
         coordinator::run(self.llm.clone(), self.router.clone(), session).await
     }
 
+    fn validate_answer(&self, gate: &str, answer: &Value) -> Result<(), String> {
+        fn fits<T: serde::de::DeserializeOwned>(answer: &Value) -> Result<(), String> {
+            serde_json::from_value::<T>(answer.clone())
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
+        if gate.starts_with("questionnaire_") {
+            fits::<crate::strategist::tools::QuestionnaireAnswer>(answer)
+        } else if gate.starts_with("positioning_q_") {
+            fits::<crate::strategist::tools::PositioningAnswer>(answer)
+        } else if gate.starts_with("section_review_") {
+            fits::<crate::craftsman::tools::SectionReview>(answer)
+        } else if gate == "architect_review" || gate == "quality_review" {
+            fits::<coordinator::Approval>(answer)
+        } else {
+            Ok(())
+        }
+    }
+
     fn page(&self) -> Option<String> {
         Some(include_str!("../assets/index.html").to_owned())
     }

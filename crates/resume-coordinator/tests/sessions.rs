@@ -312,6 +312,41 @@ async fn a_wrong_token_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_answer_is_refused_and_the_gate_stays_open() {
+    let server = TestServer::with_product(dry_run_product()).await;
+    let session = server.start(sample_body()).await;
+    let mut stream = server.stream(&session, None).await;
+    stream.until("gate_open").await;
+    let gate = "strategist:questionnaire_1:1";
+    let response = server
+        .client
+        .post(server.url("/api/resume/respond"))
+        .bearer_auth(&session.token)
+        .json(&json!({"session_id": session.id, "gate": gate, "answer": {"answer": "no"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 422);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "invalid_answer");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("answers"),
+        "{body}"
+    );
+    let status = server.status(&session).await;
+    assert_eq!(status["pending_gates"][0]["id"], gate);
+    assert_eq!(
+        server
+            .respond(&session, gate, json!({"answers": {"q1": "a", "q2": "b"}}))
+            .await,
+        200
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_restart_resumes_at_the_pending_gate() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sessions.db");

@@ -20,7 +20,8 @@
 //!   `?token=` (a browser `EventSource` cannot set headers).
 //! - `POST /api/{product}/respond`, body `{"session_id", "gate", "answer"}` and the token
 //!   as a bearer header or a `"token"` field: `200 {"ok": true}`. Unknown session or gate
-//!   404, bad token 401, answered already or session not running 409.
+//!   404, bad token 401, answered already or session not running 409, an answer the
+//!   product's [`Product::validate_answer`] refuses 422 (`invalid_answer`).
 //! - `GET /api/{product}/{session}` (token required): `{"session_id", "product",
 //!   "status", "stage", "pending_gates": [{"id", "name", "payload", "since"}], "events",
 //!   "result", "error"}`.

@@ -36,6 +36,14 @@ pub trait Product: Send + Sync + 'static {
     /// fails the session like an `Err`.
     async fn run(&self, session: SessionHandle) -> Result<Value, String>;
 
+    /// Checks an answer to the gate named `gate` (the name, not the id) before it is
+    /// passed on. `Err` holds a message for the client, answered with status 422 (code
+    /// `invalid_answer`); the gate stays open. By default every answer is accepted.
+    fn validate_answer(&self, gate: &str, answer: &Value) -> Result<(), String> {
+        let _ = (gate, answer);
+        Ok(())
+    }
+
     /// An HTML page served at `GET /` (the first registered product that has one).
     fn page(&self) -> Option<String> {
         None

@@ -208,6 +208,19 @@ async fn respond(
     };
 
     let _one_at_a_time = live.respond_lock.lock().await;
+    if let Some(product) = server.product(&name) {
+        let pending = live.gates.pending();
+        let gate_name = gate_name(&pending, gate);
+        product
+            .validate_answer(gate_name, answer)
+            .map_err(|message| {
+                ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_answer",
+                    format!("the answer to {gate:?} does not fit: {message}"),
+                )
+            })?;
+    }
     match live.gates.respond(gate, answer.clone()) {
         Ok(()) => {}
         Err(GateError::Unknown(_)) => {
@@ -484,4 +497,18 @@ fn sse_event(seq: u64, event: &Value) -> Event {
         sse = sse.event(kind);
     }
     sse.data(event.to_string())
+}
+
+/// The name of gate `id`: from the pending gates, else from the stable id's form
+/// `{agent}:{name}:{n}`.
+fn gate_name<'a>(pending: &'a [agent_runtime::PendingGate], id: &'a str) -> &'a str {
+    if let Some(gate) = pending.iter().find(|g| g.id == id) {
+        return &gate.name;
+    }
+    let mut parts = id.splitn(2, ':');
+    let _agent = parts.next();
+    parts
+        .next()
+        .and_then(|rest| rest.rsplit_once(':').map(|(name, _)| name))
+        .unwrap_or(id)
 }
