@@ -23,10 +23,18 @@ pub enum DocxError {
 }
 
 const CONTENT_TYPES: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>"#;
+<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/><Override PartName="/word/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.styles+xml"/></Types>"#;
 
 const RELS: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>"#;
+
+const DOCUMENT_RELS: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" Target="styles.xml"/></Relationships>"#;
+
+/// The paragraph styles the document uses: `Title`, `Heading1` and `Heading2` (with
+/// outline levels, so readers and ATS parsers see the structure) and `ListBullet`.
+const STYLES: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<w:styles xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:style w:type="paragraph" w:default="1" w:styleId="Normal"><w:name w:val="Normal"/><w:pPr><w:spacing w:after="60"/></w:pPr><w:rPr><w:sz w:val="22"/></w:rPr></w:style><w:style w:type="paragraph" w:styleId="Title"><w:name w:val="Title"/><w:basedOn w:val="Normal"/><w:next w:val="Normal"/><w:pPr><w:spacing w:after="120"/></w:pPr><w:rPr><w:b/><w:sz w:val="36"/></w:rPr></w:style><w:style w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/><w:basedOn w:val="Normal"/><w:next w:val="Normal"/><w:pPr><w:keepNext/><w:spacing w:before="240" w:after="80"/><w:outlineLvl w:val="0"/></w:pPr><w:rPr><w:b/><w:sz w:val="28"/></w:rPr></w:style><w:style w:type="paragraph" w:styleId="Heading2"><w:name w:val="heading 2"/><w:basedOn w:val="Normal"/><w:next w:val="Normal"/><w:pPr><w:keepNext/><w:spacing w:before="120" w:after="40"/><w:outlineLvl w:val="1"/></w:pPr><w:rPr><w:b/><w:sz w:val="24"/></w:rPr></w:style><w:style w:type="paragraph" w:styleId="ListBullet"><w:name w:val="List Bullet"/><w:basedOn w:val="Normal"/><w:pPr><w:ind w:left="360" w:hanging="240"/></w:pPr></w:style></w:styles>"#;
 
 /// Escapes text for XML content and attributes.
 pub fn xml_escape(text: &str) -> String {
@@ -45,44 +53,35 @@ pub fn xml_escape(text: &str) -> String {
     out
 }
 
-fn paragraph(text: &str, bold: bool, half_points: Option<u32>) -> String {
-    let mut props = String::new();
-    if bold {
-        props.push_str("<w:b/>");
-    }
-    if let Some(size) = half_points {
-        props.push_str(&format!("<w:sz w:val=\"{size}\"/>"));
-    }
-    let run_props = if props.is_empty() {
-        String::new()
-    } else {
-        format!("<w:rPr>{props}</w:rPr>")
-    };
+fn paragraph(text: &str, style: Option<&str>) -> String {
+    let props = style
+        .map(|style| format!("<w:pPr><w:pStyle w:val=\"{style}\"/></w:pPr>"))
+        .unwrap_or_default();
     format!(
-        "<w:p><w:r>{run_props}<w:t xml:space=\"preserve\">{}</w:t></w:r></w:p>",
+        "<w:p>{props}<w:r><w:t xml:space=\"preserve\">{}</w:t></w:r></w:p>",
         xml_escape(text)
     )
 }
 
-/// `word/document.xml` for a Markdown resume: `#` a bold title, `##` bold headings,
-/// list items as paragraphs starting with "• ", other lines as plain paragraphs.
+/// `word/document.xml` for a Markdown resume: `#` in the `Title` style, `##` and `###`
+/// as `Heading1` and `Heading2`, list items as `ListBullet` paragraphs starting with
+/// "• ", other lines as plain paragraphs.
 pub fn document_xml(markdown: &str) -> String {
     let mut body = String::new();
     for line in markdown.lines().map(str::trim).filter(|l| !l.is_empty()) {
         if let Some(title) = line.strip_prefix("# ") {
-            body.push_str(&paragraph(title.trim(), true, Some(36)));
+            body.push_str(&paragraph(title.trim(), Some("Title")));
         } else if let Some(heading) = line.strip_prefix("## ") {
-            body.push_str(&paragraph(heading.trim(), true, Some(28)));
+            body.push_str(&paragraph(heading.trim(), Some("Heading1")));
         } else if let Some(sub) = line.strip_prefix("### ") {
-            body.push_str(&paragraph(sub.trim(), true, None));
+            body.push_str(&paragraph(sub.trim(), Some("Heading2")));
         } else if line.starts_with(['-', '*', '•']) {
             body.push_str(&paragraph(
                 &format!("• {}", strip_bullet(line)),
-                false,
-                None,
+                Some("ListBullet"),
             ));
         } else {
-            body.push_str(&paragraph(line, false, None));
+            body.push_str(&paragraph(line, None));
         }
     }
     format!(
@@ -97,6 +96,8 @@ pub fn build_docx(markdown: &str) -> Result<Vec<u8>, DocxError> {
     let parts = [
         ("[Content_Types].xml", CONTENT_TYPES.to_owned()),
         ("_rels/.rels", RELS.to_owned()),
+        ("word/_rels/document.xml.rels", DOCUMENT_RELS.to_owned()),
+        ("word/styles.xml", STYLES.to_owned()),
         ("word/document.xml", document_xml(markdown)),
     ];
     for (name, content) in parts {
@@ -174,6 +175,41 @@ mod tests {
         verify_docx(&bytes, &expected).unwrap();
         let error = verify_docx(&bytes, &["Not there".to_owned()]).unwrap_err();
         assert!(matches!(error, DocxError::Missing(_)));
+    }
+
+    #[test]
+    fn headings_and_bullets_carry_their_styles() {
+        let xml = document_xml(
+            "# Jo Doe\n## Experience\n### Acme (2020-2024)\n- Led 4 people\nPlain line",
+        );
+        for (style, text) in [
+            ("Title", "Jo Doe"),
+            ("Heading1", "Experience"),
+            ("Heading2", "Acme (2020-2024)"),
+            ("ListBullet", "• Led 4 people"),
+        ] {
+            let paragraph = format!(
+                "<w:p><w:pPr><w:pStyle w:val=\"{style}\"/></w:pPr><w:r><w:t xml:space=\"preserve\">{text}</w:t></w:r></w:p>"
+            );
+            assert!(xml.contains(&paragraph), "{style}: {xml}");
+        }
+        assert!(xml.contains("<w:p><w:r><w:t xml:space=\"preserve\">Plain line</w:t></w:r></w:p>"));
+        // Every style used is defined, and the styles part is wired in.
+        for style in ["Title", "Heading1", "Heading2", "ListBullet"] {
+            assert!(
+                STYLES.contains(&format!("w:styleId=\"{style}\"")),
+                "{style}"
+            );
+        }
+        let bytes = build_docx("# Jo\n## A\n- b").unwrap();
+        let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).unwrap();
+        for part in [
+            "word/styles.xml",
+            "word/_rels/document.xml.rels",
+            "[Content_Types].xml",
+        ] {
+            assert!(archive.by_name(part).is_ok(), "{part}");
+        }
     }
 
     #[test]
