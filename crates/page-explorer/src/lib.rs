@@ -1,0 +1,21 @@
+//! The page explorer (spec 002): drives a real headless browser ([`browser`]) and serializes
+//! what a page shows for a model ([`dom`]).
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), page_explorer::BrowserError> {
+//! use page_explorer::{Browser as _, ChromiumBrowser, LaunchOptions, observe};
+//! let browser = ChromiumBrowser::launch(LaunchOptions::default()).await?;
+//! browser.open("http://127.0.0.1:8080/").await?;
+//! let seen = observe(&browser, None, page_explorer::DEFAULT_BUDGET_TOKENS).await;
+//! browser.close().await;
+//! tracing::info!("{}", seen?.text);
+//! # Ok(()) }
+//! ```
+
+pub mod browser;
+pub mod dom;
+
+pub use browser::{Browser, BrowserError, ChromiumBrowser, LaunchOptions};
+pub use dom::{
+    Changes, DEFAULT_BUDGET_TOKENS, Element, ElementKind, ElementState, Observation, observe,
+};
