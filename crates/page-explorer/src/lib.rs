@@ -13,9 +13,23 @@
 //! ```
 
 pub mod browser;
+pub mod collect;
 pub mod dom;
+pub mod guard;
+pub mod memory;
+pub mod paginate;
 
 pub use browser::{Browser, BrowserError, ChromiumBrowser, LaunchOptions};
+pub use collect::{
+    CollectEnd, CollectOptions, CollectedJob, Collection, DetailSelectors, ListingSelectors,
+    collect,
+};
 pub use dom::{
     Changes, DEFAULT_BUDGET_TOKENS, Element, ElementKind, ElementState, Observation, observe,
 };
+pub use guard::{ActionRecord, Breakers, LoopGuard, Stop};
+pub use memory::{
+    Behavior, Edge, KeyElement, MemoryStore, NavAction, PageNode, PathStep, Pattern, PatternStatus,
+    Phase1Output,
+};
+pub use paginate::{Advance, PaginationKind, Paginator, StopReason};

@@ -1,0 +1,245 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! The paginator and the collector, with real headless Chromium against the fixture sites on
+//! loopback.
+
+mod support;
+
+use std::time::Duration;
+
+use page_explorer::collect::{write_csv, write_json};
+use page_explorer::{
+    Advance, Browser, ChromiumBrowser, CollectEnd, CollectOptions, DetailSelectors,
+    ListingSelectors, PaginationKind, Paginator, StopReason, collect,
+};
+
+const SETTLE: Duration = Duration::from_secs(5);
+
+/// Runs `test` with a fresh browser, and closes the browser whatever happens.
+async fn with_browser<F>(test: F)
+where
+    F: AsyncFnOnce(&ChromiumBrowser),
+{
+    let browser = support::launch().await;
+    let outcome = {
+        let run = std::panic::AssertUnwindSafe(test(&browser));
+        futures::FutureExt::catch_unwind(run).await
+    };
+    browser.close().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+async fn open(browser: &ChromiumBrowser, url: &str) {
+    browser.open(url).await.unwrap();
+    browser.wait_for_settle(SETTLE).await.unwrap();
+}
+
+fn board_selectors() -> ListingSelectors {
+    ListingSelectors {
+        item: "li.job".into(),
+        title: "a".into(),
+        link: "a".into(),
+        company: Some(".company".into()),
+        location: Some(".location".into()),
+        ..ListingSelectors::default()
+    }
+}
+
+const BOARD_TITLES: [&str; 12] = [
+    "Rust Engineer",
+    "Backend Developer",
+    "Frontend Engineer",
+    "Data Engineer",
+    "SRE",
+    "Mobile Developer",
+    "Security Engineer",
+    "QA Engineer",
+    "Platform Engineer",
+    "ML Engineer",
+    "Embedded Engineer",
+    "Engineering Manager",
+];
+
+#[tokio::test]
+async fn collects_every_job_of_the_paged_board_exactly_once() {
+    let base = support::serve(support::site("board-pages")).await;
+    with_browser(async |browser| {
+        open(browser, &base).await;
+        let options = CollectOptions::new(board_selectors());
+        let found = collect(browser, &options).await.unwrap();
+        let titles: Vec<&str> = found.jobs.iter().map(|j| j.title.as_str()).collect();
+        assert_eq!(found.jobs.len(), 12, "{titles:?}");
+        assert_eq!(found.pages, 3);
+        assert_eq!(found.end, CollectEnd::Pages(StopReason::NoNextControl));
+        for (i, job) in found.jobs.iter().enumerate() {
+            assert_eq!(job.apply_url, format!("{base}jobs/{}.html", i + 1));
+            assert_eq!(job.apply_type, "internal");
+            assert!(job.source_page.starts_with(&base), "{}", job.source_page);
+        }
+        assert_eq!(found.jobs[0].company, "Acme");
+        assert_eq!(found.jobs[11].company, "Soylent");
+        assert_eq!(titles, BOARD_TITLES);
+
+        let dir = tempfile::tempdir().unwrap();
+        write_json(&found.jobs, &dir.path().join("jobs.json")).unwrap();
+        write_csv(&found.jobs, &dir.path().join("jobs.csv")).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("jobs.json")).unwrap())
+                .unwrap();
+        assert_eq!(json.as_array().unwrap().len(), 12);
+        let csv = std::fs::read_to_string(dir.path().join("jobs.csv")).unwrap();
+        assert_eq!(csv.lines().count(), 13);
+        assert!(csv.starts_with("title,company,location,salary_text,apply_url"));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn respects_max_jobs_and_max_pages() {
+    let base = support::serve(support::site("board-pages")).await;
+    with_browser(async |browser| {
+        open(browser, &base).await;
+        let mut options = CollectOptions::new(board_selectors());
+        options.max_jobs = 6;
+        let found = collect(browser, &options).await.unwrap();
+        assert_eq!(found.jobs.len(), 6);
+        assert_eq!(found.end, CollectEnd::MaxJobs);
+        assert_eq!(found.jobs[5].apply_url, format!("{base}jobs/6.html"));
+
+        open(browser, &base).await;
+        let mut options = CollectOptions::new(board_selectors());
+        options.max_pages = 2;
+        let found = collect(browser, &options).await.unwrap();
+        assert_eq!(found.jobs.len(), 8);
+        assert_eq!(found.pages, 2);
+        assert_eq!(found.end, CollectEnd::Pages(StopReason::MaxPages));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn reads_fields_from_detail_pages() {
+    let base = support::serve(support::site("board-pages")).await;
+    with_browser(async |browser| {
+        open(browser, &base).await;
+        let mut options = CollectOptions::new(board_selectors());
+        options.max_jobs = 2;
+        options.detail = Some(DetailSelectors {
+            title: Some("h1".into()),
+            company: Some(".company".into()),
+            apply: Some("a.apply".into()),
+            ..DetailSelectors::default()
+        });
+        let found = collect(browser, &options).await.unwrap();
+        assert_eq!(found.jobs.len(), 2);
+        let first = &found.jobs[0];
+        assert_eq!(first.title, "Rust Engineer");
+        assert_eq!(first.company, "Acme");
+        assert!(
+            first.apply_url.starts_with("mailto:"),
+            "{}",
+            first.apply_url
+        );
+        assert_eq!(first.apply_type, "email");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn detects_the_next_link_and_walks_the_pages() {
+    let base = support::serve(support::site("board-pages")).await;
+    with_browser(async |browser| {
+        open(browser, &base).await;
+        let mut paginator = Paginator::new("li.job", 10);
+        let kind = paginator.detect(browser).await.unwrap();
+        assert!(
+            matches!(kind, Some(PaginationKind::Next { .. })),
+            "{kind:?}"
+        );
+        let moved = paginator.advance(browser).await.unwrap();
+        match moved {
+            Advance::Moved { url, new_items, .. } => {
+                assert_eq!(url, format!("{base}page2.html"));
+                assert_eq!(new_items, 4);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            paginator.advance(browser).await.unwrap(),
+            Advance::Moved { .. }
+        ));
+        assert_eq!(
+            paginator.advance(browser).await.unwrap(),
+            Advance::Stopped(StopReason::NoNextControl)
+        );
+        assert_eq!(paginator.pages(), 3);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn load_more_collects_every_item_and_stops() {
+    let base = support::serve(support::site("board-scroll")).await;
+    with_browser(async |browser| {
+        open(browser, &base).await;
+        let paginator = Paginator::new("li.job", 10);
+        let kind = paginator.detect(browser).await.unwrap();
+        assert!(
+            matches!(kind, Some(PaginationKind::LoadMore { .. })),
+            "{kind:?}"
+        );
+        let found = collect(browser, &CollectOptions::new(board_selectors()))
+            .await
+            .unwrap();
+        assert_eq!(found.jobs.len(), 15);
+        assert_eq!(found.pages, 3);
+        assert!(matches!(found.end, CollectEnd::Pages(_)), "{:?}", found.end);
+        assert_eq!(found.jobs[14].title, "Load Job 15");
+        assert_eq!(found.jobs[14].location, "City 15");
+        assert_eq!(found.jobs[14].apply_type, "external");
+        assert!(found.duplicates >= 5, "{}", found.duplicates);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn infinite_scroll_collects_every_item_and_stops() {
+    let base = support::serve(support::site("board-scroll")).await;
+    with_browser(async |browser| {
+        open(browser, &format!("{base}infinite.html")).await;
+        let found = collect(browser, &CollectOptions::new(board_selectors()))
+            .await
+            .unwrap();
+        let titles: Vec<&str> = found.jobs.iter().map(|j| j.title.as_str()).collect();
+        assert_eq!(found.jobs.len(), 24, "{titles:?}");
+        assert_eq!(titles[23], "Scroll Job 24");
+        assert_eq!(found.pages, 3);
+        assert_eq!(found.end, CollectEnd::Pages(StopReason::NoNextControl));
+        assert_eq!(found.jobs[0].apply_url, format!("{base}jobs/1.html"));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_next_link_to_itself_does_not_loop() {
+    let base = support::serve(support::site("board-scroll")).await;
+    with_browser(async |browser| {
+        open(browser, &format!("{base}loop.html")).await;
+        let found = collect(browser, &CollectOptions::new(board_selectors()))
+            .await
+            .unwrap();
+        assert_eq!(found.jobs.len(), 2);
+        assert_eq!(found.pages, 1);
+        assert!(
+            matches!(
+                found.end,
+                CollectEnd::Pages(StopReason::Unchanged | StopReason::Revisited)
+            ),
+            "{:?}",
+            found.end
+        );
+        assert_eq!(found.jobs[0].apply_type, "email");
+    })
+    .await;
+}
