@@ -11,11 +11,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::browser::{Browser, BrowserError};
+use crate::listing::{PanelListing, read_panel};
 use crate::paginate::{Advance, Paginator, StopReason};
 
 /// Where the parts of each listing are: CSS selectors, all but `item` relative to the item
 /// (an empty selector means the item itself).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ListingSelectors {
     /// Each listing.
     pub item: String,
@@ -33,10 +35,15 @@ pub struct ListingSelectors {
     pub posted_date: Option<String>,
 }
 
-/// Fields read from a job's detail page: CSS selectors over the whole document. A field
-/// found there replaces the one read from the listing.
+/// Fields read from a job's detail page, or from the details panel a listing fills when
+/// clicked: CSS selectors over the whole document. A field found there replaces the one read
+/// from the listing.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct DetailSelectors {
+    /// What to click in a listing to show it in the panel, relative to the item; `None`
+    /// clicks the first button or link-like element in it, else its title, else the item.
+    pub select: Option<String>,
     /// The job title.
     pub title: Option<String>,
     /// The company.
@@ -77,8 +84,11 @@ pub struct CollectedJob {
 pub struct CollectOptions {
     /// Where the listings are.
     pub listing: ListingSelectors,
-    /// When given, each job's link is opened and these fields read from it.
+    /// When given, these fields are read for each job, from its detail page or its panel
+    /// (see [`detail_mode`](Self::detail_mode)).
     pub detail: Option<DetailSelectors>,
+    /// Where the [`detail`](Self::detail) fields are read.
+    pub detail_mode: DetailMode,
     /// At most this many jobs.
     pub max_jobs: usize,
     /// At most this many pages (or loads of more items).
@@ -88,16 +98,33 @@ pub struct CollectOptions {
 }
 
 impl CollectOptions {
-    /// Options for `listing` with no detail pages, 100 jobs, 10 pages and 5 s to settle.
+    /// Options for `listing` with no details read, 100 jobs, 10 pages and 5 s to settle.
     pub fn new(listing: ListingSelectors) -> Self {
         CollectOptions {
             listing,
             detail: None,
+            detail_mode: DetailMode::Auto,
             max_jobs: 100,
             max_pages: 10,
             settle: Duration::from_secs(5),
         }
     }
+}
+
+/// Where a job's [`DetailSelectors`] fields are read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DetailMode {
+    /// From the panel for a listing without a link, else from its detail page.
+    #[default]
+    Auto,
+    /// Open each job's link on the board's own site (after all listing pages are read) and
+    /// read its detail page.
+    Page,
+    /// Click each listing on its own listing page and read the details panel it fills (a
+    /// single-page board: "select the job, then extract the data"). The panel's apply link
+    /// becomes the job's apply URL.
+    Panel,
 }
 
 /// Why collecting ended.
@@ -139,9 +166,9 @@ pub enum WriteError {
     Serialize(String),
 }
 
-/// One listing as read from the page.
-#[derive(Debug, Deserialize)]
-struct RawListing {
+/// One listing (or its details) as read from the page.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub(crate) struct RawListing {
     title: String,
     link: String,
     company: String,
@@ -158,18 +185,27 @@ struct Seen {
 }
 
 impl Seen {
-    /// Records `job`; false when it (its apply URL, or its title, company and location) was
-    /// seen already.
-    fn insert(&mut self, job: &CollectedJob) -> bool {
+    /// Whether `job` (its apply URL, or its title, company and location) was seen already.
+    fn contains(&self, job: &CollectedJob) -> bool {
+        let (url, key) = Self::identity(job);
+        (!url.is_empty() && self.urls.contains(&url)) || self.keys.contains(&key)
+    }
+
+    fn identity(job: &CollectedJob) -> (String, (String, String, String)) {
         let key = (
             normalize(&job.title),
             normalize(&job.company),
             normalize(&job.location),
         );
-        let url = job.apply_url.trim_end_matches('/').to_owned();
-        if (!url.is_empty() && self.urls.contains(&url)) || self.keys.contains(&key) {
+        (job.apply_url.trim_end_matches('/').to_owned(), key)
+    }
+
+    /// Records `job`; false when it was seen already.
+    fn insert(&mut self, job: &CollectedJob) -> bool {
+        if self.contains(job) {
             return false;
         }
+        let (url, key) = Self::identity(job);
         if !url.is_empty() {
             self.urls.insert(url);
         }
@@ -186,8 +222,10 @@ fn normalize(text: &str) -> String {
 }
 
 /// Collects the jobs listed on the page shown now (open the board first) and on the pages
-/// after it, then, when `options.detail` is given, reads each job's detail page (leaving the
-/// browser there).
+/// after it. When `options.detail` is given, each job's details are read as
+/// `options.detail_mode` says: from its panel while its listing page is shown (clicking the
+/// listing), or from its detail page once every listing page is read (leaving the browser
+/// there).
 pub async fn collect(
     browser: &dyn Browser,
     options: &CollectOptions,
@@ -198,11 +236,15 @@ pub async fn collect(
     let mut seen = Seen::default();
     let mut jobs = Vec::new();
     let mut duplicates = 0;
+    let mut last_panel: Option<RawListing> = None;
+    // The jobs whose details are on their own page, read once every listing is.
+    let mut detail_pages = Vec::new();
     let end = 'pages: loop {
         let page = browser.url().await?;
         let host = host_of(&page);
-        for raw in extract_listings(browser, &options.listing).await? {
-            let job = CollectedJob {
+        let listings = extract_listings(browser, &options.listing).await?;
+        for (index, raw) in listings.into_iter().enumerate() {
+            let mut job = CollectedJob {
                 apply_type: apply_type(&raw.link, host.as_deref()).to_owned(),
                 title: raw.title,
                 company: raw.company,
@@ -215,12 +257,40 @@ pub async fn collect(
             if job.title.is_empty() && job.apply_url.is_empty() {
                 continue;
             }
-            if !seen.insert(&job) {
+            if seen.contains(&job) {
                 duplicates += 1;
                 continue;
             }
             if jobs.len() >= options.max_jobs {
                 break 'pages CollectEnd::MaxJobs;
+            }
+            let panel = uses_panel(options.detail_mode, &job);
+            if let Some(detail) = &options.detail
+                && panel
+            {
+                let at = PanelListing {
+                    selectors: &options.listing,
+                    index,
+                    page: &page,
+                };
+                match read_panel(browser, &at, detail, options.settle).await {
+                    Ok(Some(found)) if last_panel.as_ref() == Some(&found) => {
+                        tracing::warn!(title = %job.title, "the panel did not change: not read");
+                    }
+                    Ok(Some(found)) => {
+                        last_panel = Some(found.clone());
+                        apply_details(&mut job, found, host.as_deref());
+                    }
+                    Ok(None) => tracing::warn!(index, "the listing to click is gone"),
+                    Err(error) => tracing::warn!(%error, "the panel could not be read"),
+                }
+            }
+            if !seen.insert(&job) {
+                duplicates += 1;
+                continue;
+            }
+            if !panel {
+                detail_pages.push(jobs.len());
             }
             jobs.push(job);
         }
@@ -240,7 +310,10 @@ pub async fn collect(
     };
     tracing::info!(jobs = jobs.len(), duplicates, ?end, "listings collected");
     if let Some(detail) = &options.detail {
-        for job in &mut jobs {
+        for index in detail_pages {
+            let Some(job) = jobs.get_mut(index) else {
+                continue;
+            };
             if let Err(error) = read_detail(browser, job, detail, options.settle).await {
                 tracing::warn!(%error, url = %job.apply_url, "the detail page could not be read");
             }
@@ -254,6 +327,19 @@ pub async fn collect(
     })
 }
 
+/// Whether the job's details come from its panel.
+fn uses_panel(mode: DetailMode, job: &CollectedJob) -> bool {
+    match mode {
+        DetailMode::Auto => job.apply_url.is_empty(),
+        DetailMode::Page => false,
+        DetailMode::Panel => true,
+    }
+}
+
+/// The JavaScript that reads text from an element, whitespace folded.
+const TEXT_JS: &str =
+    "const text = e => e ? (e.innerText || e.textContent || '').replace(/\\s+/g, ' ').trim() : '';";
+
 /// Reads the listings shown now.
 async fn extract_listings(
     browser: &dyn Browser,
@@ -261,11 +347,19 @@ async fn extract_listings(
 ) -> Result<Vec<RawListing>, BrowserError> {
     let js = format!(
         "(() => {{
-            const text = e => e ? (e.innerText || e.textContent || '').replace(/\\s+/g, ' ').trim() : '';
+            {TEXT_JS}
             const pick = (item, sel) => sel === null ? null : (sel === '' ? item : item.querySelector(sel));
+            // A link that goes nowhere (`#`, `javascript:`) is a button in disguise.
+            const real = a => {{
+                const h = (a.getAttribute('href') || '').trim();
+                return h !== '' && h !== '#' && !/^javascript:/i.test(h);
+            }};
             const href = e => {{
                 if (!e) return '';
-                const a = e.matches('a[href]') ? e : (e.querySelector('a[href]') || e.closest('a[href]'));
+                const links = e.matches('a[href]') ? [e] : Array.from(e.querySelectorAll('a[href]'));
+                const up = e.closest('a[href]');
+                if (up) links.push(up);
+                const a = links.find(real);
                 return a ? a.href : '';
             }};
             return Array.from(document.querySelectorAll({item})).map(item => ({{
@@ -290,38 +384,49 @@ async fn extract_listings(
         .map_err(|error| BrowserError::Protocol(format!("reading the listings: {error}")))
 }
 
-/// Opens the job's link and replaces its fields with those found on the detail page.
+/// Opens the job's link, when on the board's own site, and replaces its fields with those
+/// found on the detail page.
 async fn read_detail(
     browser: &dyn Browser,
     job: &mut CollectedJob,
     selectors: &DetailSelectors,
     settle: Duration,
 ) -> Result<(), BrowserError> {
-    if !job.apply_url.starts_with("http") {
+    // Another site's page is the employer's, not one the selectors were made for.
+    if !job.apply_url.starts_with("http") || job.apply_type != "internal" {
         return Ok(());
     }
     browser.open(&job.apply_url).await?;
     browser.wait_for_settle(settle).await?;
     let page = browser.url().await?;
+    let found = read_fields(browser, selectors).await?;
+    apply_details(job, found, host_of(&page).as_deref());
+    Ok(())
+}
+
+/// Reads the [`DetailSelectors`] fields from the document shown now.
+pub(crate) async fn read_fields(
+    browser: &dyn Browser,
+    selectors: &DetailSelectors,
+) -> Result<RawListing, BrowserError> {
     let js = format!(
         "(() => {{
-            const text = sel => {{
-                if (sel === null) return '';
-                const e = document.querySelector(sel);
-                return e ? (e.innerText || e.textContent || '').replace(/\\s+/g, ' ').trim() : '';
+            {TEXT_JS}
+            const find = sel => {{
+                if (sel === null) return null;
+                try {{ return document.querySelector(sel); }} catch (e) {{ return null; }}
             }};
             const apply = (() => {{
-                const sel = {apply};
-                if (sel === null) return '';
-                const e = document.querySelector(sel);
+                const e = find({apply});
                 if (!e) return '';
                 if (e.href) return e.href;
-                const a = e.closest('a[href]');
+                const a = e.closest('a[href]') || e.querySelector('a[href]');
                 if (a) return a.href;
                 return e.form && e.form.action ? e.form.action : '';
             }})();
-            return {{ title: text({title}), company: text({company}), location: text({location}),
-                      salary: text({salary}), posted: text({posted}), link: apply }};
+            return {{ title: text(find({title})), company: text(find({company})),
+                      location: text(find({location})), salary: text(find({salary})),
+                      posted: text(find({posted})), link: apply }};
         }})()",
         apply = Value::from(selectors.apply.clone()),
         title = Value::from(selectors.title.clone()),
@@ -330,25 +435,28 @@ async fn read_detail(
         salary = Value::from(selectors.salary.clone()),
         posted = Value::from(selectors.posted_date.clone()),
     );
-    let raw: RawListing = serde_json::from_value(browser.evaluate(&js).await?)
-        .map_err(|error| BrowserError::Protocol(format!("reading the detail page: {error}")))?;
+    serde_json::from_value(browser.evaluate(&js).await?)
+        .map_err(|error| BrowserError::Protocol(format!("reading the details: {error}")))
+}
+
+/// Replaces the job's fields with those found (non-empty) in its details.
+fn apply_details(job: &mut CollectedJob, found: RawListing, board_host: Option<&str>) {
     let replace = |field: &mut String, found: String| {
         if !found.is_empty() {
             *field = found;
         }
     };
-    replace(&mut job.title, raw.title);
-    replace(&mut job.company, raw.company);
-    replace(&mut job.location, raw.location);
-    replace(&mut job.salary_text, raw.salary);
-    if !raw.posted.is_empty() {
-        job.posted_date = Some(raw.posted);
+    replace(&mut job.title, found.title);
+    replace(&mut job.company, found.company);
+    replace(&mut job.location, found.location);
+    replace(&mut job.salary_text, found.salary);
+    if !found.posted.is_empty() {
+        job.posted_date = Some(found.posted);
     }
-    if !raw.link.is_empty() {
-        job.apply_type = apply_type(&raw.link, host_of(&page).as_deref()).to_owned();
-        job.apply_url = raw.link;
+    if !found.link.is_empty() {
+        job.apply_type = apply_type(&found.link, board_host).to_owned();
+        job.apply_url = found.link;
     }
-    Ok(())
 }
 
 /// The host (and port) of an absolute URL.

@@ -12,12 +12,19 @@
 //! # Ok(()) }
 //! ```
 
+pub mod agents;
 pub mod browser;
 pub mod collect;
 pub mod dom;
+pub mod dry_run;
 pub mod guard;
+pub mod listing;
 pub mod memory;
+pub mod orchestrator;
 pub mod paginate;
+pub mod phase1;
+pub mod report;
+pub mod site_server;
 
 pub use browser::{Browser, BrowserError, ChromiumBrowser, LaunchOptions};
 pub use collect::{
@@ -28,8 +35,12 @@ pub use dom::{
     Changes, DEFAULT_BUDGET_TOKENS, Element, ElementKind, ElementState, Observation, observe,
 };
 pub use guard::{ActionRecord, Breakers, LoopGuard, Stop};
+pub use listing::infer_listing;
 pub use memory::{
-    Behavior, Edge, KeyElement, MemoryStore, NavAction, PageNode, PathStep, Pattern, PatternStatus,
-    Phase1Output,
+    ChangeObservation, Classification, Edge, MemoryStore, NavAction, PageChange, PageNode,
+    PathStep, Pattern, PatternStatus, Transition,
 };
 pub use paginate::{Advance, PaginationKind, Paginator, StopReason};
+pub use orchestrator::{ExploreError, ExploreOptions, Exploration, PageScreenshot, explore};
+pub use report::ExploreEvent;
+pub use phase1::{BehaviorSummary, KeyElements, PageSummary, Phase1Output};

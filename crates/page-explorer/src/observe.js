@@ -2,10 +2,15 @@
 // selector that matches exactly it, and the visible text, in document order.
 // Evaluated as an expression; returns a JSON object (see dom.rs `Raw`).
 (() => {
-  const INTERACTIVE =
-    'a[href], button, input:not([type=hidden]), select, textarea, summary, ' +
-    '[role=button], [role=link], [role=tab], [role=checkbox], [role=menuitem], [role=option], ' +
-    '[onclick], [tabindex], [contenteditable=""], [contenteditable=true]';
+  // Natively interactive elements; other elements are interactive through a widget role, an
+  // `onclick` attribute, being editable or focusable (`tabindex` >= 0), or, for a label, by
+  // standing in for a control that does not show itself (a styled toggle for a hidden
+  // checkbox).
+  const NATIVE = 'a[href], area[href], button, input:not([type=hidden]), select, textarea, summary';
+  const WIDGET_ROLES = new Set(['button', 'link', 'checkbox', 'radio', 'switch', 'tab', 'menuitem',
+    'menuitemcheckbox', 'menuitemradio', 'option', 'combobox', 'textbox', 'searchbox', 'slider',
+    'spinbutton', 'treeitem']);
+  const CANDIDATES = NATIVE + ', [role], [onclick], [tabindex], [contenteditable], label';
   const LEAF = new Set(['A', 'BUTTON', 'INPUT', 'SELECT', 'TEXTAREA', 'OPTION', 'SUMMARY']);
   const SKIP = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'HEAD', 'META', 'LINK']);
   const BLOCK = /^(block|flex|grid|list-item|table|table-row|table-cell|flow-root)/;
@@ -16,12 +21,39 @@
   const cut = (s, n) => (s.length > n ? s.slice(0, n - 1) + '…' : s);
   const q = (v) => "'" + String(v).replace(/\\/g, '\\\\').replace(/'/g, "\\'") + "'";
 
-  const isInteractive = (el) => {
-    if (!el.matches(INTERACTIVE)) return false;
-    if (el.hasAttribute('tabindex') && !el.matches('a[href], button, input, select, textarea, summary, [role], [onclick]')) {
-      return parseInt(el.getAttribute('tabindex'), 10) >= 0;
+  const roleAttr = (el) => (el.getAttribute('role') || '').trim().split(/\s+/)[0].toLowerCase();
+
+  // Whether the element itself shows: not hidden (by an attribute on it or an ancestor, across
+  // shadow roots and frames), laid out, visible and of a non-zero size.
+  const up = (n) => {
+    const p = n.parentNode;
+    if (!p) return null;
+    if (p.nodeType === 11) return p.host || null;
+    if (p.nodeType === 9) return (p.defaultView && p.defaultView.frameElement) || null;
+    return p;
+  };
+  const showsItself = (el) => {
+    for (let n = el; n; n = up(n)) {
+      if (n.nodeType !== 1) continue;
+      if (n.hasAttribute('hidden') || n.getAttribute('aria-hidden') === 'true') return false;
+      if (!n.checkVisibility()) return false;
     }
-    return true;
+    if (el.ownerDocument.defaultView.getComputedStyle(el).visibility !== 'visible') return false;
+    const r = el.getBoundingClientRect();
+    return r.width > 0 && r.height > 0;
+  };
+
+  // A label clicked in place of its control, which does not show itself.
+  const standsIn = (el) => el.tagName === 'LABEL' && !!el.control && !showsItself(el.control);
+
+  const isInteractive = (el) => {
+    if (!el.matches(CANDIDATES)) return false;
+    if (el.matches(NATIVE) || el.hasAttribute('onclick')) return true;
+    if (WIDGET_ROLES.has(roleAttr(el))) return true;
+    const editable = el.getAttribute('contenteditable');
+    if (editable !== null && editable.toLowerCase() !== 'false') return true;
+    if (el.hasAttribute('tabindex') && parseInt(el.getAttribute('tabindex'), 10) >= 0) return true;
+    return standsIn(el);
   };
 
   const unique = (root, sel, el) => {
@@ -89,9 +121,10 @@
   };
 
   const roleOf = (el) => {
-    const explicit = el.getAttribute('role');
-    if (explicit) return explicit.split(/\s+/)[0];
+    const explicit = roleAttr(el);
+    if (explicit) return explicit;
     const tag = el.tagName;
+    if (standsIn(el)) return roleOf(el.control);
     if (tag === 'A') return 'link';
     if (tag === 'BUTTON' || tag === 'SUMMARY') return 'button';
     if (tag === 'SELECT') return el.multiple ? 'listbox' : 'combobox';
@@ -133,6 +166,7 @@
   };
 
   const stateOf = (el, role) => {
+    if (standsIn(el)) return stateOf(el.control, role);
     const state = {};
     if (el.disabled || el.getAttribute('aria-disabled') === 'true') state.disabled = true;
     if (role === 'checkbox' || role === 'radio') {
@@ -150,6 +184,7 @@
 
   const kindOf = (el, role) => {
     if (el.tagName === 'TEXTAREA' || el.isContentEditable) return 'type';
+    if (role === 'textbox' || role === 'searchbox') return 'type';
     if (el.tagName === 'INPUT' && TEXT_INPUTS.has((el.getAttribute('type') || '').toLowerCase())) return 'type';
     return 'click';
   };
@@ -192,6 +227,8 @@
       if (SKIP.has(el.tagName) || !displayed(el)) continue;
       const here = inModal || el === modal;
       const style = getComputedStyle(el);
+      // Not laid out at all (the closed part of a <details>, content-visibility: hidden).
+      if (style.display !== 'contents' && !el.checkVisibility()) continue;
       const box = el.getBoundingClientRect();
       // A zero-size box that clips its content shows nothing.
       if ((box.width === 0 || box.height === 0) && style.display !== 'contents' &&
@@ -215,7 +252,10 @@
             below: top >= vh,
           });
           items.push({ element: elements.length - 1, y: top });
-          if (LEAF.has(el.tagName) && !el.shadowRoot) continue;
+          // A leaf's contents are its name, unless they hold interactive elements of their
+          // own (the links in a <summary>).
+          if (LEAF.has(el.tagName) && !el.shadowRoot &&
+              !Array.from(el.querySelectorAll(CANDIDATES)).some(isInteractive)) continue;
         }
       }
       if (el.tagName === 'IFRAME') {

@@ -1,0 +1,121 @@
+//! The page explorer's agents (spec 002, "Agents & Their Tools"). Each is a system prompt, the
+//! tools it may call and the message the orchestrator builds for it; the orchestrator
+//! ([`crate::orchestrator`]) calls them and carries out what they ask.
+//!
+//! - [`explorer`]: decides the next browser action (`click`, `scroll`, `type_text`,
+//!   `observe`) until it calls `done`.
+//! - [`classifier`]: on every URL change, says whether the page is new or known (`classify`).
+//! - [`change_analyzer`]: after every action, classifies its effect and the element acted on
+//!   (`analyze_change`).
+//! - [`summarizer`]: condenses a page's observations before leaving it and at the end
+//!   (`summarize`).
+//!
+//! The single-tool agents answer through [`agent_llm::extract_with`]: their tool is the one
+//! the model must call, and an answer that does not match its schema is sent back once with
+//! the validation error.
+
+pub mod change_analyzer;
+pub mod classifier;
+pub mod explorer;
+pub mod summarizer;
+
+use std::sync::Arc;
+
+use agent_llm::{ChatModel, LlmError, ModelTier, ProviderConfig, RetryPolicy};
+use agent_runtime::{CostMeter, MeteredModel};
+
+/// The model each agent talks to. All four are usually metered on one [`CostMeter`].
+#[derive(Clone)]
+pub struct ExplorerModels {
+    /// The Explorer's model (decides actions: the orchestrator tier).
+    pub explorer: Arc<dyn ChatModel>,
+    /// The Classifier's model (the light tier).
+    pub classifier: Arc<dyn ChatModel>,
+    /// The ChangeAnalyzer's model (the light tier).
+    pub change_analyzer: Arc<dyn ChatModel>,
+    /// The Summarizer's model (the light tier).
+    pub summarizer: Arc<dyn ChatModel>,
+    /// The meter every call is recorded on.
+    pub meter: CostMeter,
+}
+
+impl std::fmt::Debug for ExplorerModels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExplorerModels")
+            .field("meter", &self.meter.snapshot())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ExplorerModels {
+    /// Every agent on `model`, metered on `meter`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use agent_llm::testing::ScriptedModel;
+    /// use agent_runtime::{CostLimits, CostMeter};
+    /// use page_explorer::agents::ExplorerModels;
+    /// let models = ExplorerModels::single(Arc::new(ScriptedModel::new(vec![])), CostMeter::new(CostLimits::default()));
+    /// assert_eq!(models.meter.snapshot().calls, 0);
+    /// ```
+    pub fn single(model: Arc<dyn ChatModel>, meter: CostMeter) -> Self {
+        let metered: Arc<dyn ChatModel> = Arc::new(MeteredModel::new(model, meter.clone()));
+        ExplorerModels {
+            explorer: metered.clone(),
+            classifier: metered.clone(),
+            change_analyzer: metered.clone(),
+            summarizer: metered,
+            meter,
+        }
+    }
+
+    /// The provider's models: the orchestrator tier for the Explorer, the light tier for
+    /// the others, each retrying transient errors three times (1 s to 10 s backoff).
+    pub fn from_provider(provider: &ProviderConfig, meter: CostMeter) -> Result<Self, LlmError> {
+        let retry = RetryPolicy::default()
+            .with_max_attempts(3)
+            .with_base_delay(std::time::Duration::from_secs(1))
+            .with_max_delay(std::time::Duration::from_secs(10));
+        let metered = |tier: ModelTier| -> Result<Arc<dyn ChatModel>, LlmError> {
+            let model = provider.chat_model_with_retry(tier, retry.clone())?;
+            Ok(Arc::new(MeteredModel::new(model, meter.clone())))
+        };
+        let light = metered(ModelTier::Light)?;
+        Ok(ExplorerModels {
+            explorer: metered(ModelTier::Orchestrator)?,
+            classifier: light.clone(),
+            change_analyzer: light.clone(),
+            summarizer: light,
+            meter,
+        })
+    }
+}
+
+/// `text` cut to at most `max_chars` characters at a line end where possible, marked when cut.
+pub fn clip(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_owned();
+    }
+    let cut: String = text.chars().take(max_chars).collect();
+    let cut = match cut.rfind('\n') {
+        Some(end) if end > max_chars / 2 => &cut[..end],
+        _ => cut.as_str(),
+    };
+    format!("{cut}\n[... cut to {max_chars} characters]")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clip;
+
+    #[test]
+    fn clip_cuts_at_a_line_end_and_says_so() {
+        assert_eq!(clip("short", 10), "short");
+        let text = "line one\nline two\nline three";
+        assert_eq!(
+            clip(text, 20),
+            "line one\nline two\n[... cut to 20 characters]"
+        );
+        assert!(clip(&"é".repeat(50), 10).starts_with(&"é".repeat(10)));
+    }
+}

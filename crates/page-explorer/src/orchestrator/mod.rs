@@ -1,0 +1,533 @@
+//! The orchestrator (spec 002, "Orchestrator Responsibilities"): code, not a model. It runs
+//! the Explorer's tool calls on the browser, hands off to the Classifier on every URL change,
+//! to the ChangeAnalyzer after every action and to the Summarizer before leaving a page and
+//! at the end, keeps the memory store, enforces the loop guard's breakers and reports every
+//! step as it happens.
+//!
+//! The Explorer's conversation is an [`AgentRun`] (the runtime's loop state machine, with its
+//! compaction), driven here because its tools are the orchestrator's own: after a URL change
+//! the Explorer starts again with fresh context (the memory summary, its recent actions and
+//! the new page).
+//!
+//! ```no_run
+//! # async fn run(models: page_explorer::agents::ExplorerModels) -> Result<(), Box<dyn std::error::Error>> {
+//! use page_explorer::orchestrator::{ExploreOptions, explore};
+//! use page_explorer::{ChromiumBrowser, LaunchOptions, ExploreEvent};
+//! let browser = ChromiumBrowser::launch(LaunchOptions::default()).await?;
+//! let print = |event: ExploreEvent| tracing::info!("{event}");
+//! let cancel = tokio_util::sync::CancellationToken::new();
+//! let options = ExploreOptions::new("Find how jobs are listed and filtered");
+//! let exploration = explore(&browser, &models, "http://127.0.0.1:8080/", &options, &print, &cancel).await;
+//! browser.close().await;
+//! println!("{}", serde_json::to_string_pretty(&exploration?.output)?);
+//! # Ok(()) }
+//! ```
+
+mod step;
+
+use std::time::Duration;
+
+use agent_llm::{ChatRequest, ContentBlock, LlmError};
+use agent_runtime::{AgentRun, Compaction, CostSnapshot, EventSink, Next};
+use tokio_util::sync::CancellationToken;
+
+use crate::agents::ExplorerModels;
+use crate::agents::classifier::{ClassifierInput, classify};
+use crate::agents::explorer::{explorer_message, explorer_request};
+use crate::agents::summarizer::summarize;
+use crate::browser::{Browser, BrowserError};
+use crate::dom::{DEFAULT_BUDGET_TOKENS, Observation, observe};
+use crate::guard::{Breakers, LoopGuard};
+use crate::memory::{Classification, MemoryStore, PageChange, Transition};
+use crate::phase1::Phase1Output;
+use crate::report::ExploreEvent;
+
+/// How to explore.
+#[derive(Debug, Clone)]
+pub struct ExploreOptions {
+    /// What the Explorer is asked to find out.
+    pub task: String,
+    /// The circuit breakers (actions, consecutive errors, pages, time, repeats).
+    pub breakers: Breakers,
+    /// Each observation's token budget.
+    pub budget_tokens: usize,
+    /// How long to wait for the page to settle after an action.
+    pub settle: Duration,
+    /// Take a screenshot of each new page.
+    pub screenshots: bool,
+    /// Model calls the Explorer may make on one page before it is stopped.
+    pub rounds_per_page: u32,
+    /// How many of its recent actions the Explorer is reminded of in a fresh context.
+    pub recent_actions: usize,
+}
+
+impl ExploreOptions {
+    /// Options for `task` with the default breakers, an 8,000-token budget, 5 s to settle,
+    /// screenshots, 30 model calls per page and the last 8 actions recalled.
+    pub fn new(task: impl Into<String>) -> Self {
+        ExploreOptions {
+            task: task.into(),
+            breakers: Breakers::default(),
+            budget_tokens: DEFAULT_BUDGET_TOKENS,
+            settle: Duration::from_secs(5),
+            screenshots: true,
+            rounds_per_page: 30,
+            recent_actions: 8,
+        }
+    }
+}
+
+/// A PNG of a page, taken when the page was first entered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageScreenshot {
+    /// The page id.
+    pub page_id: String,
+    /// The URL shown.
+    pub url: String,
+    /// The PNG bytes.
+    pub png: Vec<u8>,
+}
+
+/// What exploring produced. Whatever stopped it, everything learned is here.
+#[derive(Debug, Clone)]
+pub struct Exploration {
+    /// The Phase 1 output (its `stopped` says why exploring ended early, if it did).
+    pub output: Phase1Output,
+    /// The memory store as exploring left it.
+    pub memory: MemoryStore,
+    /// One screenshot per page.
+    pub screenshots: Vec<PageScreenshot>,
+    /// Browser actions taken.
+    pub actions: usize,
+    /// Whether the Explorer called `done`.
+    pub completed: bool,
+    /// What the model calls cost.
+    pub cost: CostSnapshot,
+}
+
+/// Exploring could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ExploreError {
+    /// The starting page did not open.
+    #[error("opening {url}: {source}")]
+    Open {
+        /// The URL.
+        url: String,
+        /// Why.
+        source: BrowserError,
+    },
+}
+
+/// How a tool call ended the Explorer's turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handoff {
+    /// Keep going in the same context.
+    None,
+    /// The page changed: the Classifier ran; the Explorer starts again with fresh context.
+    PageChanged,
+    /// The Explorer called `done`.
+    Done,
+    /// A breaker tripped, the session was cancelled, or something fatal happened.
+    Stop,
+}
+
+/// The state of one exploration.
+struct Explore<'a> {
+    browser: &'a dyn Browser,
+    models: &'a ExplorerModels,
+    options: &'a ExploreOptions,
+    report: &'a dyn EventSink<ExploreEvent>,
+    cancel: &'a CancellationToken,
+    memory: MemoryStore,
+    guard: LoopGuard,
+    /// The page as last observed.
+    page: Observation,
+    actions: usize,
+    recent: Vec<String>,
+    screenshots: Vec<PageScreenshot>,
+    /// Where job listings were seen first (Phase 2 starts there).
+    listing_url: Option<String>,
+    stopped: Option<String>,
+    completed: bool,
+    /// The Explorer ended with text and no `done`: its last words.
+    final_text: Option<String>,
+}
+
+/// Explores `start_url` in `browser`: the main loop of spec 002. Events go to `report` as they
+/// happen; `cancel` stops it between steps (what was learned is kept and returned).
+pub async fn explore(
+    browser: &dyn Browser,
+    models: &ExplorerModels,
+    start_url: &str,
+    options: &ExploreOptions,
+    report: &dyn EventSink<ExploreEvent>,
+    cancel: &CancellationToken,
+) -> Result<Exploration, ExploreError> {
+    let open_error = |source| ExploreError::Open {
+        url: start_url.to_owned(),
+        source,
+    };
+    report.emit(ExploreEvent::Started {
+        url: start_url.to_owned(),
+        task: options.task.clone(),
+    });
+    browser.open(start_url).await.map_err(open_error)?;
+    browser
+        .wait_for_settle(options.settle)
+        .await
+        .map_err(open_error)?;
+    let page = observe(browser, None, options.budget_tokens)
+        .await
+        .map_err(open_error)?;
+    let mut run = Explore {
+        browser,
+        models,
+        options,
+        report,
+        cancel,
+        memory: MemoryStore::new(),
+        guard: LoopGuard::new(options.breakers),
+        page,
+        actions: 0,
+        recent: Vec::new(),
+        screenshots: Vec::new(),
+        listing_url: None,
+        stopped: None,
+        completed: false,
+        final_text: None,
+    };
+    run.classify_start().await;
+    while run.stopped.is_none() && !run.completed {
+        run.explorer_context().await;
+    }
+    Ok(run.finish(start_url).await)
+}
+
+impl Explore<'_> {
+    fn emit(&self, event: ExploreEvent) {
+        self.report.emit(event);
+    }
+
+    fn warn(&self, message: String) {
+        tracing::warn!("{message}");
+        self.emit(ExploreEvent::Warning { message });
+    }
+
+    fn stop(&mut self, reason: String) {
+        if self.stopped.is_none() {
+            tracing::info!(%reason, "exploring stops");
+            self.stopped = Some(reason);
+        }
+    }
+
+    /// Whether time is up or the run was cancelled (then it is stopped).
+    fn interrupted(&mut self) -> bool {
+        if self.cancel.is_cancelled() {
+            self.stop("cancelled".to_owned());
+        } else if let Err(stop) = self.guard.check_time() {
+            self.stop(stop.to_string());
+        }
+        self.stopped.is_some()
+    }
+
+    /// A model call that gives way to cancellation; a spending limit stops exploring.
+    async fn ask<T, F>(&mut self, call: F) -> Option<Result<T, LlmError>>
+    where
+        F: Future<Output = Result<T, LlmError>>,
+    {
+        let answer = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => Err(LlmError::Cancelled),
+            answer = call => answer,
+        };
+        match answer {
+            Err(LlmError::Cancelled) => {
+                self.stop("cancelled".to_owned());
+                None
+            }
+            Err(LlmError::LimitExceeded(reason)) => {
+                self.stop(format!("cost limit: {reason}"));
+                None
+            }
+            other => Some(other),
+        }
+    }
+
+    /// The first classification: the starting page, with no old page.
+    async fn classify_start(&mut self) {
+        let page = self.page.clone();
+        let input = ClassifierInput {
+            old_url: None,
+            new_url: &page.url,
+            old_page: None,
+            new_page: &page.text,
+            known_pages: &[],
+            current_page: None,
+            action: None,
+        };
+        let classifier = self.models.classifier.clone();
+        let verdict = self
+            .ask(async {
+                classify(classifier.as_ref(), &input)
+                    .await
+                    .map_err(|e| e.error)
+            })
+            .await;
+        let classification = match verdict {
+            None => Classification::new("start_page", true, &page.title),
+            Some(Ok(extracted)) => extracted.value,
+            Some(Err(error)) => {
+                self.warn(format!(
+                    "the Classifier failed on the starting page: {error}"
+                ));
+                Classification::new("start_page", true, &page.title)
+            }
+        };
+        self.enter(&classification, &page, None).await;
+    }
+
+    /// Applies a classification, reports it and screenshots a new page.
+    async fn enter(
+        &mut self,
+        classification: &Classification,
+        page: &Observation,
+        via: Option<&Transition>,
+    ) -> PageChange {
+        let change =
+            self.memory
+                .apply_classification(classification, &page.url, Some(&page.title), via);
+        let page_id = self.memory.current_page_id().unwrap_or("page").to_owned();
+        self.emit(ExploreEvent::Classified {
+            page_id: page_id.clone(),
+            url: page.url.clone(),
+            change,
+            understanding: classification.understanding.clone(),
+        });
+        if change == PageChange::NewPage && self.options.screenshots {
+            match self.browser.screenshot().await {
+                Ok(png) => self.screenshots.push(PageScreenshot {
+                    page_id,
+                    url: page.url.clone(),
+                    png,
+                }),
+                Err(error) => self.warn(format!("no screenshot of [{page_id}]: {error}")),
+            }
+        }
+        change
+    }
+
+    /// One Explorer context: from a fresh opening message until the page changes, the
+    /// Explorer is done, or exploring stops.
+    async fn explorer_context(&mut self) {
+        let opening = explorer_message(&self.memory.summary_for_model(), &self.recent, &self.page);
+        let mut run = AgentRun::new(
+            explorer_request(&self.options.task, opening),
+            self.options.rounds_per_page,
+            Some(Compaction::default()),
+        );
+        loop {
+            if self.interrupted() {
+                return;
+            }
+            let request: ChatRequest = match run.next_step() {
+                Next::Done => {
+                    self.after_explorer_run(&run);
+                    return;
+                }
+                Next::CallModel(request) => request.clone(),
+                Next::RunTools(calls) => {
+                    let calls: Vec<(String, String, serde_json::Value)> = calls
+                        .iter()
+                        .map(|c| (c.id.to_owned(), c.name.to_owned(), c.input.clone()))
+                        .collect();
+                    let (results, handoff) = self.run_calls(calls).await;
+                    run.on_tool_results(results);
+                    match handoff {
+                        Handoff::None => continue,
+                        Handoff::PageChanged | Handoff::Done | Handoff::Stop => return,
+                    }
+                }
+            };
+            let explorer = self.models.explorer.clone();
+            match self.ask(async { explorer.chat(&request).await }).await {
+                None => return,
+                Some(Ok(response)) => run.on_model_response(response),
+                Some(Err(error)) => {
+                    self.stop(format!("the Explorer's model failed: {error}"));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The Explorer's run ended without a handoff: it answered in text, or ran out of rounds.
+    fn after_explorer_run(&mut self, run: &AgentRun) {
+        match run.final_text() {
+            Some(text) => {
+                self.warn("the Explorer answered without calling done; taken as done".to_owned());
+                self.final_text = Some(text.trim().to_owned());
+                self.completed = true;
+            }
+            None => self.stop(format!(
+                "the Explorer made {} model calls on [{}] without finishing",
+                run.rounds(),
+                self.memory.current_page_id().unwrap_or("page")
+            )),
+        }
+    }
+
+    /// Runs the calls of one Explorer answer in order. After a handoff the rest are not run
+    /// (they are answered with why), so every call still gets its result.
+    async fn run_calls(
+        &mut self,
+        calls: Vec<(String, String, serde_json::Value)>,
+    ) -> (Vec<ContentBlock>, Handoff) {
+        let mut results = Vec::with_capacity(calls.len());
+        let mut handoff = Handoff::None;
+        for (id, name, input) in calls {
+            if handoff != Handoff::None {
+                let why = match handoff {
+                    Handoff::PageChanged => "not run: the page changed first",
+                    Handoff::Done => "not run: exploration is complete",
+                    _ => "not run: exploring stopped",
+                };
+                results.push(ContentBlock::tool_error(id, why));
+                continue;
+            }
+            let (outcome, next) = self.run_call(&name, &input).await;
+            handoff = next;
+            results.push(match outcome {
+                Ok(value) => ContentBlock::tool_result(id, value.to_string()),
+                Err(message) => ContentBlock::tool_error(id, message),
+            });
+            if handoff == Handoff::None && self.stopped.is_some() {
+                handoff = Handoff::Stop;
+            }
+        }
+        (results, handoff)
+    }
+
+    /// Before leaving the current page for `next_page_id`, the Summarizer condenses it.
+    async fn summarize_page(&mut self, page_id: &str) {
+        let Some(page) = self.memory.page(page_id).cloned() else {
+            return;
+        };
+        let summarizer = self.models.summarizer.clone();
+        let memory = self.memory.clone();
+        let answer = self
+            .ask(async {
+                summarize(summarizer.as_ref(), &memory, &page)
+                    .await
+                    .map_err(|e| e.error)
+            })
+            .await;
+        match answer {
+            None => {}
+            Some(Ok(extracted)) => {
+                let summary = extracted.value.summary;
+                self.memory.set_summary(&page.id, &summary);
+                self.emit(ExploreEvent::Summarized {
+                    page_id: page.id.clone(),
+                    summary,
+                });
+            }
+            Some(Err(error)) => {
+                self.warn(format!("the Summarizer failed on [{}]: {error}", page.id))
+            }
+        }
+    }
+
+    /// Final summaries, the listing selectors, the Phase 1 output.
+    async fn finish(mut self, start_url: &str) -> Exploration {
+        if let Some(text) = self.final_text.take() {
+            let page_type = self
+                .memory
+                .current_page_id()
+                .unwrap_or("unknown")
+                .to_owned();
+            self.memory
+                .finish(&text, &page_type, &[], &Default::default());
+        }
+        // Out of time or cancelled: no more model calls or browser work.
+        let wrap_up = !self.cancel.is_cancelled() && self.guard.check_time().is_ok();
+        if wrap_up {
+            let pending: Vec<String> = self
+                .memory
+                .pages()
+                .iter()
+                .filter(|p| p.summary.is_none() || !p.observations.is_empty())
+                .map(|p| p.id.clone())
+                .collect();
+            for page_id in pending {
+                if self.cancel.is_cancelled() {
+                    break;
+                }
+                self.summarize_page(&page_id).await;
+            }
+        }
+        let listing = if wrap_up {
+            self.infer_listing().await
+        } else {
+            None
+        };
+        if let Some(reason) = &self.stopped {
+            self.emit(ExploreEvent::Stopped {
+                reason: reason.clone(),
+            });
+        }
+        let mut output = self.memory.phase1_output(start_url, listing);
+        output.stopped = self.stopped.clone();
+        let cost = self.models.meter.snapshot();
+        self.emit(ExploreEvent::Finished {
+            page_type: output.page_type.clone(),
+            pages: self.memory.pages().len(),
+            actions: self.actions,
+            model_calls: cost.calls,
+            input_tokens: cost.usage.input_tokens,
+            output_tokens: cost.usage.output_tokens,
+        });
+        Exploration {
+            output,
+            memory: self.memory,
+            screenshots: self.screenshots,
+            actions: self.actions,
+            completed: self.completed,
+            cost,
+        }
+    }
+
+    /// Generalizes the job listings seen into selectors for every listing, on the page where
+    /// they were seen.
+    async fn infer_listing(&mut self) -> Option<crate::collect::ListingSelectors> {
+        let examples = self.memory.selectors_for("job_listing").to_vec();
+        if examples.is_empty() {
+            return None;
+        }
+        let here = self.browser.url().await.ok();
+        if let Some(url) = self
+            .listing_url
+            .clone()
+            .filter(|u| here.as_ref() != Some(u))
+        {
+            let back = async {
+                self.browser.open(&url).await?;
+                self.browser.wait_for_settle(self.options.settle).await
+            };
+            if let Err(error) = back.await {
+                self.warn(format!(
+                    "could not return to the listings at {url}: {error}"
+                ));
+                return None;
+            }
+        }
+        match crate::listing::infer_listing(self.browser, &examples).await {
+            Ok(found) => found,
+            Err(error) => {
+                self.warn(format!(
+                    "the listing selectors could not be generalized: {error}"
+                ));
+                None
+            }
+        }
+    }
+}

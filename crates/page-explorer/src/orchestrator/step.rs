@@ -1,0 +1,409 @@
+//! One Explorer tool call, carried out: the browser action, the ChangeAnalyzer's verdict,
+//! the Classifier on a URL change (with the Summarizer for the page left), the guard, the
+//! memory and the report.
+
+use std::collections::HashSet;
+
+use serde_json::{Value, json};
+
+use super::{Explore, Handoff};
+use crate::agents::change_analyzer::{ActionDescription, analyze_change, describe_change};
+use crate::agents::classifier::{ClassifierInput, classify};
+use crate::agents::clip;
+use crate::agents::explorer::{DoneArgs, ExplorerCall, ScrollDirection};
+use crate::dom::{Observation, observe};
+use crate::guard::ActionRecord;
+use crate::memory::{ChangeObservation, Classification, NavAction, Transition, page_key};
+use crate::phase1::canonical_purpose;
+use crate::report::ExploreEvent;
+
+/// How far one `scroll` moves, in CSS pixels.
+const SCROLL_STEP: f64 = 700.0;
+
+/// The change description in a tool result is cut to this many characters.
+const CHANGES_IN_RESULT: usize = 3_000;
+
+/// A browser action the Explorer asked for.
+enum Act {
+    Click(String),
+    Type(String, String),
+    Scroll(ScrollDirection),
+}
+
+impl Act {
+    fn tool(&self) -> &'static str {
+        match self {
+            Act::Click(_) => "click",
+            Act::Type(..) => "type_text",
+            Act::Scroll(_) => "scroll",
+        }
+    }
+
+    fn nav(&self) -> NavAction {
+        match self {
+            Act::Click(_) => NavAction::Click,
+            Act::Type(..) => NavAction::Type,
+            Act::Scroll(_) => NavAction::Scroll,
+        }
+    }
+
+    fn selector(&self) -> Option<&str> {
+        match self {
+            Act::Click(s) | Act::Type(s, _) => Some(s),
+            Act::Scroll(_) => None,
+        }
+    }
+
+    fn target(&self) -> String {
+        match self {
+            Act::Click(s) => format!("\"{s}\""),
+            Act::Type(s, text) => format!("\"{s}\" ← {text:?}"),
+            Act::Scroll(ScrollDirection::Down) => "down".to_owned(),
+            Act::Scroll(ScrollDirection::Up) => "up".to_owned(),
+        }
+    }
+
+    fn argument(&self) -> Option<&str> {
+        match self {
+            Act::Type(_, text) => Some(text),
+            Act::Scroll(ScrollDirection::Down) => Some("down"),
+            Act::Scroll(ScrollDirection::Up) => Some("up"),
+            Act::Click(_) => None,
+        }
+    }
+}
+
+impl Explore<'_> {
+    /// Carries out one Explorer tool call; the result (or error) goes back to the Explorer.
+    pub(super) async fn run_call(
+        &mut self,
+        name: &str,
+        input: &Value,
+    ) -> (Result<Value, String>, Handoff) {
+        let call = match ExplorerCall::parse(name, input) {
+            Ok(call) => call,
+            Err(error) => return (Err(error), Handoff::None),
+        };
+        match call {
+            ExplorerCall::Observe(_) => (self.observe_now().await, Handoff::None),
+            ExplorerCall::Done(args) => self.done(args).await,
+            ExplorerCall::Click(args) => self.act(Act::Click(args.selector), &args.reason).await,
+            ExplorerCall::TypeText(args) => {
+                self.act(Act::Type(args.selector, args.text), &args.reason)
+                    .await
+            }
+            ExplorerCall::Scroll(args) => self.act(Act::Scroll(args.direction), &args.reason).await,
+        }
+    }
+
+    /// `observe`: the page now (no memory update).
+    async fn observe_now(&mut self) -> Result<Value, String> {
+        let page = observe(self.browser, Some(&self.page), self.options.budget_tokens)
+            .await
+            .map_err(|e| format!("the page could not be read: {e}"))?;
+        self.page = page;
+        Ok(json!({ "dom": self.page.text, "url": self.page.url, "title": self.page.title }))
+    }
+
+    /// `done`: records the Explorer's understanding and key elements; selectors that match
+    /// nothing on the page shown are reported (they may belong to another page).
+    async fn done(&mut self, args: DoneArgs) -> (Result<Value, String>, Handoff) {
+        let mut unmatched = Vec::new();
+        for selector in args.key_elements.selectors() {
+            if selector.contains(">>>") {
+                continue;
+            }
+            let js = format!(
+                "(() => {{ try {{ return document.querySelectorAll({}).length; }} catch (e) {{ return -1; }} }})()",
+                json!(selector)
+            );
+            let count = self
+                .browser
+                .evaluate(&js)
+                .await
+                .ok()
+                .and_then(|v| v.as_i64());
+            if count.is_none_or(|n| n < 1) {
+                unmatched.push(selector.to_owned());
+            }
+        }
+        if !unmatched.is_empty() {
+            self.warn(format!(
+                "done named selectors that match nothing on {}: {}",
+                self.page.url,
+                unmatched.join(", ")
+            ));
+        }
+        self.memory.finish(
+            &args.understanding,
+            &args.page_type,
+            &args.key_findings,
+            &args.key_elements.by_purpose(),
+        );
+        for text in &args.key_findings {
+            self.emit(ExploreEvent::Finding { text: text.clone() });
+        }
+        self.completed = true;
+        (
+            Ok(json!({ "status": "exploration complete" })),
+            Handoff::Done,
+        )
+    }
+
+    /// A browser action and everything that follows it.
+    async fn act(&mut self, act: Act, reason: &str) -> (Result<Value, String>, Handoff) {
+        let before = self.page.clone();
+        self.actions += 1;
+        let step = self.actions;
+        let done = match &act {
+            Act::Click(selector) => self.browser.click(selector).await,
+            Act::Type(selector, text) => self.browser.type_text(selector, text).await,
+            Act::Scroll(direction) => {
+                let dy = match direction {
+                    ScrollDirection::Down => SCROLL_STEP,
+                    ScrollDirection::Up => -SCROLL_STEP,
+                };
+                self.browser.scroll(0.0, dy).await
+            }
+        };
+        if let Err(error) = done {
+            let error = error.to_string();
+            self.emit(ExploreEvent::Action {
+                step,
+                tool: act.tool().to_owned(),
+                target: act.target(),
+                reason: reason.to_owned(),
+                ok: false,
+                url_changed: false,
+                error: Some(error.clone()),
+            });
+            self.recent
+                .push(format!("{} {} ✗ {error}", act.tool(), act.target()));
+            let record = ActionRecord::new(act.tool(), act.selector(), &before.url, false);
+            let handoff = self.guarded(&record);
+            return (Err(format!("{} failed: {error}", act.tool())), handoff);
+        }
+        let after = match self.look_after(&before).await {
+            Ok(after) => after,
+            Err(error) => {
+                self.stop(format!(
+                    "the page could not be read after {}: {error}",
+                    act.tool()
+                ));
+                return (
+                    Err(format!("the page could not be read: {error}")),
+                    Handoff::Stop,
+                );
+            }
+        };
+        let url_changed = after.url != before.url;
+        self.emit(ExploreEvent::Action {
+            step,
+            tool: act.tool().to_owned(),
+            target: act.target(),
+            reason: reason.to_owned(),
+            ok: true,
+            url_changed,
+            error: None,
+        });
+        let record = ActionRecord::new(act.tool(), act.selector(), &before.url, true);
+        let guarded = self.guarded(&record);
+        let effect = if self.stopped.is_none() {
+            self.analyze(&act, reason, &before, &after).await
+        } else {
+            None
+        };
+        let mut summary = format!("{} {}", act.tool(), act.target());
+        if let Some((element_type, description)) = &effect {
+            summary.push_str(&format!(" → {description} ({element_type})"));
+        }
+        if url_changed {
+            summary.push_str(&format!(" → {}", after.url));
+        }
+        self.recent.push(summary);
+        let keep = self.options.recent_actions;
+        if self.recent.len() > keep {
+            self.recent.drain(..self.recent.len() - keep);
+        }
+        let mut result = json!({ "success": true, "url_changed": url_changed });
+        if let Some((element_type, description)) = effect {
+            result["effect"] = json!(description);
+            result["element_type"] = json!(element_type);
+        }
+        let handoff = if url_changed {
+            result["new_url"] = json!(after.url);
+            if self.stopped.is_none() {
+                self.classify_new_url(&act, &before, &after).await;
+            }
+            Handoff::PageChanged
+        } else {
+            guarded
+        };
+        if let Act::Scroll(_) = act {
+            let old: HashSet<&str> = before
+                .elements
+                .iter()
+                .map(|e| e.selector.as_str())
+                .collect();
+            let loaded = after
+                .elements
+                .iter()
+                .any(|e| !old.contains(e.selector.as_str()))
+                || after.text.len() > before.text.len();
+            result["new_content_loaded"] = json!(loaded);
+        }
+        if !url_changed {
+            result["changes"] = json!(clip(&describe_change(&before, &after), CHANGES_IN_RESULT));
+        }
+        self.page = after;
+        (Ok(result), handoff)
+    }
+
+    /// Records an action with the guard; a tripped breaker stops exploring.
+    fn guarded(&mut self, record: &ActionRecord) -> Handoff {
+        match self.guard.record(record) {
+            Ok(()) => Handoff::None,
+            Err(stop) => {
+                self.stop(stop.to_string());
+                Handoff::Stop
+            }
+        }
+    }
+
+    /// The page after an action: settled, then observed (once more after a second settle
+    /// if a navigation was still under way).
+    async fn look_after(&self, before: &Observation) -> Result<Observation, String> {
+        let budget = self.options.budget_tokens;
+        if let Err(error) = self.browser.wait_for_settle(self.options.settle).await {
+            tracing::debug!(%error, "settling after an action");
+        }
+        match observe(self.browser, Some(before), budget).await {
+            Ok(page) => Ok(page),
+            Err(first) => {
+                tracing::debug!(%first, "observing after an action; trying again");
+                let _ = self.browser.wait_for_settle(self.options.settle).await;
+                observe(self.browser, Some(before), budget)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    /// The ChangeAnalyzer on an action: its verdict goes into memory and the report.
+    /// Returns the element type and the effect.
+    async fn analyze(
+        &mut self,
+        act: &Act,
+        reason: &str,
+        before: &Observation,
+        after: &Observation,
+    ) -> Option<(String, String)> {
+        let action = ActionDescription {
+            tool: act.tool(),
+            selector: act.selector(),
+            argument: act.argument(),
+            reason,
+        };
+        let model = self.models.change_analyzer.clone();
+        let answer = self
+            .ask(async {
+                analyze_change(model.as_ref(), &action, before, after)
+                    .await
+                    .map_err(|e| e.error)
+            })
+            .await?;
+        let analysis = match answer {
+            Ok(extracted) => extracted.value,
+            Err(error) => {
+                self.warn(format!(
+                    "the ChangeAnalyzer failed on {} {}: {error}",
+                    act.tool(),
+                    act.target()
+                ));
+                return None;
+            }
+        };
+        let element_type = canonical_purpose(&analysis.element_type);
+        if element_type == "job_listing" && self.listing_url.is_none() {
+            self.listing_url = Some(before.url.clone());
+        }
+        let status = self.memory.add_pattern_observation(&ChangeObservation {
+            action: act.nav(),
+            selector: act.selector().map(str::to_owned),
+            element_type: element_type.clone(),
+            effect: analysis.description.clone(),
+            change_type: analysis.change_type.clone(),
+        });
+        self.emit(ExploreEvent::Change {
+            selector: act.selector().map(str::to_owned),
+            element_type: element_type.clone(),
+            change_type: analysis.change_type.clone(),
+            effect: analysis.description.clone(),
+            confirmed: status == crate::memory::PatternStatus::Confirmed,
+        });
+        for (filter, options) in &analysis.filter_options {
+            if options.is_empty() {
+                continue;
+            }
+            self.memory
+                .add_filter_options(filter, options.iter().cloned());
+            self.emit(ExploreEvent::Finding {
+                text: format!("filter {filter}: {}", options.join(", ")),
+            });
+        }
+        Some((element_type, analysis.description))
+    }
+
+    /// The URL changed: the Classifier compares the old and new page; leaving a page, the
+    /// Summarizer condenses it first; then the memory moves to the page.
+    async fn classify_new_url(&mut self, act: &Act, before: &Observation, after: &Observation) {
+        let known: Vec<String> = self
+            .memory
+            .page_ids()
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let known: Vec<&str> = known.iter().map(String::as_str).collect();
+        let current = self.memory.current_page_id().map(str::to_owned);
+        let action = format!("{} {}", act.tool(), act.target());
+        let input = ClassifierInput {
+            old_url: Some(&before.url),
+            new_url: &after.url,
+            old_page: Some(&before.text),
+            new_page: &after.text,
+            known_pages: &known,
+            current_page: current.as_deref(),
+            action: Some(&action),
+        };
+        let model = self.models.classifier.clone();
+        let answer = self
+            .ask(async { classify(model.as_ref(), &input).await.map_err(|e| e.error) })
+            .await;
+        let fallback = || {
+            let id = current.clone().unwrap_or_else(|| "page".to_owned());
+            Classification::new(&id, false, &after.title)
+        };
+        let classification = match answer {
+            None => return,
+            Some(Ok(extracted)) => extracted.value,
+            Some(Err(error)) => {
+                self.warn(format!(
+                    "the Classifier failed on {}: {error}; kept as the current page",
+                    after.url
+                ));
+                fallback()
+            }
+        };
+        let leaving = current
+            .as_deref()
+            .filter(|id| *id != page_key(&classification.page_id))
+            .filter(|_| {
+                classification.is_new_page || self.memory.page(&classification.page_id).is_some()
+            });
+        if let Some(id) = leaving.map(str::to_owned) {
+            self.summarize_page(&id).await;
+        }
+        let via = Transition::new(act.nav(), act.selector(), &action);
+        self.enter(&classification, after, Some(&via)).await;
+    }
+}

@@ -1,0 +1,275 @@
+//! `collect`: Phase 2 of the page explorer. Reads what Phase 1 found, opens the board,
+//! generalizes the job listings it named into selectors for every listing (unless Phase 1
+//! already did), walks the pages with the paginator, reads each job's details panel (a
+//! single-page board) or its own page on the board's site, and writes `jobs.json` and
+//! `jobs.csv`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use page_explorer::collect::{DetailMode, write_csv, write_json};
+use page_explorer::listing::{infer_detail_page, infer_panel};
+use page_explorer::{
+    Browser, ChromiumBrowser, CollectEnd, CollectOptions, Collection, DetailSelectors,
+    LaunchOptions, ListingSelectors, Phase1Output, StopReason, collect, infer_listing,
+};
+use serde_json::Value;
+
+use crate::target::Target;
+
+/// How long a page may take to settle.
+const SETTLE: Duration = Duration::from_secs(5);
+
+/// How many jobs the summary lists.
+const SHOWN: usize = 10;
+
+/// Arguments of `collect`.
+#[derive(Debug, clap::Args)]
+pub struct CollectArgs {
+    /// The job board: a URL, or a directory of static files served on loopback.
+    url: String,
+    /// The Phase 1 output written by `explore` (its `phase1.json`).
+    #[arg(long)]
+    phase1: PathBuf,
+    /// Where to write `jobs.json` and `jobs.csv`.
+    #[arg(long, default_value = "collect-out")]
+    out: PathBuf,
+    /// Collect at most this many jobs.
+    #[arg(long, default_value_t = 100)]
+    max_jobs: usize,
+    /// Read at most this many listing pages (or loads of more listings).
+    #[arg(long, default_value_t = 10)]
+    max_pages: usize,
+    /// Only read the listings: neither click them open nor visit the jobs' own pages.
+    #[arg(long)]
+    no_details: bool,
+}
+
+/// Where the selectors came from, and what the details are read from: for the summary.
+struct Plan {
+    listing: ListingSelectors,
+    listing_from: String,
+    detail: Option<DetailSelectors>,
+    detail_from: String,
+}
+
+/// Runs `collect`: always closes the browser, also on error.
+pub async fn run(args: CollectArgs) -> anyhow::Result<ExitCode> {
+    let phase1 = Phase1Output::read(&args.phase1)?;
+    let target = Target::resolve(&args.url).await?;
+    let browser = ChromiumBrowser::launch(LaunchOptions::default()).await?;
+    let outcome = collect_with(&browser, &args, &phase1, target.url()).await;
+    browser.close().await;
+    let (plan, collection) = outcome.with_context(|| format!("collecting from {}", args.url))?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let json = args.out.join("jobs.json");
+    let csv = args.out.join("jobs.csv");
+    write_json(&collection.jobs, &json)?;
+    write_csv(&collection.jobs, &csv)?;
+    print_summary(target.url(), &plan, &collection, &[&json, &csv]);
+    Ok(if collection.jobs.is_empty() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Opens the board, plans the selectors and collects.
+async fn collect_with(
+    browser: &ChromiumBrowser,
+    args: &CollectArgs,
+    phase1: &Phase1Output,
+    url: &str,
+) -> anyhow::Result<(Plan, Collection)> {
+    open(browser, url).await?;
+    let plan = plan(browser, args, phase1, url).await?;
+    let mut options = CollectOptions::new(plan.listing.clone());
+    options.detail = plan.detail.clone();
+    options.detail_mode = DetailMode::Auto;
+    options.max_jobs = args.max_jobs;
+    options.max_pages = args.max_pages;
+    options.settle = SETTLE;
+    let collection = collect(browser, &options).await?;
+    Ok((plan, collection))
+}
+
+async fn open(browser: &ChromiumBrowser, url: &str) -> anyhow::Result<()> {
+    browser.open(url).await?;
+    browser.wait_for_settle(SETTLE).await?;
+    Ok(())
+}
+
+/// The listing selectors (Phase 1's when they match listings here, else inferred from its
+/// example listings) and the detail selectors (guessed from the first listing's panel or
+/// page). Leaves the board open as it was at the start.
+async fn plan(
+    browser: &ChromiumBrowser,
+    args: &CollectArgs,
+    phase1: &Phase1Output,
+    url: &str,
+) -> anyhow::Result<Plan> {
+    let given = match &phase1.listing {
+        Some(listing) if count(browser, &listing.item).await? > 0 => Some(listing.clone()),
+        Some(listing) => {
+            tracing::warn!(item = %listing.item, "Phase 1's listing selector matches nothing here");
+            None
+        }
+        None => None,
+    };
+    let examples = &phase1.key_elements.job_listings;
+    let (listing, listing_from) = match given {
+        Some(listing) => (listing, "Phase 1".to_owned()),
+        None => {
+            let inferred = infer_listing(browser, examples).await?.with_context(|| {
+                if examples.is_empty() {
+                    "the Phase 1 output names no job listings (neither `listing` nor \
+                     `keyElements.jobListings`)"
+                        .to_owned()
+                } else {
+                    format!(
+                        "the Phase 1 output names no job listings found here (its {} \
+                         example(s) in `keyElements.jobListings` give no repeated listing)",
+                        examples.len()
+                    )
+                }
+            })?;
+            (
+                inferred,
+                format!("inferred from {} example(s)", examples.len()),
+            )
+        }
+    };
+    let none = |why: &str| {
+        Ok(Plan {
+            listing: listing.clone(),
+            listing_from: listing_from.clone(),
+            detail: None,
+            detail_from: why.to_owned(),
+        })
+    };
+    if args.no_details {
+        return none("not read (--no-details)");
+    }
+    let (detail, detail_from) = if listing.link.is_empty() {
+        let Some(mut panel) = infer_panel(browser, &listing, SETTLE).await? else {
+            open(browser, url).await?;
+            return none("none: selecting a listing shows no details panel");
+        };
+        if panel.apply.is_none() {
+            panel.apply = phase1.key_elements.apply_button.clone();
+        }
+        (panel, "the details panel each listing fills when clicked")
+    } else {
+        let Some(first) = first_link(browser, &listing).await? else {
+            return none("none: the first listing has no link");
+        };
+        if host(&first) != host(url) {
+            return none("none: the jobs link to other sites");
+        }
+        open(browser, &first).await?;
+        (
+            infer_detail_page(browser).await?,
+            "each job's own page on the board's site",
+        )
+    };
+    // Back to the board as it was, for collecting.
+    open(browser, url).await?;
+    Ok(Plan {
+        listing,
+        listing_from,
+        detail: Some(detail),
+        detail_from: detail_from.to_owned(),
+    })
+}
+
+/// How many elements `selector` matches (0 for an invalid selector).
+async fn count(browser: &ChromiumBrowser, selector: &str) -> anyhow::Result<u64> {
+    let js = format!(
+        "(() => {{ try {{ return document.querySelectorAll({}).length; }} catch (e) {{ return 0; }} }})()",
+        Value::from(selector)
+    );
+    Ok(browser.evaluate(&js).await?.as_u64().unwrap_or(0))
+}
+
+/// The absolute URL of the first listing's link.
+async fn first_link(
+    browser: &ChromiumBrowser,
+    listing: &ListingSelectors,
+) -> anyhow::Result<Option<String>> {
+    let js = format!(
+        "(() => {{
+            const item = document.querySelector({item});
+            if (!item) return null;
+            const e = {link} === '' ? item : item.querySelector({link});
+            const a = e && (e.matches('a[href]') ? e : e.querySelector('a[href]'));
+            return a ? a.href : null;
+        }})()",
+        item = Value::from(listing.item.as_str()),
+        link = Value::from(listing.link.as_str()),
+    );
+    Ok(browser.evaluate(&js).await?.as_str().map(str::to_owned))
+}
+
+/// The host (and port) of a URL.
+fn host(url: &str) -> Option<&str> {
+    url.split_once("://")?.1.split(['/', '?', '#']).next()
+}
+
+/// Prints what was collected, on one screen.
+fn print_summary(url: &str, plan: &Plan, collection: &Collection, files: &[&Path]) {
+    let listing = &plan.listing;
+    let optional = [
+        ("company", &listing.company),
+        ("location", &listing.location),
+        ("salary", &listing.salary),
+        ("posted", &listing.posted_date),
+    ];
+    let mut fields = format!("title {:?}, link {:?}", listing.title, listing.link);
+    for (name, selector) in optional {
+        if let Some(selector) = selector {
+            fields.push_str(&format!(", {name} {selector:?}"));
+        }
+    }
+    println!(
+        "Collected {} job(s) from {} page(s) of {url}",
+        collection.jobs.len(),
+        collection.pages
+    );
+    println!("  listings:   {} ({})", listing.item, plan.listing_from);
+    println!("  fields:     {fields}");
+    println!("  details:    {}", plan.detail_from);
+    println!("  duplicates: {} skipped", collection.duplicates);
+    println!("  ended:      {}", ended(collection.end));
+    let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    println!("  wrote:      {}", files.join(", "));
+    for (i, job) in collection.jobs.iter().take(SHOWN).enumerate() {
+        let company = if job.company.is_empty() {
+            String::new()
+        } else {
+            format!(" — {}", job.company)
+        };
+        println!(
+            "  {:>3}. {}{company}  <{}>",
+            i + 1,
+            job.title,
+            job.apply_url
+        );
+    }
+    if collection.jobs.len() > SHOWN {
+        println!("  ... and {} more", collection.jobs.len() - SHOWN);
+    }
+}
+
+/// Why collecting ended, in words.
+fn ended(end: CollectEnd) -> &'static str {
+    match end {
+        CollectEnd::MaxJobs => "reached --max-jobs",
+        CollectEnd::Pages(StopReason::MaxPages) => "reached --max-pages",
+        CollectEnd::Pages(StopReason::NoNextControl) => "no next page",
+        CollectEnd::Pages(StopReason::Unchanged) => "the listings stopped changing",
+        CollectEnd::Pages(StopReason::Revisited) => "a page came round again",
+    }
+}

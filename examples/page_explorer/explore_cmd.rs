@@ -1,0 +1,177 @@
+//! `explore URL`: Phase 1 with the four agents, the live report on stdout, and the Phase 1
+//! output, the page graph and a screenshot per page written to `--out`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_llm::{ChatModel, ProviderConfig};
+use agent_runtime::{CostLimits, CostMeter};
+use anyhow::Context as _;
+use page_explorer::agents::ExplorerModels;
+use page_explorer::dry_run::RecordedModel;
+use page_explorer::{
+    Breakers, ChromiumBrowser, DEFAULT_BUDGET_TOKENS, Exploration, ExploreEvent, ExploreOptions,
+    LaunchOptions, explore,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::target::Target;
+
+/// Where the recorded responses for the fixture sites are.
+const RECORDINGS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../fixtures/page-explorer/dry-run"
+);
+
+/// Arguments of `explore`.
+#[derive(Debug, clap::Args)]
+pub struct ExploreArgs {
+    /// The page to explore, or a directory of static files to serve on loopback.
+    url: String,
+    /// What the Explorer should find out.
+    #[arg(
+        long,
+        default_value = "Find out how this job site lists, filters and paginates jobs, and how to apply."
+    )]
+    task: String,
+    /// Where to write phase1.json, graph.mmd, memory.json and screenshots/.
+    #[arg(long, default_value = "explore-out")]
+    out: PathBuf,
+    /// Answer with recorded model responses instead of a provider (for the fixture sites:
+    /// fixtures/page-explorer/dry-run/<site>.json).
+    #[arg(long)]
+    dry_run: bool,
+    /// The recording to answer from with --dry-run.
+    #[arg(long, requires = "dry_run")]
+    responses: Option<PathBuf>,
+    /// Circuit breaker: browser actions.
+    #[arg(long, default_value_t = 50)]
+    max_actions: usize,
+    /// Circuit breaker: distinct pages.
+    #[arg(long, default_value_t = 10)]
+    max_pages: usize,
+    /// Circuit breaker: wall time, in seconds.
+    #[arg(long, default_value_t = 600)]
+    max_seconds: u64,
+    /// Stop when the model calls have cost this many USD.
+    #[arg(long)]
+    max_usd: Option<f64>,
+    /// Each observation's token budget.
+    #[arg(long, default_value_t = DEFAULT_BUDGET_TOKENS)]
+    budget: usize,
+    /// Print the report as JSON lines instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `explore`: exit 0 when the Explorer finished, 3 when a breaker or Ctrl-C stopped it
+/// (the output is still written), 1 on an error.
+pub async fn run(args: ExploreArgs) -> anyhow::Result<ExitCode> {
+    let target = Target::resolve(&args.url).await?;
+    let meter = CostMeter::new(CostLimits {
+        max_usd: args.max_usd,
+        ..CostLimits::default()
+    });
+    let models = if args.dry_run {
+        let path = args
+            .responses
+            .clone()
+            .unwrap_or_else(|| Path::new(RECORDINGS).join(format!("{}.json", target.name())));
+        let model: Arc<dyn ChatModel> = Arc::new(RecordedModel::from_file(&path)?);
+        println!("dry run: model answers from {}", path.display());
+        ExplorerModels::single(model, meter)
+    } else {
+        let provider = ProviderConfig::from_env()?.context(
+            "no LLM provider is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or use --dry-run",
+        )?;
+        ExplorerModels::from_provider(&provider, meter)?
+    };
+    let mut options = ExploreOptions::new(args.task.clone());
+    options.budget_tokens = args.budget;
+    options.breakers = Breakers {
+        max_actions: args.max_actions,
+        max_pages: args.max_pages,
+        max_duration: Duration::from_secs(args.max_seconds),
+        ..Breakers::default()
+    };
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("stopping: Ctrl-C (what was learned is kept)");
+            on_ctrl_c.cancel();
+        }
+    });
+    let json = args.json;
+    let print = move |event: ExploreEvent| {
+        if json {
+            println!("{}", serde_json::to_string(&event).unwrap_or_default());
+        } else {
+            println!("{event}");
+        }
+    };
+    let browser = ChromiumBrowser::launch(LaunchOptions::default()).await?;
+    let explored = explore(&browser, &models, target.url(), &options, &print, &cancel).await;
+    browser.close().await;
+    let exploration = explored?;
+    let written = write_outputs(&exploration, &args.out)?;
+    if !json {
+        println!("\nwrote:");
+        for path in written {
+            println!("  {}", path.display());
+        }
+        let cost = &exploration.cost;
+        println!(
+            "model calls: {}, tokens: {} in / {} out, cost: ${:.4}{}",
+            cost.calls,
+            cost.usage.input_tokens,
+            cost.usage.output_tokens,
+            cost.usd,
+            if cost.unpriced_models.is_empty() {
+                String::new()
+            } else {
+                format!(" (no price for {})", cost.unpriced_models.join(", "))
+            }
+        );
+    }
+    Ok(
+        if exploration.completed && exploration.output.stopped.is_none() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(3)
+        },
+    )
+}
+
+/// Writes `phase1.json`, `graph.mmd`, `memory.json` and `screenshots/NN-<page>.png`.
+fn write_outputs(exploration: &Exploration, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let shots = out.join("screenshots");
+    std::fs::create_dir_all(&shots).with_context(|| format!("creating {}", shots.display()))?;
+    let mut written = Vec::new();
+    let mut write = |path: PathBuf, bytes: &[u8]| -> anyhow::Result<()> {
+        std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+        written.push(path);
+        Ok(())
+    };
+    write(
+        out.join("phase1.json"),
+        serde_json::to_string_pretty(&exploration.output)?.as_bytes(),
+    )?;
+    write(
+        out.join("graph.mmd"),
+        exploration.memory.to_mermaid().as_bytes(),
+    )?;
+    write(
+        out.join("memory.json"),
+        serde_json::to_string_pretty(&exploration.memory)?.as_bytes(),
+    )?;
+    for (i, shot) in exploration.screenshots.iter().enumerate() {
+        write(
+            shots.join(format!("{:02}-{}.png", i + 1, shot.page_id)),
+            &shot.png,
+        )?;
+    }
+    Ok(written)
+}
