@@ -70,6 +70,7 @@ struct Queues {
     explorer: VecDeque<ExplorerAnswer>,
     tools: BTreeMap<&'static str, VecDeque<Value>>,
     served: BTreeMap<&'static str, usize>,
+    requests: Vec<(&'static str, ChatRequest)>,
 }
 
 /// A model answering from recorded responses (see the module docs).
@@ -150,6 +151,16 @@ impl RecordedModel {
             "explorer" => queues.explorer.len(),
             other => queues.tools.get(other).map_or(0, VecDeque::len),
         }
+    }
+
+    /// The requests answered for `agent`, oldest first.
+    pub fn requests(&self, agent: &str) -> Vec<ChatRequest> {
+        self.lock()
+            .requests
+            .iter()
+            .filter(|(a, _)| *a == agent)
+            .map(|(_, r)| r.clone())
+            .collect()
     }
 
     /// Answers given to `agent` so far.
@@ -240,6 +251,7 @@ impl ChatModel for RecordedModel {
             }
         };
         *queues.served.entry(agent).or_default() += 1;
+        queues.requests.push((agent, request.clone()));
         let asked = serde_json::to_string(request).map_or(0, |s| s.len());
         let answered = serde_json::to_string(&content).map_or(0, |s| s.len());
         Ok(ChatResponse {

@@ -53,7 +53,8 @@ pub struct ActionDescription<'a> {
 }
 
 /// What changed between two observations, as the ChangeAnalyzer reads it: URL, dialog,
-/// interactive elements added and removed, and lines of text that are new.
+/// interactive elements added, removed and changed (state, value), and lines of text that
+/// are new.
 pub fn describe_change(before: &Observation, after: &Observation) -> String {
     let mut out = String::new();
     if before.url == after.url {
@@ -86,6 +87,20 @@ pub fn describe_change(before: &Observation, after: &Observation) -> String {
         .filter(|e| !new.contains(&key(e)))
         .map(Element::render)
         .collect();
+    let old_state: std::collections::HashMap<_, String> = before
+        .elements
+        .iter()
+        .map(|e| (key(e), e.render()))
+        .collect();
+    let changed: Vec<String> = after
+        .elements
+        .iter()
+        .filter_map(|e| {
+            let was = old_state.get(&key(e))?;
+            let now = e.render();
+            (*was != now).then(|| format!("{was} → {now}"))
+        })
+        .collect();
     let old_lines: HashSet<&str> = before.text.lines().map(str::trim).collect();
     let new_text: Vec<String> = after
         .text
@@ -98,6 +113,7 @@ pub fn describe_change(before: &Observation, after: &Observation) -> String {
     for (title, lines) in [
         ("ELEMENTS ADDED", added),
         ("ELEMENTS REMOVED", removed),
+        ("ELEMENTS CHANGED", changed),
         ("NEW TEXT", new_text),
     ] {
         if lines.is_empty() {
