@@ -173,4 +173,20 @@ mod tests {
             "text/html; charset=utf-8"
         );
     }
+
+    #[test]
+    fn serves_files_and_refuses_to_climb_out() {
+        let Ok(dir) = tempfile::tempdir() else { return };
+        let site = dir.path().join("site");
+        assert!(std::fs::create_dir_all(site.join("jobs")).is_ok());
+        assert!(std::fs::write(site.join("index.html"), "<p>hi</p>").is_ok());
+        assert!(std::fs::write(dir.path().join("secret.txt"), "no").is_ok());
+        let get = |path: &str| file(&site, &path.parse().unwrap_or_default()).status();
+        assert_eq!(get("/"), StatusCode::OK);
+        assert_eq!(get("/index.html"), StatusCode::OK);
+        assert_eq!(get("/missing.html"), StatusCode::NOT_FOUND);
+        assert_eq!(get("/jobs/../../secret.txt"), StatusCode::FORBIDDEN);
+        assert_eq!(get("/%2e%2e/secret.txt"), StatusCode::FORBIDDEN);
+        assert_eq!(get("/jobs/..%2F..%2Fsecret.txt"), StatusCode::FORBIDDEN);
+    }
 }

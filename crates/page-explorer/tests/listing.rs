@@ -206,3 +206,26 @@ async fn collects_the_single_page_board_through_its_details_panel() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn infers_location_and_collects_a_load_more_board() {
+    let base = support::serve(support::site("board-scroll")).await;
+    with_browser(async |browser| {
+        open(browser, &base).await;
+        let examples = strings(&["#jobs > li:nth-child(3) > a"]);
+        let listing = infer_listing(browser, &examples).await.unwrap().unwrap();
+        assert!(listing.location.is_some(), "{listing:?}");
+        let found = collect(browser, &CollectOptions::new(listing))
+            .await
+            .unwrap();
+        assert_eq!(found.jobs.len(), 15);
+        assert_eq!(found.jobs[14].title, "Load Job 15");
+        assert_eq!(found.jobs[14].company, "Company 15");
+        assert_eq!(found.jobs[14].location, "City 15");
+        assert_eq!(
+            found.jobs[14].apply_url,
+            "https://careers.example.com/jobs/15"
+        );
+    })
+    .await;
+}
