@@ -1,0 +1,216 @@
+//! The `page_explorer` example as a user runs it, in real headless Chromium on the fixture
+//! sites: `explore --dry-run` writes the Phase 1 output, the graph and screenshots; `collect
+//! --phase1` reads that output and collects every job once; `observe` prints the page as the
+//! model sees it; no provider and no `--dry-run` is a clear error.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(Path::parent).unwrap();
+    let binary = dir.join("examples").join("page_explorer");
+    assert!(
+        binary.exists(),
+        "{} is missing: run `cargo test --workspace` (which builds the examples) or `cargo build -p examples --examples`",
+        binary.display()
+    );
+    binary
+}
+
+fn site(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/sites")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+async fn run(args: Vec<String>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        Command::new(binary())
+            .args(args)
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Explores `name` with its recording, then collects with the Phase 1 output; returns the
+/// explore output, the Phase 1 output and the jobs.
+async fn explore_then_collect(name: &str) -> (String, Value, Vec<Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("explore");
+    let explored = run(args(&[
+        "explore",
+        &site(name),
+        "--dry-run",
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .await;
+    let stdout = text(&explored.stdout);
+    assert_eq!(
+        explored.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&explored.stderr)
+    );
+    let phase1: Value =
+        serde_json::from_slice(&std::fs::read(out.join("phase1.json")).unwrap()).unwrap();
+    let graph = std::fs::read_to_string(out.join("graph.mmd")).unwrap();
+    assert!(graph.starts_with("flowchart LR\n"), "{graph}");
+    let shots: Vec<_> = std::fs::read_dir(out.join("screenshots"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(shots.len(), phase1["pages"].as_array().unwrap().len());
+    for shot in shots {
+        assert!(
+            std::fs::read(&shot).unwrap().starts_with(b"\x89PNG"),
+            "{}",
+            shot.display()
+        );
+    }
+
+    let jobs_dir = dir.path().join("jobs");
+    let collected = run(args(&[
+        "collect",
+        &site(name),
+        "--phase1",
+        out.join("phase1.json").to_str().unwrap(),
+        "--out",
+        jobs_dir.to_str().unwrap(),
+    ]))
+    .await;
+    assert_eq!(
+        collected.status.code(),
+        Some(0),
+        "{}\n{}",
+        text(&collected.stdout),
+        text(&collected.stderr)
+    );
+    let jobs: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(jobs_dir.join("jobs.json")).unwrap()).unwrap();
+    let csv = std::fs::read_to_string(jobs_dir.join("jobs.csv")).unwrap();
+    assert_eq!(csv.lines().count(), jobs.len() + 1, "{csv}");
+    (stdout, phase1, jobs)
+}
+
+fn titles(jobs: &[Value]) -> Vec<String> {
+    let mut titles: Vec<String> = jobs
+        .iter()
+        .map(|j| j["title"].as_str().unwrap().to_owned())
+        .collect();
+    titles.sort();
+    titles
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn board_pages_explored_then_every_job_collected_once() {
+    let (report, phase1, jobs) = explore_then_collect("board-pages").await;
+    assert!(
+        report.starts_with("dry run: model answers from "),
+        "{report}"
+    );
+    assert!(report.contains("◆ new page [job_details]"), "{report}");
+    assert!(report.contains("◆ same page [job_search]"), "{report}");
+    assert!(
+        report.contains("✔ finished: job_search; 2 page(s), 3 action(s)"),
+        "{report}"
+    );
+    assert_eq!(phase1["pageType"], "job_search");
+    assert_eq!(
+        phase1["keyElements"]["jobListings"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(jobs.len(), 12, "{jobs:#?}");
+    let mut unique = titles(&jobs);
+    unique.dedup();
+    assert_eq!(unique.len(), 12);
+    assert!(
+        jobs.iter()
+            .all(|j| j["apply_url"].as_str().unwrap().starts_with("mailto:")),
+        "{jobs:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn board_spa_explored_then_every_job_collected_through_the_panel() {
+    let (report, phase1, jobs) = explore_then_collect("board-spa").await;
+    assert!(
+        report.contains("↳ filter_button: opens the filter dialog [modal_opened]"),
+        "{report}"
+    );
+    assert!(
+        report.contains("★ filter level: Senior, Junior"),
+        "{report}"
+    );
+    assert_eq!(phase1["keyElements"]["filterButton"], "#open-filters");
+    assert_eq!(phase1["behaviors"]["job_listing"]["confirmed"], true);
+    assert_eq!(jobs.len(), 12, "{jobs:#?}");
+    let mut unique = titles(&jobs);
+    unique.dedup();
+    assert_eq!(unique.len(), 12);
+    assert!(
+        jobs.iter()
+            .all(|j| j["apply_url"].as_str().unwrap().contains("#apply-")),
+        "{jobs:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn observe_prints_the_page_as_the_model_sees_it() {
+    let seen = run(args(&["observe", &site("board-spa")])).await;
+    assert_eq!(seen.status.code(), Some(0), "{}", text(&seen.stderr));
+    let page = text(&seen.stdout);
+    assert!(
+        page.starts_with("Page: Job Board\nURL: http://127.0.0.1:"),
+        "{page}"
+    );
+    assert!(
+        page.contains("[CLICK: \"#open-filters\"] button \"Filters\""),
+        "{page}"
+    );
+    assert!(page.contains("[TYPE: \"#search\"] searchbox"), "{page}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exploring_without_a_provider_says_what_to_do() {
+    let failed = run(args(&["explore", &site("board-spa")])).await;
+    assert_eq!(failed.status.code(), Some(1));
+    let stderr = text(&failed.stderr);
+    assert!(stderr.contains("no LLM provider is configured"), "{stderr}");
+    assert!(stderr.contains("--dry-run"), "{stderr}");
+    let missing = run(args(&[
+        "collect",
+        &site("board-spa"),
+        "--phase1",
+        "/nonexistent/phase1.json",
+    ]))
+    .await;
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        text(&missing.stderr).contains("/nonexistent/phase1.json"),
+        "{}",
+        text(&missing.stderr)
+    );
+}
