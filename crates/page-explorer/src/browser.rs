@@ -6,9 +6,10 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use chromiumoxide::cdp::browser_protocol::input::{
-    DispatchMouseEventParams, DispatchMouseEventPointerType, DispatchMouseEventType,
-    InsertTextParams, MouseButton,
+    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams,
+    DispatchMouseEventPointerType, DispatchMouseEventType, InsertTextParams, MouseButton,
 };
+use chromiumoxide::keys;
 use chromiumoxide::layout::Point;
 use chromiumoxide::page::ScreenshotParams;
 use chromiumoxide::{BrowserConfig, Page};
@@ -414,12 +415,40 @@ impl Browser for ChromiumBrowser {
             });
         }
         self.with_timeout("typing", async {
-            self.page
-                .execute(InsertTextParams::new(text))
-                .await
-                .map_err(|error| {
-                    BrowserError::protocol(&format!("typing into {selector}"), error)
-                })?;
+            let failed = |error| BrowserError::protocol(&format!("typing into {selector}"), error);
+            // Key by key, as a person types: pages that listen for keydown or keyup (search as
+            // you type) see them. A character with no key (é, emoji) is inserted as text.
+            for c in text.chars() {
+                let character = c.to_string();
+                match keys::get_key_definition(&character) {
+                    Some(key) => {
+                        for (kind, with_text) in [
+                            (DispatchKeyEventType::KeyDown, true),
+                            (DispatchKeyEventType::KeyUp, false),
+                        ] {
+                            let mut event = DispatchKeyEventParams::builder()
+                                .r#type(kind)
+                                .key(key.key)
+                                .code(key.code)
+                                .windows_virtual_key_code(key.key_code)
+                                .native_virtual_key_code(key.key_code);
+                            if with_text {
+                                event = event.text(key.text.unwrap_or(key.key));
+                            }
+                            let event = event.build().map_err(|e| {
+                                BrowserError::Protocol(format!("a key event for {c:?}: {e}"))
+                            })?;
+                            self.page.execute(event).await.map_err(failed)?;
+                        }
+                    }
+                    None => {
+                        self.page
+                            .execute(InsertTextParams::new(character))
+                            .await
+                            .map_err(failed)?;
+                    }
+                }
+            }
             Ok(())
         })
         .await

@@ -1,5 +1,17 @@
 //! What the model sees of a page: [`observe`] serializes the visible interactive elements and
 //! text (through `observe.js`, run in the page) and renders them within a token budget.
+//!
+//! An element is interactive when it is a link (`a[href]`, `area[href]`), a button, an input
+//! (not `type=hidden`), a select, a text area or a `summary`; or has an `onclick` attribute, a
+//! widget role (`button`, `link`, `checkbox`, `radio`, `switch`, `tab`, `menuitem`,
+//! `menuitemcheckbox`, `menuitemradio`, `option`, `combobox`, `textbox`, `searchbox`, `slider`,
+//! `spinbutton`, `treeitem`), is editable (`contenteditable`) or focusable (`tabindex` ≥ 0);
+//! or is a `label` standing in for a control that does not show itself (listed with the
+//! control's role and state). It is visible when neither it nor an ancestor is `hidden`,
+//! `aria-hidden=true` or not laid out (`display: none`, the closed part of a `<details>`), its
+//! own `visibility` is `visible`, it has a non-zero size and no zero-size ancestor clips it;
+//! when a modal is open, only what is inside it counts. Elements below or beside the viewport
+//! are visible too: the whole page is listed, the budget decides what is printed.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;

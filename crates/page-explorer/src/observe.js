@@ -36,7 +36,9 @@
     for (let n = el; n; n = up(n)) {
       if (n.nodeType !== 1) continue;
       if (n.hasAttribute('hidden') || n.getAttribute('aria-hidden') === 'true') return false;
-      if (!n.checkVisibility()) return false;
+      // Laid out: checkVisibility() looks at the ancestors in the element's own document (and
+      // is false for `display: contents`, so only the element and the frames are asked).
+      if ((n === el || n.tagName === 'IFRAME') && !n.checkVisibility()) return false;
     }
     if (el.ownerDocument.defaultView.getComputedStyle(el).visibility !== 'visible') return false;
     const r = el.getBoundingClientRect();

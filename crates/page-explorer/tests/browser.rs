@@ -170,6 +170,17 @@ async fn typing_fills_an_input() {
             .await
             .unwrap();
         assert_eq!(typed, Value::from("me@example.com"));
+        // Key by key: search-as-you-type pages hear every key; a character without a key
+        // is still typed.
+        browser
+            .evaluate("window.keysUp = []; document.querySelector('#search').addEventListener('keyup', (e) => window.keysUp.push(e.key)); true")
+            .await
+            .unwrap();
+        browser.type_text("#search", "Zürich 2").await.unwrap();
+        let value = browser.evaluate("document.querySelector('#search').value").await.unwrap();
+        assert_eq!(value, Value::from("Zürich 2"));
+        let keys = browser.evaluate("window.keysUp.join('')").await.unwrap();
+        assert_eq!(keys, Value::from("Zrich 2"));
     })
     .await;
 }

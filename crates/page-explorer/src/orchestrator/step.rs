@@ -403,7 +403,11 @@ impl Explore<'_> {
         if let Some(id) = leaving.map(str::to_owned) {
             self.summarize_page(&id).await;
         }
-        let via = Transition::new(act.nav(), act.selector(), &action);
+        let described = match act.selector() {
+            Some(selector) => format!("{} {selector}", act.tool()),
+            None => action.clone(),
+        };
+        let via = Transition::new(act.nav(), act.selector(), &described);
         self.enter(&classification, after, Some(&via)).await;
     }
 }
