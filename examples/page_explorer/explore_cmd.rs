@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_llm::{ChatModel, ProviderConfig};
+use agent_llm::{ChatModel, ModelPrice, PricingTable, ProviderConfig};
 use agent_runtime::{CostLimits, CostMeter};
 use anyhow::Context as _;
 use page_explorer::agents::ExplorerModels;
@@ -70,11 +70,20 @@ pub struct ExploreArgs {
 /// (the output is still written), 1 on an error.
 pub async fn run(args: ExploreArgs) -> anyhow::Result<ExitCode> {
     let target = Target::resolve(&args.url).await?;
-    let meter = CostMeter::new(CostLimits {
+    let limits = CostLimits {
         max_usd: args.max_usd,
         ..CostLimits::default()
-    });
+    };
     let models = if args.dry_run {
+        // Recorded answers cost nothing; their tokens are still counted.
+        let free = ModelPrice {
+            input: 0.0,
+            output: 0.0,
+            cache_read: 0.0,
+            cache_write: 0.0,
+        };
+        let meter =
+            CostMeter::with_pricing(limits, PricingTable::default().with_price("recorded", free));
         let path = args
             .responses
             .clone()
@@ -86,7 +95,7 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<ExitCode> {
         let provider = ProviderConfig::from_env()?.context(
             "no LLM provider is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or use --dry-run",
         )?;
-        ExplorerModels::from_provider(&provider, meter)?
+        ExplorerModels::from_provider(&provider, CostMeter::new(limits))?
     };
     let mut options = ExploreOptions::new(args.task.clone());
     options.budget_tokens = args.budget;

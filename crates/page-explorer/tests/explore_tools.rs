@@ -349,7 +349,11 @@ async fn a_url_change_hands_off_and_the_rest_of_the_answer_is_not_run() {
     let run = explore_site("board-pages/", &script, options(), CancellationToken::new()).await;
     run.browser.close().await;
     let details = run.exploration.memory.page("job_details").unwrap();
-    assert!(details.urls[0].ends_with("/jobs/2.html"), "{:?}", details.urls);
+    assert!(
+        details.urls[0].ends_with("/jobs/2.html"),
+        "{:?}",
+        details.urls
+    );
     assert_eq!(
         run.exploration.memory.page_ids(),
         ["job_search", "job_details"]
@@ -500,4 +504,37 @@ async fn an_answer_without_done_is_taken_as_done() {
         "It is a job board with twelve jobs."
     );
     assert_eq!(run.exploration.output.stopped, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_with_many_observations_is_summarized_along_the_way() {
+    let clicks = (1..=12)
+        .map(|i| Some(click(&format!("[data-testid='job-{i}']"))))
+        .collect();
+    let script = Script::new(clicks, None, None);
+    let run = explore_site("board-spa/", &script, options(), CancellationToken::new()).await;
+    run.browser.close().await;
+    assert!(run.exploration.completed);
+    // Twelve observations: summarized once on the way; nothing new after it, so no
+    // summary at the end.
+    assert_eq!(script.requests("summarize").len(), 1);
+    let summarized_at = run
+        .events
+        .iter()
+        .position(|e| matches!(e, ExploreEvent::Summarized { .. }))
+        .unwrap();
+    let last_action = run
+        .events
+        .iter()
+        .rposition(|e| matches!(e, ExploreEvent::Action { .. }))
+        .unwrap();
+    assert!(summarized_at > last_action);
+    assert!(
+        run.events[summarized_at..]
+            .iter()
+            .any(|e| matches!(e, ExploreEvent::Finding { .. }))
+    );
+    let page = run.exploration.memory.page("job_search").unwrap();
+    assert_eq!(page.summary.as_deref(), Some("summarized"));
+    assert!(page.observations.is_empty());
 }

@@ -407,7 +407,8 @@ impl Explore<'_> {
         (results, handoff)
     }
 
-    /// Before leaving the current page for `next_page_id`, the Summarizer condenses it.
+    /// The Summarizer condenses `page_id`'s observations (before leaving it, when it has
+    /// many, and at the end).
     async fn summarize_page(&mut self, page_id: &str) {
         let Some(page) = self.memory.page(page_id).cloned() else {
             return;

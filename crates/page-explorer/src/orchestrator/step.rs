@@ -20,6 +20,9 @@ use crate::report::ExploreEvent;
 /// How far one `scroll` moves, in CSS pixels.
 const SCROLL_STEP: f64 = 700.0;
 
+/// A page with this many observations since its last summary is summarized.
+const SUMMARIZE_AFTER: usize = 12;
+
 /// The change description in a tool result is cut to this many characters.
 const CHANGES_IN_RESULT: usize = 3_000;
 
@@ -350,6 +353,15 @@ impl Explore<'_> {
             self.emit(ExploreEvent::Finding {
                 text: format!("filter {filter}: {}", options.join(", ")),
             });
+        }
+        // Spec: summarize "periodically if a page has many observations".
+        let crowded = self
+            .memory
+            .current_page()
+            .filter(|page| page.observations.len() >= SUMMARIZE_AFTER)
+            .map(|page| page.id.clone());
+        if let Some(page_id) = crowded {
+            self.summarize_page(&page_id).await;
         }
         Some((element_type, analysis.description))
     }
