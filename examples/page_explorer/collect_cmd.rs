@@ -12,8 +12,9 @@ use anyhow::Context as _;
 use page_explorer::collect::{DetailMode, write_csv, write_json};
 use page_explorer::listing::{infer_detail_page, infer_panel};
 use page_explorer::{
-    Browser, ChromiumBrowser, CollectEnd, CollectOptions, Collection, DetailSelectors,
-    LaunchOptions, ListingSelectors, Phase1Output, StopReason, collect, infer_listing,
+    Browser, ChromiumBrowser, CollectEnd, CollectOptions, Collection, DetailSelectors, FilterError,
+    LaunchOptions, ListingSelectors, Phase1Output, StopReason, apply_filters, collect,
+    infer_listing,
 };
 use serde_json::Value;
 
@@ -45,6 +46,10 @@ pub struct CollectArgs {
     /// Only read the listings: neither click them open nor visit the jobs' own pages.
     #[arg(long)]
     no_details: bool,
+    /// Turn on the filter labelled LABEL (e.g. "Remote only") before collecting, in the
+    /// filters Phase 1's filter button opens (or on the page when it names none). Repeatable.
+    #[arg(long = "filter", value_name = "LABEL")]
+    filters: Vec<String>,
 }
 
 /// Where the selectors came from, and what the details are read from: for the summary.
@@ -86,6 +91,7 @@ async fn collect_with(
 ) -> anyhow::Result<(Plan, Collection)> {
     open(browser, url).await?;
     let plan = plan(browser, args, phase1, url).await?;
+    filter(browser, args, phase1).await?;
     let mut options = CollectOptions::new(plan.listing.clone());
     options.detail = plan.detail.clone();
     options.detail_mode = DetailMode::Auto;
@@ -94,6 +100,69 @@ async fn collect_with(
     options.settle = SETTLE;
     let collection = collect(browser, &options).await?;
     Ok((plan, collection))
+}
+
+/// Turns on the filters asked for with `--filter` (the board is open as at the start) and
+/// prints what was applied. Labels found nowhere are reported with the filter options
+/// Phase 1 knows; none found at all is an error.
+async fn filter(
+    browser: &ChromiumBrowser,
+    args: &CollectArgs,
+    phase1: &Phase1Output,
+) -> anyhow::Result<()> {
+    if args.filters.is_empty() {
+        return Ok(());
+    }
+    let button = phase1.key_elements.filter_button.as_deref();
+    let applied = match apply_filters(browser, button, &args.filters, SETTLE).await {
+        Ok(applied) => applied,
+        Err(FilterError::NothingApplied { missing }) => anyhow::bail!(
+            "no filter control here is labelled {} (Phase 1 knows {})",
+            quoted(&missing),
+            known_filters(phase1)
+        ),
+        Err(error) => {
+            return Err(error).with_context(|| match button {
+                Some(button) => {
+                    format!("opening the filters with Phase 1's filter button {button:?}")
+                }
+                None => "applying filters (Phase 1 names no filter button)".to_owned(),
+            });
+        }
+    };
+    let how = if applied.submitted {
+        "submitted"
+    } else {
+        "not submitted: no apply button"
+    };
+    println!("Filters: {} ({how})", quoted(&applied.applied));
+    if !applied.missing.is_empty() {
+        println!(
+            "  not found, left out: {} (Phase 1 knows {})",
+            quoted(&applied.missing),
+            known_filters(phase1)
+        );
+    }
+    Ok(())
+}
+
+/// `"a", "b"`.
+fn quoted(labels: &[String]) -> String {
+    let quoted: Vec<String> = labels.iter().map(|label| format!("{label:?}")).collect();
+    quoted.join(", ")
+}
+
+/// The filter options Phase 1 found, e.g. `level: "Senior", "Junior"; remote: "Remote only"`.
+fn known_filters(phase1: &Phase1Output) -> String {
+    if phase1.filter_options.is_empty() {
+        return "no filter options".to_owned();
+    }
+    let known: Vec<String> = phase1
+        .filter_options
+        .iter()
+        .map(|(name, options)| format!("{name}: {}", quoted(options)))
+        .collect();
+    known.join("; ")
 }
 
 async fn open(browser: &ChromiumBrowser, url: &str) -> anyhow::Result<()> {

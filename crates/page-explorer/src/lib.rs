@@ -17,6 +17,7 @@ pub mod browser;
 pub mod collect;
 pub mod dom;
 pub mod dry_run;
+pub mod filters;
 pub mod guard;
 pub mod listing;
 pub mod memory;
@@ -34,13 +35,14 @@ pub use collect::{
 pub use dom::{
     Changes, DEFAULT_BUDGET_TOKENS, Element, ElementKind, ElementState, Observation, observe,
 };
+pub use filters::{AppliedFilters, FilterError, apply_filters};
 pub use guard::{ActionRecord, Breakers, LoopGuard, Stop};
 pub use listing::infer_listing;
 pub use memory::{
     ChangeObservation, Classification, Edge, MemoryStore, NavAction, PageChange, PageNode,
     PathStep, Pattern, PatternStatus, Transition,
 };
+pub use orchestrator::{Exploration, ExploreError, ExploreOptions, PageScreenshot, explore};
 pub use paginate::{Advance, PaginationKind, Paginator, StopReason};
-pub use orchestrator::{ExploreError, ExploreOptions, Exploration, PageScreenshot, explore};
-pub use report::ExploreEvent;
 pub use phase1::{BehaviorSummary, KeyElements, PageSummary, Phase1Output};
+pub use report::ExploreEvent;
