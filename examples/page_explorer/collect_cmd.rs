@@ -8,8 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use agent_llm::{ChatModel, ModelTier, ProviderConfig};
+use agent_runtime::{CostLimits, CostMeter, MeteredModel};
 use anyhow::Context as _;
+use page_explorer::CollectedJob;
+use page_explorer::agents::extractor::extract_jobs;
 use page_explorer::collect::{DetailMode, write_csv, write_json};
+use page_explorer::dry_run::RecordedModel;
 use page_explorer::listing::{infer_detail_page, infer_panel};
 use page_explorer::{
     Browser, ChromiumBrowser, CollectEnd, CollectOptions, Collection, DetailSelectors, FilterError,
@@ -17,6 +22,7 @@ use page_explorer::{
     infer_listing,
 };
 use serde_json::Value;
+use std::sync::Arc;
 
 use crate::target::Target;
 
@@ -50,6 +56,18 @@ pub struct CollectArgs {
     /// filters Phase 1's filter button opens (or on the page when it names none). Repeatable.
     #[arg(long = "filter", value_name = "LABEL")]
     filters: Vec<String>,
+    /// Run the Extractor agent over every job's text: it corrects and completes the fields
+    /// the selectors read (values not in the text are refused). Uses the configured
+    /// provider, or recorded answers with --dry-run.
+    #[arg(long)]
+    extract: bool,
+    /// With --extract: answer from recorded responses
+    /// (fixtures/page-explorer/dry-run/<site>-collect.json, or --responses).
+    #[arg(long, requires = "extract")]
+    dry_run: bool,
+    /// The recording to answer from with --dry-run.
+    #[arg(long, requires = "dry_run")]
+    responses: Option<PathBuf>,
 }
 
 /// Where the selectors came from, and what the details are read from: for the summary.
@@ -67,7 +85,11 @@ pub async fn run(args: CollectArgs) -> anyhow::Result<ExitCode> {
     let browser = ChromiumBrowser::launch(LaunchOptions::default()).await?;
     let outcome = collect_with(&browser, &args, &phase1, target.url()).await;
     browser.close().await;
-    let (plan, collection) = outcome.with_context(|| format!("collecting from {}", args.url))?;
+    let (plan, mut collection) =
+        outcome.with_context(|| format!("collecting from {}", args.url))?;
+    if args.extract {
+        extract(&args, target.name(), &mut collection.jobs).await?;
+    }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let json = args.out.join("jobs.json");
@@ -80,6 +102,48 @@ pub async fn run(args: CollectArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The Extractor over the jobs: recorded answers in job order, or the provider's light
+/// tier four at a time.
+async fn extract(args: &CollectArgs, site: &str, jobs: &mut [CollectedJob]) -> anyhow::Result<()> {
+    let meter = if args.dry_run {
+        crate::explore_cmd::recorded_meter(CostLimits::default())
+    } else {
+        CostMeter::new(CostLimits::default())
+    };
+    let (model, concurrency): (Arc<dyn ChatModel>, usize) = if args.dry_run {
+        let path = args.responses.clone().unwrap_or_else(|| {
+            Path::new(crate::explore_cmd::RECORDINGS).join(format!("{site}-collect.json"))
+        });
+        println!("Extractor: recorded answers from {}", path.display());
+        (Arc::new(RecordedModel::from_file(&path)?), 1)
+    } else {
+        let provider = ProviderConfig::from_env()?.context(
+            "--extract needs an LLM provider: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or add --dry-run",
+        )?;
+        (provider.chat_model(ModelTier::Light)?, 4)
+    };
+    let metered = MeteredModel::new(model, meter.clone());
+    let report = extract_jobs(&metered, jobs, concurrency).await;
+    let cost = meter.snapshot();
+    println!(
+        "Extractor: {} job(s) read, {} field(s) corrected, {} value(s) refused as not in the text, {} failed; {} call(s), {} in / {} out tokens",
+        report.extracted,
+        report.fields_changed,
+        report.refused.len(),
+        report.failed.len(),
+        cost.calls,
+        cost.usage.input_tokens,
+        cost.usage.output_tokens
+    );
+    for refused in &report.refused {
+        println!("  refused: {refused}");
+    }
+    for failed in &report.failed {
+        println!("  failed: {failed}");
+    }
+    Ok(())
 }
 
 /// Opens the board, plans the selectors and collects.

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::target::Target;
 
 /// Where the recorded responses for the fixture sites are.
-const RECORDINGS: &str = concat!(
+pub const RECORDINGS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../fixtures/page-explorer/dry-run"
 );
@@ -75,15 +75,7 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<ExitCode> {
         ..CostLimits::default()
     };
     let models = if args.dry_run {
-        // Recorded answers cost nothing; their tokens are still counted.
-        let free = ModelPrice {
-            input: 0.0,
-            output: 0.0,
-            cache_read: 0.0,
-            cache_write: 0.0,
-        };
-        let meter =
-            CostMeter::with_pricing(limits, PricingTable::default().with_price("recorded", free));
+        let meter = recorded_meter(limits);
         let path = args
             .responses
             .clone()
@@ -183,4 +175,15 @@ fn write_outputs(exploration: &Exploration, out: &Path) -> anyhow::Result<Vec<Pa
         )?;
     }
     Ok(written)
+}
+
+/// A meter on which recorded answers cost nothing (their tokens are still counted).
+pub fn recorded_meter(limits: CostLimits) -> CostMeter {
+    let free = ModelPrice {
+        input: 0.0,
+        output: 0.0,
+        cache_read: 0.0,
+        cache_write: 0.0,
+    };
+    CostMeter::with_pricing(limits, PricingTable::default().with_price("recorded", free))
 }

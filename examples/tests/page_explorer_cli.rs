@@ -53,7 +53,7 @@ fn text(bytes: &[u8]) -> String {
 
 /// Explores `name` with its recording, then collects with the Phase 1 output; returns the
 /// explore output, the Phase 1 output and the jobs.
-async fn explore_then_collect(name: &str) -> (String, Value, Vec<Value>) {
+async fn explore_then_collect(name: &str, extra: &[&str]) -> (String, Value, Vec<Value>) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("explore");
     let explored = run(args(&[
@@ -89,15 +89,17 @@ async fn explore_then_collect(name: &str) -> (String, Value, Vec<Value>) {
     }
 
     let jobs_dir = dir.path().join("jobs");
-    let collected = run(args(&[
+    let phase1_path = out.join("phase1.json");
+    let mut collect = args(&[
         "collect",
         &site(name),
         "--phase1",
-        out.join("phase1.json").to_str().unwrap(),
+        phase1_path.to_str().unwrap(),
         "--out",
         jobs_dir.to_str().unwrap(),
-    ]))
-    .await;
+    ]);
+    collect.extend(extra.iter().map(|a| (*a).to_owned()));
+    let collected = run(collect).await;
     assert_eq!(
         collected.status.code(),
         Some(0),
@@ -123,7 +125,7 @@ fn titles(jobs: &[Value]) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn board_pages_explored_then_every_job_collected_once() {
-    let (report, phase1, jobs) = explore_then_collect("board-pages").await;
+    let (report, phase1, jobs) = explore_then_collect("board-pages", &[]).await;
     assert!(
         report.starts_with("dry run: model answers from "),
         "{report}"
@@ -155,7 +157,7 @@ async fn board_pages_explored_then_every_job_collected_once() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn board_spa_explored_then_every_job_collected_through_the_panel() {
-    let (report, phase1, jobs) = explore_then_collect("board-spa").await;
+    let (report, phase1, jobs) = explore_then_collect("board-spa", &[]).await;
     assert!(
         report.contains("↳ filter_button: opens the filter dialog [modal_opened]"),
         "{report}"
@@ -173,6 +175,28 @@ async fn board_spa_explored_then_every_job_collected_through_the_panel() {
     assert!(
         jobs.iter()
             .all(|j| j["apply_url"].as_str().unwrap().contains("#apply-")),
+        "{jobs:#?}"
+    );
+    // The panel's heading reads "Rust Engineer at Acme": selectors alone keep it whole.
+    assert!(
+        jobs.iter()
+            .any(|j| j["title"] == "Rust Engineer at Acme" && j["company"] == ""),
+        "{jobs:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_extractor_splits_title_and_company_from_the_panel_text() {
+    let (_, _, jobs) = explore_then_collect("board-spa", &["--extract", "--dry-run"]).await;
+    assert_eq!(jobs.len(), 12);
+    let first = &jobs[0];
+    assert_eq!(first["title"], "Rust Engineer");
+    assert_eq!(first["company"], "Acme");
+    assert_eq!(first["apply_kind"], "easy_apply");
+    assert_eq!(first["description"], "Build the billing platform in Rust.");
+    assert!(
+        jobs.iter()
+            .all(|j| !j["company"].as_str().unwrap().is_empty()),
         "{jobs:#?}"
     );
 }

@@ -77,6 +77,17 @@ pub struct CollectedJob {
     pub posted_date: Option<String>,
     /// The URL of the listing page the job was found on.
     pub source_page: String,
+    /// How applying works as the Extractor read it (`easy_apply`, `external`, `unknown`;
+    /// the spec's `applyType`), when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apply_kind: Option<String>,
+    /// A short description, when the Extractor gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The text the job was read from (its details panel or page, else its listing), for
+    /// the Extractor; not written out.
+    #[serde(skip)]
+    pub details_text: String,
 }
 
 /// How to collect.
@@ -175,6 +186,9 @@ pub(crate) struct RawListing {
     location: String,
     salary: String,
     posted: String,
+    /// The text of the listing, panel or page the fields were read from.
+    #[serde(default)]
+    body: String,
 }
 
 /// Tracks what has been collected, to drop duplicates.
@@ -253,6 +267,9 @@ pub async fn collect(
                 apply_url: raw.link,
                 posted_date: (!raw.posted.is_empty()).then_some(raw.posted),
                 source_page: page.clone(),
+                apply_kind: None,
+                description: None,
+                details_text: raw.body,
             };
             if job.title.is_empty() && job.apply_url.is_empty() {
                 continue;
@@ -336,6 +353,10 @@ fn uses_panel(mode: DetailMode, job: &CollectedJob) -> bool {
     }
 }
 
+/// At most this many characters of a listing's, panel's or page's text are kept for the
+/// Extractor.
+const BODY_CHARS: usize = 6_000;
+
 /// The JavaScript that reads text from an element, whitespace folded.
 const TEXT_JS: &str =
     "const text = e => e ? (e.innerText || e.textContent || '').replace(/\\s+/g, ' ').trim() : '';";
@@ -369,6 +390,7 @@ async fn extract_listings(
                 location: text(pick(item, {location})),
                 salary: text(pick(item, {salary})),
                 posted: text(pick(item, {posted})),
+                body: text(item).slice(0, {BODY_CHARS}),
             }}));
         }})()",
         item = Value::from(selectors.item.as_str()),
@@ -424,9 +446,22 @@ pub(crate) async fn read_fields(
                 if (a) return a.href;
                 return e.form && e.form.action ? e.form.action : '';
             }})();
+            // The details' text: the smallest element holding both the title and the apply
+            // control (the panel), else the title's section, else the page.
+            const box = (() => {{
+                const t = find({title}), a = find({apply});
+                if (t && a) {{
+                    let e = t;
+                    while (e && !e.contains(a)) e = e.parentElement;
+                    if (e) return e;
+                }}
+                if (t) return t.closest('section, article, main, [role=dialog], [role=region]') || t.parentElement;
+                return document.body;
+            }})();
             return {{ title: text(find({title})), company: text(find({company})),
                       location: text(find({location})), salary: text(find({salary})),
-                      posted: text(find({posted})), link: apply }};
+                      posted: text(find({posted})), link: apply,
+                      body: text(box).slice(0, {BODY_CHARS}) }};
         }})()",
         apply = Value::from(selectors.apply.clone()),
         title = Value::from(selectors.title.clone()),
@@ -456,6 +491,9 @@ fn apply_details(job: &mut CollectedJob, found: RawListing, board_host: Option<&
     if !found.link.is_empty() {
         job.apply_type = apply_type(&found.link, board_host).to_owned();
         job.apply_url = found.link;
+    }
+    if !found.body.is_empty() {
+        job.details_text = found.body;
     }
 }
 
@@ -564,6 +602,9 @@ mod tests {
             apply_type: "external".into(),
             posted_date: None,
             source_page: String::new(),
+            apply_kind: None,
+            description: None,
+            details_text: String::new(),
         };
         let mut seen = Seen::default();
         assert!(seen.insert(&job("Rust", "https://x/1")));

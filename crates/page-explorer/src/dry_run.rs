@@ -14,8 +14,9 @@
 //! }
 //! ```
 //!
-//! The Classifier, ChangeAnalyzer and Summarizer entries are the arguments of their one tool.
-//! A request is routed by the tool it forces (`classify`, `analyze_change`, `summarize`) or,
+//! The Classifier, ChangeAnalyzer, Summarizer and (Phase 2) Extractor entries (`"extractor"`)
+//! are the arguments of their one tool. A request is routed by the tool it forces
+//! (`classify`, `analyze_change`, `summarize`, `extract_job`) or,
 //! for the Explorer, by the `click` tool it offers. A queue that runs out fails the call with
 //! a clear [`LlmError::InvalidResponse`]. Usage is estimated at four characters a token, so
 //! the report's figures have the right order of magnitude.
@@ -56,13 +57,16 @@ struct Recording {
     change_analyzer: Vec<Value>,
     #[serde(default)]
     summarizer: Vec<Value>,
+    #[serde(default)]
+    extractor: Vec<Value>,
 }
 
 /// The agents a recording answers for, by the tool that identifies their requests.
-const ROUTES: [(&str, &str); 3] = [
+const ROUTES: [(&str, &str); 4] = [
     ("classify", "classifier"),
     ("analyze_change", "change_analyzer"),
     ("summarize", "summarizer"),
+    ("extract_job", "extractor"),
 ];
 
 #[derive(Debug, Default)]
@@ -138,13 +142,14 @@ impl RecordedModel {
         queues
             .tools
             .insert("summarizer", recording.summarizer.into());
+        queues.tools.insert("extractor", recording.extractor.into());
         Ok(RecordedModel {
             queues: Mutex::new(queues),
             source: source.to_owned(),
         })
     }
 
-    /// Answers left for `agent` (`explorer`, `classifier`, `change_analyzer`, `summarizer`).
+    /// Answers left for `agent` (`explorer`, `classifier`, `change_analyzer`, `summarizer`, `extractor`).
     pub fn remaining(&self, agent: &str) -> usize {
         let queues = self.lock();
         match agent {

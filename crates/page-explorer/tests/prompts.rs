@@ -143,3 +143,30 @@ async fn summarizer_request() {
     assert_eq!(summary.value.summary, "A board.");
     insta::assert_json_snapshot!("summarizer_request", model.last_request().unwrap());
 }
+
+#[tokio::test]
+async fn extractor_request() {
+    let model = ScriptedModel::new(vec![responses::tool_call(
+        "e",
+        "extract_job",
+        json!({ "title": "Rust Engineer", "company": "Acme", "apply_type": "easy_apply" }),
+    )]);
+    let job = page_explorer::CollectedJob {
+        title: "Rust Engineer at Acme".into(),
+        company: String::new(),
+        location: String::new(),
+        salary_text: String::new(),
+        apply_url: "https://board.test/#apply-1".into(),
+        apply_type: "internal".into(),
+        posted_date: None,
+        source_page: "https://board.test/".into(),
+        apply_kind: None,
+        description: None,
+        details_text: "Rust Engineer at Acme Build the billing platform in Rust. Load salaries Apply to Rust Engineer".into(),
+    };
+    let data = page_explorer::agents::extractor::extract_job(&model, &job)
+        .await
+        .unwrap();
+    assert_eq!(data.value.company.as_deref(), Some("Acme"));
+    insta::assert_json_snapshot!("extractor_request", model.last_request().unwrap());
+}

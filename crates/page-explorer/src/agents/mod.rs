@@ -9,6 +9,8 @@
 //!   (`analyze_change`).
 //! - [`summarizer`]: condenses a page's observations before leaving it and at the end
 //!   (`summarize`).
+//! - [`extractor`] (Phase 2): reads one job's text into the spec's `JobData`
+//!   (`extract_job`), checked against the text.
 //!
 //! The single-tool agents answer through [`agent_llm::extract_with`]: their tool is the one
 //! the model must call, and an answer that does not match its schema is sent back once with
@@ -17,6 +19,7 @@
 pub mod change_analyzer;
 pub mod classifier;
 pub mod explorer;
+pub mod extractor;
 pub mod summarizer;
 
 use std::sync::Arc;
