@@ -3,34 +3,14 @@
 
 mod support;
 
+use support::{SETTLE, open, with_browser};
+
 use std::time::Duration;
 
 use page_explorer::{Browser, BrowserError, ChromiumBrowser, LaunchOptions, Observation, observe};
 use serde_json::Value;
 
-const SETTLE: Duration = Duration::from_secs(5);
 const BUDGET: usize = page_explorer::DEFAULT_BUDGET_TOKENS;
-
-/// Runs `test` with a fresh browser, and closes the browser whatever happens.
-async fn with_browser<F>(test: F)
-where
-    F: AsyncFnOnce(&ChromiumBrowser),
-{
-    let browser = support::launch().await;
-    let outcome = {
-        let run = std::panic::AssertUnwindSafe(test(&browser));
-        futures::FutureExt::catch_unwind(run).await
-    };
-    browser.close().await;
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
-}
-
-async fn open(browser: &ChromiumBrowser, url: &str) {
-    browser.open(url).await.unwrap();
-    browser.wait_for_settle(SETTLE).await.unwrap();
-}
 
 /// Every selector printed resolves to exactly one element (through iframes and shadow roots
 /// for `>>>` selectors).

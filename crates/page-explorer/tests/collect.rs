@@ -4,36 +4,13 @@
 
 mod support;
 
-use std::time::Duration;
+use support::{open, with_browser};
 
 use page_explorer::collect::{write_csv, write_json};
 use page_explorer::{
-    Advance, Browser, ChromiumBrowser, CollectEnd, CollectOptions, DetailSelectors,
-    ListingSelectors, PaginationKind, Paginator, StopReason, collect,
+    Advance, CollectEnd, CollectOptions, DetailSelectors, ListingSelectors, PaginationKind,
+    Paginator, StopReason, collect,
 };
-
-const SETTLE: Duration = Duration::from_secs(5);
-
-/// Runs `test` with a fresh browser, and closes the browser whatever happens.
-async fn with_browser<F>(test: F)
-where
-    F: AsyncFnOnce(&ChromiumBrowser),
-{
-    let browser = support::launch().await;
-    let outcome = {
-        let run = std::panic::AssertUnwindSafe(test(&browser));
-        futures::FutureExt::catch_unwind(run).await
-    };
-    browser.close().await;
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
-}
-
-async fn open(browser: &ChromiumBrowser, url: &str) {
-    browser.open(url).await.unwrap();
-    browser.wait_for_settle(SETTLE).await.unwrap();
-}
 
 fn board_selectors() -> ListingSelectors {
     ListingSelectors {

@@ -5,15 +5,13 @@
 
 mod support;
 
-use std::time::Duration;
+use support::{SETTLE, open, strings, with_browser};
 
 use page_explorer::{
     Browser, BrowserError, ChromiumBrowser, CollectOptions, FilterError, apply_filters, collect,
     infer_listing,
 };
 use serde_json::Value;
-
-const SETTLE: Duration = Duration::from_secs(5);
 
 /// The board's remote jobs, in order.
 const REMOTE: [&str; 6] = [
@@ -24,31 +22,6 @@ const REMOTE: [&str; 6] = [
     "Platform Engineer — Wonka",
     "Embedded Engineer — Cyberdyne",
 ];
-
-/// Runs `test` with a fresh browser, and closes the browser whatever happens.
-async fn with_browser<F>(test: F)
-where
-    F: AsyncFnOnce(&ChromiumBrowser),
-{
-    let browser = support::launch().await;
-    let outcome = {
-        let run = std::panic::AssertUnwindSafe(test(&browser));
-        futures::FutureExt::catch_unwind(run).await
-    };
-    browser.close().await;
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
-}
-
-async fn open(browser: &ChromiumBrowser, url: &str) {
-    browser.open(url).await.unwrap();
-    browser.wait_for_settle(SETTLE).await.unwrap();
-}
-
-fn strings(labels: &[&str]) -> Vec<String> {
-    labels.iter().map(|s| (*s).to_owned()).collect()
-}
 
 /// The jobs the board lists now.
 async fn listed(browser: &ChromiumBrowser) -> Vec<String> {

@@ -15,6 +15,8 @@
 
 mod support;
 
+use support::{SETTLE, open};
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -22,8 +24,6 @@ use std::time::Duration;
 use page_explorer::{Browser, ChromiumBrowser, Observation, observe};
 use serde::Deserialize;
 use serde_json::Value;
-
-const SETTLE: Duration = Duration::from_secs(5);
 
 /// Enough for the whole of any page opened here: nothing may be cut.
 const WHOLE_PAGE: usize = 2_000_000;
@@ -231,11 +231,6 @@ where
     if let Err(panic) = outcome {
         std::panic::resume_unwind(panic);
     }
-}
-
-async fn open(browser: &ChromiumBrowser, url: &str) {
-    browser.open(url).await.unwrap();
-    browser.wait_for_settle(SETTLE).await.unwrap();
 }
 
 /// Waits until `probe` (a JavaScript expression) gives the same positive number for a second,

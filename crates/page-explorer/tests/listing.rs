@@ -5,7 +5,7 @@
 
 mod support;
 
-use std::time::Duration;
+use support::{SETTLE, open, strings, with_browser};
 
 use page_explorer::collect::DetailMode;
 use page_explorer::listing::{infer_detail_page, infer_panel};
@@ -14,33 +14,6 @@ use page_explorer::{
     infer_listing,
 };
 use serde_json::Value;
-
-const SETTLE: Duration = Duration::from_secs(5);
-
-/// Runs `test` with a fresh browser, and closes the browser whatever happens.
-async fn with_browser<F>(test: F)
-where
-    F: AsyncFnOnce(&ChromiumBrowser),
-{
-    let browser = support::launch().await;
-    let outcome = {
-        let run = std::panic::AssertUnwindSafe(test(&browser));
-        futures::FutureExt::catch_unwind(run).await
-    };
-    browser.close().await;
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
-}
-
-async fn open(browser: &ChromiumBrowser, url: &str) {
-    browser.open(url).await.unwrap();
-    browser.wait_for_settle(SETTLE).await.unwrap();
-}
-
-fn strings(selectors: &[&str]) -> Vec<String> {
-    selectors.iter().map(|s| (*s).to_owned()).collect()
-}
 
 /// For each element the item selector matches: the text of its title, the href of its link
 /// and the text of its company, read with the relative selectors.

@@ -31,3 +31,34 @@ pub async fn launch() -> ChromiumBrowser {
         .await
         .expect("Chromium starts (apt-get install -y chromium)")
 }
+
+/// How long the tests let a page settle.
+pub const SETTLE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Runs `test` with a fresh browser, and closes the browser whatever happens.
+pub async fn with_browser<F>(test: F)
+where
+    F: AsyncFnOnce(&ChromiumBrowser),
+{
+    let browser = launch().await;
+    let outcome = {
+        let run = std::panic::AssertUnwindSafe(test(&browser));
+        futures::FutureExt::catch_unwind(run).await
+    };
+    browser.close().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// Opens `url` and waits for it to settle.
+pub async fn open(browser: &ChromiumBrowser, url: &str) {
+    use page_explorer::Browser as _;
+    browser.open(url).await.unwrap();
+    browser.wait_for_settle(SETTLE).await.unwrap();
+}
+
+/// Owned strings.
+pub fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| (*s).to_owned()).collect()
+}
