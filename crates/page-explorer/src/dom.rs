@@ -138,7 +138,12 @@ impl Changes {
         !self.url_changed && !self.title_changed && self.added.is_empty() && self.removed.is_empty()
     }
 
-    fn between(previous: &Observation, url: &str, title: &str, elements: &[Element]) -> Self {
+    pub(crate) fn between(
+        previous: &Observation,
+        url: &str,
+        title: &str,
+        elements: &[Element],
+    ) -> Self {
         let key = |e: &Element| (e.selector.clone(), e.name.clone());
         let before: HashSet<_> = previous.elements.iter().map(key).collect();
         let now: HashSet<_> = elements.iter().map(key).collect();

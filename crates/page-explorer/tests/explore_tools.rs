@@ -101,8 +101,12 @@ impl Script {
     }
 
     fn models(&self) -> ExplorerModels {
+        self.models_within(CostLimits::default())
+    }
+
+    fn models_within(&self, limits: CostLimits) -> ExplorerModels {
         let model: Arc<dyn ChatModel> = self.model.clone();
-        ExplorerModels::single(model, CostMeter::new(CostLimits::default()))
+        ExplorerModels::single(model, CostMeter::new(limits))
     }
 
     /// Requests made with `tool` forced (`""`: the Explorer's).
@@ -537,4 +541,36 @@ async fn a_page_with_many_observations_is_summarized_along_the_way() {
     let page = run.exploration.memory.page("job_search").unwrap();
     assert_eq!(page.summary.as_deref(), Some("summarized"));
     assert!(page.observations.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cost_limit_stops_exploring_and_keeps_what_was_learned() {
+    let script = Script::new(vec![], Some(click("[data-testid='job-1']")), None);
+    let base = support::serve(support::site("board-spa")).await;
+    let browser = support::launch().await;
+    let sink = CollectingSink::default();
+    // Three calls: the Classifier, the Explorer, the ChangeAnalyzer; the fourth is refused.
+    let models = script.models_within(CostLimits {
+        max_calls: Some(3),
+        ..CostLimits::default()
+    });
+    let exploration = explore(
+        &browser,
+        &models,
+        &base,
+        &options(),
+        &sink,
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    browser.close().await;
+    let stopped = exploration.output.stopped.clone().unwrap();
+    assert!(stopped.starts_with("cost limit"), "{stopped}");
+    assert_eq!(script.model.requests().len(), 3);
+    assert_eq!(exploration.actions, 1);
+    assert_eq!(
+        exploration.output.behaviors["job_listing"].effect,
+        "shows a job"
+    );
 }

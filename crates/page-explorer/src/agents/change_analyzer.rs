@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::clip;
-use crate::dom::{Element, Observation};
+use crate::dom::{Changes, Element, Observation};
 
 /// The ChangeAnalyzer's system prompt.
 pub const CHANGE_ANALYZER_PROMPT: &str = include_str!("prompts/change_analyzer.md");
@@ -72,21 +72,10 @@ pub fn describe_change(before: &Observation, after: &Observation) -> String {
         (false, false) => "none",
     };
     let _ = writeln!(out, "DIALOG: {dialog}");
+    let changes = Changes::between(before, &after.url, &after.title, &after.elements);
+    let added: Vec<String> = changes.added.iter().map(Element::render).collect();
+    let removed: Vec<String> = changes.removed.iter().map(Element::render).collect();
     let key = |e: &Element| (e.selector.clone(), e.name.clone());
-    let old: HashSet<_> = before.elements.iter().map(key).collect();
-    let new: HashSet<_> = after.elements.iter().map(key).collect();
-    let added: Vec<String> = after
-        .elements
-        .iter()
-        .filter(|e| !old.contains(&key(e)))
-        .map(Element::render)
-        .collect();
-    let removed: Vec<String> = before
-        .elements
-        .iter()
-        .filter(|e| !new.contains(&key(e)))
-        .map(Element::render)
-        .collect();
     let old_state: std::collections::HashMap<_, String> = before
         .elements
         .iter()
