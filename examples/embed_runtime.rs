@@ -1,28 +1,35 @@
 //! A new product in one file: the template to copy when you embed agent-runtime.
 //!
 //! The product writes a short cover-letter opening. It has its own state and event types,
-//! two typed tools, one agent, one gate (answered here by a simulated user), and a
-//! two-node graph whose conditional edge loops back until the user approves.
+//! two typed tools, one agent, one typed gate (answered here by a simulated user), and a
+//! two-node graph whose state is the session's and whose conditional edge loops back
+//! until the user approves. The run is checkpointed in a SQLite file after every node and
+//! every round of the agent: kill it (`kill -9`) at any point and start it again with the
+//! same `--db`: it resumes where it was, paying for no model call twice.
 //! It runs offline on `ScriptedModel`; swap in `ProviderConfig::from_env()` for a real model.
 //!
 //! ```text
-//! cargo run -p examples --example embed_runtime
+//! cargo run -p examples --example embed_runtime -- [--db output/embed-runtime.db] [--latency-ms 500]
 //! ```
 
 // A command-line program: its output is the point.
 #![allow(clippy::print_stdout)]
 
-use agent_llm::testing::{ScriptedModel, responses};
-use agent_runtime::graph::{END, NodeError, RunOptions, START, StateGraph, node_fn};
+use agent_backends::SqliteSessionStore;
+use agent_llm::Role;
+use agent_llm::testing::{LatencyModel, ScriptedModel, responses};
+use agent_runtime::checkpoint::CheckpointStore;
+use agent_runtime::graph::{END, NodeContext, NodeError, RunOptions, START, StateGraph, node_fn};
 use agent_runtime::{
-    AgentConfig, AgentContext, AgentIdentity, AgentLoop, CollectingSink, GateRequest, Session,
-    ToolError, tool,
+    AgentConfig, AgentContext, AgentIdentity, AgentLoop, CollectingSink, Gate, Session, ToolError,
+    tool,
 };
 use serde_json::json;
 use std::sync::Arc;
+use std::time::Duration;
 
-// 1. The product's state: what its agents share.
-#[derive(Debug, Clone, Default)]
+// 1. The product's state: what its agents share, and what the graph checkpoints.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 struct Letter {
     company: String,
     draft: Option<String>,
@@ -81,32 +88,57 @@ fn writer() -> AgentConfig<Letter, LetterEvent> {
     .with_max_rounds(5)
 }
 
-// 5. A scripted model: two drafting runs of three answers each.
+// 5. A scripted model: it answers from the request (the round, the revision asked for),
+//    not from a queue, so a run resumed in a new process gets the answers it would have.
 fn scripted_model() -> ScriptedModel {
-    let run = |text: &str| {
-        [
-            responses::tool_call("c1", "lookup_company", json!({ "name": "Acme Pay" })),
-            responses::tool_call("c2", "save_draft", json!({ "text": text })),
-            responses::text("Draft saved."),
-        ]
-    };
-    ScriptedModel::new(
-        run("Acme Pay makes payments simple.")
-            .into_iter()
-            .chain(run(
-                "I want to help Acme Pay make payments simple for everyone.",
-            ))
-            .collect(),
-    )
+    ScriptedModel::from_fn(|request| {
+        let opening = request
+            .messages
+            .first()
+            .map(|m| m.text())
+            .unwrap_or_default();
+        let text = if opening.contains("revision 2") {
+            "I want to help Acme Pay make payments simple for everyone."
+        } else {
+            "Acme Pay makes payments simple."
+        };
+        let round = request
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+            .count();
+        Ok(match round {
+            0 => responses::tool_call("c1", "lookup_company", json!({ "name": "Acme Pay" })),
+            1 => responses::tool_call("c2", "save_draft", json!({ "text": text })),
+            _ => responses::text("Draft saved."),
+        })
+    })
 }
 
-#[derive(serde::Deserialize)]
+// 6. A gate, declared once with its answer type.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Review {
     approve: bool,
 }
 
+const APPROVE_DRAFT: Gate<Review> = Gate::new("approve_draft");
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let (mut db, mut latency) = ("output/embed-runtime.db".to_owned(), 0);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--db" => db = args.next().unwrap_or(db),
+            "--latency-ms" => latency = args.next().and_then(|v| v.parse().ok()).unwrap_or(0),
+            other => anyhow::bail!("unknown argument {other:?} (--db FILE, --latency-ms MS)"),
+        }
+    }
+    if let Some(dir) = std::path::Path::new(&db).parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let store: Arc<dyn CheckpointStore> =
+        Arc::new(SqliteSessionStore::open(&db).await?.checkpoints());
     let events = CollectingSink::default();
     let session = Session::new(
         "demo-session",
@@ -116,25 +148,21 @@ async fn main() -> anyhow::Result<()> {
         },
     )
     .with_events(events.clone());
-    let agent = Arc::new(AgentLoop::new(writer(), scripted_model()));
+    let model = LatencyModel::new(scripted_model(), Duration::from_millis(latency));
+    let agent = Arc::new(AgentLoop::new(writer(), model));
 
-    // 6. The graph: `draft` runs the agent, `review` waits at a gate; not approved loops back.
-    //    Its own state is `()`: the session holds the product state the agents share.
-    let (draft_session, draft_agent) = (session.clone(), Arc::clone(&agent));
-    let review_session = session.clone();
+    // 7. The graph: `draft` runs the agent, `review` waits at the gate; not approved loops
+    //    back. Its state is the session's: the agent's tools change what the graph routes
+    //    on and checkpoints, and `run_agent` saves the agent after every round.
     let graph = StateGraph::new()
         .add_node(
             "draft",
-            node_fn(move |_: &mut (), _ctx| {
-                let (session, agent) = (draft_session.clone(), Arc::clone(&draft_agent));
+            node_fn(move |ctx: &NodeContext<Letter, LetterEvent>| {
+                let agent = Arc::clone(&agent);
                 Box::pin(async move {
-                    let company = session.state().read(|l| l.company.clone());
-                    let result = agent
-                        .run(
-                            &session.context(agent.identity().clone()),
-                            format!("Write for {company}."),
-                        )
-                        .await;
+                    let (company, revision) = ctx.read(|l| (l.company.clone(), l.revisions + 1));
+                    let opening = format!("Write for {company}, revision {revision}.");
+                    let result = ctx.run_agent(&agent, opening).await;
                     if result.is_complete() {
                         Ok(())
                     } else {
@@ -148,59 +176,62 @@ async fn main() -> anyhow::Result<()> {
         )
         .add_node(
             "review",
-            node_fn(move |_: &mut (), _ctx| {
-                let session = review_session.clone();
+            node_fn(|ctx: &NodeContext<Letter, LetterEvent>| {
                 Box::pin(async move {
                     let coordinator =
-                        session.context(AgentIdentity::new("coordinator", "cover_letter"));
-                    let draft = session.state().read(|l| l.draft.clone());
-                    let gate =
-                        GateRequest::new("approve_draft").with_payload(json!({ "draft": draft }));
-                    let review: Review = coordinator.wait_for_user(gate).await?;
-                    session.state().update(|l| l.approved = review.approve);
+                        ctx.agent_context(AgentIdentity::new("coordinator", "cover_letter"));
+                    let draft = ctx.read(|l| l.draft.clone());
+                    let review = coordinator
+                        .ask(&APPROVE_DRAFT, json!({ "draft": draft }))
+                        .await?;
+                    ctx.update(|l| l.approved = review.approve);
                     if review.approve {
-                        coordinator.emit(LetterEvent::Approved);
+                        ctx.emit(LetterEvent::Approved);
                     }
                     Ok(())
                 })
             }),
         )
         .add_edge(START, "draft")
-        .add_edge("draft", "review");
-    let approved = session.clone();
-    let graph = graph
+        .add_edge("draft", "review")
         .add_conditional_edges(
             "review",
-            move |_: &()| {
-                if approved.state().read(|l| l.approved) {
-                    "done"
-                } else {
-                    "revise"
-                }
-            },
+            |l: &Letter| if l.approved { "done" } else { "revise" },
             [("done", END), ("revise", "draft")],
         )
         .compile()?;
 
-    // 7. The user, simulated: rejects the first draft, approves the second.
+    // 8. The user, simulated: rejects the first draft, approves the second.
     let gates = session.gates().clone();
     let user = tokio::spawn(async move {
-        for approve in [false, true] {
+        loop {
             let gate = gates.next_pending().await;
+            let approve = gate.id.ends_with(":2");
             println!(
                 "gate {} shows {}; answering approve={approve}",
                 gate.id, gate.payload
             );
             gates.respond(&gate.id, json!({ "approve": approve }))?;
         }
+        #[allow(unreachable_code)]
         anyhow::Ok(())
     });
 
-    let result = graph.run((), RunOptions::new()).await;
-    user.await??;
+    // 9. Run it, or resume it where a killed process left it.
+    let run_id = "demo-session";
+    let result = if store.exists(run_id).await? {
+        println!("resuming {run_id} from {db}");
+        graph
+            .resume_in(&session, run_id, store, RunOptions::new())
+            .await?
+    } else {
+        let options = RunOptions::new().with_run_id(run_id);
+        graph.run_checkpointed_in(&session, store, options).await?
+    };
+    user.abort();
 
-    let letter = session.state().snapshot();
     println!("graph: {:?} after {:?}", result.status, result.node_names());
+    let letter = result.state;
     for event in events.events() {
         match event {
             LetterEvent::Drafted { revision } => println!("event: drafted revision {revision}"),

@@ -16,6 +16,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use agent_backends::SqliteSessionStore;
 use agent_llm::{ModelTier, ProviderConfig};
@@ -34,12 +35,16 @@ struct Args {
     /// Port to listen on (0: any free port; the one chosen is printed).
     #[arg(long, default_value_t = 8080)]
     port: u16,
-    /// The SQLite file for sessions, events and gates.
+    /// The SQLite file for sessions, events, gates and run checkpoints.
     #[arg(long, default_value = "output/resume-sessions.db")]
     db: PathBuf,
     /// Answer from the recorded model responses instead of an LLM provider.
     #[arg(long)]
     dry_run: bool,
+    /// With --dry-run: wait this many milliseconds before every recorded answer, as a real
+    /// model would (to see a restart resume mid-stage).
+    #[arg(long, default_value_t = 0, value_name = "MS")]
+    latency: u64,
     /// Where the dry-run recordings are.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/resume"))]
     fixtures: PathBuf,
@@ -62,7 +67,7 @@ async fn main() -> anyhow::Result<()> {
             "DRY RUN: the model answers from recorded responses in {}",
             fixtures.display()
         );
-        ResumeProduct::dry_run(&fixtures)?
+        ResumeProduct::dry_run_with_latency(&fixtures, Duration::from_millis(args.latency))?
     } else {
         let provider = ProviderConfig::from_env()?.context(
             "no LLM provider configured: set ANTHROPIC_API_KEY (or LLM_PROVIDER and its key), or use --dry-run",
@@ -74,7 +79,11 @@ async fn main() -> anyhow::Result<()> {
     let store = SqliteSessionStore::open(&args.db)
         .await
         .with_context(|| format!("opening the session store {}", args.db.display()))?;
-    let server = AgentServer::new(Arc::new(store)).with_product(Arc::new(product));
+    // One database: sessions, events and gates, and the runs' checkpoints beside them.
+    let checkpoints = store.checkpoints();
+    let server = AgentServer::new(Arc::new(store))
+        .with_checkpoints(Arc::new(checkpoints))
+        .with_product(Arc::new(product));
     let resumed = server.resume_unfinished().await?;
     if resumed > 0 {
         println!("resumed {resumed} unfinished session(s)");
@@ -82,8 +91,12 @@ async fn main() -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
         .await
         .with_context(|| format!("binding {}:{}", args.host, args.port))?;
-    println!("listening on http://{}", listener.local_addr()?);
     println!("sessions in {}", args.db.display());
-    server.serve(listener).await?;
+    println!("listening on http://{}", listener.local_addr()?);
+    // Ctrl-C parks the running sessions at their next checkpoint; the next start resumes them.
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    server.serve_until(listener, shutdown).await?;
     Ok(())
 }

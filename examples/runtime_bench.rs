@@ -247,7 +247,7 @@ fn main() -> anyhow::Result<()> {
 mod graph_bench {
     use agent_runtime::checkpoint::{CheckpointStore, InMemoryCheckpointStore};
     use agent_runtime::graph::{
-        CompiledGraph, END, RunOptions, RunStatus, START, StateGraph, node_fn,
+        CompiledGraph, END, NodeContext, RunOptions, RunStatus, START, StateGraph, node_fn,
     };
     use anyhow::ensure;
     use std::sync::Arc;
@@ -265,9 +265,9 @@ mod graph_bench {
     /// n1 -> n2 -> n3 -> n4 -> (n2 while loops < 3, else n5) -> n6: 12 transitions.
     fn graph() -> anyhow::Result<CompiledGraph<State>> {
         let step = || {
-            node_fn(|s: &mut State, _ctx| {
+            node_fn(|ctx: &NodeContext<State>| {
                 Box::pin(async move {
-                    s.x += 1;
+                    ctx.update(|s| s.x += 1);
                     Ok(())
                 })
             })
@@ -278,10 +278,12 @@ mod graph_bench {
             .add_node("n3", step())
             .add_node(
                 "n4",
-                node_fn(|s: &mut State, _ctx| {
+                node_fn(|ctx: &NodeContext<State>| {
                     Box::pin(async move {
-                        s.x += 1;
-                        s.loops += 1;
+                        ctx.update(|s| {
+                            s.x += 1;
+                            s.loops += 1;
+                        });
                         Ok(())
                     })
                 }),

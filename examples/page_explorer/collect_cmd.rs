@@ -14,7 +14,6 @@ use anyhow::Context as _;
 use page_explorer::CollectedJob;
 use page_explorer::agents::extractor::extract_jobs;
 use page_explorer::collect::{DetailMode, write_csv, write_json};
-use page_explorer::dry_run::RecordedModel;
 use page_explorer::listing::{infer_detail_page, infer_panel};
 use page_explorer::{
     Browser, ChromiumBrowser, CollectEnd, CollectOptions, Collection, DetailSelectors, FilterError,
@@ -68,6 +67,10 @@ pub struct CollectArgs {
     /// The recording to answer from with --dry-run.
     #[arg(long, requires = "dry_run")]
     responses: Option<PathBuf>,
+    /// With --dry-run: wait this many milliseconds before every recorded answer, as a real
+    /// model would.
+    #[arg(long, value_name = "MS", requires = "dry_run")]
+    latency: Option<u64>,
 }
 
 /// Where the selectors came from, and what the details are read from: for the summary.
@@ -117,7 +120,7 @@ async fn extract(args: &CollectArgs, site: &str, jobs: &mut [CollectedJob]) -> a
             Path::new(crate::explore_cmd::RECORDINGS).join(format!("{site}-collect.json"))
         });
         println!("Extractor: recorded answers from {}", path.display());
-        (Arc::new(RecordedModel::from_file(&path)?), 1)
+        (crate::explore_cmd::recorded_model(&path, args.latency)?, 1)
     } else {
         let provider = ProviderConfig::from_env()?.context(
             "--extract needs an LLM provider: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or add --dry-run",

@@ -6,11 +6,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent_llm::testing::{LatencyModel, RecordedModel};
 use agent_llm::{ChatModel, ModelPrice, PricingTable, ProviderConfig};
 use agent_runtime::{CostLimits, CostMeter};
 use anyhow::Context as _;
 use page_explorer::agents::ExplorerModels;
-use page_explorer::dry_run::RecordedModel;
 use page_explorer::{
     Breakers, ChromiumBrowser, DEFAULT_BUDGET_TOKENS, Exploration, ExploreEvent, ExploreOptions,
     LaunchOptions, explore,
@@ -46,6 +46,10 @@ pub struct ExploreArgs {
     /// The recording to answer from with --dry-run.
     #[arg(long, requires = "dry_run")]
     responses: Option<PathBuf>,
+    /// With --dry-run: wait this many milliseconds before every recorded answer, as a real
+    /// model would.
+    #[arg(long, value_name = "MS", requires = "dry_run")]
+    latency: Option<u64>,
     /// Circuit breaker: browser actions.
     #[arg(long, default_value_t = 50)]
     max_actions: usize,
@@ -80,7 +84,7 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<ExitCode> {
             .responses
             .clone()
             .unwrap_or_else(|| Path::new(RECORDINGS).join(format!("{}.json", target.name())));
-        let model: Arc<dyn ChatModel> = Arc::new(RecordedModel::from_file(&path)?);
+        let model = recorded_model(&path, args.latency)?;
         println!("dry run: model answers from {}", path.display());
         ExplorerModels::single(model, meter)
     } else {
@@ -175,6 +179,16 @@ fn write_outputs(exploration: &Exploration, out: &Path) -> anyhow::Result<Vec<Pa
         )?;
     }
     Ok(written)
+}
+
+/// The model of a dry run: the recorded answers in `path` (the [`RecordedModel`] format),
+/// each given after `latency_ms` when that is set.
+pub fn recorded_model(path: &Path, latency_ms: Option<u64>) -> anyhow::Result<Arc<dyn ChatModel>> {
+    let model = RecordedModel::from_file(path)?;
+    Ok(match latency_ms.filter(|ms| *ms > 0) {
+        Some(ms) => Arc::new(LatencyModel::new(model, Duration::from_millis(ms))),
+        None => Arc::new(model),
+    })
 }
 
 /// A meter on which recorded answers cost nothing (their tokens are still counted).

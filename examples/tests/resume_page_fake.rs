@@ -11,6 +11,7 @@ use std::io::{Read as _, Write as _};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use agent_runtime::AnswerError;
 use agent_runtime::GateRequest;
 use agent_server::{AgentServer, InMemorySessionStore, Product, SessionHandle};
 use serde_json::{Value, json};
@@ -73,27 +74,53 @@ fn text_field<'a>(answer: &'a Value, field: &str, gate: &str) -> Result<&'a str,
 const SUMMARY: &str = "Backend engineer who makes **billing** reliable: <script>window.__injected = 1</script> & more.\n\n- Built the billing platform in Rust [R3]\n- Led a team of five [R4]";
 const EXPERIENCE: &str = "### Senior Engineer, Acme (2019-2024)\n- Cut invoice latency by 40% [A1]\n- Moved payments to an event log [R3]";
 
+/// Why the stand-in's session failed.
+#[derive(Debug)]
+struct StandInError(String);
+
+impl std::fmt::Display for StandInError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StandInError {}
+
+impl From<String> for StandInError {
+    fn from(message: String) -> Self {
+        StandInError(message)
+    }
+}
+
 #[async_trait::async_trait]
 impl Product for StandIn {
+    type Start = Value;
+    type Event = Value;
+    type Output = Value;
+    type Error = StandInError;
+
     fn name(&self) -> &str {
         "resume"
     }
 
-    fn validate_start(&self, body: &Value) -> Result<(), String> {
+    fn check_start(&self, body: &Value) -> Result<(), AnswerError> {
+        let refuse = |path: &str, message: &str| AnswerError {
+            path: path.to_owned(),
+            message: message.to_owned(),
+        };
         for field in ["resume_text", "job_description"] {
             match body.get(field) {
                 Some(Value::String(text)) if !text.trim().is_empty() => {}
-                _ => return Err(format!("{field:?} must be a non-empty string")),
+                _ => return Err(refuse(field, "must be a non-empty string")),
             }
         }
         if !body["fast_draft"].is_boolean() {
-            return Err("the page should send \"fast_draft\"".to_owned());
+            return Err(refuse("fast_draft", "the page should send it"));
         }
         Ok(())
     }
 
-    async fn run(&self, session: SessionHandle) -> Result<Value, String> {
-        let request = session.request().clone();
+    async fn run(&self, session: SessionHandle, request: Value) -> Result<Value, StandInError> {
         let stage = |name: &str, message: &str| {
             session.emit(&json!({"type": "stage_start", "stage": name, "message": message}));
         };
@@ -107,7 +134,7 @@ impl Product for StandIn {
         {
             let error = "the resume is unreadable: it has no words";
             session.emit(&json!({"type": "pipeline_error", "stage": "intake", "error": error}));
-            return Err(error.to_owned());
+            return Err(error.to_owned().into());
         }
         session.emit(&json!({"type": "intake_complete", "candidate_name": "Jane Doe",
             "evidence": [{"id": "R1", "text": "Jane Doe"}, {"id": "R3", "text": "Built the billing platform in Rust"},
@@ -185,7 +212,7 @@ impl Product for StandIn {
                         session.emit(&json!({"type": "blueprint_ready", "blueprint": blueprint}));
                         redone = true;
                     }
-                    _ => return Err(format!("architect_review: bad answer {answer}")),
+                    _ => return Err(format!("architect_review: bad answer {answer}").into()),
                 }
             }
         }
@@ -221,7 +248,7 @@ impl Product for StandIn {
                         markdown = format!("{markdown}\n- Revised: {feedback} [A1]");
                         session.emit(&json!({"type": "revision_complete", "section": section, "request_id": "rev-1"}));
                     }
-                    _ => return Err(format!("{gate}: bad answer {answer}")),
+                    _ => return Err(format!("{gate}: bad answer {answer}").into()),
                 }
             }
             session.emit(&json!({"type": "section_approved", "section": section}));
@@ -243,7 +270,7 @@ impl Product for StandIn {
             )
             .await?;
         if answer != json!({"approved": true}) {
-            return Err(format!("quality_review: bad answer {answer}"));
+            return Err(format!("quality_review: bad answer {answer}").into());
         }
         done("production");
 
@@ -583,7 +610,7 @@ async fn the_page_shows_a_refused_start_and_a_failed_session() {
     chromium.close().await;
     let (refused, failed, status) = outcome.unwrap();
     assert!(
-        refused.contains("\"resume_text\" must be a non-empty string"),
+        refused.contains("at resume_text: must be a non-empty string"),
         "{refused}"
     );
     assert!(

@@ -1,7 +1,15 @@
-//! Stores for the agent platform, implementing agent-runtime's storage traits. Today:
-//! [`SqliteSessionStore`], the embedded default for `agent-server`'s sessions, events,
-//! state and gates (a file, or memory). Postgres, Redis and NATS come behind features.
+//! Stores for the agent platform, implementing agent-runtime's storage traits. Today, on
+//! SQLite (the embedded default; a file, or memory), one database per deployment:
+//! [`SqliteSessionStore`] for `agent-server`'s sessions, events, state and gates, and
+//! [`SqliteCheckpointStore`] for graph runs' checkpoints and journals
+//! ([`SqliteSessionStore::checkpoints`] gives one on the same database). Postgres, Redis
+//! and NATS come behind features.
 
 mod sqlite;
+mod sqlite_checkpoints;
+mod sqlite_gates;
+mod sqlite_rows;
+mod sqlite_schema;
 
 pub use sqlite::SqliteSessionStore;
+pub use sqlite_checkpoints::SqliteCheckpointStore;

@@ -5,75 +5,35 @@
 //! answering a gate) take the write lock up front (`BEGIN IMMEDIATE`), so concurrent
 //! callers, in this process or another, serialise instead of racing.
 //!
-//! Timestamps are stored as RFC 3339 text in UTC with nanoseconds
-//! (`2025-01-02T03:04:05.123456789Z`): fixed width, so text order is time order, and they
-//! read back exactly. JSON values are stored as text.
+//! The schema, its migrations and how values are stored (timestamps as fixed-width RFC
+//! 3339 text, JSON as text) are in `sqlite_schema.rs`; the database also holds the
+//! checkpoint store's tables (`sqlite_checkpoints.rs`).
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
 use agent_runtime::sessions::{
-    GateAnswer, NewSession, SessionRecord, SessionStatus, SessionStore, StoreError, StoredEvent,
-    StoredGate,
+    GateAnswer, NewSession, OpenGate, SessionOutcome, SessionRecord, SessionStatus, SessionStore,
+    StoreError, StoredEvent, StoredGate,
 };
 use async_trait::async_trait;
-use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
-    SqliteRow, SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
 };
 use sqlx::{Row, Sqlite, Transaction};
 
-/// The schema version this build writes (`PRAGMA user_version`).
-const SCHEMA_VERSION: i64 = 1;
+use crate::sqlite_gates;
+use crate::sqlite_rows::{Cells, backend, json_text, now, require};
+use crate::sqlite_schema::{self, timestamp};
 
 /// How long a connection waits for another writer before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Connections to a database file (WAL lets readers run beside the one writer).
 const FILE_CONNECTIONS: u32 = 4;
-
-const SCHEMA: &str = r#"
-CREATE TABLE IF NOT EXISTS sessions (
-    id          TEXT PRIMARY KEY NOT NULL,
-    product     TEXT NOT NULL,
-    token_hash  TEXT NOT NULL,
-    status      TEXT NOT NULL,
-    stage       TEXT,
-    request     TEXT NOT NULL,
-    result      TEXT,
-    error       TEXT,
-    created_at  TEXT NOT NULL,
-    updated_at  TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS sessions_by_product_status
-    ON sessions (product, status, created_at);
-CREATE TABLE IF NOT EXISTS events (
-    session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-    seq         INTEGER NOT NULL CHECK (seq > 0),
-    event       TEXT NOT NULL,
-    at          TEXT NOT NULL,
-    PRIMARY KEY (session_id, seq)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS state (
-    session_id  TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-    state       TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS gates (
-    session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-    gate_id     TEXT NOT NULL,
-    position    INTEGER NOT NULL,
-    name        TEXT NOT NULL,
-    payload     TEXT NOT NULL,
-    opened_at   TEXT NOT NULL,
-    answer      TEXT,
-    answered_at TEXT,
-    PRIMARY KEY (session_id, gate_id),
-    UNIQUE (session_id, position)
-);
-"#;
 
 /// The columns [`session_from_row`] reads, as a literal for `concat!`.
 macro_rules! session_columns {
@@ -89,7 +49,11 @@ macro_rules! session_columns {
 ///
 /// A file is opened in WAL mode with foreign keys on and a busy timeout, so several
 /// stores (or processes) may share it. A file written by a newer schema version is
-/// refused with [`StoreError::Corrupt`].
+/// refused with [`StoreError::Corrupt`]; an older one is migrated.
+///
+/// The same database keeps graph runs' checkpoints:
+/// [`checkpoints`](Self::checkpoints) gives a
+/// [`SqliteCheckpointStore`](crate::SqliteCheckpointStore) sharing these connections.
 #[derive(Clone)]
 pub struct SqliteSessionStore {
     pool: SqlitePool,
@@ -204,7 +168,8 @@ impl SqliteSessionStore {
         self.pool.close().await;
     }
 
-    fn location(&self) -> String {
+    /// The database file's path, or `:memory:`, for messages.
+    pub(crate) fn location(&self) -> String {
         match &self.path {
             Some(path) => path.display().to_string(),
             None => ":memory:".to_owned(),
@@ -222,40 +187,13 @@ impl SqliteSessionStore {
 
     async fn migrate(&self) -> Result<(), StoreError> {
         let mut tx = self.write().await?;
-        let version: i64 = sqlx::query_scalar("PRAGMA user_version")
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(backend)?;
-        if version > SCHEMA_VERSION {
-            tracing::warn!(
-                path = %self.location(),
-                version,
-                supported = SCHEMA_VERSION,
-                "refusing a session database from a newer version"
-            );
-            return Err(StoreError::Corrupt(format!(
-                "session database {} has schema version {version}, newer than the \
-                 version {SCHEMA_VERSION} this build understands; upgrade agent-backends",
-                self.location()
-            )));
-        }
-        sqlx::raw_sql(SCHEMA)
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
-        if version < SCHEMA_VERSION {
-            sqlx::raw_sql(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
-                .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
-            tracing::debug!(
-                path = %self.location(),
-                from = version,
-                to = SCHEMA_VERSION,
-                "created session store schema"
-            );
-        }
+        sqlite_schema::migrate(&mut tx, &self.location()).await?;
         tx.commit().await.map_err(backend)
+    }
+
+    /// The connections, shared with the checkpoint store on the same database.
+    pub(crate) fn pool(&self) -> &SqlitePool {
+        &self.pool
     }
 
     /// A transaction holding the write lock from its start.
@@ -269,104 +207,6 @@ impl SqliteSessionStore {
     /// A read transaction: one consistent snapshot.
     async fn read(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
         self.pool.begin().await.map_err(backend)
-    }
-}
-
-fn backend(error: sqlx::Error) -> StoreError {
-    StoreError::Backend(error.to_string())
-}
-
-fn now() -> DateTime<Utc> {
-    Utc::now()
-}
-
-fn timestamp(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(SecondsFormat::Nanos, true)
-}
-
-fn json_text(value: &Value) -> Result<String, StoreError> {
-    serde_json::to_string(value)
-        .map_err(|e| StoreError::Backend(format!("encoding JSON for storage: {e}")))
-}
-
-/// `NotFound` unless the session exists.
-async fn require(conn: &mut SqliteConnection, id: &str) -> Result<(), StoreError> {
-    let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM sessions WHERE id = ?1")
-        .bind(id)
-        .fetch_optional(conn)
-        .await
-        .map_err(backend)?;
-    match found {
-        Some(_) => Ok(()),
-        None => Err(StoreError::NotFound(id.to_owned())),
-    }
-}
-
-/// Reads stored cells, naming what was being read when one is unreadable.
-struct Cells<'a> {
-    row: &'a SqliteRow,
-    /// `session "s1"` or `session "s1", event 3`, for messages.
-    what: String,
-}
-
-impl<'a> Cells<'a> {
-    fn new(row: &'a SqliteRow, what: String) -> Self {
-        Cells { row, what }
-    }
-
-    fn corrupt(&self, column: &str, detail: impl std::fmt::Display) -> StoreError {
-        StoreError::Corrupt(format!("{}, column {column}: {detail}", self.what))
-    }
-
-    fn text(&self, column: &str) -> Result<String, StoreError> {
-        self.row
-            .try_get::<String, _>(column)
-            .map_err(|e| self.corrupt(column, e))
-    }
-
-    fn opt_text(&self, column: &str) -> Result<Option<String>, StoreError> {
-        self.row
-            .try_get::<Option<String>, _>(column)
-            .map_err(|e| self.corrupt(column, e))
-    }
-
-    fn json(&self, column: &str) -> Result<Value, StoreError> {
-        let text = self.text(column)?;
-        serde_json::from_str(&text).map_err(|e| self.corrupt(column, format!("bad JSON: {e}")))
-    }
-
-    fn opt_json(&self, column: &str) -> Result<Option<Value>, StoreError> {
-        self.opt_text(column)?
-            .map(|text| {
-                serde_json::from_str(&text)
-                    .map_err(|e| self.corrupt(column, format!("bad JSON: {e}")))
-            })
-            .transpose()
-    }
-
-    fn time_of(&self, column: &str, text: &str) -> Result<DateTime<Utc>, StoreError> {
-        DateTime::parse_from_rfc3339(text)
-            .map(|at| at.with_timezone(&Utc))
-            .map_err(|e| self.corrupt(column, format!("bad timestamp {text:?}: {e}")))
-    }
-
-    fn time(&self, column: &str) -> Result<DateTime<Utc>, StoreError> {
-        let text = self.text(column)?;
-        self.time_of(column, &text)
-    }
-
-    fn opt_time(&self, column: &str) -> Result<Option<DateTime<Utc>>, StoreError> {
-        self.opt_text(column)?
-            .map(|text| self.time_of(column, &text))
-            .transpose()
-    }
-
-    fn seq(&self, column: &str) -> Result<u64, StoreError> {
-        let n = self
-            .row
-            .try_get::<i64, _>(column)
-            .map_err(|e| self.corrupt(column, e))?;
-        u64::try_from(n).map_err(|_| self.corrupt(column, format!("negative number {n}")))
     }
 }
 
@@ -465,18 +305,19 @@ impl SessionStore for SqliteSessionStore {
         Ok(())
     }
 
-    async fn finish(&self, id: &str, outcome: Result<Value, String>) -> Result<(), StoreError> {
+    async fn finish(&self, id: &str, outcome: SessionOutcome) -> Result<(), StoreError> {
         let at = timestamp(now());
+        let status = outcome.status().as_str();
         let query = match &outcome {
-            Ok(result) => sqlx::query(
+            SessionOutcome::Complete(result) => sqlx::query(
                 "UPDATE sessions SET status = ?1, result = ?2, updated_at = ?3 WHERE id = ?4",
             )
-            .bind(SessionStatus::Complete.as_str())
+            .bind(status)
             .bind(json_text(result)?),
-            Err(error) => sqlx::query(
+            SessionOutcome::Failed(error) | SessionOutcome::Cancelled(error) => sqlx::query(
                 "UPDATE sessions SET status = ?1, error = ?2, updated_at = ?3 WHERE id = ?4",
             )
-            .bind(SessionStatus::Failed.as_str())
+            .bind(status)
             .bind(error.as_str()),
         };
         let done = query
@@ -580,30 +421,9 @@ impl SessionStore for SqliteSessionStore {
         Cells::new(&row, format!("session {id:?}")).opt_json("state")
     }
 
-    async fn open_gate(
-        &self,
-        id: &str,
-        gate_id: &str,
-        name: &str,
-        payload: &Value,
-    ) -> Result<(), StoreError> {
-        let payload = json_text(payload)?;
+    async fn open_gate(&self, id: &str, gate: &OpenGate<'_>) -> Result<(), StoreError> {
         let mut tx = self.write().await?;
-        require(&mut tx, id).await?;
-        sqlx::query(
-            "INSERT INTO gates (session_id, gate_id, position, name, payload, opened_at) \
-             SELECT ?1, ?2, COALESCE(MAX(position), 0) + 1, ?3, ?4, ?5 \
-             FROM gates WHERE session_id = ?1 \
-             ON CONFLICT (session_id, gate_id) DO NOTHING",
-        )
-        .bind(id)
-        .bind(gate_id)
-        .bind(name)
-        .bind(payload)
-        .bind(timestamp(now()))
-        .execute(&mut *tx)
-        .await
-        .map_err(backend)?;
+        sqlite_gates::open(&mut tx, id, gate).await?;
         tx.commit().await.map_err(backend)
     }
 
@@ -613,65 +433,57 @@ impl SessionStore for SqliteSessionStore {
         gate_id: &str,
         answer: &Value,
     ) -> Result<GateAnswer, StoreError> {
-        let answer = json_text(answer)?;
         let mut tx = self.write().await?;
-        require(&mut tx, id).await?;
-        let answered: Option<bool> = sqlx::query_scalar(
-            "SELECT answer IS NOT NULL FROM gates WHERE session_id = ?1 AND gate_id = ?2",
-        )
-        .bind(id)
-        .bind(gate_id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(backend)?;
-        let outcome = match answered {
-            None => GateAnswer::Unknown,
-            Some(true) => GateAnswer::AlreadyAnswered,
-            Some(false) => {
-                sqlx::query(
-                    "UPDATE gates SET answer = ?3, answered_at = ?4 \
-                     WHERE session_id = ?1 AND gate_id = ?2",
-                )
-                .bind(id)
-                .bind(gate_id)
-                .bind(answer)
-                .bind(timestamp(now()))
-                .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
-                GateAnswer::Accepted
-            }
-        };
+        let outcome = sqlite_gates::answer(&mut tx, id, gate_id, answer).await?;
+        tx.commit().await.map_err(backend)?;
+        Ok(outcome)
+    }
+
+    async fn close_gate(
+        &self,
+        id: &str,
+        gate_id: &str,
+        reason: &str,
+    ) -> Result<GateAnswer, StoreError> {
+        let mut tx = self.write().await?;
+        let outcome = sqlite_gates::close(&mut tx, id, gate_id, reason).await?;
         tx.commit().await.map_err(backend)?;
         Ok(outcome)
     }
 
     async fn gates(&self, id: &str) -> Result<Vec<StoredGate>, StoreError> {
         let mut tx = self.read().await?;
-        require(&mut tx, id).await?;
-        let rows = sqlx::query(
-            "SELECT gate_id, name, payload, opened_at, answer, answered_at FROM gates \
-             WHERE session_id = ?1 ORDER BY position",
-        )
-        .bind(id)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(backend)?;
+        let gates = sqlite_gates::list(&mut tx, id).await?;
         tx.commit().await.map_err(backend)?;
-        rows.iter()
-            .map(|row| {
-                let gate_id = Cells::new(row, format!("session {id:?}, a gate")).text("gate_id")?;
-                let cells = Cells::new(row, format!("session {id:?}, gate {gate_id:?}"));
-                Ok(StoredGate {
-                    name: cells.text("name")?,
-                    payload: cells.json("payload")?,
-                    opened_at: cells.time("opened_at")?,
-                    answer: cells.opt_json("answer")?,
-                    answered_at: cells.opt_time("answered_at")?,
-                    id: gate_id,
-                })
-            })
-            .collect()
+        Ok(gates)
+    }
+
+    async fn note_resume(&self, id: &str, events: u64) -> Result<u32, StoreError> {
+        let mut tx = self.write().await?;
+        let row: Option<(i64, i64)> =
+            sqlx::query_as("SELECT resume_attempts, resume_events FROM sessions WHERE id = ?1")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(backend)?;
+        let Some((attempts, at)) = row else {
+            return Err(StoreError::NotFound(id.to_owned()));
+        };
+        let events = i64::try_from(events).unwrap_or(i64::MAX);
+        let attempts = if attempts > 0 && at == events {
+            attempts + 1
+        } else {
+            1
+        };
+        sqlx::query("UPDATE sessions SET resume_attempts = ?2, resume_events = ?3 WHERE id = ?1")
+            .bind(id)
+            .bind(attempts)
+            .bind(events)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        Ok(u32::try_from(attempts).unwrap_or(u32::MAX))
     }
 
     async fn unfinished(&self, product: &str) -> Result<Vec<SessionRecord>, StoreError> {

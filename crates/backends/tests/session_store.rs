@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use agent_backends::SqliteSessionStore;
 use agent_runtime::sessions::{
-    GateAnswer, InMemorySessionStore, NewSession, SessionStatus, SessionStore, StoreError,
+    GateAnswer, InMemorySessionStore, NewSession, OpenGate, SessionOutcome, SessionStatus,
+    SessionStore, StoreError,
 };
 use serde_json::{Value, json};
 use sqlx::Connection;
@@ -27,6 +28,16 @@ fn new_session(id: &str, product: &str) -> NewSession {
             "f": 1.5,
             "nested": {"list": [1, null, true, "x"]},
         }),
+    }
+}
+
+/// A gate to open, its kind its name.
+fn gate<'a>(id: &'a str, name: &'a str, payload: &'a Value) -> OpenGate<'a> {
+    OpenGate {
+        id,
+        name,
+        kind: name,
+        payload,
     }
 }
 
@@ -95,7 +106,10 @@ async fn finish_ok_and_err(store: &dyn SessionStore) {
     store.create(new_session("null", "resume")).await.unwrap();
 
     store
-        .finish("ok", Ok(json!({"pdf": "cv.pdf", "pages": 2})))
+        .finish(
+            "ok",
+            SessionOutcome::Complete(json!({"pdf": "cv.pdf", "pages": 2})),
+        )
         .await
         .unwrap();
     let ok = store.get("ok").await.unwrap().unwrap();
@@ -105,7 +119,7 @@ async fn finish_ok_and_err(store: &dyn SessionStore) {
     assert!(ok.updated_at >= ok.created_at);
 
     store
-        .finish("err", Err("the model refused".into()))
+        .finish("err", SessionOutcome::Failed("the model refused".into()))
         .await
         .unwrap();
     let err = store.get("err").await.unwrap().unwrap();
@@ -114,13 +128,19 @@ async fn finish_ok_and_err(store: &dyn SessionStore) {
     assert_eq!(err.result, None);
 
     // A JSON null result is a result.
-    store.finish("null", Ok(Value::Null)).await.unwrap();
+    store
+        .finish("null", SessionOutcome::Complete(Value::Null))
+        .await
+        .unwrap();
     let null = store.get("null").await.unwrap().unwrap();
     assert_eq!(null.status, SessionStatus::Complete);
     assert_eq!(null.result, Some(Value::Null));
 
     // Finishing again changes the status and its own field only.
-    store.finish("ok", Err("late".into())).await.unwrap();
+    store
+        .finish("ok", SessionOutcome::Failed("late".into()))
+        .await
+        .unwrap();
     let ok = store.get("ok").await.unwrap().unwrap();
     assert_eq!(ok.status, SessionStatus::Failed);
     assert_eq!(ok.result, Some(json!({"pdf": "cv.pdf", "pages": 2})));
@@ -216,27 +236,31 @@ async fn gates_open_answer_list(store: &dyn SessionStore) {
     store
         .open_gate(
             "s1",
-            "agent:gate:3",
-            "confirm_profile",
-            &json!({"name": "Ada"}),
+            &gate("agent:gate:3", "confirm_profile", &json!({"name": "Ada"})),
         )
         .await
         .unwrap();
     tick().await;
     store
-        .open_gate("s1", "agent:gate:1", "pick_template", &json!(["a", "b"]))
+        .open_gate(
+            "s1",
+            &gate("agent:gate:1", "pick_template", &json!(["a", "b"])),
+        )
         .await
         .unwrap();
     tick().await;
     store
-        .open_gate("s1", "agent:gate:2", "approve", &Value::Null)
+        .open_gate("s1", &gate("agent:gate:2", "approve", &Value::Null))
         .await
         .unwrap();
     let before = store.gates("s1").await.unwrap();
 
     // Opening again changes nothing: not the payload, not the name, not the order.
     store
-        .open_gate("s1", "agent:gate:3", "renamed", &json!({"name": "Bob"}))
+        .open_gate(
+            "s1",
+            &gate("agent:gate:3", "renamed", &json!({"name": "Bob"})),
+        )
         .await
         .unwrap();
     assert_eq!(store.gates("s1").await.unwrap(), before);
@@ -278,7 +302,7 @@ async fn gates_open_answer_list(store: &dyn SessionStore) {
     );
     // A gate of another session is unknown here.
     store
-        .open_gate("s2", "agent:gate:7", "other", &json!({}))
+        .open_gate("s2", &gate("agent:gate:7", "other", &json!({})))
         .await
         .unwrap();
     assert_eq!(
@@ -319,7 +343,7 @@ async fn gates_open_answer_list(store: &dyn SessionStore) {
 
     // Reopening an answered gate keeps its answer.
     store
-        .open_gate("s1", "agent:gate:1", "pick_template", &json!([]))
+        .open_gate("s1", &gate("agent:gate:1", "pick_template", &json!([])))
         .await
         .unwrap();
     assert_eq!(store.gates("s1").await.unwrap(), after);
@@ -347,8 +371,14 @@ async fn unfinished_oldest_first(store: &dyn SessionStore) {
         store.create(new_session(id, product)).await.unwrap();
         tick().await;
     }
-    store.finish("k-done", Ok(json!({}))).await.unwrap();
-    store.finish("f-failed", Err("boom".into())).await.unwrap();
+    store
+        .finish("k-done", SessionOutcome::Complete(json!({})))
+        .await
+        .unwrap();
+    store
+        .finish("f-failed", SessionOutcome::Failed("boom".into()))
+        .await
+        .unwrap();
     store
         .set_status("a-waiting", SessionStatus::Waiting, Some("gate"))
         .await
@@ -400,8 +430,18 @@ async fn not_found_everywhere(store: &dyn SessionStore) {
             .await,
         missing()
     );
-    assert_eq!(store.finish("ghost", Ok(json!(1))).await, missing());
-    assert_eq!(store.finish("ghost", Err("e".into())).await, missing());
+    assert_eq!(
+        store
+            .finish("ghost", SessionOutcome::Complete(json!(1)))
+            .await,
+        missing()
+    );
+    assert_eq!(
+        store
+            .finish("ghost", SessionOutcome::Failed("e".into()))
+            .await,
+        missing()
+    );
     assert_eq!(
         store.append_event("ghost", &json!({})).await,
         Err(nf.clone())
@@ -410,7 +450,7 @@ async fn not_found_everywhere(store: &dyn SessionStore) {
     assert_eq!(store.save_state("ghost", &json!({})).await, missing());
     assert_eq!(store.load_state("ghost").await, Err(nf.clone()));
     assert_eq!(
-        store.open_gate("ghost", "g", "n", &json!({})).await,
+        store.open_gate("ghost", &gate("g", "n", &json!({}))).await,
         missing()
     );
     assert_eq!(
@@ -424,6 +464,94 @@ async fn not_found_everywhere(store: &dyn SessionStore) {
     assert!(store.events_after("real", 0).await.unwrap().is_empty());
     assert_eq!(store.load_state("real").await, Ok(None));
     assert!(store.gates("real").await.unwrap().is_empty());
+}
+
+async fn lifecycle_cancel_close_resume(store: &dyn SessionStore) {
+    store.create(new_session("s1", "resume")).await.unwrap();
+    let payload = json!({"draft": 1});
+    let review = OpenGate {
+        id: "writer:section_review_skills:1",
+        name: "section_review_skills",
+        kind: "section_review",
+        payload: &payload,
+    };
+    store.open_gate("s1", &review).await.unwrap();
+    store
+        .open_gate("s1", &gate("writer:approve:1", "approve", &Value::Null))
+        .await
+        .unwrap();
+    let gates = store.gates("s1").await.unwrap();
+    assert_eq!(gates[0].kind, "section_review");
+    assert!(gates.iter().all(|g| g.is_pending() && g.closed.is_none()));
+
+    // A gate closes once, and takes no answer after.
+    assert_eq!(
+        store
+            .close_gate("s1", "writer:section_review_skills:1", "expired")
+            .await
+            .unwrap(),
+        GateAnswer::Accepted
+    );
+    assert_eq!(
+        store
+            .close_gate("s1", "writer:section_review_skills:1", "cancelled")
+            .await
+            .unwrap(),
+        GateAnswer::Closed
+    );
+    assert_eq!(
+        store
+            .answer_gate("s1", "writer:section_review_skills:1", &json!({}))
+            .await
+            .unwrap(),
+        GateAnswer::Closed
+    );
+    assert_eq!(
+        store.close_gate("s1", "nope:x:1", "expired").await.unwrap(),
+        GateAnswer::Unknown
+    );
+    store
+        .answer_gate("s1", "writer:approve:1", &json!(true))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .close_gate("s1", "writer:approve:1", "expired")
+            .await
+            .unwrap(),
+        GateAnswer::AlreadyAnswered
+    );
+    let gates = store.gates("s1").await.unwrap();
+    assert_eq!(gates[0].closed.as_deref(), Some("expired"));
+    assert!(!gates[0].is_pending() && !gates[1].is_pending());
+
+    // Resumes in a row without a new event are counted; progress starts the count over.
+    assert_eq!(store.note_resume("s1", 4).await.unwrap(), 1);
+    assert_eq!(store.note_resume("s1", 4).await.unwrap(), 2);
+    assert_eq!(store.note_resume("s1", 4).await.unwrap(), 3);
+    assert_eq!(store.note_resume("s1", 9).await.unwrap(), 1);
+    assert_eq!(
+        store.note_resume("ghost", 0).await,
+        Err(StoreError::NotFound("ghost".into()))
+    );
+
+    // A cancelled session is finished, with its reason.
+    store
+        .finish(
+            "s1",
+            SessionOutcome::Cancelled("cancelled by its user".into()),
+        )
+        .await
+        .unwrap();
+    let record = store.get("s1").await.unwrap().unwrap();
+    assert_eq!(record.status, SessionStatus::Cancelled);
+    assert!(record.status.is_finished());
+    assert_eq!(record.error.as_deref(), Some("cancelled by its user"));
+    assert!(store.unfinished("resume").await.unwrap().is_empty());
+    assert_eq!(
+        SessionStatus::parse("cancelled"),
+        Some(SessionStatus::Cancelled)
+    );
 }
 
 /// Runs a suite function against the three stores, one test each.
@@ -465,6 +593,7 @@ suite!(
     gates_open_answer_list,
     unfinished_oldest_first,
     not_found_everywhere,
+    lifecycle_cancel_close_resume,
 );
 
 // ---------------------------------------------------------------------------------------
@@ -496,18 +625,24 @@ async fn file_survives_reopening() {
         .set_status("s1", SessionStatus::Waiting, Some("review"))
         .await
         .unwrap();
-    store.finish("s2", Ok(json!({"done": true}))).await.unwrap();
-    store.finish("s3", Err("broke".into())).await.unwrap();
+    store
+        .finish("s2", SessionOutcome::Complete(json!({"done": true})))
+        .await
+        .unwrap();
+    store
+        .finish("s3", SessionOutcome::Failed("broke".into()))
+        .await
+        .unwrap();
     for i in 1..=3 {
         store.append_event("s1", &json!({"i": i})).await.unwrap();
     }
     store.save_state("s1", &json!({"step": 7})).await.unwrap();
     store
-        .open_gate("s1", "g2", "second", &json!(2))
+        .open_gate("s1", &gate("g2", "second", &json!(2)))
         .await
         .unwrap();
     store
-        .open_gate("s1", "g1", "first", &json!(1))
+        .open_gate("s1", &gate("g1", "first", &json!(1)))
         .await
         .unwrap();
     store.answer_gate("s1", "g2", &json!("yes")).await.unwrap();
@@ -664,7 +799,7 @@ async fn corrupt_cells_read_back_as_corrupt() {
     store.append_event("s1", &json!({"ok": 2})).await.unwrap();
     store.save_state("s1", &json!({})).await.unwrap();
     store
-        .open_gate("s1", "g1", "gate", &json!({}))
+        .open_gate("s1", &gate("g1", "gate", &json!({})))
         .await
         .unwrap();
 
@@ -741,7 +876,7 @@ async fn newer_schema_version_is_refused() {
         .fetch_one(&mut conn)
         .await
         .unwrap();
-    assert_eq!(version, 1, "the store stamps its schema version");
+    assert_eq!(version, 3, "the store stamps its schema version");
     sqlx::query("PRAGMA user_version = 99")
         .execute(&mut conn)
         .await
@@ -756,12 +891,12 @@ async fn newer_schema_version_is_refused() {
     // A fresh file stamped by a newer version is refused too.
     let fresh = dir.path().join("fresh.db");
     let mut conn = raw(&fresh).await;
-    sqlx::query("PRAGMA user_version = 2")
+    sqlx::query("PRAGMA user_version = 4")
         .execute(&mut conn)
         .await
         .unwrap();
     conn.close().await.unwrap();
-    assert_corrupt(SqliteSessionStore::open(&fresh).await, &["version 2"]);
+    assert_corrupt(SqliteSessionStore::open(&fresh).await, &["version 4"]);
 }
 
 #[tokio::test]

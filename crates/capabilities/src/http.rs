@@ -3,6 +3,7 @@
 //! instead of being retried forever.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -10,8 +11,6 @@ use reqwest::header::RETRY_AFTER;
 use reqwest::{Request, Response, StatusCode};
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
-
-use crate::fetch::Refusal;
 
 /// How politely to talk to hosts.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,7 +74,7 @@ pub enum HttpError {
         message: String,
     },
     /// The career-page fetcher's address guard refused the request: its resolver found
-    /// only non-public addresses, or a redirect was refused (see [`crate::fetch`]).
+    /// only non-public addresses, or a redirect was refused (see the `fetch` module).
     #[error("refused by the address guard: {0}")]
     Refused(Refusal),
     /// The body was not the JSON expected.
@@ -111,6 +110,38 @@ impl HttpError {
             }
         }
     }
+}
+
+/// Why the address guard refused a request or a redirect.
+///
+/// The career-page fetcher's guarded resolver and redirect policy (`fetch` module) hand
+/// it to reqwest as a boxed error; [`PoliteClient::execute`] finds it in the error's source
+/// chain and reports it as [`HttpError::Refused`], and the fetcher turns that into its own
+/// matching error. Also re-exported as `fetch::Refusal`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Refusal {
+    /// The target is, or resolves only to, a non-public address.
+    #[error("{target} leads to the non-public address {address}")]
+    Address {
+        /// The refused address.
+        address: IpAddr,
+        /// The host name (resolver) or address (redirect) that led to it.
+        target: String,
+    },
+    /// A redirect to something other than http(s).
+    #[error("refusing {target}: only http and https addresses are fetched")]
+    Scheme {
+        /// The redirect target.
+        target: String,
+    },
+    /// The redirect limit was passed.
+    #[error("more than {limit} redirects, stopped before {target}")]
+    TooManyRedirects {
+        /// The most redirects followed.
+        limit: usize,
+        /// The redirect not followed.
+        target: String,
+    },
 }
 
 /// The first [`Refusal`] in `error`'s source chain, `error` included. The guarded

@@ -14,7 +14,7 @@ use job_capabilities::http::{PoliteClient, PolitePolicy};
 use job_capabilities::mail::{Mailer, SmtpMailer};
 use job_capabilities::search::{WebSearch, web_search_from_env};
 
-use crate::dry_run::{DryRunModel, FixtureBoards, FixturePages, FixtureSearch};
+use crate::dry_run::{FixtureBoards, FixtureError, FixturePages, FixtureSearch, recorded_model};
 use crate::events::HuntEvent;
 use crate::settings::Settings;
 
@@ -61,7 +61,7 @@ pub enum DepsError {
     Client(String),
     /// The dry-run fixtures are missing or malformed.
     #[error("fixtures: {0}")]
-    Fixtures(String),
+    Fixtures(#[from] FixtureError),
 }
 
 fn mailer(settings: &Settings) -> Result<Option<Arc<dyn Mailer>>, DepsError> {
@@ -133,15 +133,15 @@ impl Deps {
     }
 
     /// Recorded fixtures from `fixtures` (normally `fixtures/job-hunter/`) for the
-    /// model, search, job boards and careers pages; the real ATS detection and parsing
-    /// and the real resume reader still run. `latency` delays every model call. Mail
-    /// still goes through SMTP when `SMTP_URL` is set.
+    /// model ([`recorded_model`]), search, job boards and careers pages; the real ATS
+    /// detection and parsing and the real resume reader still run. `latency` delays every
+    /// model call. Mail still goes through SMTP when `SMTP_URL` is set.
     pub fn dry_run(
         fixtures: &Path,
         settings: &Settings,
         latency: Option<Duration>,
     ) -> Result<Self, DepsError> {
-        let model = DryRunModel::load(&fixtures.join("llm"))?;
+        let model = recorded_model(fixtures)?;
         let model: Arc<dyn ChatModel> = match latency {
             Some(delay) if !delay.is_zero() => Arc::new(LatencyModel::new(model, delay)),
             _ => Arc::new(model),

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_llm::{ChatModel, ChatRequest, ExtractOptions, Usage, extract_with};
 use agent_runtime::graph::{NodeError, NodeErrorKind, RunContext};
-use agent_runtime::{CostLimits, CostMeter, EventSink};
+use agent_runtime::{CostLimits, CostMeter, EventSink, MeteredModel};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -206,7 +206,7 @@ impl PipelineLlm {
             Ok(recorded) => {
                 if !made_here {
                     tracing::debug!(step, key, "model answer replayed from the journal");
-                    self.account(step, &recorded.model, &[recorded.usage], recorded.attempts);
+                    self.count_replayed(step, &recorded.model, recorded.usage, recorded.attempts);
                     *self
                         .replayed
                         .lock()
@@ -251,7 +251,10 @@ impl PipelineLlm {
             ..ExtractOptions::default()
         };
         let started = std::time::Instant::now();
-        let outcome = extract_with::<T, _>(&*self.model, request, options).await;
+        // Through the meter, as every model call of the platform: a reached limit refuses
+        // each attempt before it is made, and each attempt's usage is recorded.
+        let metered = MeteredModel::new(Arc::clone(&self.model), self.meter.clone());
+        let outcome = extract_with::<T, _>(&metered, request, options).await;
         let (usage, attempts, answered_by) = match &outcome {
             Ok(done) => (done.usage.clone(), done.attempts, done.model.clone()),
             Err(e) => (e.usage.clone(), e.attempts, model_id.clone()),
@@ -273,12 +276,23 @@ impl PipelineLlm {
                 usage: usage.iter().copied().sum(),
                 attempts,
             })
-            .map_err(|e| LlmCallError::Failed(e.to_string()))
+            .map_err(|e| match e.error {
+                agent_llm::LlmError::LimitExceeded(reason) => LlmCallError::CostLimit(reason),
+                _ => LlmCallError::Failed(e.to_string()),
+            })
     }
 
+    /// Counts an answer replayed from the journal (paid before a crash) in the run's
+    /// spending, on the meter and in the ledger.
+    fn count_replayed(&self, step: &str, model_id: &str, usage: Usage, attempts: u32) {
+        self.meter.record(model_id, usage);
+        self.account(step, model_id, &[usage], attempts);
+    }
+
+    /// The spending ledger (the meter has recorded the calls already).
     fn account(&self, step: &str, model_id: &str, usage: &[Usage], attempts: u32) {
         let total: Usage = usage.iter().copied().sum();
-        let snapshot = self.meter.record(model_id, total);
+        let snapshot = self.meter.snapshot();
         let mut ledger = self.ledger.lock().unwrap_or_else(PoisonError::into_inner);
         ledger.calls += u64::from(attempts);
         *ledger.calls_by_step.entry(step.to_owned()).or_default() += u64::from(attempts);

@@ -9,7 +9,7 @@ use agent_runtime::checkpoint::{
     CheckpointError, CheckpointStore, FileCheckpointStore, InMemoryCheckpointStore,
 };
 use agent_runtime::graph::{
-    CompiledGraph, GraphError, NodeError, RunContext, RunOptions, RunStatus, StateGraph, node_fn,
+    CompiledGraph, GraphError, NodeContext, NodeError, RunOptions, RunStatus, StateGraph, node_fn,
 };
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
@@ -144,6 +144,23 @@ fn step_fn(name: &str) -> StepFn {
     }
 }
 
+/// The steps work on a `&mut HuntState`: a copy of the run's state, written back when the
+/// step ends however it ends (a step dropped by its timeout or by cancellation keeps what
+/// it had gathered, as the run's result and the partial-run salvage expect). The steps
+/// run no agents, so nothing else reads the state meanwhile.
+struct WriteBack<'a> {
+    ctx: &'a NodeContext<HuntState>,
+    state: Option<HuntState>,
+}
+
+impl Drop for WriteBack<'_> {
+    fn drop(&mut self) {
+        if let Some(state) = self.state.take() {
+            self.ctx.update(|s| *s = state);
+        }
+    }
+}
+
 /// What a finished step did, in a few words.
 fn step_summary(step: &str, state: &HuntState) -> String {
     match step {
@@ -211,9 +228,16 @@ impl JobHunter {
         let nodes = STEP_NAMES.map(|name| {
             let shared = shared.clone();
             let run = step_fn(name);
-            let node = node_fn(move |state: &mut HuntState, ctx: &RunContext| {
+            let node = node_fn(move |ctx: &NodeContext<HuntState>| {
                 let shared = shared.clone();
                 Box::pin(async move {
+                    let mut step_state = WriteBack {
+                        ctx,
+                        state: Some(ctx.state()),
+                    };
+                    let Some(state) = step_state.state.as_mut() else {
+                        return Err(NodeError::fatal("the step state is gone"));
+                    };
                     shared
                         .deps
                         .events
@@ -224,7 +248,7 @@ impl JobHunter {
                         deps: &shared.deps,
                         llm: &shared.llm,
                         settings: &shared.settings,
-                        run: ctx,
+                        run: ctx.run(),
                     };
                     let outcome = run(state, &env).await;
                     state.spend = shared.llm.spend();

@@ -8,15 +8,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use agent_llm::testing::RecordedModel;
 use agent_llm::{ChatModel, ChatRequest, ChatResponse, LlmError, StructuredOutputMode};
 use agent_runtime::graph::RunStatus;
 use async_trait::async_trait;
-use job_hunter::dry_run::DryRunModel;
 use job_hunter::{JobHunter, Settings};
 
 /// Answers like the dry run, after a short pause, counting the calls in flight.
 struct CountingModel {
-    inner: DryRunModel,
+    inner: RecordedModel,
     in_flight: AtomicUsize,
     most: AtomicUsize,
 }
@@ -43,7 +43,7 @@ async fn most_in_flight(bound: usize) -> usize {
         ..common::settings(dir.path())
     };
     let model = Arc::new(CountingModel {
-        inner: DryRunModel::load(&common::fixtures().join("llm")).unwrap(),
+        inner: job_hunter::dry_run::recorded_model(&common::fixtures()).unwrap(),
         in_flight: AtomicUsize::new(0),
         most: AtomicUsize::new(0),
     });

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent_llm::testing::RecordedModel;
 use agent_llm::{
     AnthropicConfig, AnthropicModel, ApiKey, ChatRequest, ContentBlock, RetryPolicy, ToolChoice,
 };
@@ -17,14 +18,13 @@ use job_capabilities::ats::{AtsClient, AtsEndpoints};
 use job_capabilities::fetch::{FetchPolicy, PageFetcher};
 use job_capabilities::http::{PoliteClient, PolitePolicy};
 use job_capabilities::search::{BraveSearch, SearchHit};
-use job_hunter::dry_run::DryRunModel;
 use job_hunter::{Deps, JobHunter};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path, path_regex};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 /// An Anthropic Messages endpoint answering forced-tool calls from the recordings.
-struct FakeAnthropic(DryRunModel);
+struct FakeAnthropic(RecordedModel);
 
 impl Respond for FakeAnthropic {
     fn respond(&self, request: &Request) -> ResponseTemplate {
@@ -109,7 +109,7 @@ async fn the_live_clients_run_the_whole_pipeline_over_their_wire_formats() {
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
         .respond_with(FakeAnthropic(
-            DryRunModel::load(&fixtures.join("llm")).unwrap(),
+            job_hunter::dry_run::recorded_model(&fixtures).unwrap(),
         ))
         .mount(&server)
         .await;

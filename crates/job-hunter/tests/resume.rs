@@ -134,7 +134,7 @@ async fn a_crash_after_the_email_left_does_not_send_it_again() {
 
 /// Counts the calls that reach the model.
 struct Counting {
-    inner: job_hunter::dry_run::DryRunModel,
+    inner: agent_llm::testing::RecordedModel,
     calls: std::sync::atomic::AtomicUsize,
 }
 
@@ -181,7 +181,7 @@ async fn a_run_killed_inside_process_jobs_does_not_pay_again_for_the_jobs_it_had
     assert!(stopped.state.jobs.is_empty(), "the step did not finish");
 
     let model = Arc::new(Counting {
-        inner: job_hunter::dry_run::DryRunModel::load(&common::fixtures().join("llm")).unwrap(),
+        inner: job_hunter::dry_run::recorded_model(&common::fixtures()).unwrap(),
         calls: Default::default(),
     });
     let (deps, _) = common::dry_deps(&settings);

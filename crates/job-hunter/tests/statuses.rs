@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use agent_llm::testing::{LatencyModel, ScriptedModel};
 use agent_runtime::graph::RunStatus;
-use job_hunter::dry_run::DryRunModel;
 use job_hunter::{HuntEvent, JobHunter, RunConfig, Settings};
 
 #[tokio::test]
@@ -145,7 +144,7 @@ async fn a_step_that_outlives_its_timeout_fails_the_run() {
         agent_timeout: Duration::from_millis(200),
         ..common::settings(dir.path())
     };
-    let model = DryRunModel::load(&common::fixtures().join("llm")).unwrap();
+    let model = job_hunter::dry_run::recorded_model(&common::fixtures()).unwrap();
     let slow = LatencyModel::new(model, Duration::from_secs(5));
     let (deps, _) = common::dry_deps(&settings);
     let result = JobHunter::new(deps.with_model(Arc::new(slow)), settings.clone())

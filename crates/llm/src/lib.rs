@@ -24,6 +24,7 @@ mod http;
 mod model;
 pub mod openai;
 pub mod pricing;
+mod provider;
 mod retry;
 mod secret;
 mod stream;
@@ -33,7 +34,7 @@ mod tiers;
 mod types;
 
 pub use anthropic::{AnthropicConfig, AnthropicModel, PromptCaching};
-pub use config::{ProviderConfig, ProviderKind};
+pub use config::ProviderConfig;
 pub use error::LlmError;
 pub use http::HttpSettings;
 pub use model::{
@@ -41,11 +42,12 @@ pub use model::{
 };
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub use pricing::{ModelPrice, PricingTable, UnknownModel};
+pub use provider::ProviderKind;
 pub use retry::RetryPolicy;
 pub use secret::ApiKey;
 pub use stream::{ChatStream, StreamAccumulator, StreamEvent, collect_stream, response_to_events};
 pub use structured::{ExtractError, ExtractOptions, Extracted, extract, extract_with};
-pub use tiers::{ModelRouter, ModelTier};
+pub use tiers::{ModelRouter, ModelTier, UnknownModelTier};
 pub use types::{
     ChatRequest, ChatResponse, ContentBlock, Message, ResponseFormat, Role, StopReason, ToolChoice,
     ToolDefinition, Usage,

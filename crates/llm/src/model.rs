@@ -22,18 +22,31 @@ pub enum StructuredOutputMode {
 /// A chat model: one provider, or a wrapper around one.
 ///
 /// Object-safe; use it as `Arc<dyn ChatModel>`. With the `mock` feature, mockall
-/// generates `MockChatModel` (re-exported from [`crate::testing`]).
+/// generates `MockChatModel`. Implementing it takes one method:
 ///
 /// ```
-/// use agent_llm::{ChatModel, ChatRequest, testing::ScriptedModel};
-/// # tokio_test_block(async {
-/// let model = ScriptedModel::from_texts(["Hello!"]);
-/// let response = model.chat(&ChatRequest::from_prompt("Hi")).await.unwrap();
+/// use agent_llm::{ChatModel, ChatRequest, ChatResponse, ContentBlock, LlmError, StopReason, Usage};
+///
+/// /// Answers every request with its own prompt.
+/// struct Echo;
+///
+/// #[async_trait::async_trait]
+/// impl ChatModel for Echo {
+///     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+///         let prompt = request.messages.last().map(|m| m.text()).unwrap_or_default();
+///         Ok(ChatResponse {
+///             id: "echo_1".into(),
+///             model: "echo".into(),
+///             content: vec![ContentBlock::text(prompt)],
+///             stop_reason: StopReason::EndTurn,
+///             usage: Usage::default(),
+///         })
+///     }
+/// }
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let response = Echo.chat(&ChatRequest::from_prompt("Hello!")).await.unwrap();
 /// assert_eq!(response.text(), "Hello!");
 /// # });
-/// # fn tokio_test_block(f: impl std::future::Future<Output = ()>) {
-/// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
-/// # }
 /// ```
 #[cfg_attr(feature = "mock", mockall::automock)]
 #[async_trait]

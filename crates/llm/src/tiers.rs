@@ -1,6 +1,6 @@
 //! Model tiers: which model does which kind of work.
 
-use crate::config::ProviderKind;
+use crate::provider::ProviderKind;
 use std::fmt;
 use std::str::FromStr;
 
@@ -58,13 +58,29 @@ impl fmt::Display for ModelTier {
     }
 }
 
+/// A name that is not a [`ModelTier`] (parsing with [`FromStr`]).
+///
+/// ```
+/// use agent_llm::{ModelTier, UnknownModelTier};
+/// assert_eq!(" Mid ".parse::<ModelTier>(), Ok(ModelTier::Mid));
+/// let error = "huge".parse::<ModelTier>().unwrap_err();
+/// assert_eq!(error, UnknownModelTier { name: "huge".to_owned() });
+/// assert_eq!(error.to_string(), r#"unknown model tier "huge" (primary, mid, orchestrator, light)"#);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown model tier {name:?} (primary, mid, orchestrator, light)")]
+pub struct UnknownModelTier {
+    /// The name given, as given.
+    pub name: String,
+}
+
 impl FromStr for ModelTier {
-    type Err = String;
+    type Err = UnknownModelTier;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         ModelTier::ALL
             .into_iter()
             .find(|tier| tier.as_str().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| format!("unknown model tier {s:?} (primary, mid, orchestrator, light)"))
+            .ok_or_else(|| UnknownModelTier { name: s.to_owned() })
     }
 }
 

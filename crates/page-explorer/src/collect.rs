@@ -13,50 +13,9 @@ use serde_json::Value;
 use crate::browser::{Browser, BrowserError};
 use crate::listing::{PanelListing, read_panel};
 use crate::paginate::{Advance, Paginator, StopReason};
+use crate::selectors::{BODY_CHARS, RawListing, TEXT_JS, read_fields};
 
-/// Where the parts of each listing are: CSS selectors, all but `item` relative to the item
-/// (an empty selector means the item itself).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ListingSelectors {
-    /// Each listing.
-    pub item: String,
-    /// The job title.
-    pub title: String,
-    /// The link to the job (its detail page or where to apply).
-    pub link: String,
-    /// The company.
-    pub company: Option<String>,
-    /// The location.
-    pub location: Option<String>,
-    /// The salary, as written.
-    pub salary: Option<String>,
-    /// The date posted, as written.
-    pub posted_date: Option<String>,
-}
-
-/// Fields read from a job's detail page, or from the details panel a listing fills when
-/// clicked: CSS selectors over the whole document. A field found there replaces the one read
-/// from the listing.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct DetailSelectors {
-    /// What to click in a listing to show it in the panel, relative to the item; `None`
-    /// clicks the first button or link-like element in it, else its title, else the item.
-    pub select: Option<String>,
-    /// The job title.
-    pub title: Option<String>,
-    /// The company.
-    pub company: Option<String>,
-    /// The location.
-    pub location: Option<String>,
-    /// The salary, as written.
-    pub salary: Option<String>,
-    /// The date posted, as written.
-    pub posted_date: Option<String>,
-    /// The apply link or button (its `href`, or the `action` of its form).
-    pub apply: Option<String>,
-}
+pub use crate::selectors::{DetailMode, DetailSelectors, ListingSelectors};
 
 /// One job as collected.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,22 +81,6 @@ impl CollectOptions {
     }
 }
 
-/// Where a job's [`DetailSelectors`] fields are read.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DetailMode {
-    /// From the panel for a listing without a link, else from its detail page.
-    #[default]
-    Auto,
-    /// Open each job's link on the board's own site (after all listing pages are read) and
-    /// read its detail page.
-    Page,
-    /// Click each listing on its own listing page and read the details panel it fills (a
-    /// single-page board: "select the job, then extract the data"). The panel's apply link
-    /// becomes the job's apply URL.
-    Panel,
-}
-
 /// Why collecting ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -175,20 +118,6 @@ pub enum WriteError {
     /// The jobs could not be serialized.
     #[error("serializing the jobs: {0}")]
     Serialize(String),
-}
-
-/// One listing (or its details) as read from the page.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub(crate) struct RawListing {
-    title: String,
-    link: String,
-    company: String,
-    location: String,
-    salary: String,
-    posted: String,
-    /// The text of the listing, panel or page the fields were read from.
-    #[serde(default)]
-    body: String,
 }
 
 /// Tracks what has been collected, to drop duplicates.
@@ -353,14 +282,6 @@ fn uses_panel(mode: DetailMode, job: &CollectedJob) -> bool {
     }
 }
 
-/// At most this many characters of a listing's, panel's or page's text are kept for the
-/// Extractor.
-const BODY_CHARS: usize = 6_000;
-
-/// The JavaScript that reads text from an element, whitespace folded.
-const TEXT_JS: &str =
-    "const text = e => e ? (e.innerText || e.textContent || '').replace(/\\s+/g, ' ').trim() : '';";
-
 /// Reads the listings shown now.
 async fn extract_listings(
     browser: &dyn Browser,
@@ -424,54 +345,6 @@ async fn read_detail(
     let found = read_fields(browser, selectors).await?;
     apply_details(job, found, host_of(&page).as_deref());
     Ok(())
-}
-
-/// Reads the [`DetailSelectors`] fields from the document shown now.
-pub(crate) async fn read_fields(
-    browser: &dyn Browser,
-    selectors: &DetailSelectors,
-) -> Result<RawListing, BrowserError> {
-    let js = format!(
-        "(() => {{
-            {TEXT_JS}
-            const find = sel => {{
-                if (sel === null) return null;
-                try {{ return document.querySelector(sel); }} catch (e) {{ return null; }}
-            }};
-            const apply = (() => {{
-                const e = find({apply});
-                if (!e) return '';
-                if (e.href) return e.href;
-                const a = e.closest('a[href]') || e.querySelector('a[href]');
-                if (a) return a.href;
-                return e.form && e.form.action ? e.form.action : '';
-            }})();
-            // The details' text: the smallest element holding both the title and the apply
-            // control (the panel), else the title's section, else the page.
-            const box = (() => {{
-                const t = find({title}), a = find({apply});
-                if (t && a) {{
-                    let e = t;
-                    while (e && !e.contains(a)) e = e.parentElement;
-                    if (e) return e;
-                }}
-                if (t) return t.closest('section, article, main, [role=dialog], [role=region]') || t.parentElement;
-                return document.body;
-            }})();
-            return {{ title: text(find({title})), company: text(find({company})),
-                      location: text(find({location})), salary: text(find({salary})),
-                      posted: text(find({posted})), link: apply,
-                      body: text(box).slice(0, {BODY_CHARS}) }};
-        }})()",
-        apply = Value::from(selectors.apply.clone()),
-        title = Value::from(selectors.title.clone()),
-        company = Value::from(selectors.company.clone()),
-        location = Value::from(selectors.location.clone()),
-        salary = Value::from(selectors.salary.clone()),
-        posted = Value::from(selectors.posted_date.clone()),
-    );
-    serde_json::from_value(browser.evaluate(&js).await?)
-        .map_err(|error| BrowserError::Protocol(format!("reading the details: {error}")))
 }
 
 /// Replaces the job's fields with those found (non-empty) in its details.

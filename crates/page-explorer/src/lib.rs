@@ -16,7 +16,6 @@ pub mod agents;
 pub mod browser;
 pub mod collect;
 pub mod dom;
-pub mod dry_run;
 pub mod filters;
 pub mod guard;
 pub mod listing;
@@ -25,6 +24,7 @@ pub mod orchestrator;
 pub mod paginate;
 pub mod phase1;
 pub mod report;
+mod selectors;
 pub mod site_server;
 
 pub use browser::{Browser, BrowserError, ChromiumBrowser, LaunchOptions};

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::browser::{Browser, BrowserError};
-use crate::collect::{DetailSelectors, ListingSelectors, RawListing, read_fields};
+use crate::selectors::{DetailSelectors, ListingSelectors, RawListing, read_fields};
 
 /// Helpers shared by the scripts: stable class and id tests, selectors relative to an element
 /// or unique in the document, and the fields a listing or a panel holds.
@@ -205,7 +205,7 @@ return {
 /// most with a link or a button. The item selector is `parent > tag.class` (or
 /// `tag[data-x^="prefix"]`), checked to match exactly those siblings; the fields are
 /// relative to the item. `link` is empty when the listings have no link (a button shows the
-/// job: see [`DetailMode::Panel`](crate::collect::DetailMode::Panel)).
+/// job: see [`DetailMode::Panel`](crate::selectors::DetailMode::Panel)).
 ///
 /// `None` when no example gives a repeated listing.
 ///

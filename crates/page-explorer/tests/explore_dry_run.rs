@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_llm::ChatModel;
+use agent_llm::testing::RecordedModel;
 use agent_runtime::{CollectingSink, CostLimits, CostMeter};
 use page_explorer::agents::ExplorerModels;
-use page_explorer::dry_run::RecordedModel;
 use page_explorer::{
     Browser as _, Exploration, ExploreEvent, ExploreOptions, PageChange, Phase1Output, explore,
 };
@@ -61,9 +61,7 @@ fn tool_result(request: &agent_llm::ChatRequest) -> String {
 }
 
 fn every_recording_used(recorded: &RecordedModel) {
-    for agent in ["explorer", "classifier", "change_analyzer", "summarizer"] {
-        assert_eq!(recorded.remaining(agent), 0, "{agent} answers left over");
-    }
+    assert_eq!(recorded.unused(), Vec::<String>::new(), "answers left over");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -164,7 +162,7 @@ async fn board_spa_dry_run_finds_the_panel_the_filter_modal_and_the_key_elements
     }
 
     // The ChangeAnalyzer saw the dialog open, with its contents, and close.
-    let analyses = recorded.requests("change_analyzer");
+    let analyses = recorded.requests_on("analyze_change");
     let opened = analyses[2].messages[0].text();
     assert!(
         opened.contains("ACTION: click \"#open-filters\""),
@@ -179,7 +177,7 @@ async fn board_spa_dry_run_finds_the_panel_the_filter_modal_and_the_key_elements
     assert!(selected.contains("Rust Engineer at Acme"), "{selected}");
 
     // The Explorer's click results told it what changed; the type went into the field.
-    let explorer = recorded.requests("explorer");
+    let explorer = recorded.requests_on("Explorer");
     let click_result = tool_result(&explorer[1]);
     let click_result: serde_json::Value = serde_json::from_str(&click_result).unwrap();
     assert_eq!(click_result["success"], true);
@@ -268,7 +266,7 @@ async fn board_pages_dry_run_classifies_every_url_change_with_both_pages() {
     assert_eq!(memory.edges()[0].description, "clicked job listing");
 
     // The Classifier got the old and the new page each time, and the known pages.
-    let classifier = recorded.requests("classifier");
+    let classifier = recorded.requests_on("classify");
     assert_eq!(classifier.len(), 4);
     let first = classifier[0].messages[0].text();
     assert!(first.contains("OLD URL: (none)") && !first.contains("=== OLD PAGE ==="));
@@ -305,7 +303,7 @@ async fn board_pages_dry_run_classifies_every_url_change_with_both_pages() {
 
     // Every new page context starts fresh: the Explorer's second request is a new
     // conversation holding the memory summary.
-    let explorer = recorded.requests("explorer");
+    let explorer = recorded.requests_on("Explorer");
     assert_eq!(explorer[1].messages.len(), 1);
     let fresh = explorer[1].messages[0].text();
     assert!(fresh.contains("CURRENT PAGE: [job_details]"), "{fresh}");
@@ -347,5 +345,5 @@ async fn a_dead_start_url_is_a_clear_error() {
         error.to_string().starts_with("opening http://127.0.0.1:9/"),
         "{error}"
     );
-    assert_eq!(recorded.served("classifier"), 0);
+    assert_eq!(recorded.served("classify"), 0);
 }

@@ -4,24 +4,29 @@
 
 use agent_llm::ModelRouter;
 use agent_runtime::bus::{AgentBus, InMemoryBus, MessageStream, MessageType, OutgoingMessage};
+use agent_runtime::checkpoint::CheckpointError;
+use agent_runtime::graph::{
+    CompiledGraph, GraphError, NodeContext, NodeError, RunOptions, RunStatus, StateGraph, node_fn,
+};
 use agent_runtime::{
-    AgentConfig, AgentIdentity, AgentLoop, AgentResult, CostLimits, CostMeter, GateRequest,
-    Session, StopCause,
+    AgentConfig, AgentIdentity, AgentLoop, AgentResult, CostLimits, CostMeter, Gate, Session,
+    StopCause,
 };
 use agent_server::SessionHandle;
 use futures::StreamExt;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
 use crate::craftsman::{self, CRAFTSMAN};
 use crate::docx::{base64, build_docx, verify_docx};
+use crate::gates::{ARCHITECT_REVIEW, QUALITY_REVIEW};
 use crate::intake::read_resume;
 use crate::llm::Llm;
 use crate::producer::{self, tools::assemble_markdown, tools::ats_check};
 use crate::strategist;
 use crate::types::{
-    DOMAIN, ResumeEvent, ResumeState, Stage, StartRequest, TokenUsage, UsageTotals,
+    DOMAIN, PipelineError, ResumeEvent, ResumeOutput, ResumeState, Stage, StartRequest, TokenUsage,
+    UsageTotals,
 };
 
 /// The coordinator's name in gate ids (`coordinator:architect_review:1`).
@@ -156,175 +161,160 @@ fn stage_message(stage: Stage) -> &'static str {
     }
 }
 
-/// The answer to `architect_review` and `quality_review`.
-#[derive(Debug, Deserialize)]
-pub struct Approval {
-    /// Whether the user approves.
-    pub approved: bool,
-    /// What to change, when not approved (`architect_review`).
-    #[serde(default)]
-    pub feedback: Option<String>,
+pub use crate::gates::Approval;
+
+/// The pipeline's nodes, one per stage, in order.
+fn pipeline(stages: Stages) -> Result<CompiledGraph<ResumeState, ResumeEvent>, GraphError> {
+    let nodes = Stage::ALL.map(|stage| {
+        let stages = stages.clone();
+        let node = node_fn(move |ctx: &Ctx| {
+            let stages = stages.clone();
+            Box::pin(async move { stages.node(ctx, stage).await })
+        });
+        (stage.as_str(), node)
+    });
+    StateGraph::sequence(nodes).compile()
 }
 
-/// Runs (or, after a restart, resumes) one session of the pipeline.
-pub async fn run(llm: Llm, router: ModelRouter, handle: SessionHandle) -> Result<Value, String> {
-    let request: StartRequest = serde_json::from_value(handle.request().clone())
-        .map_err(|e| format!("the start request is invalid: {e}"))?;
-    let state = match handle.saved_state() {
-        Some(saved) => serde_json::from_value(saved)
-            .map_err(|e| format!("the saved state cannot be read: {e}"))?,
-        None => ResumeState::new(&request),
-    };
-    let base_usage = state.usage;
-    let meter = CostMeter::new(CostLimits::default());
-    let session = Session::new(handle.id(), state)
-        .with_gates(handle.gates().clone())
-        .with_events(handle.clone())
-        .with_bus(Arc::new(InMemoryBus::new()))
-        .with_router(router.clone())
-        .with_meter(meter.clone())
-        .with_cancellation(handle.cancellation());
-    let coordinator = Coordinator {
-        llm,
-        router,
-        handle,
-        session,
-        meter,
-        base_usage,
-    };
-    coordinator.run().await
-}
-
-struct Coordinator {
+/// Runs one session of the pipeline, or, after a restart, resumes it at its last
+/// checkpoint (a stage boundary, or the last completed round of the agent that was
+/// running): no model call that completed is paid again and no event is emitted twice.
+pub async fn run(
     llm: Llm,
     router: ModelRouter,
     handle: SessionHandle,
-    session: Session<ResumeState, ResumeEvent>,
-    meter: CostMeter,
-    base_usage: UsageTotals,
+    request: StartRequest,
+) -> Result<ResumeOutput, PipelineError> {
+    let session = Session::new(handle.id(), ResumeState::new(&request))
+        .with_gates(handle.gates().clone())
+        .with_event_sink(handle.event_sink())
+        .with_bus(Arc::new(InMemoryBus::new()))
+        .with_router(router.clone())
+        .with_meter(CostMeter::new(CostLimits::default()))
+        .with_cancellation(handle.cancellation());
+    let graph = pipeline(Stages {
+        llm,
+        router,
+        handle: handle.clone(),
+    })
+    .map_err(|e| PipelineError(e.to_string()))?;
+    let store = handle.checkpoints();
+    let unreadable = |e: CheckpointError| PipelineError(format!("the session's checkpoints: {e}"));
+    let result = if store.exists(handle.id()).await.map_err(unreadable)? {
+        tracing::info!("resuming the pipeline from its last checkpoint");
+        graph
+            .resume_in(&session, handle.id(), store, RunOptions::new())
+            .await
+    } else {
+        let options = RunOptions::new().with_run_id(handle.id());
+        graph.run_checkpointed_in(&session, store, options).await
+    }
+    .map_err(unreadable)?;
+    match result.status {
+        RunStatus::Success => result
+            .state
+            .result
+            .ok_or_else(|| PipelineError("the pipeline ended without a result".to_owned())),
+        _ => Err(PipelineError(
+            result
+                .errors
+                .last()
+                .map(|failure| failure.message.clone())
+                .or(result.reason)
+                .unwrap_or_else(|| "the pipeline stopped".to_owned()),
+        )),
+    }
 }
 
-impl Coordinator {
-    fn emit(&self, event: ResumeEvent) {
-        self.handle.emit(&event);
-    }
+type Ctx = NodeContext<ResumeState, ResumeEvent>;
 
-    fn state(&self) -> ResumeState {
-        self.session.state().snapshot()
-    }
+/// What every stage works with.
+#[derive(Clone)]
+struct Stages {
+    llm: Llm,
+    router: ModelRouter,
+    handle: SessionHandle,
+}
 
-    fn totals(&self) -> UsageTotals {
-        let spent = self.meter.snapshot();
-        UsageTotals {
-            input_tokens: self.base_usage.input_tokens + spent.usage.input_tokens,
-            output_tokens: self.base_usage.output_tokens + spent.usage.output_tokens,
-            cost_usd: self.base_usage.cost_usd + spent.usd,
-        }
-    }
-
-    async fn save(&self) -> Result<(), String> {
-        let totals = self.totals();
-        let state = self.session.state().update(|s| {
-            s.usage = totals;
-            s.clone()
+impl Stages {
+    /// One stage as a node: its opening and closing events, its work, and on failure a
+    /// `pipeline_error` event.
+    async fn node(&self, ctx: &Ctx, stage: Stage) -> Result<(), NodeError> {
+        self.handle.set_stage(stage.as_str());
+        ctx.emit(ResumeEvent::StageStart {
+            stage,
+            message: stage_message(stage).to_owned(),
         });
-        let value = serde_json::to_value(&state).map_err(|e| e.to_string())?;
-        self.handle
-            .save_state(state.stage.as_str(), &value)
-            .await
-            .map_err(|e| format!("cannot save the session: {e}"))
-    }
-
-    async fn run(&self) -> Result<Value, String> {
-        let start = self.state().stage;
-        if self.handle.saved_state().is_some() {
-            tracing::info!(stage = start.as_str(), "resuming the pipeline");
-        }
-        for stage in Stage::ALL.into_iter().filter(|s| *s >= start) {
-            self.emit(ResumeEvent::StageStart {
-                stage,
-                message: stage_message(stage).to_owned(),
-            });
-            let outcome = match stage {
-                Stage::Complete => self.complete().await.map(Some),
-                other => self.run_stage(other).await.map(|()| None),
-            };
-            let result = match outcome {
-                Ok(result) => result,
-                Err(error) => {
-                    tracing::warn!(stage = stage.as_str(), %error, "pipeline failed");
-                    self.emit(ResumeEvent::PipelineError {
-                        stage,
-                        error: error.clone(),
-                    });
-                    return Err(error);
-                }
-            };
-            self.emit(ResumeEvent::StageComplete { stage });
-            if let Some((event, result)) = result {
-                self.emit(event);
-                return Ok(result);
+        let outcome = match stage {
+            Stage::Complete => self.complete(ctx).await.map(Some),
+            other => self.run_stage(ctx, other).await.map(|()| None),
+        };
+        let finished = match outcome {
+            Ok(finished) => finished,
+            // Stopped by its session's cancellation (the user's, or the server parking it
+            // at shutdown to resume later): not a failure of the pipeline.
+            Err(error) if ctx.session().cancellation().is_cancelled() => {
+                tracing::info!(stage = stage.as_str(), %error, "stage stopped by cancellation");
+                return Err(NodeError::fatal(error));
             }
-            self.session.state().update(|s| s.stage = stage.next());
-            self.save().await?;
+            Err(error) => {
+                tracing::warn!(stage = stage.as_str(), %error, "pipeline failed");
+                ctx.emit(ResumeEvent::PipelineError {
+                    stage,
+                    error: error.clone(),
+                });
+                return Err(NodeError::fatal(error));
+            }
+        };
+        ctx.emit(ResumeEvent::StageComplete { stage });
+        let totals = totals(ctx);
+        ctx.update(|s| {
+            s.usage = totals;
+            s.stage = stage.next();
+        });
+        if let Some((event, result)) = finished {
+            ctx.emit(event);
+            ctx.update(|s| s.result = Some(result));
         }
-        Err("the pipeline ended without a result".to_owned())
+        Ok(())
     }
 
-    async fn run_stage(&self, stage: Stage) -> Result<(), String> {
-        let flags = self.state().flags;
+    async fn run_stage(&self, ctx: &Ctx, stage: Stage) -> Result<(), String> {
+        let flags = ctx.read(|s| s.flags);
         match stage {
-            Stage::Intake => self.intake(),
+            Stage::Intake => intake(ctx),
             Stage::Research => {
-                self.strategist(StrategistPhase::Research).await?;
-                self.require(|s| s.jd_analysis.is_some(), "analyze the job description")
+                self.strategist(ctx, StrategistPhase::Research).await?;
+                require(
+                    ctx,
+                    |s| s.jd_analysis.is_some(),
+                    "analyze the job description",
+                )
             }
             Stage::Interview if flags.intake_quiz => {
-                self.strategist(StrategistPhase::Interview).await
+                self.strategist(ctx, StrategistPhase::Interview).await
             }
             Stage::Interview => Ok(()),
             Stage::GapAnalysis => {
-                self.strategist(StrategistPhase::GapAnalysis).await?;
-                self.require(|s| s.gap_analysis.is_some(), "analyze the gaps")
+                self.strategist(ctx, StrategistPhase::GapAnalysis).await?;
+                require(ctx, |s| s.gap_analysis.is_some(), "analyze the gaps")
             }
-            Stage::Blueprint => self.blueprint().await,
-            Stage::Writing => self.writing().await,
-            Stage::Production => self.production().await,
+            Stage::Blueprint => self.blueprint(ctx).await,
+            Stage::Writing => self.writing(ctx).await,
+            Stage::Production => self.production(ctx).await,
             Stage::Complete => Ok(()),
         }
     }
 
-    fn require(&self, done: impl FnOnce(&ResumeState) -> bool, what: &str) -> Result<(), String> {
-        if self.session.state().read(done) {
-            Ok(())
-        } else {
-            Err(format!("the agent finished without being able to {what}"))
-        }
-    }
-
-    fn intake(&self) -> Result<(), String> {
-        let text = self.session.state().read(|s| s.resume_text.clone());
-        let intake = read_resume(&text).map_err(|e| e.to_string())?;
-        self.session.state().update(|s| {
-            s.candidate_name = intake.candidate_name.clone();
-            s.evidence = intake.evidence.clone();
-        });
-        self.emit(ResumeEvent::IntakeComplete {
-            candidate_name: intake.candidate_name,
-            evidence: intake.evidence,
-        });
-        Ok(())
-    }
-
     async fn run_agent(
         &self,
+        ctx: &Ctx,
         config: AgentConfig<ResumeState, ResumeEvent>,
         message: String,
     ) -> Result<AgentResult, String> {
         let name = config.identity.name.clone();
         let agent = AgentLoop::new(config, self.llm.clone());
-        let ctx = self.session.context(agent.identity().clone());
-        let result = agent.run(&ctx, message).await;
+        let result = ctx.run_agent(&agent, message).await;
         tracing::info!(agent = %name, rounds = result.rounds_used, stop = ?result.stop, "agent finished");
         match &result.stop {
             StopCause::Completed | StopCause::MaxRounds => Ok(result),
@@ -332,42 +322,30 @@ impl Coordinator {
             StopCause::Timeout(after) => Err(format!("the {name} timed out after {after:?}")),
             StopCause::Cancelled => Err(format!("the {name} was cancelled")),
             StopCause::LimitExceeded(limit) => Err(format!("the {name} stopped: {limit}")),
+            StopCause::Checkpoint(reason) => {
+                Err(format!("the {name} could not be saved: {reason}"))
+            }
         }
     }
 
-    async fn strategist(&self, phase: StrategistPhase) -> Result<(), String> {
-        let message = build_strategist_message(&self.state(), phase);
+    async fn strategist(&self, ctx: &Ctx, phase: StrategistPhase) -> Result<(), String> {
+        let message = ctx.read(|s| build_strategist_message(s, phase));
         let config = strategist::strategist(&self.llm, &self.router);
-        self.run_agent(config, message).await.map(|_| ())
+        self.run_agent(ctx, config, message).await.map(|_| ())
     }
 
-    async fn gate<T: serde::de::DeserializeOwned>(
-        &self,
-        name: &str,
-        payload: Value,
-    ) -> Result<T, String> {
-        let ctx = self
-            .session
-            .context(AgentIdentity::new(COORDINATOR, DOMAIN));
-        ctx.wait_for_user(GateRequest::new(name).with_payload(payload))
-            .await
-            .map_err(|e| e.to_string())
-    }
-
-    async fn blueprint(&self) -> Result<(), String> {
-        self.strategist(StrategistPhase::Blueprint).await?;
-        self.require(|s| s.blueprint.is_some(), "design the blueprint")?;
-        let state = self.state();
+    async fn blueprint(&self, ctx: &Ctx) -> Result<(), String> {
+        self.strategist(ctx, StrategistPhase::Blueprint).await?;
+        require(ctx, |s| s.blueprint.is_some(), "design the blueprint")?;
+        let state = ctx.state();
         let blueprint = state.blueprint.clone().unwrap_or_default();
-        self.emit(ResumeEvent::BlueprintReady {
+        ctx.emit(ResumeEvent::BlueprintReady {
             blueprint: blueprint.clone(),
         });
         if state.fast_draft || !state.flags.blueprint_approval {
             return Ok(());
         }
-        let review: Approval = self
-            .gate("architect_review", json!({ "blueprint": blueprint }))
-            .await?;
+        let review = gate(ctx, &ARCHITECT_REVIEW, json!({ "blueprint": blueprint })).await?;
         if review.approved {
             return Ok(());
         }
@@ -375,23 +353,24 @@ impl Coordinator {
             .feedback
             .filter(|f| !f.trim().is_empty())
             .unwrap_or_else(|| "The user did not approve the blueprint.".to_owned());
-        self.session.state().update(|s| {
+        ctx.update(|s| {
             s.blueprint_feedback = Some(feedback);
             s.blueprint = None;
         });
-        self.strategist(StrategistPhase::BlueprintRevision).await?;
-        self.require(|s| s.blueprint.is_some(), "redesign the blueprint")?;
-        self.emit(ResumeEvent::BlueprintReady {
-            blueprint: self.state().blueprint.unwrap_or_default(),
+        self.strategist(ctx, StrategistPhase::BlueprintRevision)
+            .await?;
+        require(ctx, |s| s.blueprint.is_some(), "redesign the blueprint")?;
+        ctx.emit(ResumeEvent::BlueprintReady {
+            blueprint: ctx.read(|s| s.blueprint.clone()).unwrap_or_default(),
         });
         Ok(())
     }
 
-    async fn writing(&self) -> Result<(), String> {
-        let message = build_craftsman_message(&self.state());
+    async fn writing(&self, ctx: &Ctx) -> Result<(), String> {
+        let message = ctx.read(build_craftsman_message);
         let config = craftsman::craftsman(&self.llm, &self.router);
-        self.run_agent(config, message).await?;
-        let state = self.state();
+        self.run_agent(ctx, config, message).await?;
+        let state = ctx.state();
         let unfinished: Vec<String> = state
             .planned_sections()
             .into_iter()
@@ -407,9 +386,9 @@ impl Coordinator {
         }
     }
 
-    async fn production(&self) -> Result<(), String> {
-        let bus = self
-            .session
+    async fn production(&self, ctx: &Ctx) -> Result<(), String> {
+        let bus = ctx
+            .session()
             .bus()
             .cloned()
             .ok_or_else(|| "the session has no bus".to_owned())?;
@@ -420,39 +399,38 @@ impl Coordinator {
         let answering = tokio::spawn(answer_revisions(
             inbox,
             Arc::clone(&bus),
-            self.session.clone(),
+            ctx.session().clone(),
             self.llm.clone(),
         ));
         let config = producer::producer(&self.llm, &self.router, Arc::clone(&bus));
-        let result = self
-            .run_agent(config, build_producer_message(&self.state()))
-            .await;
+        let message = ctx.read(build_producer_message);
+        let result = self.run_agent(ctx, config, message).await;
         if let Err(error) = bus.unsubscribe(DOMAIN, CRAFTSMAN).await {
             tracing::warn!(%error, "cannot unsubscribe the craftsman");
         }
         answering.abort();
         result?;
 
-        let report = self.session.state().update(|s| {
+        let report = ctx.update(|s| {
             let report = ats_check(s);
             s.ats_score = Some(report.ats_score);
             s.keyword_coverage = Some(report.keyword_coverage);
             s.final_markdown = Some(assemble_markdown(s));
             report
         });
-        let findings = self.state().findings;
-        self.emit(ResumeEvent::QualityReport {
+        let findings = ctx.read(|s| s.findings.clone());
+        ctx.emit(ResumeEvent::QualityReport {
             ats_score: report.ats_score,
             keyword_coverage: report.keyword_coverage,
             findings: findings.clone(),
         });
-        if self.state().flags.quality_review_approval {
-            let answer: Approval = self
-                .gate(
-                    "quality_review",
-                    json!({"ats_score": report.ats_score, "findings": findings}),
-                )
-                .await?;
+        if ctx.read(|s| s.flags.quality_review_approval) {
+            let answer = gate(
+                ctx,
+                &QUALITY_REVIEW,
+                json!({"ats_score": report.ats_score, "findings": findings}),
+            )
+            .await?;
             if !answer.approved {
                 return Err("the user did not approve the final review".to_owned());
             }
@@ -460,8 +438,8 @@ impl Coordinator {
         Ok(())
     }
 
-    async fn complete(&self) -> Result<(ResumeEvent, Value), String> {
-        let state = self.state();
+    async fn complete(&self, ctx: &Ctx) -> Result<(ResumeEvent, ResumeOutput), String> {
+        let state = ctx.state();
         let markdown = assemble_markdown(&state);
         let bytes = build_docx(&markdown).map_err(|e| e.to_string())?;
         let mut expected = vec![state.candidate_name.clone()];
@@ -470,8 +448,8 @@ impl Coordinator {
             expected.extend(section.bullets.iter().map(|b| b.text.clone()));
         }
         verify_docx(&bytes, &expected).map_err(|e| e.to_string())?;
-        let totals = self.totals();
-        let event = ResumeEvent::PipelineComplete {
+        let totals = totals(ctx);
+        let output = ResumeOutput {
             resume_markdown: markdown,
             docx_base64: base64(&bytes),
             docx_bytes: bytes.len(),
@@ -481,13 +459,61 @@ impl Coordinator {
             },
             cost_usd: totals.cost_usd,
         };
-        let mut result = serde_json::to_value(&event).map_err(|e| e.to_string())?;
-        if let Some(fields) = result.as_object_mut() {
-            fields.remove("type");
-        }
-        self.save().await?;
-        Ok((event, result))
+        let event = ResumeEvent::PipelineComplete {
+            resume_markdown: output.resume_markdown.clone(),
+            docx_base64: output.docx_base64.clone(),
+            docx_bytes: output.docx_bytes,
+            usage: output.usage,
+            cost_usd: output.cost_usd,
+        };
+        Ok((event, output))
     }
+}
+
+/// Tokens and cost of the session so far (the meter counts across restarts).
+fn totals(ctx: &Ctx) -> UsageTotals {
+    let Some(spent) = ctx.session().meter().map(|meter| meter.snapshot()) else {
+        return UsageTotals::default();
+    };
+    UsageTotals {
+        input_tokens: spent.usage.input_tokens,
+        output_tokens: spent.usage.output_tokens,
+        cost_usd: spent.usd,
+    }
+}
+
+fn require(ctx: &Ctx, done: impl FnOnce(&ResumeState) -> bool, what: &str) -> Result<(), String> {
+    if ctx.read(done) {
+        Ok(())
+    } else {
+        Err(format!("the agent finished without being able to {what}"))
+    }
+}
+
+fn intake(ctx: &Ctx) -> Result<(), String> {
+    let text = ctx.read(|s| s.resume_text.clone());
+    let intake = read_resume(&text).map_err(|e| e.to_string())?;
+    ctx.update(|s| {
+        s.candidate_name = intake.candidate_name.clone();
+        s.evidence = intake.evidence.clone();
+    });
+    ctx.emit(ResumeEvent::IntakeComplete {
+        candidate_name: intake.candidate_name,
+        evidence: intake.evidence,
+    });
+    Ok(())
+}
+
+/// Waits at one of the coordinator's gates.
+async fn gate<A: serde::de::DeserializeOwned>(
+    ctx: &Ctx,
+    gate: &Gate<A>,
+    payload: Value,
+) -> Result<A, String> {
+    ctx.agent_context(AgentIdentity::new(COORDINATOR, DOMAIN))
+        .ask(gate, payload)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// Answers the Producer's revision requests as the Craftsman: revises the section and

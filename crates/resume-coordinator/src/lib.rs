@@ -13,15 +13,19 @@
 //! - the [`producer`] assembles and reviews the resume and sends sections back to the
 //!   Craftsman over the agent bus.
 //!
-//! The coordinator owns the gates between agents (`architect_review`, `quality_review`),
-//! saves the state at every stage boundary (a restarted server continues from there),
+//! The stages are the nodes of a checkpointed graph whose state is the session's, and the
+//! agents run durably inside them: a restarted server continues a session at its last
+//! stage boundary or agent round. The gates are declared once with their answer types
+//! ([`gates`]); the coordinator owns those between agents (`architect_review`,
+//! `quality_review`),
 //! writes the DOCX ([`docx`]) and reads it back. [`ResumeProduct`] is the `agent-server`
-//! product; [`dry_run::DryRunModel`] answers from recordings in `fixtures/resume/`.
+//! product; [`dry_run`] answers from the recorded model answers in `fixtures/resume/`.
 
 pub mod coordinator;
 pub mod craftsman;
 pub mod docx;
 pub mod dry_run;
+pub mod gates;
 pub mod intake;
 pub mod llm;
 pub mod producer;

@@ -1,7 +1,7 @@
 //! The tools' own LLM calls: structured output on the model of a tier, metered.
 
 use agent_llm::{ChatModel, ChatRequest, ExtractOptions, ModelTier, extract_with};
-use agent_runtime::ToolError;
+use agent_runtime::{MeteredModel, ToolError};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
@@ -12,8 +12,9 @@ use crate::types::Ctx;
 pub type Llm = Arc<dyn ChatModel>;
 
 /// Asks `llm` for a `T` on the model of `tier` (from the session's router), with a
-/// system prompt and a user prompt. Every call's usage is recorded on the session's
-/// meter. The schema name (`T`'s type name) is what the dry run answers by.
+/// system prompt and a user prompt, through the session's meter ([`MeteredModel`]): a
+/// reached limit refuses the call, and every call's usage is recorded. The schema name
+/// (`T`'s type name) is what the dry run answers by.
 pub async fn ask<T>(
     ctx: &Ctx,
     llm: &Llm,
@@ -33,24 +34,18 @@ where
         .or_else(|| llm.default_model())
         .unwrap_or_else(|| "unknown".to_owned());
     tracing::debug!(tier = %tier, model = %model_id, "tool LLM call");
-    match extract_with::<T, _>(llm.as_ref(), request, ExtractOptions::default()).await {
-        Ok(extracted) => {
-            if let Some(meter) = ctx.meter() {
-                for usage in &extracted.usage {
-                    meter.record(&extracted.model, *usage);
-                }
-            }
-            Ok(extracted.value)
+    // Through the session's meter, as the agents' own calls: limits are checked before
+    // every attempt and every attempt's usage is recorded.
+    let outcome = match ctx.meter() {
+        Some(meter) => {
+            let metered = MeteredModel::new(Arc::clone(llm), meter.clone());
+            extract_with::<T, _>(&metered, request, ExtractOptions::default()).await
         }
-        Err(error) => {
-            if let Some(meter) = ctx.meter() {
-                for usage in &error.usage {
-                    meter.record(&model_id, *usage);
-                }
-            }
-            Err(ToolError::Llm(error.error))
-        }
-    }
+        None => extract_with::<T, _>(llm.as_ref(), request, ExtractOptions::default()).await,
+    };
+    outcome
+        .map(|extracted| extracted.value)
+        .map_err(|error| ToolError::Llm(error.error))
 }
 
 /// The evidence library as prompt lines: `R1: text`.

@@ -1,27 +1,23 @@
 //! [`ResumeProduct`]: the resume pipeline as an `agent-server` product (`/api/resume`).
 
+use agent_llm::testing::LatencyModel;
 use agent_llm::{ChatModel, ModelRouter};
+use agent_runtime::{AnswerError, GateSpec, read_as};
 use agent_server::{Product, SessionHandle};
 use async_trait::async_trait;
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::coordinator;
-use crate::dry_run::{DryRunError, DryRunModel};
+use crate::dry_run::{self, DryRunError};
+use crate::gates;
 use crate::llm::Llm;
-use crate::types::StartRequest;
+use crate::types::{PipelineError, ResumeEvent, ResumeOutput, StartRequest};
 
 /// The longest `resume_text` and `job_description`, in characters.
 pub const MAX_TEXT_CHARS: usize = 100_000;
-
-const FLAG_NAMES: [&str; 5] = [
-    "intake_quiz",
-    "gap_analysis_quiz",
-    "blueprint_approval",
-    "section_review",
-    "quality_review_approval",
-];
 
 /// The resume product: a chat model (every tier's calls go to it, with the tier's model id
 /// from the router) and the router.
@@ -45,102 +41,85 @@ impl ResumeProduct {
         ResumeProduct { llm: model, router }
     }
 
-    /// A product answering from the recordings in `fixtures_dir` (`fixtures/resume`).
+    /// A product answering from the recorded model answers in `fixtures_dir`
+    /// (`fixtures/resume`, see [`dry_run`]).
     pub fn dry_run(fixtures_dir: impl AsRef<Path>) -> Result<Self, DryRunError> {
-        let model = DryRunModel::load(fixtures_dir)?;
-        Ok(ResumeProduct::new(Arc::new(model), DryRunModel::router()))
+        Self::dry_run_with_latency(fixtures_dir, Duration::ZERO)
+    }
+
+    /// Like [`dry_run`](Self::dry_run), every recorded answer given after `latency` (so
+    /// that durability and concurrency can be seen, as with a real model).
+    pub fn dry_run_with_latency(
+        fixtures_dir: impl AsRef<Path>,
+        latency: Duration,
+    ) -> Result<Self, DryRunError> {
+        let model = dry_run::recorded_model(fixtures_dir.as_ref())?;
+        let model: Arc<dyn ChatModel> = if latency.is_zero() {
+            Arc::new(model)
+        } else {
+            Arc::new(LatencyModel::new(model, latency))
+        };
+        Ok(ResumeProduct::new(model, dry_run::router()))
     }
 }
 
-fn text_field(body: &serde_json::Map<String, Value>, name: &str) -> Result<(), String> {
-    match body.get(name) {
-        None | Some(Value::Null) => Err(format!("\"{name}\" is required (a string)")),
-        Some(Value::String(text)) if text.chars().count() > MAX_TEXT_CHARS => Err(format!(
-            "\"{name}\" is longer than {MAX_TEXT_CHARS} characters"
-        )),
-        Some(Value::String(_)) => Ok(()),
-        Some(_) => Err(format!("\"{name}\" must be a string")),
-    }
-}
-
-/// Checks a start body against the contract and reads it. An empty or unreadable
-/// `resume_text` passes here: the run refuses it at intake, before any model call.
-pub fn parse_start(body: &Value) -> Result<StartRequest, String> {
-    let object = body
-        .as_object()
-        .ok_or_else(|| "the start body must be a JSON object".to_owned())?;
-    text_field(object, "resume_text")?;
-    text_field(object, "job_description")?;
-    if object["job_description"]
-        .as_str()
-        .is_some_and(|t| t.trim().is_empty())
-    {
-        return Err("\"job_description\" must not be empty".to_owned());
-    }
-    if !matches!(
-        object.get("company"),
-        None | Some(Value::Null | Value::String(_))
-    ) {
-        return Err("\"company\" must be a string".to_owned());
-    }
-    if !matches!(object.get("fast_draft"), None | Some(Value::Bool(_))) {
-        return Err("\"fast_draft\" must be true or false".to_owned());
-    }
-    match object.get("flags") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(flags)) => {
-            for (name, value) in flags {
-                if !FLAG_NAMES.contains(&name.as_str()) {
-                    return Err(format!(
-                        "unknown flag \"{name}\" (known: {})",
-                        FLAG_NAMES.join(", ")
-                    ));
-                }
-                if !value.is_boolean() {
-                    return Err(format!("flag \"{name}\" must be true or false"));
-                }
-            }
+/// Checks a start request beyond its type: text lengths, a job description that says
+/// something. An empty or unreadable `resume_text` passes here: the run refuses it at
+/// intake, before any model call.
+pub fn check_start(start: &StartRequest) -> Result<(), AnswerError> {
+    let refuse = |path: &str, message: String| AnswerError {
+        path: path.to_owned(),
+        message,
+    };
+    for (path, text) in [
+        ("resume_text", &start.resume_text),
+        ("job_description", &start.job_description),
+    ] {
+        if text.chars().count() > MAX_TEXT_CHARS {
+            return Err(refuse(
+                path,
+                format!("longer than {MAX_TEXT_CHARS} characters"),
+            ));
         }
-        Some(_) => return Err("\"flags\" must be an object of true/false values".to_owned()),
     }
-    let mut body = body.clone();
-    if let Some(object) = body.as_object_mut() {
-        object.retain(|_, v| !v.is_null());
+    if start.job_description.trim().is_empty() {
+        return Err(refuse("job_description", "must not be empty".to_owned()));
     }
-    serde_json::from_value(body).map_err(|e| format!("invalid start request: {e}"))
+    Ok(())
+}
+
+/// Reads and checks a start body as the server does (a test and client helper).
+pub fn parse_start(body: &Value) -> Result<StartRequest, AnswerError> {
+    let start: StartRequest = read_as(body)?;
+    check_start(&start)?;
+    Ok(start)
 }
 
 #[async_trait]
 impl Product for ResumeProduct {
+    type Start = StartRequest;
+    type Event = ResumeEvent;
+    type Output = ResumeOutput;
+    type Error = PipelineError;
+
     fn name(&self) -> &str {
         "resume"
     }
 
-    fn validate_start(&self, body: &Value) -> Result<(), String> {
-        parse_start(body).map(|_| ())
+    fn check_start(&self, start: &StartRequest) -> Result<(), AnswerError> {
+        check_start(start)
     }
 
-    async fn run(&self, session: SessionHandle) -> Result<Value, String> {
-        coordinator::run(self.llm.clone(), self.router.clone(), session).await
+    async fn run(
+        &self,
+        session: SessionHandle,
+        start: StartRequest,
+    ) -> Result<ResumeOutput, PipelineError> {
+        coordinator::run(self.llm.clone(), self.router.clone(), session, start).await
     }
 
-    fn validate_answer(&self, gate: &str, answer: &Value) -> Result<(), String> {
-        fn fits<T: serde::de::DeserializeOwned>(answer: &Value) -> Result<(), String> {
-            serde_json::from_value::<T>(answer.clone())
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        }
-        if gate.starts_with("questionnaire_") {
-            fits::<crate::strategist::tools::QuestionnaireAnswer>(answer)
-        } else if gate.starts_with("positioning_q_") {
-            fits::<crate::strategist::tools::PositioningAnswer>(answer)
-        } else if gate.starts_with("section_review_") {
-            fits::<crate::craftsman::tools::SectionReview>(answer)
-        } else if gate == "architect_review" || gate == "quality_review" {
-            fits::<coordinator::Approval>(answer)
-        } else {
-            Ok(())
-        }
+    fn gates(&self) -> Vec<GateSpec> {
+        gates::all()
     }
 
     fn page(&self) -> Option<String> {
@@ -155,39 +134,46 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn start_bodies_are_checked_with_clear_messages() {
-        let ok = json!({"resume_text": "x", "job_description": "y", "company": null});
+    fn start_bodies_are_checked_naming_the_field() {
+        let ok =
+            json!({"resume_text": "x", "job_description": "y", "company": null, "flags": null});
         assert!(parse_start(&ok).is_ok());
         let cases = [
-            (json!([]), "JSON object"),
             (
                 json!({"job_description": "y"}),
-                "\"resume_text\" is required",
+                ".",
+                "missing field `resume_text`",
             ),
             (
                 json!({"resume_text": 3, "job_description": "y"}),
-                "must be a string",
+                "resume_text",
+                "invalid type",
             ),
             (
                 json!({"resume_text": "x", "job_description": " "}),
+                "job_description",
                 "must not be empty",
             ),
             (
                 json!({"resume_text": "x", "job_description": "y", "fast_draft": "yes"}),
                 "fast_draft",
+                "invalid type",
             ),
             (
                 json!({"resume_text": "x", "job_description": "y", "flags": {"nope": true}}),
-                "unknown flag",
+                "flags.nope",
+                "unknown field",
             ),
             (
                 json!({"resume_text": "x", "job_description": "y", "flags": {"intake_quiz": 1}}),
-                "true or false",
+                "flags.intake_quiz",
+                "invalid type",
             ),
         ];
-        for (body, message) in cases {
+        for (body, path, message) in cases {
             let error = parse_start(&body).unwrap_err();
-            assert!(error.contains(message), "{body}: {error}");
+            assert_eq!(error.path, path, "{body}: {error}");
+            assert!(error.message.contains(message), "{body}: {error}");
         }
         let parsed = parse_start(&json!({"resume_text": "x", "job_description": "y", "flags": {"section_review": false}})).unwrap();
         assert!(!parsed.flags.section_review);

@@ -15,7 +15,7 @@ pub type ResumeTool = std::sync::Arc<dyn agent_runtime::AgentTool<ResumeState, R
 pub const DOMAIN: &str = "resume";
 
 /// Optional interaction points; every flag defaults to `true`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Flags {
     /// The batch questionnaire after intake (`questionnaire_{n}`).
@@ -43,7 +43,7 @@ impl Default for Flags {
 }
 
 /// The body of `POST /api/resume/start`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StartRequest {
     /// The candidate's resume as text.
     pub resume_text: String,
@@ -53,16 +53,56 @@ pub struct StartRequest {
     #[serde(default)]
     pub company: Option<String>,
     /// Skips the blueprint approval gate.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub fast_draft: bool,
     /// Optional interaction points.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub flags: Flags,
+}
+
+/// `null` reads as the default, as an absent field does.
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// Why a resume session failed: the stage's error, as `pipeline_error` reported it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct PipelineError(pub String);
+
+/// The result of a complete session: the `pipeline_complete` event without its type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ResumeOutput {
+    /// The resume in Markdown.
+    pub resume_markdown: String,
+    /// The DOCX, base64.
+    pub docx_base64: String,
+    /// The DOCX's size in bytes.
+    pub docx_bytes: usize,
+    /// Tokens used.
+    pub usage: TokenUsage,
+    /// Blended cost in USD.
+    pub cost_usd: f64,
 }
 
 /// The pipeline's stages, in order.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    Serialize,
+    Deserialize,
+    JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
@@ -251,7 +291,8 @@ pub struct UsageTotals {
     pub cost_usd: f64,
 }
 
-/// The state the agents share and the coordinator persists at each stage boundary.
+/// The state the agents share: the state of the session's graph, checkpointed after every
+/// stage and after every round of an agent.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResumeState {
     /// The resume as given.
@@ -300,9 +341,11 @@ pub struct ResumeState {
     pub keyword_coverage: Option<f64>,
     /// The final Markdown.
     pub final_markdown: Option<String>,
-    /// Tokens and cost of earlier runs of this session (before a restart) plus this one's
-    /// at the last save.
+    /// Tokens and cost of the session's model calls, at the end of the last stage.
     pub usage: UsageTotals,
+    /// The session's result, once the last stage produced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<ResumeOutput>,
 }
 
 impl ResumeState {
@@ -340,7 +383,7 @@ impl ResumeState {
 }
 
 /// Token counts in `pipeline_complete`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct TokenUsage {
     /// Input tokens.
     pub input_tokens: u64,
@@ -349,7 +392,7 @@ pub struct TokenUsage {
 }
 
 /// The product events of the contract (`data.type`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ResumeEvent {
     /// A stage begins.

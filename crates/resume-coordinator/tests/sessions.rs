@@ -5,7 +5,8 @@ mod common;
 
 use agent_server::AgentServer;
 use common::{
-    Started, TestServer, approve_all, base64_decode, dry_run_product, named, sample_body,
+    Started, TestServer, approve_all, base64_decode, dry_run_product, every_stage, named,
+    numbered_in_order, sample_body, stages_started,
 };
 use job_capabilities::documents::{DocumentKind, extract_text};
 use serde_json::{Value, json};
@@ -76,27 +77,10 @@ async fn a_full_session_answers_every_gate_and_delivers_markdown_and_a_docx() {
             "coordinator:quality_review:1",
         ]
     );
-    let stages: Vec<&str> = named(&events, "stage_start")
-        .iter()
-        .map(|e| e.data["stage"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        stages,
-        [
-            "intake",
-            "research",
-            "interview",
-            "gap_analysis",
-            "blueprint",
-            "writing",
-            "production",
-            "complete"
-        ]
-    );
+    assert_eq!(stages_started(&events), every_stage());
     assert_eq!(named(&events, "stage_complete").len(), 8);
     // Ids number the events from 1, with no gap.
-    let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
-    assert_eq!(ids, (1..=events.len() as u64).collect::<Vec<_>>());
+    assert!(numbered_in_order(&events));
 
     let intake = named(&events, "intake_complete")[0];
     assert_eq!(intake.data["candidate_name"], "Maya Okafor");
@@ -355,7 +339,13 @@ async fn a_server_restart_resumes_at_the_pending_gate() {
             .await
             .unwrap(),
     );
-    let first = TestServer::spawn(AgentServer::new(store).with_product(dry_run_product())).await;
+    let checkpoints = Arc::new(store.checkpoints());
+    let first = TestServer::spawn(
+        AgentServer::new(store)
+            .with_checkpoints(checkpoints)
+            .with_product(dry_run_product()),
+    )
+    .await;
     let session = first.start(sample_body()).await;
     let mut stream = first.stream(&session, None).await;
     let mut user = picky_user();
@@ -380,7 +370,10 @@ async fn a_server_restart_resumes_at_the_pending_gate() {
             .await
             .unwrap(),
     );
-    let server = AgentServer::new(store).with_product(dry_run_product());
+    let checkpoints = Arc::new(store.checkpoints());
+    let server = AgentServer::new(store)
+        .with_checkpoints(checkpoints)
+        .with_product(dry_run_product());
     assert_eq!(server.resume_unfinished().await.unwrap(), 1);
     let second = TestServer::spawn(server).await;
     let status = second.status(&session).await;
@@ -430,7 +423,12 @@ async fn a_server_restart_resumes_at_the_pending_gate() {
             .contains("Platform-minded")
     );
     assert_eq!(rest.last().unwrap().event, "session_complete");
-    // Blueprint work was not redone: the rerun started at the writing stage.
+    // The run resumed inside the writing stage, at the Craftsman's last round: the stage
+    // was not started again and no earlier work was redone.
     assert!(named(&rest, "blueprint_ready").is_empty());
-    assert_eq!(named(&rest, "stage_start")[0].data["stage"], "writing");
+    assert_eq!(named(&rest, "stage_start")[0].data["stage"], "production");
+    // Replayed from the start, the session has every event once, ids strictly increasing.
+    let all = second.replay(&session).await;
+    assert!(numbered_in_order(&all));
+    assert_eq!(stages_started(&all), every_stage());
 }

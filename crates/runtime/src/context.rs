@@ -4,13 +4,88 @@ use crate::bus::{AgentMessage, BusError, MessageType, OutgoingMessage};
 use crate::cost::CostMeter;
 use crate::gates::{GateError, GateRegistry, GateRequest};
 use crate::identity::AgentIdentity;
-use crate::session::SessionParts;
+use crate::session_parts::SessionParts;
 use crate::state::{Scratchpad, SharedState};
+use crate::typed_gate::{Gate, read_as};
 use agent_llm::{ModelRouter, ModelTier};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+/// How long an invocation has waited at gates: what its tools' round timeout leaves out.
+#[derive(Debug, Default)]
+pub(crate) struct GateClock {
+    inner: Mutex<GateTime>,
+}
+
+#[derive(Debug, Default)]
+struct GateTime {
+    /// Gates waited at now.
+    open: usize,
+    /// Since when at least one is.
+    since: Option<Instant>,
+    /// Waiting time of the periods that ended.
+    total: Duration,
+}
+
+impl GateClock {
+    fn lock(&self) -> MutexGuard<'_, GateTime> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Time spent with at least one gate open, so far.
+    pub(crate) fn waited(&self) -> Duration {
+        let time = self.lock();
+        time.total + time.since.map(|since| since.elapsed()).unwrap_or_default()
+    }
+
+    fn enter(&self) {
+        let mut time = self.lock();
+        time.open += 1;
+        if time.open == 1 {
+            time.since = Some(Instant::now());
+        }
+    }
+
+    fn leave(&self) {
+        let mut time = self.lock();
+        time.open = time.open.saturating_sub(1);
+        if time.open == 0
+            && let Some(since) = time.since.take()
+        {
+            time.total += since.elapsed();
+        }
+    }
+}
+
+impl GateClock {
+    /// Resolves once `limit` of working time (time not spent at gates) has passed since
+    /// this call.
+    pub(crate) async fn work_for(&self, limit: Duration) {
+        let started = Instant::now();
+        let waited_before = self.waited();
+        loop {
+            let waited = self.waited().saturating_sub(waited_before);
+            let working = started.elapsed().saturating_sub(waited);
+            if working >= limit {
+                return;
+            }
+            tokio::time::sleep(limit - working).await;
+        }
+    }
+}
+
+/// Leaves the clock when the wait ends, however it ends.
+struct Waiting<'a>(&'a GateClock);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.leave();
+    }
+}
 
 /// The context of one agent invocation, passed to every tool.
 ///
@@ -22,6 +97,7 @@ pub struct AgentContext<S, E> {
     agent: Arc<AgentIdentity>,
     scratchpad: Scratchpad,
     outbox: Arc<Mutex<Vec<AgentMessage>>>,
+    gate_clock: Arc<GateClock>,
 }
 
 impl<S, E> Clone for AgentContext<S, E> {
@@ -31,6 +107,7 @@ impl<S, E> Clone for AgentContext<S, E> {
             agent: Arc::clone(&self.agent),
             scratchpad: self.scratchpad.clone(),
             outbox: Arc::clone(&self.outbox),
+            gate_clock: Arc::clone(&self.gate_clock),
         }
     }
 }
@@ -51,7 +128,13 @@ impl<S, E> AgentContext<S, E> {
             agent: Arc::new(agent),
             scratchpad: Scratchpad::default(),
             outbox: Arc::default(),
+            gate_clock: Arc::default(),
         }
+    }
+
+    /// How long this invocation has waited at gates (left out of its round timeout).
+    pub(crate) fn gate_clock(&self) -> &GateClock {
+        &self.gate_clock
     }
 
     /// The session id.
@@ -71,29 +154,72 @@ impl<S, E> AgentContext<S, E> {
 
     /// Sends a product event to the session's sink.
     pub fn emit(&self, event: E) {
-        if let Some(sink) = &self.session.events {
-            sink.emit(event);
-        }
+        self.session.emit(event);
     }
 
     /// Waits at a gate until the user answers, the gate times out, or the session is
     /// cancelled, then reads the answer as `T`. The gate id is stable:
     /// `{agent}:{gate}:{n}` for the n-th wait at that gate by this agent in the session.
+    /// Time spent waiting does not count against the tool's round timeout.
     pub async fn wait_for_user<T: DeserializeOwned>(
         &self,
         gate: impl Into<GateRequest>,
     ) -> Result<T, GateError> {
         let gate = gate.into();
         let id = self.session.gates.next_id(&self.agent.name, &gate.name);
+        self.gate_clock.enter();
+        let waiting = Waiting(&self.gate_clock);
         let answer = self
             .session
             .gates
             .wait(&id, gate, Some(&self.session.cancel))
-            .await?;
-        serde_json::from_value(answer).map_err(|e| GateError::InvalidAnswer {
+            .await;
+        drop(waiting);
+        read_as(&answer?).map_err(|e| GateError::InvalidAnswer {
             id,
             message: e.to_string(),
         })
+    }
+
+    /// Asks the user at a declared gate, showing `payload`, and returns the typed answer
+    /// (see [`wait_for_user`](Self::wait_for_user)).
+    ///
+    /// ```
+    /// use agent_runtime::{AgentIdentity, Gate, Session};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Approval { approved: bool }
+    /// const APPROVE: Gate<Approval> = Gate::new("approve");
+    ///
+    /// let session: Session<(), ()> = Session::new("s1", ());
+    /// let gates = session.gates().clone();
+    /// tokio::spawn(async move {
+    ///     let gate = gates.next_pending().await;
+    ///     gates.respond(&gate.id, serde_json::json!({"approved": true})).unwrap();
+    /// });
+    /// let ctx = session.context(AgentIdentity::new("writer", "demo"));
+    /// let answer = ctx.ask(&APPROVE, serde_json::json!({"draft": "Hello"})).await.unwrap();
+    /// assert!(answer.approved);
+    /// # });
+    /// ```
+    pub async fn ask<A: DeserializeOwned>(
+        &self,
+        gate: &Gate<A>,
+        payload: Value,
+    ) -> Result<A, GateError> {
+        self.wait_for_user(gate.request(payload)).await
+    }
+
+    /// Asks at a declared gate with a request made from it
+    /// ([`Gate::request_for`] for an instance, a timeout with
+    /// [`GateRequest::with_timeout`]).
+    pub async fn ask_with<A: DeserializeOwned>(
+        &self,
+        gate: &Gate<A>,
+        request: GateRequest,
+    ) -> Result<A, GateError> {
+        debug_assert_eq!(request.kind, gate.name());
+        self.wait_for_user(request).await
     }
 
     /// The session's gates.

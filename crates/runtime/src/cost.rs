@@ -214,6 +214,24 @@ impl CostMeter {
         snapshot
     }
 
+    /// Sets what was spent to totals saved earlier (a run resumed in a new process
+    /// carries on counting, and its limits apply to the whole run).
+    ///
+    /// ```
+    /// use agent_runtime::{CostLimits, CostMeter};
+    /// use agent_llm::Usage;
+    /// let meter = CostMeter::new(CostLimits { max_calls: Some(3), ..Default::default() });
+    /// meter.restore(Usage { input_tokens: 10, ..Default::default() }, 3, 0.5);
+    /// assert_eq!(meter.snapshot().calls, 3);
+    /// assert!(meter.check().is_err());
+    /// ```
+    pub fn restore(&self, usage: Usage, calls: u64, usd: f64) {
+        let mut totals = self.totals();
+        totals.usage = usage;
+        totals.calls = calls;
+        totals.usd = usd;
+    }
+
     /// What was spent so far.
     pub fn snapshot(&self) -> CostSnapshot {
         snapshot_of(&self.totals(), self.inner.started.elapsed())

@@ -11,6 +11,17 @@ use std::time::Duration;
 pub trait EventSink<E>: Send + Sync {
     /// Takes one event. Must not block.
     fn emit(&self, event: E);
+
+    /// Takes one event of a [`Session`](crate::Session), with its ordinal: its number
+    /// among the session's events (1, 2, ...), counting across restarts of a resumed run.
+    /// A sink that keeps events (a server's store) and already holds the event with this
+    /// ordinal, because a resumed run is replaying work done after its last checkpoint,
+    /// drops it, so every event is delivered once and keeps its id. By default the
+    /// ordinal is ignored.
+    fn emit_numbered(&self, ordinal: u64, event: E) {
+        let _ = ordinal;
+        self.emit(event);
+    }
 }
 
 impl<E, F> EventSink<E> for F

@@ -49,7 +49,8 @@ impl From<GateError> for crate::graph::NodeError {
     }
 }
 
-/// A gate to wait at: its name, what to show the user, and an optional timeout.
+/// A gate to wait at: its name, the declared gate it is an instance of, what to show the
+/// user, and an optional timeout.
 ///
 /// ```
 /// use agent_runtime::GateRequest;
@@ -63,6 +64,9 @@ impl From<GateError> for crate::graph::NodeError {
 pub struct GateRequest {
     /// The gate's name (the call site: `blueprint_review`).
     pub name: String,
+    /// The declared [`Gate`](crate::Gate) it is an instance of, which says what answer it
+    /// takes (the name itself when it was not made from a declared gate).
+    pub kind: String,
     /// What the user is shown.
     pub payload: Value,
     /// How long to wait; `None` waits until answered or cancelled.
@@ -72,11 +76,19 @@ pub struct GateRequest {
 impl GateRequest {
     /// A gate with no payload and no timeout.
     pub fn new(name: impl Into<String>) -> Self {
+        let name = name.into();
         GateRequest {
-            name: name.into(),
+            kind: name.clone(),
+            name,
             payload: Value::Null,
             timeout: None,
         }
+    }
+
+    /// Sets the declared gate it is an instance of.
+    pub fn with_kind(mut self, kind: impl Into<String>) -> Self {
+        self.kind = kind.into();
+        self
     }
 
     /// Sets what the user is shown.
@@ -105,6 +117,9 @@ pub struct PendingGate {
     pub id: String,
     /// The gate's name.
     pub name: String,
+    /// The declared gate it is an instance of (see [`GateRequest::kind`]).
+    #[serde(default)]
+    pub kind: String,
     /// What the user is shown.
     pub payload: Value,
     /// When the wait began.
@@ -127,6 +142,27 @@ struct Gates {
     recorded: HashMap<String, Value>,
 }
 
+/// A gate being waited at; closes it (no longer pending, the listener told why) when the
+/// wait ends without an answer, or is dropped.
+struct OpenGate<'a> {
+    registry: &'a GateRegistry,
+    id: &'a str,
+    /// Why it closes, unless it was answered.
+    reason: Option<&'static str>,
+}
+
+impl Drop for OpenGate<'_> {
+    fn drop(&mut self) {
+        let Some(reason) = self.reason else {
+            return;
+        };
+        let was_pending = self.registry.lock().pending.remove(self.id).is_some();
+        if was_pending && let Some(listener) = &self.registry.inner.listener {
+            listener.closed(self.id, reason);
+        }
+    }
+}
+
 /// Hears a registry's gates open and get answered, for example to persist them and to
 /// tell a client. Called synchronously, under no lock; must not block.
 pub trait GateListener: Send + Sync {
@@ -134,6 +170,11 @@ pub trait GateListener: Send + Sync {
     fn opened(&self, gate: &PendingGate);
     /// A pending gate was answered through [`GateRegistry::respond`].
     fn answered(&self, id: &str, answer: &Value);
+    /// A pending gate closed without an answer: `expired` (its timeout passed) or
+    /// `cancelled` (its session was cancelled). By default nothing happens.
+    fn closed(&self, id: &str, reason: &str) {
+        let _ = (id, reason);
+    }
 }
 
 /// The gates of one session: wait, answer exactly once, list what is pending.
@@ -229,6 +270,39 @@ impl GateRegistry {
         format!("{agent}:{gate}:{counter}")
     }
 
+    /// The counters behind [`next_id`](Self::next_id): `(agent, gate, ids handed out)`,
+    /// sorted. A durable run saves them with every checkpoint so that, resumed in another
+    /// process, it makes the same gate ids for the work it does again.
+    pub fn id_counters(&self) -> Vec<(String, String, u64)> {
+        let mut counters: Vec<(String, String, u64)> = self
+            .lock()
+            .counters
+            .iter()
+            .map(|((agent, gate), n)| (agent.clone(), gate.clone(), *n))
+            .collect();
+        counters.sort();
+        counters
+    }
+
+    /// Replaces the counters behind [`next_id`](Self::next_id) with saved ones (see
+    /// [`id_counters`](Self::id_counters)).
+    ///
+    /// ```
+    /// use agent_runtime::GateRegistry;
+    /// let before = GateRegistry::new();
+    /// before.next_id("writer", "review");
+    /// let after = GateRegistry::new();
+    /// after.set_id_counters(before.id_counters());
+    /// assert_eq!(after.next_id("writer", "review"), "writer:review:2");
+    /// ```
+    pub fn set_id_counters(&self, counters: impl IntoIterator<Item = (String, String, u64)>) {
+        let mut gates = self.lock();
+        gates.counters = counters
+            .into_iter()
+            .map(|(agent, gate, n)| ((agent, gate), n))
+            .collect();
+    }
+
     /// Registers the gate `id` and waits for its answer, the timeout, or `cancel`.
     pub async fn wait(
         &self,
@@ -258,6 +332,7 @@ impl GateRegistry {
             let gate = PendingGate {
                 id: id.to_owned(),
                 name: request.name.clone(),
+                kind: request.kind.clone(),
                 payload: request.payload,
                 since,
                 expires_at,
@@ -277,6 +352,13 @@ impl GateRegistry {
         }
         self.inner.opened.notify_waiters();
         tracing::info!(gate = id, "waiting for the user");
+        // Closes the gate as cancelled if the wait is dropped before it ends (its run was
+        // cancelled around it).
+        let mut open = OpenGate {
+            registry: self,
+            id,
+            reason: Some("cancelled"),
+        };
         let timeout = async {
             match request.timeout {
                 Some(after) => tokio::time::sleep(after).await,
@@ -294,10 +376,12 @@ impl GateRegistry {
             _ = timeout => Err(GateError::TimedOut { id: id.to_owned(), after: request.timeout.unwrap_or_default() }),
             _ = cancelled => Err(GateError::Cancelled(id.to_owned())),
         };
-        if outcome.is_err() {
-            // A gate that timed out or was cancelled is no longer pending.
-            self.lock().pending.remove(id);
-        }
+        open.reason = match &outcome {
+            Ok(_) => None,
+            Err(GateError::TimedOut { .. }) => Some("expired"),
+            Err(_) => Some("cancelled"),
+        };
+        drop(open);
         outcome
     }
 

@@ -16,6 +16,7 @@ pub mod sessions;
 mod events;
 mod gates;
 mod identity;
+mod node_failure;
 
 pub use events::{CollectingSink, EventSink, LoopEvent, LoopObserver};
 pub use gates::{GateError, GateListener, GateRegistry, GateRequest, PendingGate};
@@ -27,14 +28,17 @@ mod context;
 mod cost;
 mod result;
 mod session;
+mod session_parts;
 mod state;
 mod tool;
+mod typed_gate;
 
-pub use agent_loop::{AgentLoop, AgentRun, Next, ToolCall, ToolCalls, run_agent_loop};
+pub use agent_loop::{AgentLoop, AgentRun, Next, RunSaver, ToolCall, ToolCalls, run_agent_loop};
 pub use config::{AgentConfig, Compaction, PromptError, render_placeholders};
 pub use context::AgentContext;
 pub use cost::{CostLimitExceeded, CostLimits, CostMeter, CostSnapshot, MeteredModel};
 pub use result::{AgentResult, StopCause};
-pub use session::Session;
+pub use session::{Session, SessionMarks};
 pub use state::{Scratchpad, SharedState};
 pub use tool::{AgentTool, ToolError, TypedTool, tool};
+pub use typed_gate::{AnswerError, Gate, GateSpec, read_as};

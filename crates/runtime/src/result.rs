@@ -20,6 +20,8 @@ pub enum StopCause {
     ModelError(LlmError),
     /// A cost or budget limit refused the next model call.
     LimitExceeded(String),
+    /// The run's progress could not be saved (a durable run in a graph node); the reason.
+    Checkpoint(String),
 }
 
 /// The outcome of one agent invocation. Whatever stopped it, everything gathered so far

@@ -6,22 +6,34 @@ use crate::cost::CostMeter;
 use crate::events::EventSink;
 use crate::gates::GateRegistry;
 use crate::identity::AgentIdentity;
+use crate::session_parts::SessionParts;
 use crate::state::SharedState;
-use agent_llm::ModelRouter;
+use agent_llm::{ModelRouter, Usage};
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use tokio_util::sync::CancellationToken;
 
-pub(crate) struct SessionParts<S, E> {
-    pub(crate) id: String,
-    pub(crate) user_id: String,
-    pub(crate) state: SharedState<S>,
-    /// Where product events go; `None` discards them.
-    pub(crate) events: Option<Arc<dyn EventSink<E>>>,
-    pub(crate) gates: GateRegistry,
-    pub(crate) bus: Option<Arc<dyn AgentBus>>,
-    pub(crate) cancel: CancellationToken,
-    pub(crate) router: Option<ModelRouter>,
-    pub(crate) meter: Option<CostMeter>,
+/// What a session has done besides changing its state, saved with every checkpoint of a
+/// durable run and restored when it resumes: how many events it emitted (so replayed
+/// events are recognized), the gate ids it handed out (so work done again waits at the
+/// same gates), and what its meter counted (so limits and totals cover the whole run).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMarks {
+    /// Product events emitted.
+    pub events: u64,
+    /// `(agent, gate, ids handed out)`, see [`GateRegistry::id_counters`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gate_ids: Vec<(String, String, u64)>,
+    /// Tokens metered.
+    #[serde(default)]
+    pub usage: Usage,
+    /// Model calls metered.
+    #[serde(default)]
+    pub calls: u64,
+    /// USD metered.
+    #[serde(default)]
+    pub usd: f64,
 }
 
 /// One user's run of a product: what its agents share. Make one per session, then an
@@ -68,6 +80,7 @@ impl<S, E> Session<S, E> {
                 cancel: CancellationToken::new(),
                 router: None,
                 meter: None,
+                emitted: AtomicU64::new(0),
             }),
         }
     }
@@ -184,5 +197,57 @@ impl<S, E> Session<S, E> {
     /// The cost meter, if any.
     pub fn meter(&self) -> Option<&CostMeter> {
         self.parts.meter.as_ref()
+    }
+
+    /// The user id.
+    pub fn user_id(&self) -> &str {
+        &self.parts.user_id
+    }
+
+    /// Sends a product event to the session's sink, numbered (see
+    /// [`EventSink::emit_numbered`]).
+    pub fn emit(&self, event: E) {
+        self.parts.emit(event);
+    }
+
+    /// How many product events the session emitted, counting across restarts.
+    pub fn events_emitted(&self) -> u64 {
+        self.parts.emitted.load(Ordering::SeqCst)
+    }
+
+    /// What the session has done besides its state, for a checkpoint.
+    pub fn marks(&self) -> SessionMarks {
+        let spent = self.parts.meter.as_ref().map(CostMeter::snapshot);
+        SessionMarks {
+            events: self.events_emitted(),
+            gate_ids: self.parts.gates.id_counters(),
+            usage: spent.as_ref().map(|s| s.usage).unwrap_or_default(),
+            calls: spent.as_ref().map_or(0, |s| s.calls),
+            usd: spent.as_ref().map_or(0.0, |s| s.usd),
+        }
+    }
+
+    /// Restores marks saved by [`marks`](Self::marks) (a resumed run): the event count,
+    /// the gate id counters and the meter's totals.
+    ///
+    /// ```
+    /// use agent_runtime::{CollectingSink, Session};
+    /// let before: Session<(), &str> = Session::new("s", ());
+    /// before.emit("one");
+    /// before.gates().next_id("writer", "review");
+    /// let sink = CollectingSink::default();
+    /// let after: Session<(), &str> = Session::new("s", ()).with_events(sink.clone());
+    /// after.restore_marks(&before.marks());
+    /// assert_eq!(after.events_emitted(), 1);
+    /// assert_eq!(after.gates().next_id("writer", "review"), "writer:review:2");
+    /// ```
+    pub fn restore_marks(&self, marks: &SessionMarks) {
+        self.parts.emitted.store(marks.events, Ordering::SeqCst);
+        self.parts
+            .gates
+            .set_id_counters(marks.gate_ids.iter().cloned());
+        if let Some(meter) = &self.parts.meter {
+            meter.restore(marks.usage, marks.calls, marks.usd);
+        }
     }
 }

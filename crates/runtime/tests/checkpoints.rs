@@ -10,7 +10,8 @@ use agent_runtime::checkpoint::{
     InMemoryCheckpointStore,
 };
 use agent_runtime::graph::{
-    CompiledGraph, END, Node, NodeError, RunOptions, RunStatus, START, StateGraph, node_fn,
+    CompiledGraph, END, Node, NodeContext, NodeError, RunOptions, RunStatus, START, StateGraph,
+    node_fn,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -76,11 +77,11 @@ struct Job {
 
 fn step(probe: &Arc<Probe>, i: usize, name: &'static str) -> impl Node<Job> + use<> {
     let probe = probe.clone();
-    node_fn(move |s: &mut Job, _| {
+    node_fn(move |ctx: &NodeContext<Job>| {
         let probe = probe.clone();
         Box::pin(async move {
             probe.runs[i].fetch_add(1, Ordering::SeqCst);
-            s.log.push(name.to_owned());
+            ctx.update(|s| s.log.push(name.to_owned()));
             Ok(())
         })
     })
@@ -89,7 +90,7 @@ fn step(probe: &Arc<Probe>, i: usize, name: &'static str) -> impl Node<Job> + us
 /// parse -> score -> notify -> report; `notify` sends an email through `once`.
 fn job_graph(probe: &Arc<Probe>) -> CompiledGraph<Job> {
     let p = probe.clone();
-    let notify = node_fn(move |s: &mut Job, ctx| {
+    let notify = node_fn(move |ctx: &NodeContext<Job>| {
         let probe = p.clone();
         Box::pin(async move {
             probe.runs[2].fetch_add(1, Ordering::SeqCst);
@@ -107,8 +108,10 @@ fn job_graph(probe: &Arc<Probe>) -> CompiledGraph<Job> {
                 }
                 _ => {}
             }
-            s.receipt = Some(receipt);
-            s.log.push("notify".to_owned());
+            ctx.update(|s| {
+                s.receipt = Some(receipt);
+                s.log.push("notify".to_owned());
+            });
             Ok(())
         })
     });

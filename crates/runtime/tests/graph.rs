@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use agent_llm::LlmError;
 use agent_runtime::graph::{
-    CompiledGraph, END, FnNode, GraphError, Node, NodeError, NodeErrorKind, RunContext, RunOptions,
-    RunResult, RunStatus, START, StateGraph, StopKind, node_fn,
+    CompiledGraph, END, FnNode, GraphError, Node, NodeContext, NodeError, NodeErrorKind,
+    RunContext, RunOptions, RunResult, RunStatus, START, StateGraph, StopKind, node_fn,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -20,13 +20,13 @@ struct Counter {
 
 /// A node adding `dx` to `x` and `dloops` to `loops`, after sleeping `sleep` seconds.
 fn bump(dx: i64, dloops: i64, sleep: u64) -> FnNode<Counter> {
-    node_fn(move |s: &mut Counter, _| {
+    node_fn(move |ctx: &NodeContext<Counter>| {
         Box::pin(async move {
-            s.x += dx;
+            ctx.update(|s| s.x += dx);
             if sleep > 0 {
                 tokio::time::sleep(Duration::from_secs(sleep)).await;
             }
-            s.loops += dloops;
+            ctx.update(|s| s.loops += dloops);
             Ok(())
         })
     })
@@ -100,7 +100,7 @@ async fn a_compiled_graph_runs_concurrently_on_other_threads() {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Trail {
     score: u32,
     visited: Vec<String>,
@@ -114,11 +114,10 @@ fn scored(score: u32) -> Trail {
 }
 
 fn visit(label: &'static str) -> impl Node<Trail> {
-    node_fn(move |s: &mut Trail, ctx| {
+    node_fn(move |ctx: &NodeContext<Trail>| {
         Box::pin(async move {
-            // The context's methods are usable with no annotation on `ctx`.
-            s.visited
-                .push(format!("{label}@{}#{}", ctx.node(), ctx.step()));
+            let visit = format!("{label}@{}#{}", ctx.node(), ctx.step());
+            ctx.update(|s| s.visited.push(visit));
             Ok(())
         })
     })
@@ -188,8 +187,8 @@ struct Multiply(i64);
 
 #[async_trait::async_trait]
 impl Node<Counter> for Multiply {
-    async fn run(&self, state: &mut Counter, _ctx: &RunContext) -> Result<(), NodeError> {
-        state.x *= self.0;
+    async fn run(&self, ctx: &NodeContext<Counter>) -> Result<(), NodeError> {
+        ctx.update(|state| state.x *= self.0);
         Ok(())
     }
 }
@@ -344,9 +343,9 @@ async fn a_node_that_times_out_fails_the_run_and_keeps_the_state() {
 }
 
 fn failing(error: fn() -> NodeError) -> FnNode<Counter> {
-    node_fn(move |s: &mut Counter, _| {
+    node_fn(move |ctx: &NodeContext<Counter>| {
         Box::pin(async move {
-            s.x += 10;
+            ctx.update(|s| s.x += 10);
             Err(error())
         })
     })
@@ -474,10 +473,10 @@ async fn cancellation_fails_the_run_before_or_during_a_node_and_keeps_the_state(
         ("a", add_one()),
         (
             "wait",
-            node_fn(move |s: &mut Counter, _| {
+            node_fn(move |ctx: &NodeContext<Counter>| {
                 let signal = signal.clone();
                 Box::pin(async move {
-                    s.x += 10;
+                    ctx.update(|s| s.x += 10);
                     signal.notify_one();
                     std::future::pending::<()>().await;
                     Ok(())
@@ -509,7 +508,7 @@ async fn once_runs_a_side_effect_once_per_key_within_a_run() {
     let graph = one_node()
         .add_node(
             "notify",
-            node_fn(move |s: &mut Counter, ctx| {
+            node_fn(move |ctx: &NodeContext<Counter>| {
                 let counter = counter.clone();
                 Box::pin(async move {
                     let id: usize = ctx
@@ -520,8 +519,10 @@ async fn once_runs_a_side_effect_once_per_key_within_a_run() {
                     let per_visit = format!("ping-{}", ctx.step());
                     ctx.once(&per_visit, || async { Ok::<_, NodeError>(()) })
                         .await?;
-                    s.loops += 1;
-                    s.x += i64::try_from(id).unwrap();
+                    ctx.update(|s| {
+                        s.loops += 1;
+                        s.x += i64::try_from(id).unwrap();
+                    });
                     Ok(())
                 })
             }),

@@ -3,18 +3,18 @@
 //! could hide its spans.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use agent_runtime::graph::{NodeError, RunContext, RunOptions, StateGraph, node_fn};
+use agent_runtime::graph::{NodeContext, NodeError, RunOptions, StateGraph, node_fn};
 use std::sync::{Arc, Mutex};
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Counter {
     value: u32,
 }
 
 fn add_one() -> agent_runtime::graph::FnNode<Counter> {
-    node_fn(|s: &mut Counter, _ctx: &RunContext| {
+    node_fn(|ctx: &NodeContext<Counter>| {
         Box::pin(async move {
-            s.value += 1;
+            ctx.update(|s| s.value += 1);
             Ok::<(), NodeError>(())
         })
     })

@@ -4,7 +4,7 @@
 
 use agent_llm::testing::ScriptedModel;
 use agent_llm::testing::responses::{self, SCRIPTED_INPUT_TOKENS};
-use agent_runtime::graph::{END, RunOptions, RunStatus, START, StateGraph, node_fn};
+use agent_runtime::graph::{END, NodeContext, RunOptions, RunStatus, START, StateGraph, node_fn};
 use agent_runtime::{
     AgentConfig, AgentContext, AgentIdentity, AgentLoop, Session, ToolError, tool,
 };
@@ -307,7 +307,7 @@ async fn a_failed_model_call_leaves_the_usage_fields_unrecorded() {
     assert_eq!(chat.field("gen_ai.response.finish_reasons"), None);
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Task {
     question: String,
     answer: Option<String>,
@@ -319,20 +319,21 @@ async fn a_graph_run_nests_agent_spans_under_its_graph_node_span() {
     let graph = StateGraph::new()
         .add_node(
             "plan",
-            node_fn(|task: &mut Task, _ctx| {
+            node_fn(|node: &NodeContext<Task>| {
                 Box::pin(async move {
-                    task.question = "What is 2 + 3?".into();
+                    node.update(|task| task.question = "What is 2 + 3?".into());
                     Ok(())
                 })
             }),
         )
         .add_node(
             "solve",
-            node_fn(move |task: &mut Task, _ctx| {
+            node_fn(move |node: &NodeContext<Task>| {
                 let agent = Arc::clone(&agent);
                 Box::pin(async move {
-                    let result = agent.run(&ctx(), task.question.as_str()).await;
-                    task.answer = result.final_text;
+                    let question = node.read(|task| task.question.clone());
+                    let result = agent.run(&ctx(), question.as_str()).await;
+                    node.update(|task| task.answer = result.final_text);
                     Ok(())
                 })
             }),

@@ -12,6 +12,8 @@ pub(crate) struct ApiError {
     status: StatusCode,
     code: &'static str,
     message: String,
+    /// The path of the request field at fault, when one is.
+    field: Option<String>,
 }
 
 impl ApiError {
@@ -20,7 +22,19 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            field: None,
         }
+    }
+
+    /// Names the request field at fault (`"field"` in the error body).
+    pub(crate) fn with_field(mut self, path: &str) -> Self {
+        self.field = Some(path.to_owned());
+        self
+    }
+
+    /// 422 for a body that does not fit its type, naming the field.
+    pub(crate) fn invalid_at(what: &str, error: &agent_runtime::AnswerError) -> Self {
+        ApiError::invalid(format!("{what}: {error}")).with_field(&error.path)
     }
 
     pub(crate) fn not_found(code: &'static str, message: impl Into<String>) -> Self {
@@ -72,7 +86,11 @@ impl IntoResponse for ApiError {
         } else {
             tracing::debug!(status = %self.status, code = self.code, message = %self.message, "request refused");
         }
-        let body = Json(json!({"error": {"code": self.code, "message": self.message}}));
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(field) = self.field {
+            error["field"] = json!(field);
+        }
+        let body = Json(json!({ "error": error }));
         let mut response = (self.status, body).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             response

@@ -1,72 +1,93 @@
 //! # agent-server
 //!
-//! A domain-agnostic HTTP host any product coordinator can mount. A product implements
-//! [`Product`] (a name, a check of start requests, a run); [`AgentServer`] gives every
+//! A domain-agnostic HTTP host any product can mount. A product implements [`Product`]:
+//! typed start request, events, result and gates, and a run; [`AgentServer`] gives every
 //! session a token, an ordered and numbered event log with a replaying Server-Sent Events
-//! stream, gates answered over HTTP, one run at a time, and a resume after a restart, all
-//! kept in a [`SessionStore`].
+//! stream, gates answered over HTTP and checked against their declared answer types, one
+//! run at a time, cancellation, graceful shutdown, and a resume after a restart (at the
+//! run's last checkpoint), all kept in a [`SessionStore`] and a checkpoint store (one
+//! SQLite database by default).
 //!
 //! ## Routes
 //!
-//! Every error is JSON: `{"error": {"code": "...", "message": "..."}}`.
+//! Every error is JSON: `{"error": {"code": "...", "message": "...", "field"?: "..."}}`
+//! (`field`: the path of the request field at fault).
 //!
-//! - `POST /api/{product}/start`, body a JSON object the product validates:
+//! - `POST /api/{product}/start`, body the product's start request:
 //!   `201 {"session_id", "token", "stream_url", "status_url"}`. Unknown product 404,
-//!   malformed JSON 400, not an object or rejected 422, too large 413.
+//!   malformed JSON 400, a body that does not fit 422 (`invalid_request`, naming the
+//!   field), too large 413.
 //! - `GET /api/{product}/{session}/stream`: Server-Sent Events (`id: <n>`,
 //!   `event: <the event's "type">`, `data: <the JSON>`), the stored events after
 //!   `Last-Event-ID` (header) or `?last_event_id=`, then the live ones, until the terminal
-//!   `session_complete` or `session_failed`. Token as `Authorization: Bearer <token>` or
-//!   `?token=` (a browser `EventSource` cannot set headers).
+//!   `session_complete`, `session_failed` or `session_cancelled`. Token as
+//!   `Authorization: Bearer <token>` or `?token=` (a browser `EventSource` cannot set
+//!   headers).
 //! - `POST /api/{product}/respond`, body `{"session_id", "gate", "answer"}` and the token
 //!   as a bearer header or a `"token"` field: `200 {"ok": true}`. Unknown session or gate
-//!   404, bad token 401, answered already or session not running 409, an answer the
-//!   product's [`Product::validate_answer`] refuses 422 (`invalid_answer`).
+//!   404, bad token 401, answered already, closed, cancelled or not running 409, an answer
+//!   that does not fit the gate's declared type 422 (`invalid_answer`, naming the field).
 //! - `GET /api/{product}/{session}` (token required): `{"session_id", "product",
 //!   "status", "stage", "pending_gates": [{"id", "name", "payload", "since"}], "events",
-//!   "result", "error"}`.
+//!   "result", "error"}`; status `running`, `waiting`, `complete`, `failed` or
+//!   `cancelled`.
+//! - `POST /api/{product}/{session}/cancel` (token required): stops the run, closes its
+//!   gates, ends the session `cancelled`; `200 {"session_id", "status", "error"}`, 409 when
+//!   it has ended.
+//! - `GET /api/{product}/openapi.json`: the OpenAPI 3.1 document of these routes with the
+//!   JSON Schemas of the start request, every event, the result and every gate's answer.
 //! - `GET /`: the HTML page of the first product that has one.
 //!
 //! ## Events the server adds
 //!
 //! `{"type": "gate_open", "gate_id", "name", "payload"}`,
-//! `{"type": "gate_answered", "gate_id"}`, and one terminal event:
-//! `{"type": "session_complete", "result"}` or `{"type": "session_failed", "error"}`.
+//! `{"type": "gate_answered", "gate_id"}`, `{"type": "gate_closed", "gate_id", "reason"}`
+//! (`expired` or `cancelled`), and one terminal event: `{"type": "session_complete",
+//! "result"}`, `{"type": "session_failed", "error"}` or `{"type": "session_cancelled",
+//! "reason"}`.
 //!
 //! ## Example
 //!
 //! ```no_run
 //! use agent_server::{AgentServer, Product, SessionHandle};
 //! use agent_runtime::sessions::InMemorySessionStore;
-//! use agent_runtime::GateRequest;
+//! use agent_runtime::{AgentIdentity, Gate, GateError, GateSpec, Session};
 //! use std::sync::Arc;
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Start { name: String }
+//! #[derive(serde::Serialize, schemars::JsonSchema)]
+//! #[serde(tag = "type", rename_all = "snake_case")]
+//! enum Event { Hello { name: String } }
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Confirm { ok: bool }
+//! const CONFIRM: Gate<Confirm> = Gate::new("confirm");
 //!
 //! struct Greeter;
 //!
 //! #[async_trait::async_trait]
 //! impl Product for Greeter {
+//!     type Start = Start;
+//!     type Event = Event;
+//!     type Output = bool;
+//!     type Error = GateError;
+//!
 //!     fn name(&self) -> &str {
 //!         "greet"
 //!     }
 //!
-//!     fn validate_start(&self, body: &serde_json::Value) -> Result<(), String> {
-//!         body.get("name")
-//!             .and_then(|n| n.as_str())
-//!             .map(|_| ())
-//!             .ok_or_else(|| "\"name\" must be a string".to_owned())
+//!     fn gates(&self) -> Vec<GateSpec> {
+//!         vec![CONFIRM.spec()]
 //!     }
 //!
-//!     async fn run(&self, session: SessionHandle) -> Result<serde_json::Value, String> {
-//!         let name = session.request()["name"].as_str().unwrap_or("you").to_owned();
-//!         session.emit(&serde_json::json!({"type": "hello", "name": name}));
-//!         let gate = session.gates().next_id("greeter", "confirm");
-//!         let cancel = session.cancellation();
-//!         let answer = session
-//!             .gates()
-//!             .wait(&gate, GateRequest::new("confirm"), Some(&cancel))
-//!             .await
-//!             .map_err(|e| e.to_string())?;
-//!         Ok(serde_json::json!({"greeted": name, "answer": answer}))
+//!     async fn run(&self, handle: SessionHandle, start: Start) -> Result<bool, GateError> {
+//!         let session: Session<(), Event> = Session::new(handle.id(), ())
+//!             .with_gates(handle.gates().clone())
+//!             .with_event_sink(handle.event_sink())
+//!             .with_cancellation(handle.cancellation());
+//!         session.emit(Event::Hello { name: start.name });
+//!         let ctx = session.context(AgentIdentity::new("greeter", "demo"));
+//!         Ok(ctx.ask(&CONFIRM, serde_json::json!({"question": "Shall we?"})).await?.ok)
 //!     }
 //! }
 //!
@@ -75,15 +96,21 @@
 //!     .with_product(Arc::new(Greeter));
 //! let _router: axum::Router = server.router(); // mount it, or:
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
-//! server.serve(listener).await
+//! // Shuts down (parking running sessions) when the future resolves, e.g. on Ctrl-C.
+//! let shutdown = std::future::pending::<()>();
+//! server.serve_until(listener, shutdown).await
 //! # }
 //! ```
 
+mod access;
 mod auth;
 mod error;
+mod hosted;
+mod openapi;
 mod product;
 mod routes;
 mod server;
+mod stream;
 mod writer;
 
 pub use product::{Product, SessionHandle};

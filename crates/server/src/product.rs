@@ -3,45 +3,96 @@
 
 use agent_runtime::EventSink;
 use agent_runtime::GateRegistry;
+use agent_runtime::checkpoint::CheckpointStore;
 use agent_runtime::sessions::StoreError;
+use agent_runtime::{AnswerError, GateSpec};
 use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
-use std::marker::PhantomData;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::writer::{Write, is_reserved_type};
 
-/// A product the server hosts under `/api/{name}/...`: it checks start requests and runs
-/// sessions.
+/// A product the server hosts under `/api/{name}/...`, with typed contracts: the start
+/// request, the events it emits, its result, and the gates it waits at. The server reads
+/// and checks start bodies and gate answers against them (422 naming the field), and
+/// publishes their JSON Schemas as an OpenAPI document (`GET /api/{name}/openapi.json`).
 ///
 /// `run` is called once for a new session and again, for the same session, after a server
-/// restart ([`AgentServer::resume_unfinished`](crate::AgentServer::resume_unfinished)): then
-/// [`SessionHandle::saved_state`] returns what it last saved with
-/// [`SessionHandle::save_state`], and the gates it had passed (answered) pass again at once,
-/// provided it makes the same gate ids in the same order
-/// ([`GateRegistry::next_id`]). A run that skips work it has already done (because its
-/// saved state says so) should still ask for the same gate ids.
+/// restart ([`AgentServer::resume_unfinished`](crate::AgentServer::resume_unfinished)): a
+/// product running a graph resumes it from [`SessionHandle::checkpoints`], and the gates
+/// it had passed pass again at once.
+///
+/// ```
+/// use agent_server::{Product, SessionHandle};
+/// use agent_runtime::{Gate, GateSpec};
+///
+/// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+/// struct Start { text: String }
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// #[serde(tag = "type", rename_all = "snake_case")]
+/// enum Event { Echoed { text: String } }
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Approval { approved: bool }
+/// const APPROVE: Gate<Approval> = Gate::new("approve");
+///
+/// struct Echo;
+///
+/// #[async_trait::async_trait]
+/// impl Product for Echo {
+///     type Start = Start;
+///     type Event = Event;
+///     type Output = String;
+///     type Error = std::io::Error;
+///
+///     fn name(&self) -> &str { "echo" }
+///
+///     fn gates(&self) -> Vec<GateSpec> { vec![APPROVE.spec()] }
+///
+///     async fn run(&self, session: SessionHandle, start: Start) -> Result<String, std::io::Error> {
+///         session.emit(&Event::Echoed { text: start.text.clone() });
+///         Ok(start.text)
+///     }
+/// }
+/// ```
 #[async_trait]
 pub trait Product: Send + Sync + 'static {
+    /// The start request (`POST /api/{name}/start`).
+    type Start: DeserializeOwned + JsonSchema + Send + 'static;
+    /// The product's own events: JSON objects with a `"type"` field.
+    type Event: Serialize + JsonSchema;
+    /// The result of a complete session.
+    type Output: Serialize + JsonSchema + Send;
+    /// Why a session failed (its message is the session's error).
+    type Error: std::error::Error + Send;
+
     /// The `{product}` path segment, for example `resume`. Must be URL-safe.
     fn name(&self) -> &str;
 
-    /// Checks a start request (a JSON object). `Err` holds a message for the client, answered
-    /// with status 422.
-    fn validate_start(&self, body: &Value) -> Result<(), String>;
-
-    /// Runs the session and returns its result, or an error message. A panic is caught and
-    /// fails the session like an `Err`.
-    async fn run(&self, session: SessionHandle) -> Result<Value, String>;
-
-    /// Checks an answer to the gate named `gate` (the name, not the id) before it is
-    /// passed on. `Err` holds a message for the client, answered with status 422 (code
-    /// `invalid_answer`); the gate stays open. By default every answer is accepted.
-    fn validate_answer(&self, gate: &str, answer: &Value) -> Result<(), String> {
-        let _ = (gate, answer);
+    /// Checks a start request beyond its type (lengths, non-empty text). `Err` is
+    /// answered with status 422 naming the field. By default every request is accepted.
+    fn check_start(&self, start: &Self::Start) -> Result<(), AnswerError> {
+        let _ = start;
         Ok(())
+    }
+
+    /// Runs the session and returns its result. A panic is caught and fails the session
+    /// like an `Err`.
+    async fn run(
+        &self,
+        session: SessionHandle,
+        start: Self::Start,
+    ) -> Result<Self::Output, Self::Error>;
+
+    /// The gates the product waits at, declared once as [`Gate`](agent_runtime::Gate)s:
+    /// an answer to a gate whose kind is listed here is checked before it is passed on
+    /// (422 `invalid_answer` naming the field; the gate stays open). By default none.
+    fn gates(&self) -> Vec<GateSpec> {
+        Vec::new()
     }
 
     /// An HTML page served at `GET /` (the first registered product that has one).
@@ -65,6 +116,11 @@ struct HandleInner {
     writer: mpsc::UnboundedSender<Write>,
     saved_state: Option<Value>,
     cancel: CancellationToken,
+    checkpoints: Arc<dyn CheckpointStore>,
+    /// Product events stored before this run started (a resumed session), in order: a
+    /// numbered event equal to the stored one with its ordinal is a replay, not stored
+    /// again.
+    replayed: Vec<Value>,
 }
 
 impl std::fmt::Debug for SessionHandle {
@@ -78,15 +134,18 @@ impl std::fmt::Debug for SessionHandle {
 }
 
 impl SessionHandle {
-    pub(crate) fn new(
-        id: String,
-        product: String,
-        request: Value,
-        gates: GateRegistry,
-        writer: mpsc::UnboundedSender<Write>,
-        saved_state: Option<Value>,
-        cancel: CancellationToken,
-    ) -> Self {
+    pub(crate) fn new(parts: HandleParts) -> Self {
+        let HandleParts {
+            id,
+            product,
+            request,
+            gates,
+            writer,
+            saved_state,
+            cancel,
+            checkpoints,
+            replayed,
+        } = parts;
         SessionHandle {
             inner: Arc::new(HandleInner {
                 id,
@@ -96,6 +155,8 @@ impl SessionHandle {
                 writer,
                 saved_state,
                 cancel,
+                checkpoints,
+                replayed,
             }),
         }
     }
@@ -110,7 +171,7 @@ impl SessionHandle {
         &self.inner.product
     }
 
-    /// The start request, as [`Product::validate_start`] accepted it.
+    /// The start request, as the server read and checked it.
     pub fn request(&self) -> &Value {
         &self.inner.request
     }
@@ -150,15 +211,18 @@ impl SessionHandle {
         self.send(Write::Event(value));
     }
 
+    /// Whether the user cancelled the session (`POST /api/{product}/{session}/cancel`):
+    /// the run should end, and its gates are closed. Its cancellation token fires too.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
     /// A sink for the runtime session
     /// ([`Session::with_events`](agent_runtime::Session::with_events) takes
     /// `move |e| sink.emit(e)`, or the handle itself, which is a sink too): every event
     /// goes through [`emit`](Self::emit).
     pub fn event_sink<E: serde::Serialize + Send + Sync + 'static>(&self) -> Arc<dyn EventSink<E>> {
-        Arc::new(HandleSink {
-            handle: self.clone(),
-            _event: PhantomData,
-        })
+        Arc::new(self.clone())
     }
 
     /// Persists the product's state and stage name (shown by the status route). Events
@@ -183,9 +247,46 @@ impl SessionHandle {
             .map_err(|_| StoreError::Backend("the session has ended".to_owned()))?
     }
 
+    /// Records the product's stage name, shown by the status route (in order with the
+    /// events emitted before).
+    pub fn set_stage(&self, stage: &str) {
+        self.send(Write::Stage(stage.to_owned()));
+    }
+
     /// The state saved before a restart, if this run resumes a session.
     pub fn saved_state(&self) -> Option<Value> {
         self.inner.saved_state.clone()
+    }
+
+    /// The deployment's checkpoint store (the same database as the sessions with the
+    /// SQLite backend). A product running a graph checkpoints it here under the session
+    /// id, and resumes it from here after a restart
+    /// ([`CompiledGraph::resume_in`](agent_runtime::graph::CompiledGraph::resume_in)).
+    pub fn checkpoints(&self) -> Arc<dyn CheckpointStore> {
+        Arc::clone(&self.inner.checkpoints)
+    }
+
+    /// How many product events the session had stored when this run started. A resumed
+    /// run's numbered event ([`EventSink::emit_numbered`]) that equals the stored event
+    /// with its ordinal is a replay of work done again after the last checkpoint: it is
+    /// dropped rather than stored twice. Any other event is stored, so nothing is lost.
+    pub fn replayed_events(&self) -> u64 {
+        self.inner.replayed.len() as u64
+    }
+
+    /// Sends a numbered product event, unless it replays a stored one.
+    fn emit_numbered<E: serde::Serialize>(&self, ordinal: u64, event: &E) {
+        let stored = usize::try_from(ordinal)
+            .ok()
+            .and_then(|n| n.checked_sub(1))
+            .and_then(|index| self.inner.replayed.get(index));
+        if let Some(stored) = stored
+            && serde_json::to_value(event).is_ok_and(|event| event == *stored)
+        {
+            tracing::debug!(session = %self.inner.id, ordinal, "replayed event already stored");
+            return;
+        }
+        self.emit(event);
     }
 
     /// The session's cancellation token (give it to the runtime session with
@@ -208,15 +309,21 @@ impl<E: serde::Serialize> EventSink<E> for SessionHandle {
     fn emit(&self, event: E) {
         SessionHandle::emit(self, &event);
     }
-}
 
-struct HandleSink<E> {
-    handle: SessionHandle,
-    _event: PhantomData<fn(E)>,
-}
-
-impl<E: serde::Serialize> EventSink<E> for HandleSink<E> {
-    fn emit(&self, event: E) {
-        self.handle.emit(&event);
+    fn emit_numbered(&self, ordinal: u64, event: E) {
+        SessionHandle::emit_numbered(self, ordinal, &event);
     }
+}
+
+/// What a handle is made of.
+pub(crate) struct HandleParts {
+    pub(crate) id: String,
+    pub(crate) product: String,
+    pub(crate) request: Value,
+    pub(crate) gates: GateRegistry,
+    pub(crate) writer: mpsc::UnboundedSender<Write>,
+    pub(crate) saved_state: Option<Value>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) checkpoints: Arc<dyn CheckpointStore>,
+    pub(crate) replayed: Vec<Value>,
 }

@@ -1,38 +1,43 @@
 //! The HTTP routes.
 
 use agent_runtime::GateError;
-use agent_runtime::sessions::{NewSession, SessionRecord, StoredEvent};
+use agent_runtime::sessions::{NewSession, SessionOutcome};
 use axum::Json;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, Request, StatusCode, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::http::{HeaderMap, Request, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
-use futures::Stream;
-use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::VecDeque;
-use std::convert::Infallible;
-use std::sync::Arc;
-use tokio::sync::broadcast;
 use tower_http::trace::TraceLayer;
 
-use crate::auth::{bearer, hash_token, new_token, token_matches};
+use crate::access::{Authorized, TokenQuery, authorize, authorized, path, session_of};
+use crate::auth::{bearer, hash_token, new_token};
 use crate::error::ApiError;
 use crate::server::AgentServer;
-use crate::writer::{Numbered, Write, is_terminal};
+use crate::stream::stream;
+use crate::writer::Write;
 
-pub(crate) fn router(server: AgentServer) -> Router {
+impl AgentServer {
+    /// The routes, ready to serve or to [`nest`](axum::Router::nest)/
+    /// [`merge`](axum::Router::merge) into a bigger router.
+    pub fn router(&self) -> Router {
+        router(self.clone())
+    }
+}
+
+fn router(server: AgentServer) -> Router {
     let limit = server.inner.config.max_body_bytes;
     Router::new()
         .route("/", get(page))
         .route("/api/{product}/start", post(start))
         .route("/api/{product}/respond", post(respond))
+        .route("/api/{product}/openapi.json", get(openapi))
         .route("/api/{product}/{session}", get(status))
         .route("/api/{product}/{session}/stream", get(stream))
+        .route("/api/{product}/{session}/cancel", post(cancel))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
@@ -72,12 +77,6 @@ async fn page(State(server): State<AgentServer>) -> Result<Response, ApiError> {
         .ok_or_else(|| ApiError::not_found("not_found", "no product serves a page"))
 }
 
-fn path<T>(extracted: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
-    extracted
-        .map(|Path(value)| value)
-        .map_err(|rejection| ApiError::bad_request(format!("bad path: {rejection}")))
-}
-
 /// Reads a JSON body: 413 when over the limit, 400 when it is not JSON.
 fn json_body(body: Result<Bytes, BytesRejection>, limit: usize) -> Result<Value, ApiError> {
     let bytes = body.map_err(|rejection| {
@@ -93,30 +92,6 @@ fn json_body(body: Result<Bytes, BytesRejection>, limit: usize) -> Result<Value,
     })?;
     serde_json::from_slice(&bytes)
         .map_err(|error| ApiError::bad_request(format!("the body is not valid JSON: {error}")))
-}
-
-/// The session `id` of `product`: 404 for an unknown product, or a session that does not
-/// exist or belongs to another product.
-async fn session_of(
-    server: &AgentServer,
-    product: &str,
-    id: &str,
-) -> Result<SessionRecord, ApiError> {
-    if server.product(product).is_none() {
-        return Err(ApiError::unknown_product(product));
-    }
-    match server.inner.store.get(id).await {
-        Ok(Some(record)) if record.product == product => Ok(record),
-        Ok(_) => Err(ApiError::unknown_session(id)),
-        Err(error) => Err(ApiError::store(&error)),
-    }
-}
-
-fn authorize(record: &SessionRecord, token: Option<&str>) -> Result<(), ApiError> {
-    match token {
-        Some(token) if token_matches(token, &record.token_hash) => Ok(()),
-        _ => Err(ApiError::unauthorized()),
-    }
 }
 
 /// `POST /api/{product}/start`.
@@ -135,8 +110,8 @@ async fn start(
         return Err(ApiError::invalid("the start request must be a JSON object"));
     }
     product
-        .validate_start(&request)
-        .map_err(ApiError::invalid)?;
+        .read_start(&request)
+        .map_err(|error| ApiError::invalid_at("the start request does not fit", &error))?;
 
     let id = uuid::Uuid::new_v4().to_string();
     let token = new_token();
@@ -152,7 +127,10 @@ async fn start(
         .await
         .map_err(|error| ApiError::store(&error))?;
     tracing::info!(session = %id, product = %name, "session started");
-    server.start_run(product, id.clone(), request);
+    server
+        .start_run(product, id.clone(), request)
+        .await
+        .map_err(|error| ApiError::store(&error))?;
     let body = json!({
         "session_id": id,
         "token": token,
@@ -208,18 +186,28 @@ async fn respond(
     };
 
     let _one_at_a_time = live.respond_lock.lock().await;
-    if let Some(product) = server.product(&name) {
-        let pending = live.gates.pending();
-        let gate_name = gate_name(&pending, gate);
-        product
-            .validate_answer(gate_name, answer)
-            .map_err(|message| {
-                ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "invalid_answer",
-                    format!("the answer to {gate:?} does not fit: {message}"),
-                )
-            })?;
+    if let Some(reason) = live.cancel_reason() {
+        return Err(ApiError::conflict(
+            "session_cancelled",
+            format!("session {session_id:?} was cancelled ({reason}); it takes no answer"),
+        ));
+    }
+    let kind = live
+        .gates
+        .pending()
+        .into_iter()
+        .find(|g| g.id == gate)
+        .map(|g| g.kind)
+        .or_else(|| live.restored.lock().get(gate).map(|g| g.kind.clone()));
+    if let Some(spec) = kind.and_then(|kind| server.product(&name)?.gate(&kind)) {
+        spec.check(answer).map_err(|error| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_answer",
+                format!("the answer to {gate:?} does not fit: {error}"),
+            )
+            .with_field(&error.path)
+        })?;
     }
     match live.gates.respond(gate, answer.clone()) {
         Ok(()) => {}
@@ -235,8 +223,16 @@ async fn respond(
                     .gates(session_id)
                     .await
                     .map_err(|error| ApiError::store(&error))?;
-                if stored.iter().any(|g| g.id == gate && g.answer.is_some()) {
-                    return Err(already_answered(gate));
+                if let Some(stored) = stored.iter().find(|g| g.id == gate) {
+                    if stored.answer.is_some() {
+                        return Err(already_answered(gate));
+                    }
+                    if let Some(reason) = &stored.closed {
+                        return Err(ApiError::conflict(
+                            "gate_closed",
+                            format!("gate {gate:?} closed without an answer ({reason})"),
+                        ));
+                    }
                 }
                 return Err(ApiError::not_found(
                     "unknown_gate",
@@ -280,18 +276,6 @@ fn already_answered(gate: &str) -> ApiError {
     )
 }
 
-#[derive(Debug, Deserialize)]
-struct TokenQuery {
-    token: Option<String>,
-    last_event_id: Option<String>,
-}
-
-fn query(extracted: Result<Query<TokenQuery>, QueryRejection>) -> Result<TokenQuery, ApiError> {
-    extracted
-        .map(|Query(query)| query)
-        .map_err(|rejection| ApiError::bad_request(format!("bad query: {rejection}")))
-}
-
 /// `GET /api/{product}/{session}`: status, stage, pending gates, event count, outcome.
 async fn status(
     State(server): State<AgentServer>,
@@ -299,10 +283,8 @@ async fn status(
     ids: Result<Path<(String, String)>, PathRejection>,
     token: Result<Query<TokenQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let (name, id) = path(ids)?;
-    let token = query(token)?;
-    let record = session_of(&server, &name, &id).await?;
-    authorize(&record, bearer(&headers).or(token.token.as_deref()))?;
+    let Authorized { record, .. } = authorized(&server, &headers, ids, token).await?;
+    let id = record.id.clone();
 
     let store = &server.inner.store;
     let pending: Vec<Value> = match server.inner.live.get(&id) {
@@ -335,7 +317,7 @@ async fn status(
             .await
             .map_err(|error| ApiError::store(&error))?
             .into_iter()
-            .filter(|g| g.answer.is_none())
+            .filter(|g| g.is_pending())
             .map(|g| gate_json(&g.id, &g.name, &g.payload, g.opened_at))
             .collect(),
     };
@@ -360,155 +342,55 @@ fn gate_json(id: &str, name: &str, payload: &Value, since: chrono::DateTime<chro
     json!({"id": id, "name": name, "payload": payload, "since": since})
 }
 
-/// `GET /api/{product}/{session}/stream`: the stored events after `Last-Event-ID`, then the
-/// live ones, until the terminal event.
-async fn stream(
+/// `GET /api/{product}/openapi.json`: the product's OpenAPI 3.1 document.
+async fn openapi(
+    State(server): State<AgentServer>,
+    product: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
+    let name = path(product)?;
+    let product = server
+        .product(&name)
+        .ok_or_else(|| ApiError::unknown_product(&name))?;
+    Ok(Json(product.openapi()).into_response())
+}
+
+/// `POST /api/{product}/{session}/cancel`: stops the run, closes its gates, and ends the
+/// session `cancelled`; answers with the session's status once that is written.
+async fn cancel(
     State(server): State<AgentServer>,
     headers: HeaderMap,
     ids: Result<Path<(String, String)>, PathRejection>,
     token: Result<Query<TokenQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let (name, id) = path(ids)?;
-    let query = query(token)?;
+    let Authorized {
+        product: name,
+        record,
+        ..
+    } = authorized(&server, &headers, ids, token).await?;
+    let id = record.id.clone();
+    if record.status.is_finished() {
+        return Err(ApiError::conflict(
+            "session_not_running",
+            format!(
+                "session {id:?} is {}; it cannot be cancelled",
+                record.status.as_str()
+            ),
+        ));
+    }
+    let reason = "cancelled by its user";
+    if !server.cancel(&id, reason).await {
+        // Unfinished but not running here (its resume failed): end it in the store.
+        server
+            .end_not_running(&id, SessionOutcome::Cancelled(reason.to_owned()))
+            .await
+            .map_err(|error| ApiError::store(&error))?;
+    }
+    tracing::info!(session = %id, "session cancelled");
     let record = session_of(&server, &name, &id).await?;
-    authorize(&record, bearer(&headers).or(query.token.as_deref()))?;
-    let header_id = headers
-        .get("last-event-id")
-        .map(|v| v.to_str().unwrap_or("invalid").to_owned());
-    let after = match header_id.or(query.last_event_id) {
-        None => 0,
-        Some(text) if text.trim().is_empty() => 0,
-        Some(text) => text.trim().parse::<u64>().map_err(|_| {
-            ApiError::bad_request(format!("Last-Event-ID {text:?} is not an event number"))
-        })?,
-    };
-
-    // Subscribe before reading the store: an event stored meanwhile arrives on both and
-    // is sent once (by its number); none falls in between.
-    let live = server
-        .inner
-        .live
-        .get(&id)
-        .map(|live| live.events.subscribe());
-    let replay = server
-        .inner
-        .store
-        .events_after(&id, after)
-        .await
-        .map_err(|error| ApiError::store(&error))?;
-    tracing::debug!(session = %id, after, replayed = replay.len(), live = live.is_some(), "stream opened");
-    let events = EventStream {
-        store: Arc::clone(&server.inner.store),
-        session: id,
-        queue: replay.into_iter().map(|e| (e.seq, e.event)).collect(),
-        live,
-        last: after,
-        ended: false,
-    }
-    .into_stream();
-    let sse =
-        Sse::new(events).keep_alive(KeepAlive::new().interval(server.inner.config.keep_alive));
-    let mut response = sse.into_response();
-    // Proxies must not buffer the stream.
-    response
-        .headers_mut()
-        .insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    Ok(response)
-}
-
-/// One client's event stream: a queue to send (replayed or caught up from the store), the
-/// live channel, and the last number sent.
-struct EventStream {
-    store: Arc<dyn agent_runtime::sessions::SessionStore>,
-    session: String,
-    queue: VecDeque<(u64, Value)>,
-    live: Option<broadcast::Receiver<Numbered>>,
-    last: u64,
-    ended: bool,
-}
-
-impl EventStream {
-    fn into_stream(self) -> impl Stream<Item = Result<Event, Infallible>> + Send {
-        futures::stream::unfold(self, |mut state| async move {
-            state.next().await.map(|event| (Ok(event), state))
-        })
-    }
-
-    async fn next(&mut self) -> Option<Event> {
-        loop {
-            if let Some((seq, event)) = self.queue.pop_front() {
-                if seq <= self.last {
-                    continue;
-                }
-                self.last = seq;
-                if is_terminal(&event) {
-                    self.ended = true;
-                    self.live = None;
-                }
-                return Some(sse_event(seq, &event));
-            }
-            if self.ended {
-                return None;
-            }
-            let live = self.live.as_mut()?;
-            match live.recv().await {
-                Ok((seq, event)) if seq == self.last + 1 || seq <= self.last => {
-                    self.queue.push_back((seq, Value::clone(&event)));
-                }
-                // Skipped ahead (should not happen) or fell behind: catch up from the store.
-                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => self.catch_up().await?,
-                Err(broadcast::error::RecvError::Closed) => {
-                    self.live = None;
-                    self.catch_up().await?;
-                    self.ended = true;
-                }
-            }
-        }
-    }
-
-    async fn catch_up(&mut self) -> Option<()> {
-        match self.store.events_after(&self.session, self.last).await {
-            Ok(events) => {
-                self.queue.extend(
-                    events
-                        .into_iter()
-                        .map(|StoredEvent { seq, event, .. }| (seq, event)),
-                );
-                Some(())
-            }
-            Err(error) => {
-                tracing::error!(session = %self.session, %error, "stream ended: the store failed");
-                None
-            }
-        }
-    }
-}
-
-/// `id: <seq>`, `event: <type>`, `data: <json>`.
-fn sse_event(seq: u64, event: &Value) -> Event {
-    let mut sse = Event::default().id(seq.to_string());
-    if let Some(kind) = event.get("type").and_then(Value::as_str)
-        && !kind.is_empty()
-        && !kind.contains(['\n', '\r'])
-    {
-        sse = sse.event(kind);
-    }
-    sse.data(event.to_string())
-}
-
-/// The name of gate `id`: from the pending gates, else from the stable id's form
-/// `{agent}:{name}:{n}`.
-fn gate_name<'a>(pending: &'a [agent_runtime::PendingGate], id: &'a str) -> &'a str {
-    if let Some(gate) = pending.iter().find(|g| g.id == id) {
-        return &gate.name;
-    }
-    let mut parts = id.splitn(2, ':');
-    let _agent = parts.next();
-    parts
-        .next()
-        .and_then(|rest| rest.rsplit_once(':').map(|(name, _)| name))
-        .unwrap_or(id)
+    Ok(Json(json!({
+        "session_id": record.id,
+        "status": record.status.as_str(),
+        "error": record.error,
+    }))
+    .into_response())
 }

@@ -1,20 +1,23 @@
 //! [`AgentServer`]: the products, the store, and the runs that are live.
 
 use agent_runtime::GateRegistry;
-use agent_runtime::sessions::{SessionStatus, SessionStore, StoreError, StoredGate};
+use agent_runtime::checkpoint::{CheckpointStore, InMemoryCheckpointStore};
+use agent_runtime::sessions::{
+    EventFanout, InProcessFanout, InProcessLeases, SessionLeases, SessionOutcome, SessionStatus,
+    SessionStore, StoreError, StoredGate,
+};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::product::{Product, SessionHandle};
-use crate::writer::{Listener, Numbered, RestoredGates, Write, Writer};
-
-/// How many events a slow live stream may fall behind before it catches up from the store.
-const BROADCAST_CAPACITY: usize = 256;
+use crate::hosted::Hosted;
+use crate::product::{HandleParts, Product, SessionHandle};
+use crate::writer::{Listener, RestoredGates, Write, Writer, is_reserved_type, terminal_event};
 
 /// Limits and timings of the HTTP host.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +26,16 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// How often an idle event stream sends a keep-alive comment. Default 15 s.
     pub keep_alive: Duration,
+    /// How many restarts in a row may find a session with no new event before
+    /// [`AgentServer::resume_unfinished`] gives up on it (status `failed`, reason
+    /// recorded). Default 3.
+    pub max_resume_attempts: u32,
+    /// How long shutting down waits for running sessions to park at their next
+    /// checkpoint. Default 10 s.
+    pub park_timeout: Duration,
+    /// How long a run's lease on its session lasts unless renewed; it is renewed every
+    /// third of it. Default 30 s.
+    pub lease_ttl: Duration,
 }
 
 impl Default for ServerConfig {
@@ -30,6 +43,9 @@ impl Default for ServerConfig {
         ServerConfig {
             max_body_bytes: 1024 * 1024,
             keep_alive: Duration::from_secs(15),
+            max_resume_attempts: 3,
+            park_timeout: Duration::from_secs(10),
+            lease_ttl: Duration::from_secs(30),
         }
     }
 }
@@ -46,9 +62,18 @@ pub struct AgentServer {
 #[derive(Clone)]
 pub(crate) struct Inner {
     pub(crate) store: Arc<dyn SessionStore>,
-    pub(crate) products: Vec<Arc<dyn Product>>,
+    pub(crate) checkpoints: Arc<dyn CheckpointStore>,
+    pub(crate) products: Vec<Arc<dyn Hosted>>,
     pub(crate) config: ServerConfig,
     pub(crate) live: Arc<LiveMap>,
+    /// Set once the server shuts down: it starts no run any more.
+    pub(crate) shutting_down: Arc<AtomicBool>,
+    /// Who runs which session (one instance at a time).
+    pub(crate) leases: Arc<dyn SessionLeases>,
+    /// Where stored events go to the streams that follow them.
+    pub(crate) fanout: Arc<dyn EventFanout>,
+    /// This instance, as a lease holder.
+    pub(crate) instance: String,
 }
 
 impl std::fmt::Debug for AgentServer {
@@ -80,13 +105,36 @@ impl LiveMap {
 pub(crate) struct LiveSession {
     pub(crate) gates: GateRegistry,
     pub(crate) writer: mpsc::UnboundedSender<Write>,
-    pub(crate) events: broadcast::Sender<Numbered>,
     pub(crate) restored: Arc<RestoredGates>,
     /// Answers are given one at a time per session.
     pub(crate) respond_lock: tokio::sync::Mutex<()>,
+    /// The run's cancellation: the user's cancel, the server's shutdown.
+    pub(crate) cancel: CancellationToken,
+    /// Why the user cancelled the session, once they did.
+    pub(crate) cancelled: Mutex<Option<String>>,
+    /// Fires once the run has ended and its outcome is written.
+    pub(crate) ended: CancellationToken,
+    /// Set when the run is parked (the server shuts down, or another instance took its
+    /// lease): it stops without finishing, and its gates stay pending, for the run that
+    /// resumes it.
+    pub(crate) parked: Arc<AtomicBool>,
 }
 
 impl LiveSession {
+    /// Stops the run without finishing the session (see [`LiveSession::parked`]).
+    pub(crate) fn park(&self) {
+        self.parked.store(true, Ordering::SeqCst);
+        self.cancel.cancel();
+    }
+
+    /// Why the user cancelled the session, if they did.
+    pub(crate) fn cancel_reason(&self) -> Option<String> {
+        self.cancelled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     /// Waits until the writer has written everything sent before.
     pub(crate) async fn flush(&self) {
         let (done, flushed) = oneshot::channel();
@@ -98,30 +146,39 @@ impl LiveSession {
 
 /// What a run starts from.
 struct Launch {
-    product: Arc<dyn Product>,
+    product: Arc<dyn Hosted>,
     id: String,
     request: Value,
     status: SessionStatus,
     saved_state: Option<Value>,
     gates: Vec<StoredGate>,
+    /// Product events stored before this run, in order.
+    replayed: Vec<Value>,
 }
 
 impl AgentServer {
-    /// A server keeping its sessions in `store`, with no product yet.
+    /// A server keeping its sessions in `store`, with no product yet. Runs checkpoint in
+    /// memory until [`with_checkpoints`](Self::with_checkpoints) gives a durable store.
     pub fn new(store: Arc<dyn SessionStore>) -> Self {
         AgentServer {
             inner: Arc::new(Inner {
                 store,
+                checkpoints: Arc::new(InMemoryCheckpointStore::new()),
                 products: Vec::new(),
                 config: ServerConfig::default(),
                 live: Arc::default(),
+                shutting_down: Arc::default(),
+                leases: Arc::new(InProcessLeases::default()),
+                fanout: Arc::new(InProcessFanout::default()),
+                instance: uuid::Uuid::new_v4().to_string(),
             }),
         }
     }
 
     /// Hosts `product` under `/api/{product.name()}/...`. A product with the name of one
     /// already hosted replaces it.
-    pub fn with_product(self, product: Arc<dyn Product>) -> Self {
+    pub fn with_product<P: Product>(self, product: Arc<P>) -> Self {
+        let product: Arc<dyn Hosted> = product;
         let mut inner = Arc::unwrap_or_clone(self.inner);
         if let Some(slot) = inner
             .products
@@ -141,6 +198,36 @@ impl AgentServer {
         }
     }
 
+    /// Keeps the products' run checkpoints in `checkpoints` (with the SQLite backend, the
+    /// same database file as the sessions), so a restarted server resumes each unfinished
+    /// run at its last checkpoint ([`SessionHandle::checkpoints`]).
+    pub fn with_checkpoints(self, checkpoints: Arc<dyn CheckpointStore>) -> Self {
+        let mut inner = Arc::unwrap_or_clone(self.inner);
+        inner.checkpoints = checkpoints;
+        AgentServer {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// Uses these leases to decide which instance runs a session (in-process by default;
+    /// several instances share one implementation on their coordination service).
+    pub fn with_leases(self, leases: Arc<dyn SessionLeases>) -> Self {
+        let mut inner = Arc::unwrap_or_clone(self.inner);
+        inner.leases = leases;
+        AgentServer {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// Uses this fan-out to carry stored events to the streams (in-process by default).
+    pub fn with_fanout(self, fanout: Arc<dyn EventFanout>) -> Self {
+        let mut inner = Arc::unwrap_or_clone(self.inner);
+        inner.fanout = fanout;
+        AgentServer {
+            inner: Arc::new(inner),
+        }
+    }
+
     /// Sets the limits and timings.
     pub fn with_config(self, config: ServerConfig) -> Self {
         let mut inner = Arc::unwrap_or_clone(self.inner);
@@ -150,18 +237,72 @@ impl AgentServer {
         }
     }
 
-    /// The routes, ready to serve or to [`nest`](axum::Router::nest)/
-    /// [`merge`](axum::Router::merge) into a bigger router.
-    pub fn router(&self) -> axum::Router {
-        crate::routes::router(self.clone())
-    }
-
     /// Serves [`router`](Self::router) on `listener` until the listener fails.
     pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        self.serve_until(listener, std::future::pending()).await
+    }
+
+    /// Serves until `shutdown` resolves (Ctrl-C, SIGTERM), then shuts down gracefully:
+    /// stops accepting connections, parks every running session at its next checkpoint
+    /// (it resumes at the next start; its gates stay pending), and flushes their events.
+    pub async fn serve_until(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
         if let Ok(address) = listener.local_addr() {
             tracing::info!(%address, "agent server listening");
         }
-        axum::serve(listener, self.router()).await
+        let stop = CancellationToken::new();
+        let stopping = stop.clone();
+        let server = self.clone();
+        let parked = tokio::spawn(async move {
+            shutdown.await;
+            tracing::info!("shutting down: parking running sessions");
+            server.park_all().await;
+            stopping.cancel();
+        });
+        let served = axum::serve(listener, self.router())
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await;
+        parked.abort();
+        served
+    }
+
+    /// Parks every running session: its run stops at its next checkpoint and its events
+    /// are flushed; nothing is finished, so [`resume_unfinished`](Self::resume_unfinished)
+    /// continues it at the next start. Waits at most [`ServerConfig::park_timeout`].
+    pub async fn park_all(&self) {
+        self.inner.shutting_down.store(true, Ordering::SeqCst);
+        let live: Vec<Arc<LiveSession>> = self.inner.live.lock().values().cloned().collect();
+        for session in &live {
+            session.park();
+        }
+        let ended = futures::future::join_all(live.iter().map(|s| s.ended.cancelled()));
+        if tokio::time::timeout(self.inner.config.park_timeout, ended)
+            .await
+            .is_err()
+        {
+            tracing::warn!("some sessions did not park in time");
+        }
+    }
+
+    /// Cancels a session for its user: the run is stopped, its gates are closed, and the
+    /// session ends `cancelled` with a `session_cancelled` event. Waits (at most a few
+    /// seconds) until that is written. Returns whether the session was running here.
+    pub(crate) async fn cancel(&self, id: &str, reason: &str) -> bool {
+        let Some(live) = self.inner.live.get(id) else {
+            return false;
+        };
+        *live.cancelled.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason.to_owned());
+        live.cancel.cancel();
+        if tokio::time::timeout(Duration::from_secs(5), live.ended.cancelled())
+            .await
+            .is_err()
+        {
+            tracing::warn!(session = id, "the cancelled run has not ended yet");
+        }
+        true
     }
 
     /// After a restart: reruns every unfinished session (running or waiting) of every
@@ -175,17 +316,43 @@ impl AgentServer {
                 if self.inner.live.get(&record.id).is_some() {
                     continue;
                 }
+                let stored = self.inner.store.events_after(&record.id, 0).await?;
+                let events = stored.len() as u64;
+                let attempts = self.inner.store.note_resume(&record.id, events).await?;
+                let limit = self.inner.config.max_resume_attempts;
+                if attempts > limit {
+                    let reason = format!(
+                        "gave up: {limit} restarts in a row resumed the session without progress"
+                    );
+                    tracing::warn!(session = %record.id, %reason, "not resuming");
+                    self.end_not_running(&record.id, SessionOutcome::Failed(reason))
+                        .await?;
+                    continue;
+                }
                 let gates = self.inner.store.gates(&record.id).await?;
                 let saved_state = self.inner.store.load_state(&record.id).await?;
+                let replayed: Vec<Value> = stored
+                    .into_iter()
+                    .map(|stored| stored.event)
+                    .filter(|event| {
+                        event
+                            .get("type")
+                            .and_then(Value::as_str)
+                            .is_none_or(|kind| !is_reserved_type(kind))
+                    })
+                    .collect();
                 tracing::info!(session = %record.id, product = product.name(), "resuming");
-                let launched = self.launch(Launch {
-                    product: Arc::clone(product),
-                    id: record.id,
-                    request: record.request,
-                    status: record.status,
-                    saved_state,
-                    gates,
-                });
+                let launched = self
+                    .launch(Launch {
+                        product: Arc::clone(product),
+                        id: record.id,
+                        request: record.request,
+                        status: record.status,
+                        saved_state,
+                        gates,
+                        replayed,
+                    })
+                    .await?;
                 if launched {
                     resumed += 1;
                 }
@@ -194,12 +361,31 @@ impl AgentServer {
         Ok(resumed)
     }
 
-    pub(crate) fn product(&self, name: &str) -> Option<&Arc<dyn Product>> {
+    /// Ends a session that no run holds here: its outcome and terminal event, stored.
+    pub(crate) async fn end_not_running(
+        &self,
+        id: &str,
+        outcome: SessionOutcome,
+    ) -> Result<(), StoreError> {
+        self.inner.store.finish(id, outcome.clone()).await?;
+        self.inner
+            .store
+            .append_event(id, &terminal_event(&outcome))
+            .await
+            .map(|_| ())
+    }
+
+    pub(crate) fn product(&self, name: &str) -> Option<&Arc<dyn Hosted>> {
         self.inner.products.iter().find(|p| p.name() == name)
     }
 
     /// Starts the run of a session just created.
-    pub(crate) fn start_run(&self, product: Arc<dyn Product>, id: String, request: Value) {
+    pub(crate) async fn start_run(
+        &self,
+        product: Arc<dyn Hosted>,
+        id: String,
+        request: Value,
+    ) -> Result<(), StoreError> {
         self.launch(Launch {
             product,
             id,
@@ -207,11 +393,15 @@ impl AgentServer {
             status: SessionStatus::Running,
             saved_state: None,
             gates: Vec::new(),
-        });
+            replayed: Vec::new(),
+        })
+        .await
+        .map(|_| ())
     }
 
-    /// Starts a run unless one is live for this session. Returns whether it started one.
-    fn launch(&self, launch: Launch) -> bool {
+    /// Starts a run unless one is live for this session or another instance holds its
+    /// lease. Returns whether it started one.
+    async fn launch(&self, launch: Launch) -> Result<bool, StoreError> {
         let Launch {
             product,
             id,
@@ -219,12 +409,24 @@ impl AgentServer {
             status,
             saved_state,
             gates: stored_gates,
+            replayed,
         } = launch;
+        if self.inner.live.get(&id).is_some() || self.inner.shutting_down.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
+        let (leases, instance) = (Arc::clone(&self.inner.leases), self.inner.instance.clone());
+        let ttl = self.inner.config.lease_ttl;
+        if !leases.acquire(&id, &instance, ttl).await? {
+            tracing::info!(session = %id, "another instance runs it");
+            return Ok(false);
+        }
         let (writer_tx, writer_rx) = mpsc::unbounded_channel();
         let restored = Arc::new(RestoredGates::default());
+        let parked = Arc::new(AtomicBool::new(false));
         let gates = GateRegistry::with_listener(Arc::new(Listener {
             writer: writer_tx.clone(),
             restored: Arc::clone(&restored),
+            parked: Arc::clone(&parked),
         }));
         let mut answers = Vec::new();
         let mut announced = HashSet::new();
@@ -233,6 +435,7 @@ impl AgentServer {
             for gate in stored_gates {
                 match gate.answer {
                     Some(answer) => answers.push((gate.id, answer)),
+                    None if gate.closed.is_some() => {}
                     None => {
                         announced.insert(gate.id.clone());
                         pending.insert(gate.id.clone(), gate);
@@ -241,19 +444,23 @@ impl AgentServer {
             }
         }
         gates.restore(answers);
-        let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
+        let cancel = CancellationToken::new();
         let live = Arc::new(LiveSession {
             gates: gates.clone(),
             writer: writer_tx.clone(),
-            events: events.clone(),
             restored: Arc::clone(&restored),
             respond_lock: tokio::sync::Mutex::new(()),
+            cancel: cancel.clone(),
+            cancelled: Mutex::new(None),
+            ended: CancellationToken::new(),
+            parked,
         });
+        let this_run = Arc::clone(&live);
         {
             let mut map = self.inner.live.lock();
             if map.contains_key(&id) {
                 tracing::debug!(session = %id, "already running");
-                return false;
+                return Ok(false);
             }
             map.insert(id.clone(), live);
         }
@@ -261,7 +468,7 @@ impl AgentServer {
         let writer = Writer {
             store: Arc::clone(&self.inner.store),
             session: id.clone(),
-            events,
+            fanout: Arc::clone(&self.inner.fanout),
             gates: gates.clone(),
             restored,
             announced,
@@ -270,16 +477,40 @@ impl AgentServer {
         let span = tracing::info_span!("session_run", session.id = %id, product = product.name(), resumed = saved_state.is_some());
         tokio::spawn(writer.run(writer_rx).instrument(span.clone()));
 
-        let cancel = CancellationToken::new();
-        let handle = SessionHandle::new(
-            id.clone(),
-            product.name().to_owned(),
+        let handle = SessionHandle::new(HandleParts {
+            id: id.clone(),
+            product: product.name().to_owned(),
             request,
             gates,
-            writer_tx.clone(),
+            writer: writer_tx.clone(),
             saved_state,
-            cancel.clone(),
-        );
+            cancel: cancel.clone(),
+            checkpoints: Arc::clone(&self.inner.checkpoints),
+            replayed,
+        });
+        // Renew the lease while the run goes on; a lost lease parks the run.
+        let renewing = {
+            let (leases, id, instance, run) = (
+                Arc::clone(&leases),
+                id.clone(),
+                instance.clone(),
+                Arc::clone(&this_run),
+            );
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(ttl / 3).await;
+                    match leases.renew(&id, &instance, ttl).await {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            tracing::warn!(session = %id, "lease lost: parking the run");
+                            run.park();
+                            return;
+                        }
+                        Err(error) => tracing::warn!(session = %id, %error, "lease not renewed"),
+                    }
+                }
+            })
+        };
         let live_map = Arc::clone(&self.inner.live);
         tokio::spawn(
             async move {
@@ -293,20 +524,39 @@ impl AgentServer {
                     }
                     Err(_) => Err("the run was cancelled".to_owned()),
                 };
+                let outcome = match (this_run.cancel_reason(), outcome) {
+                    (Some(reason), _) => SessionOutcome::Cancelled(reason),
+                    (None, Ok(result)) => SessionOutcome::Complete(result),
+                    (None, Err(error)) => SessionOutcome::Failed(error),
+                };
+                let parked = this_run.parked.load(Ordering::SeqCst)
+                    && matches!(outcome, SessionOutcome::Failed(_));
                 match &outcome {
-                    Ok(_) => tracing::info!("run complete"),
-                    Err(error) => tracing::warn!(%error, "run failed"),
+                    _ if parked => tracing::info!("run parked"),
+                    SessionOutcome::Complete(_) => tracing::info!("run complete"),
+                    SessionOutcome::Failed(error) => tracing::warn!(%error, "run failed"),
+                    SessionOutcome::Cancelled(reason) => tracing::info!(%reason, "run cancelled"),
                 }
                 cancel.cancel();
                 let (done, written) = oneshot::channel();
-                if writer_tx.send(Write::Finish { outcome, done }).is_ok() {
+                let last = if parked {
+                    Write::Park(done)
+                } else {
+                    Write::Finish { outcome, done }
+                };
+                if writer_tx.send(last).is_ok() {
                     let _ = written.await;
                 }
+                renewing.abort();
+                if let Err(error) = leases.release(&id, &instance).await {
+                    tracing::warn!(%error, "lease not released");
+                }
                 live_map.lock().remove(&id);
+                this_run.ended.cancel();
             }
             .instrument(span),
         );
-        true
+        Ok(true)
     }
 }
 

@@ -2,12 +2,15 @@
 //! through one channel to one task, which stores it, gets its number, then broadcasts it
 //! to the live streams. Numbering, storage and delivery therefore agree.
 
-use agent_runtime::sessions::{GateAnswer, SessionStatus, SessionStore, StoredGate};
+use agent_runtime::sessions::{
+    EventFanout, GateAnswer, OpenGate, SessionOutcome, SessionStatus, SessionStore, StoredGate,
+};
 use agent_runtime::{GateListener, GateRegistry, PendingGate};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 
 use agent_runtime::sessions::StoreError;
 
@@ -19,25 +22,43 @@ pub(crate) const GATE_ANSWERED: &str = "gate_answered";
 pub(crate) const SESSION_COMPLETE: &str = "session_complete";
 /// `session_failed`: the run failed or panicked (terminal).
 pub(crate) const SESSION_FAILED: &str = "session_failed";
+/// `gate_closed`: a gate closed without an answer (it expired, or the session was
+/// cancelled).
+pub(crate) const GATE_CLOSED: &str = "gate_closed";
+/// `session_cancelled`: the user cancelled the session (terminal).
+pub(crate) const SESSION_CANCELLED: &str = "session_cancelled";
+
+/// The server's own event types.
+pub(crate) const RESERVED_TYPES: [&str; 6] = [
+    GATE_OPEN,
+    GATE_ANSWERED,
+    GATE_CLOSED,
+    SESSION_COMPLETE,
+    SESSION_FAILED,
+    SESSION_CANCELLED,
+];
 
 /// Whether `kind` is one of the server's own event types.
 pub(crate) fn is_reserved_type(kind: &str) -> bool {
-    matches!(
-        kind,
-        GATE_OPEN | GATE_ANSWERED | SESSION_COMPLETE | SESSION_FAILED
-    )
+    RESERVED_TYPES.contains(&kind)
 }
 
 /// Whether `event` ends its session's stream.
 pub(crate) fn is_terminal(event: &Value) -> bool {
     matches!(
         event.get("type").and_then(Value::as_str),
-        Some(SESSION_COMPLETE | SESSION_FAILED)
+        Some(SESSION_COMPLETE | SESSION_FAILED | SESSION_CANCELLED)
     )
 }
 
-/// A stored event as live streams receive it.
-pub(crate) type Numbered = (u64, Arc<Value>);
+/// The terminal event of an outcome.
+pub(crate) fn terminal_event(outcome: &SessionOutcome) -> Value {
+    match outcome {
+        SessionOutcome::Complete(result) => json!({"type": SESSION_COMPLETE, "result": result}),
+        SessionOutcome::Failed(error) => json!({"type": SESSION_FAILED, "error": error}),
+        SessionOutcome::Cancelled(reason) => json!({"type": SESSION_CANCELLED, "reason": reason}),
+    }
+}
 
 /// What the writer is asked to do, in order.
 pub(crate) enum Write {
@@ -48,19 +69,27 @@ pub(crate) enum Write {
     /// A gate was answered (from the gate listener, or from a respond to a gate restored
     /// after a restart and not yet reopened).
     GateAnswered { id: String, answer: Value },
+    /// A gate closed without an answer (from the gate listener).
+    GateClosed { id: String, reason: String },
     /// Save the product state and stage, after what was emitted before.
     SaveState {
         stage: String,
         state: Value,
         done: oneshot::Sender<Result<(), StoreError>>,
     },
+    /// Record the product's stage (shown by the status route), after what was emitted
+    /// before.
+    Stage(String),
     /// Answer once everything sent before is written.
     Flush(oneshot::Sender<()>),
     /// Finish the session, write the terminal event, and stop.
     Finish {
-        outcome: Result<Value, String>,
+        outcome: SessionOutcome,
         done: oneshot::Sender<()>,
     },
+    /// Stop without finishing: the server shuts down and the session resumes at its next
+    /// start.
+    Park(oneshot::Sender<()>),
 }
 
 /// Gates that were pending when the server restarted and that the rerun has not reopened
@@ -78,6 +107,8 @@ impl RestoredGates {
 pub(crate) struct Listener {
     pub(crate) writer: mpsc::UnboundedSender<Write>,
     pub(crate) restored: Arc<RestoredGates>,
+    /// Set when the run is parked: the gates its stopping closes stay pending.
+    pub(crate) parked: Arc<AtomicBool>,
 }
 
 impl GateListener for Listener {
@@ -97,13 +128,27 @@ impl GateListener for Listener {
             tracing::warn!(gate = id, "gate answered after the session ended");
         }
     }
+
+    fn closed(&self, id: &str, reason: &str) {
+        if self.parked.load(Ordering::SeqCst) {
+            tracing::debug!(gate = id, "gate left pending: the run is parked");
+            return;
+        }
+        let write = Write::GateClosed {
+            id: id.to_owned(),
+            reason: reason.to_owned(),
+        };
+        if self.writer.send(write).is_err() {
+            tracing::warn!(gate = id, "gate closed after the session ended");
+        }
+    }
 }
 
 /// The writer task's state.
 pub(crate) struct Writer {
     pub(crate) store: Arc<dyn SessionStore>,
     pub(crate) session: String,
-    pub(crate) events: broadcast::Sender<Numbered>,
+    pub(crate) fanout: Arc<dyn EventFanout>,
     pub(crate) gates: GateRegistry,
     pub(crate) restored: Arc<RestoredGates>,
     /// Gates already announced with a stored `gate_open` (pending at a restart): reopening
@@ -121,15 +166,33 @@ impl Writer {
                 Write::Event(event) => self.append(event).await,
                 Write::GateOpened(gate) => self.gate_opened(gate).await,
                 Write::GateAnswered { id, answer } => self.gate_answered(id, answer).await,
+                Write::GateClosed { id, reason } => self.gate_closed(id, reason).await,
                 Write::SaveState { stage, state, done } => {
                     let saved = self.save_state(&stage, &state).await;
                     let _ = done.send(saved);
+                }
+                Write::Stage(stage) => {
+                    let status = self.status;
+                    if let Err(error) = self
+                        .store
+                        .set_status(&self.session, status, Some(&stage))
+                        .await
+                    {
+                        tracing::error!(session = %self.session, %error, "stage not stored");
+                    }
                 }
                 Write::Flush(done) => {
                     let _ = done.send(());
                 }
                 Write::Finish { outcome, done } => {
                     self.finish(outcome).await;
+                    self.fanout.close(&self.session);
+                    let _ = done.send(());
+                    return;
+                }
+                Write::Park(done) => {
+                    tracing::info!(session = %self.session, "parked until the next start");
+                    self.fanout.close(&self.session);
                     let _ = done.send(());
                     return;
                 }
@@ -140,8 +203,7 @@ impl Writer {
     async fn append(&mut self, event: Value) {
         match self.store.append_event(&self.session, &event).await {
             Ok(seq) => {
-                // No live stream is not an error.
-                let _ = self.events.send((seq, Arc::new(event)));
+                self.fanout.publish(&self.session, seq, Arc::new(event));
             }
             Err(error) => {
                 tracing::error!(session = %self.session, %error, "event lost: the store refused it");
@@ -162,11 +224,13 @@ impl Writer {
     }
 
     async fn gate_opened(&mut self, gate: PendingGate) {
-        if let Err(error) = self
-            .store
-            .open_gate(&self.session, &gate.id, &gate.name, &gate.payload)
-            .await
-        {
+        let open = OpenGate {
+            id: &gate.id,
+            name: &gate.name,
+            kind: &gate.kind,
+            payload: &gate.payload,
+        };
+        if let Err(error) = self.store.open_gate(&self.session, &open).await {
             tracing::error!(session = %self.session, gate = %gate.id, %error, "gate not stored");
         }
         self.set_status(SessionStatus::Waiting, None).await;
@@ -205,6 +269,24 @@ impl Writer {
             .await;
     }
 
+    async fn gate_closed(&mut self, id: String, reason: String) {
+        match self.store.close_gate(&self.session, &id, &reason).await {
+            Ok(GateAnswer::Accepted) => {}
+            Ok(other) => {
+                tracing::debug!(session = %self.session, gate = %id, ?other, "gate not closed")
+            }
+            Err(error) => {
+                tracing::error!(session = %self.session, gate = %id, %error, "closing not stored")
+            }
+        }
+        self.announced.remove(&id);
+        if self.gates.pending().is_empty() && self.restored.lock().is_empty() {
+            self.set_status(SessionStatus::Running, None).await;
+        }
+        self.append(json!({"type": GATE_CLOSED, "gate_id": id, "reason": reason}))
+            .await;
+    }
+
     async fn save_state(&mut self, stage: &str, state: &Value) -> Result<(), StoreError> {
         self.store.save_state(&self.session, state).await?;
         self.store
@@ -212,11 +294,8 @@ impl Writer {
             .await
     }
 
-    async fn finish(&mut self, outcome: Result<Value, String>) {
-        let event = match &outcome {
-            Ok(result) => json!({"type": SESSION_COMPLETE, "result": result}),
-            Err(error) => json!({"type": SESSION_FAILED, "error": error}),
-        };
+    async fn finish(&mut self, outcome: SessionOutcome) {
+        let event = terminal_event(&outcome);
         if let Err(error) = self.store.finish(&self.session, outcome).await {
             tracing::error!(session = %self.session, %error, "outcome not stored");
         }

@@ -377,10 +377,27 @@ async fn malformed_and_oversized_bodies_are_refused() {
         assert_eq!(response.status(), status, "{code}");
         assert_error(&response.json().await.unwrap(), code);
     }
-    // The product's own message reaches the client.
+    // A body that does not fit the start type is refused naming the field.
     let response = post("/api/echo/start", "{}").send().await.unwrap();
     let body: Value = response.json().await.unwrap();
-    assert_eq!(body["error"]["message"], "\"text\" must be a string");
+    assert_eq!(
+        body["error"]["message"],
+        "the start request does not fit: missing field `text`"
+    );
+    let response = post("/api/echo/start", r#"{"text": "x", "mode": 3}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 422);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["field"], "mode");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("the start request does not fit: at mode: invalid type: integer `3`"),
+        "{body}"
+    );
 
     let session = http.start("echo", json!({"text": "x"})).await;
     let respond = |body: String| {

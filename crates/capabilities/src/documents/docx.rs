@@ -135,21 +135,41 @@ fn optional_part_text(archive: &mut ZipArchive<Cursor<&[u8]>>, name: &str) -> St
     })
 }
 
+/// Why WordprocessingML could not be read.
+#[derive(Debug, thiserror::Error)]
+enum XmlError {
+    /// The XML is malformed.
+    #[error("at byte {position}: {source}")]
+    Syntax {
+        /// Where the reader stopped.
+        position: u64,
+        /// What the reader found.
+        source: quick_xml::Error,
+    },
+    /// Text could not be decoded.
+    #[error(transparent)]
+    Encoding(#[from] quick_xml::encoding::EncodingError),
+    /// A character reference is not a character.
+    #[error(transparent)]
+    Reference(#[from] quick_xml::Error),
+}
+
 /// The text of WordprocessingML: `w:t` runs, a newline at the end of each `w:p`, a tab for
 /// `w:tab`, a newline for `w:br` and `w:cr`. Elements are matched by local name, so
 /// DrawingML (`a:t`, `a:p`) and math (`m:t`) text count too. Left out: tab-stop
 /// definitions (`w:tabs`), deleted revisions and field codes (they are not `w:t`), and
 /// `mc:Fallback` copies of text boxes, which repeat the `mc:Choice` text.
-fn xml_text(xml: &str) -> Result<String, String> {
+fn xml_text(xml: &str) -> Result<String, XmlError> {
     let mut reader = Reader::from_str(xml);
     let mut out = String::with_capacity(xml.len() / 4);
     let mut in_text = false;
     let mut tab_stops = 0usize;
     let mut fallback = 0usize;
     loop {
-        let event = reader
-            .read_event()
-            .map_err(|err| format!("at byte {}: {err}", reader.error_position()))?;
+        let event = reader.read_event().map_err(|source| XmlError::Syntax {
+            position: reader.error_position(),
+            source,
+        })?;
         match event {
             Event::Start(start) => match start.local_name().as_ref() {
                 b"Fallback" => fallback += 1,
@@ -173,11 +193,11 @@ fn xml_text(xml: &str) -> Result<String, String> {
                 _ => {}
             },
             Event::Text(text) if in_text && fallback == 0 => {
-                let text = text.xml10_content().map_err(|err| err.to_string())?;
+                let text = text.xml10_content()?;
                 out.push_str(&text);
             }
             Event::CData(data) if in_text && fallback == 0 => {
-                let data = data.xml10_content().map_err(|err| err.to_string())?;
+                let data = data.xml10_content()?;
                 out.push_str(&data);
             }
             Event::GeneralRef(reference) if in_text && fallback == 0 => {
@@ -201,15 +221,12 @@ fn push_empty_element(out: &mut String, local_name: &[u8], tab_stops: usize) {
 }
 
 /// A character reference (`&#233;`) or one of the five XML entities; others are dropped.
-fn push_reference(out: &mut String, reference: &BytesRef<'_>) -> Result<(), String> {
-    if let Some(c) = reference
-        .resolve_char_ref()
-        .map_err(|err| err.to_string())?
-    {
+fn push_reference(out: &mut String, reference: &BytesRef<'_>) -> Result<(), XmlError> {
+    if let Some(c) = reference.resolve_char_ref()? {
         out.push(c);
         return Ok(());
     }
-    let name = reference.decode().map_err(|err| err.to_string())?;
+    let name = reference.decode()?;
     match resolve_xml_entity(&name) {
         Some(text) => out.push_str(text),
         None => tracing::debug!(entity = %name, "dropping an unknown XML entity in a DOCX"),

@@ -8,6 +8,8 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::redirect::Policy;
 use url::{Host, Url};
 
+use crate::http::Refusal;
+
 /// Whether `ip` is a public, globally routable unicast address that a fetcher may connect
 /// to.
 ///
@@ -100,38 +102,6 @@ fn is_loopback(ip: IpAddr) -> bool {
 /// Whether the guard lets a connection to `ip` through.
 pub(super) fn permitted(ip: IpAddr, allow_loopback: bool) -> bool {
     is_public_address(ip) || (allow_loopback && is_loopback(ip))
-}
-
-/// Why the address guard refused a request or a redirect.
-///
-/// The guarded resolver and redirect policy hand it to reqwest as a boxed error;
-/// [`crate::http::PoliteClient::execute`] finds it in the error's source chain and reports
-/// it as [`crate::http::HttpError::Refused`], and [`super::PageFetcher`] turns it into
-/// the matching [`super::FetchError`].
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum Refusal {
-    /// The target is, or resolves only to, a non-public address.
-    #[error("{target} leads to the non-public address {address}")]
-    Address {
-        /// The refused address.
-        address: IpAddr,
-        /// The host name (resolver) or address (redirect) that led to it.
-        target: String,
-    },
-    /// A redirect to something other than http(s).
-    #[error("refusing {target}: only http and https addresses are fetched")]
-    Scheme {
-        /// The redirect target.
-        target: String,
-    },
-    /// The redirect limit was passed.
-    #[error("more than {limit} redirects, stopped before {target}")]
-    TooManyRedirects {
-        /// The most redirects followed.
-        limit: usize,
-        /// The redirect not followed.
-        target: String,
-    },
 }
 
 /// Refuses a URL that is not http(s), or whose host is a non-public IP literal (IP

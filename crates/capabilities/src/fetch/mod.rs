@@ -26,7 +26,8 @@ use futures::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use url::Url;
 
-pub use guard::{Refusal, is_public_address};
+pub use crate::http::Refusal;
+pub use guard::is_public_address;
 pub use page::{FetchedPage, PageLink};
 
 use crate::http::{HttpError, PoliteClient, PolitePolicy, error_chain};

@@ -264,16 +264,32 @@ impl Mailer for SmtpMailer {
     }
 }
 
+/// Why a `%XX`-escaped part of an SMTP URL could not be decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum PercentDecodeError {
+    /// A `%` with fewer than two characters after it.
+    #[error("a % escape is cut short")]
+    CutShort,
+    /// A `%` not followed by two hexadecimal digits.
+    #[error("a % escape is not hexadecimal")]
+    NotHex,
+    /// The decoded bytes are not UTF-8.
+    #[error("it is not UTF-8 once decoded")]
+    NotUtf8,
+}
+
 /// Decodes `%XX` escapes (URL user info and paths keep them encoded).
-fn percent_decode(text: &str) -> Result<String, &'static str> {
+fn percent_decode(text: &str) -> Result<String, PercentDecodeError> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = bytes.get(i + 1..i + 3).ok_or("a % escape is cut short")?;
-            let hex = std::str::from_utf8(hex).map_err(|_| "a % escape is not hexadecimal")?;
-            let byte = u8::from_str_radix(hex, 16).map_err(|_| "a % escape is not hexadecimal")?;
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .ok_or(PercentDecodeError::CutShort)?;
+            let hex = std::str::from_utf8(hex).map_err(|_| PercentDecodeError::NotHex)?;
+            let byte = u8::from_str_radix(hex, 16).map_err(|_| PercentDecodeError::NotHex)?;
             out.push(byte);
             i += 3;
         } else {
@@ -281,5 +297,5 @@ fn percent_decode(text: &str) -> Result<String, &'static str> {
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| "it is not UTF-8 once decoded")
+    String::from_utf8(out).map_err(|_| PercentDecodeError::NotUtf8)
 }

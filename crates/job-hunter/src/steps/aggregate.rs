@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use agent_runtime::graph::NodeError;
-use job_capabilities::export::{Cell, Column, Table, write_csv, write_xlsx_sheets};
+use job_capabilities::export::{Cell, Column, ExportError, Table, write_csv, write_xlsx_sheets};
 
 use super::StepEnv;
 use crate::models::{CompanyReport, ScoredJob};
@@ -120,26 +120,27 @@ pub fn companies_table(reports: &[CompanyReport]) -> Table {
 
 /// Writes `<run_id>-jobs.csv`, `<run_id>-jobs.xlsx` (sheets `Jobs` and `Companies`)
 /// and `<run_id>-companies.csv` into `dir` and returns their paths.
-pub fn write_outputs(state: &HuntState, dir: &Path) -> Result<Vec<PathBuf>, String> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| format!("cannot create the output directory {}: {e}", dir.display()))?;
+pub fn write_outputs(state: &HuntState, dir: &Path) -> Result<Vec<PathBuf>, ExportError> {
+    std::fs::create_dir_all(dir).map_err(|source| ExportError::Io {
+        path: dir.to_owned(),
+        source,
+    })?;
     let run_id = &state.config.run_id;
     let jobs = jobs_table(&state.scored);
     let companies = companies_table(&state.company_reports);
     let jobs_csv = dir.join(format!("{run_id}-jobs.csv"));
     let xlsx = dir.join(format!("{run_id}-jobs.xlsx"));
     let companies_csv = dir.join(format!("{run_id}-companies.csv"));
-    write_csv(&jobs, &jobs_csv).map_err(|e| e.to_string())?;
-    write_xlsx_sheets(&[("Jobs", &jobs), ("Companies", &companies)], &xlsx)
-        .map_err(|e| e.to_string())?;
-    write_csv(&companies, &companies_csv).map_err(|e| e.to_string())?;
+    write_csv(&jobs, &jobs_csv)?;
+    write_xlsx_sheets(&[("Jobs", &jobs), ("Companies", &companies)], &xlsx)?;
+    write_csv(&companies, &companies_csv)?;
     Ok(vec![jobs_csv, xlsx, companies_csv])
 }
 
 /// Writes the output files; failing to write them is fatal.
 pub async fn run(state: &mut HuntState, _env: &StepEnv<'_>) -> Result<(), NodeError> {
     let dir = state.config.output_dir.clone();
-    let files = write_outputs(state, &dir).map_err(NodeError::fatal)?;
+    let files = write_outputs(state, &dir).map_err(|e| NodeError::fatal(e.to_string()))?;
     for file in &files {
         tracing::info!(path = %file.display(), "output written");
     }

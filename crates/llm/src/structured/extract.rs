@@ -171,7 +171,7 @@ where
         };
         tracing::warn!(attempt, schema = %name, problem = %problem, "structured output rejected");
         if attempt == max_attempts {
-            let error = LlmError::InvalidResponse(problem);
+            let error = LlmError::InvalidResponse(problem.to_string());
             return Err(ExtractError {
                 error,
                 attempts: attempt,
@@ -185,10 +185,47 @@ where
     }
 }
 
+/// Why an answer could not be read as the requested type. Its text is shown to the model
+/// when re-asking and, after the last attempt, becomes [`LlmError::InvalidResponse`].
+#[derive(Debug, thiserror::Error)]
+enum AnswerProblem {
+    /// The model refused; its text.
+    #[error("the model refused: {0}")]
+    Refused(String),
+    /// The forced tool's arguments came as a string holding no JSON.
+    #[error("the tool arguments are not JSON: {0}")]
+    ToolArgumentsNotJson(String),
+    /// No tool call and no JSON in the text (abbreviated).
+    #[error("no JSON found in the answer{}: {text}", if *.cut_off { " (the answer was cut off at max_tokens)" } else { "" })]
+    NoJson {
+        /// The answer's text, abbreviated.
+        text: String,
+        /// Whether the answer stopped at `max_tokens`.
+        cut_off: bool,
+    },
+    /// The JSON does not match the type; the path to the failing field unless it is the root.
+    #[error("{}", mismatch(.0))]
+    Mismatch(serde_path_to_error::Error<serde_json::Error>),
+}
+
+/// A deserialization error with the path to the failing field (`at `path`: ...`), the
+/// path left out at the root.
+fn mismatch(error: &serde_path_to_error::Error<serde_json::Error>) -> String {
+    let path = error.path().to_string();
+    if path == "." {
+        error.inner().to_string()
+    } else {
+        format!("at `{path}`: {}", error.inner())
+    }
+}
+
 /// Reads `T` from the forced tool call or from JSON in the text.
-fn parse_answer<T: DeserializeOwned>(response: &ChatResponse, name: &str) -> Result<T, String> {
+fn parse_answer<T: DeserializeOwned>(
+    response: &ChatResponse,
+    name: &str,
+) -> Result<T, AnswerProblem> {
     if response.stop_reason == StopReason::Refusal {
-        return Err(format!("the model refused: {}", response.text()));
+        return Err(AnswerProblem::Refused(response.text()));
     }
     let from_tool = response
         .tool_calls()
@@ -196,34 +233,23 @@ fn parse_answer<T: DeserializeOwned>(response: &ChatResponse, name: &str) -> Res
         .find(|(_, tool, _)| *tool == name);
     let value = match from_tool {
         Some((_, _, Value::String(raw))) => {
-            find_json(raw).ok_or_else(|| format!("the tool arguments are not JSON: {raw}"))?
+            find_json(raw).ok_or_else(|| AnswerProblem::ToolArgumentsNotJson(raw.clone()))?
         }
         Some((_, _, input)) => input.clone(),
         None => {
             let text = response.text();
-            find_json(&text).ok_or_else(|| {
-                let cut = if response.stop_reason == StopReason::MaxTokens {
-                    " (the answer was cut off at max_tokens)"
-                } else {
-                    ""
-                };
-                format!("no JSON found in the answer{cut}: {}", abbreviate(&text))
+            find_json(&text).ok_or_else(|| AnswerProblem::NoJson {
+                text: abbreviate(&text),
+                cut_off: response.stop_reason == StopReason::MaxTokens,
             })?
         }
     };
-    serde_path_to_error::deserialize(&value).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." {
-            e.inner().to_string()
-        } else {
-            format!("at `{path}`: {}", e.inner())
-        }
-    })
+    serde_path_to_error::deserialize(&value).map_err(AnswerProblem::Mismatch)
 }
 
 /// The user turn that shows the model its mistake. Every tool call of the rejected answer
 /// gets a result, as the providers require.
-fn correction(response: &ChatResponse, name: &str, problem: &str) -> Message {
+fn correction(response: &ChatResponse, name: &str, problem: &AnswerProblem) -> Message {
     let calls = response.tool_calls();
     if calls.is_empty() {
         return Message::user(format!(

@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | [`ScriptedModel`] | a queue of canned responses, or a closure over the request | agent loops with a known conversation |
 //! | [`FixtureModel`] | recorded `ChatResponse` JSON files (`fixtures/llm/<key>.json`) routed by tool or schema name | realistic answers kept out of the code |
+//! | [`RecordedModel`] | one recording file of answers routed by agent, tool or schema name, key and ordinal ([format](recorded)) | a product's `--dry-run`, end-to-end tests |
 //! | [`TestModel`] | nothing: it calls every offered tool with schema-generated arguments, then answers | smoke tests of a whole agent with no script |
 //! | `MockChatModel` (feature `mock`) | mockall expectations | asserting exact calls and arguments |
 //!
@@ -58,6 +59,7 @@
 
 mod fixture;
 mod log;
+pub mod recorded;
 pub mod responses;
 mod schema_values;
 mod scripted;
@@ -65,6 +67,7 @@ mod test_model;
 mod wrappers;
 
 pub use fixture::FixtureModel;
+pub use recorded::{RecordedModel, RecordingError};
 pub use schema_values::value_for_schema;
 pub use scripted::ScriptedModel;
 pub use test_model::TestModel;

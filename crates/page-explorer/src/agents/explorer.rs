@@ -150,11 +150,33 @@ pub enum ExplorerCall {
     Done(DoneArgs),
 }
 
+/// Why an Explorer tool call could not be parsed; its text goes back to the model.
+#[derive(Debug, thiserror::Error)]
+pub enum ExplorerCallError {
+    /// The tool is not one of the Explorer's five.
+    #[error("unknown tool {0:?}")]
+    UnknownTool(String),
+    /// The arguments do not match the tool's schema.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(serde_json::Error),
+}
+
 impl ExplorerCall {
     /// Parses a call of tool `name` with `input`; the error goes back to the model.
-    pub fn parse(name: &str, input: &serde_json::Value) -> Result<Self, String> {
-        fn args<T: serde::de::DeserializeOwned>(input: &serde_json::Value) -> Result<T, String> {
-            T::deserialize(input).map_err(|e| format!("invalid arguments: {e}"))
+    ///
+    /// ```
+    /// use page_explorer::agents::explorer::{ExplorerCall, ExplorerCallError};
+    /// let call = ExplorerCall::parse("scroll", &serde_json::json!({ "direction": "down" }));
+    /// assert!(matches!(call, Ok(ExplorerCall::Scroll(_))));
+    /// let error = ExplorerCall::parse("jump", &serde_json::json!({})).unwrap_err();
+    /// assert!(matches!(error, ExplorerCallError::UnknownTool(_)));
+    /// assert_eq!(error.to_string(), r#"unknown tool "jump""#);
+    /// ```
+    pub fn parse(name: &str, input: &serde_json::Value) -> Result<Self, ExplorerCallError> {
+        fn args<T: serde::de::DeserializeOwned>(
+            input: &serde_json::Value,
+        ) -> Result<T, ExplorerCallError> {
+            T::deserialize(input).map_err(ExplorerCallError::InvalidArguments)
         }
         Ok(match name {
             "click" => Self::Click(args(input)?),
@@ -162,7 +184,7 @@ impl ExplorerCall {
             "type_text" => Self::TypeText(args(input)?),
             "observe" => Self::Observe(args(input)?),
             "done" => Self::Done(args(input)?),
-            other => return Err(format!("unknown tool {other:?}")),
+            other => return Err(ExplorerCallError::UnknownTool(other.to_owned())),
         })
     }
 }

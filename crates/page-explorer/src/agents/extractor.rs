@@ -176,14 +176,14 @@ pub async fn extract_jobs(
     jobs: &mut [CollectedJob],
     concurrency: usize,
 ) -> ExtractionReport {
-    let answers: Vec<(usize, Result<JobData, String>)> = futures::stream::iter(
+    let answers: Vec<(usize, Result<JobData, ExtractError>)> = futures::stream::iter(
         jobs.iter()
             .enumerate()
             .filter(|(_, job)| !job.details_text.trim().is_empty()),
     )
     .map(|(index, job)| async move {
         let answer = extract_job(model, job).await;
-        (index, answer.map(|e| e.value).map_err(|e| e.to_string()))
+        (index, answer.map(|e| e.value))
     })
     .buffered(concurrency.max(1))
     .collect()

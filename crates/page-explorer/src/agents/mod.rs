@@ -1,6 +1,7 @@
 //! The page explorer's agents (spec 002, "Agents & Their Tools"). Each is a system prompt, the
-//! tools it may call and the message the orchestrator builds for it; the orchestrator
-//! ([`crate::orchestrator`]) calls them and carries out what they ask.
+//! tools it may call and the message the orchestrator builds for it; the orchestrator (the
+//! `orchestrator` module, which depends on this one and never the other way) calls them and
+//! carries out what they ask.
 //!
 //! - [`explorer`]: decides the next browser action (`click`, `scroll`, `type_text`,
 //!   `observe`) until it calls `done`.

@@ -398,7 +398,7 @@ impl Explore<'_> {
             handoff = next;
             results.push(match outcome {
                 Ok(value) => ContentBlock::tool_result(id, value.to_string()),
-                Err(message) => ContentBlock::tool_error(id, message),
+                Err(error) => ContentBlock::tool_error(id, error.to_string()),
             });
             if handoff == Handoff::None && self.stopped.is_some() {
                 handoff = Handoff::Stop;

@@ -10,7 +10,8 @@ use super::{Explore, Handoff};
 use crate::agents::change_analyzer::{ActionDescription, analyze_change, describe_change};
 use crate::agents::classifier::{ClassifierInput, classify};
 use crate::agents::clip;
-use crate::agents::explorer::{DoneArgs, ExplorerCall, ScrollDirection};
+use crate::agents::explorer::{DoneArgs, ExplorerCall, ExplorerCallError, ScrollDirection};
+use crate::browser::BrowserError;
 use crate::dom::{Observation, observe};
 use crate::guard::ActionRecord;
 use crate::memory::{ChangeObservation, Classification, NavAction, Transition, page_key};
@@ -25,6 +26,25 @@ const SUMMARIZE_AFTER: usize = 12;
 
 /// The change description in a tool result is cut to this many characters.
 const CHANGES_IN_RESULT: usize = 3_000;
+
+/// Why an Explorer tool call failed; its text goes back to the Explorer as the tool's error.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum CallError {
+    /// The call could not be parsed.
+    #[error(transparent)]
+    Parse(#[from] ExplorerCallError),
+    /// The page could not be read.
+    #[error("the page could not be read: {0}")]
+    Unreadable(BrowserError),
+    /// The browser action failed.
+    #[error("{tool} failed: {error}")]
+    Action {
+        /// The tool called (`click`, `type_text`, `scroll`).
+        tool: &'static str,
+        /// What the browser said.
+        error: BrowserError,
+    },
+}
 
 /// A browser action the Explorer asked for.
 enum Act {
@@ -82,10 +102,10 @@ impl Explore<'_> {
         &mut self,
         name: &str,
         input: &Value,
-    ) -> (Result<Value, String>, Handoff) {
+    ) -> (Result<Value, CallError>, Handoff) {
         let call = match ExplorerCall::parse(name, input) {
             Ok(call) => call,
-            Err(error) => return (Err(error), Handoff::None),
+            Err(error) => return (Err(error.into()), Handoff::None),
         };
         match call {
             ExplorerCall::Observe(_) => (self.observe_now().await, Handoff::None),
@@ -100,17 +120,17 @@ impl Explore<'_> {
     }
 
     /// `observe`: the page now (no memory update).
-    async fn observe_now(&mut self) -> Result<Value, String> {
+    async fn observe_now(&mut self) -> Result<Value, CallError> {
         let page = observe(self.browser, Some(&self.page), self.options.budget_tokens)
             .await
-            .map_err(|e| format!("the page could not be read: {e}"))?;
+            .map_err(CallError::Unreadable)?;
         self.page = page;
         Ok(json!({ "dom": self.page.text, "url": self.page.url, "title": self.page.title }))
     }
 
     /// `done`: records the Explorer's understanding and key elements; selectors that match
     /// nothing on the page shown are reported (they may belong to another page).
-    async fn done(&mut self, args: DoneArgs) -> (Result<Value, String>, Handoff) {
+    async fn done(&mut self, args: DoneArgs) -> (Result<Value, CallError>, Handoff) {
         let mut unmatched = Vec::new();
         for selector in args.key_elements.selectors() {
             if selector.contains(">>>") {
@@ -154,7 +174,7 @@ impl Explore<'_> {
     }
 
     /// A browser action and everything that follows it.
-    async fn act(&mut self, act: Act, reason: &str) -> (Result<Value, String>, Handoff) {
+    async fn act(&mut self, act: Act, reason: &str) -> (Result<Value, CallError>, Handoff) {
         let before = self.page.clone();
         self.actions += 1;
         let step = self.actions;
@@ -170,7 +190,7 @@ impl Explore<'_> {
             }
         };
         if let Err(error) = done {
-            let error = error.to_string();
+            let text = error.to_string();
             self.emit(ExploreEvent::Action {
                 step,
                 tool: act.tool().to_owned(),
@@ -178,13 +198,14 @@ impl Explore<'_> {
                 reason: reason.to_owned(),
                 ok: false,
                 url_changed: false,
-                error: Some(error.clone()),
+                error: Some(text.clone()),
             });
             self.recent
-                .push(format!("{} {} ✗ {error}", act.tool(), act.target()));
+                .push(format!("{} {} ✗ {text}", act.tool(), act.target()));
             let record = ActionRecord::new(act.tool(), act.selector(), &before.url, false);
             let handoff = self.guarded(&record);
-            return (Err(format!("{} failed: {error}", act.tool())), handoff);
+            let tool = act.tool();
+            return (Err(CallError::Action { tool, error }), handoff);
         }
         let after = match self.look_after(&before).await {
             Ok(after) => after,
@@ -193,10 +214,7 @@ impl Explore<'_> {
                     "the page could not be read after {}: {error}",
                     act.tool()
                 ));
-                return (
-                    Err(format!("the page could not be read: {error}")),
-                    Handoff::Stop,
-                );
+                return (Err(CallError::Unreadable(error)), Handoff::Stop);
             }
         };
         let url_changed = after.url != before.url;
@@ -275,7 +293,7 @@ impl Explore<'_> {
 
     /// The page after an action: settled, then observed (once more after a second settle
     /// if a navigation was still under way).
-    async fn look_after(&self, before: &Observation) -> Result<Observation, String> {
+    async fn look_after(&self, before: &Observation) -> Result<Observation, BrowserError> {
         let budget = self.options.budget_tokens;
         if let Err(error) = self.browser.wait_for_settle(self.options.settle).await {
             tracing::debug!(%error, "settling after an action");
@@ -285,9 +303,7 @@ impl Explore<'_> {
             Err(first) => {
                 tracing::debug!(%first, "observing after an action; trying again");
                 let _ = self.browser.wait_for_settle(self.options.settle).await;
-                observe(self.browser, Some(before), budget)
-                    .await
-                    .map_err(|e| e.to_string())
+                observe(self.browser, Some(before), budget).await
             }
         }
     }

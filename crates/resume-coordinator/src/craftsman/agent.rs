@@ -2,7 +2,6 @@
 
 use agent_llm::{ModelRouter, ModelTier};
 use agent_runtime::{AgentConfig, AgentIdentity};
-use std::time::Duration;
 
 use super::prompts::CRAFTSMAN_SYSTEM_PROMPT;
 use super::tools;
@@ -19,8 +18,7 @@ pub fn craftsman(llm: &Llm, router: &ModelRouter) -> AgentConfig<ResumeState, Re
         CRAFTSMAN_SYSTEM_PROMPT,
     )
     .with_model(router.model(ModelTier::Orchestrator))
-    .with_max_rounds(40)
-    .with_overall_timeout(Duration::from_secs(24 * 3600));
+    .with_max_rounds(40);
     config.tools = vec![
         tools::write_section(llm.clone()),
         tools::self_review(llm.clone()),

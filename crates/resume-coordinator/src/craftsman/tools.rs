@@ -2,13 +2,14 @@
 //! Producer's requests.
 
 use agent_llm::ModelTier;
-use agent_runtime::{GateRequest, ToolError, tool};
+use agent_runtime::{ToolError, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
 use super::prompts::{REVISE_SECTION_PROMPT, SELF_REVIEW_PROMPT, WRITE_SECTION_PROMPT};
+use crate::gates::SECTION_REVIEW;
 use crate::intake::strip_bullet;
 use crate::llm::{Llm, ask, evidence_lines};
 use crate::types::{
@@ -71,23 +72,7 @@ pub struct SelfReview {
     pub issues: Vec<String>,
 }
 
-/// The answer to a `section_review_{section}` gate.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "action", rename_all = "snake_case")]
-pub enum SectionReview {
-    /// The section is final.
-    Approve,
-    /// The user's Markdown replaces the section, as is.
-    Edit {
-        /// The new text.
-        markdown: String,
-    },
-    /// The Craftsman revises with this feedback and asks again.
-    Revise {
-        /// What to change.
-        feedback: String,
-    },
-}
+pub use crate::gates::SectionReview;
 
 /// The Markdown body of bullets: one `- ` line each.
 pub fn bullets_markdown(bullets: &[Bullet]) -> String {
@@ -98,42 +83,97 @@ pub fn bullets_markdown(bullets: &[Bullet]) -> String {
         .join("\n")
 }
 
-/// The gate name of a section's review: `section_review_summary` for "Summary".
-pub fn review_gate(section: &str) -> String {
-    let slug: String = section
+/// A section's name as it appears in its review gate's name: `summary` for "Summary"
+/// (the gate `section_review_summary`).
+pub fn section_slug(section: &str) -> String {
+    section
         .trim()
         .to_lowercase()
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    format!("section_review_{slug}")
+        .collect()
+}
+
+/// The gate name of a section's review: `section_review_summary` for "Summary".
+pub fn review_gate(section: &str) -> String {
+    SECTION_REVIEW
+        .request_for(section_slug(section), serde_json::Value::Null)
+        .name
+}
+
+/// One bullet's evidence problem (bullets numbered from 1).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BulletProblem {
+    /// The bullet cites nothing.
+    #[error("bullet {bullet} cites no evidence")]
+    NoEvidence {
+        /// The bullet's number, from 1.
+        bullet: usize,
+    },
+    /// The bullet cites an id the evidence library does not hold.
+    #[error("bullet {bullet} cites unknown evidence {id:?}")]
+    UnknownEvidence {
+        /// The bullet's number, from 1.
+        bullet: usize,
+        /// The id cited.
+        id: String,
+    },
+}
+
+/// Why a section's bullets were refused by [`check_evidence`]; the text goes back to the
+/// model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EvidenceError {
+    /// The section has no bullets at all.
+    #[error("the section has no bullets")]
+    NoBullets,
+    /// Some bullets cite no evidence or unknown evidence.
+    #[error(
+        "{}; cite only ids of the evidence library ({})",
+        join(problems, "; "),
+        known.join(", ")
+    )]
+    Uncited {
+        /// Every problem found, in bullet order.
+        problems: Vec<BulletProblem>,
+        /// The ids of the evidence library.
+        known: Vec<String>,
+    },
+}
+
+/// The items' texts joined by `separator`.
+fn join(items: &[impl std::fmt::Display], separator: &str) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(separator)
 }
 
 /// Checks that every bullet cites at least one evidence id of the library.
-pub fn check_evidence(state: &ResumeState, bullets: &[Bullet]) -> Result<(), String> {
+pub fn check_evidence(state: &ResumeState, bullets: &[Bullet]) -> Result<(), EvidenceError> {
     if bullets.is_empty() {
-        return Err("the section has no bullets".to_owned());
+        return Err(EvidenceError::NoBullets);
     }
     let mut problems = Vec::new();
     for (i, bullet) in bullets.iter().enumerate() {
         if bullet.evidence.is_empty() {
-            problems.push(format!("bullet {} cites no evidence", i + 1));
+            problems.push(BulletProblem::NoEvidence { bullet: i + 1 });
         }
         for id in &bullet.evidence {
             if !state.has_evidence(id) {
-                problems.push(format!("bullet {} cites unknown evidence {id:?}", i + 1));
+                problems.push(BulletProblem::UnknownEvidence {
+                    bullet: i + 1,
+                    id: id.clone(),
+                });
             }
         }
     }
     if problems.is_empty() {
         return Ok(());
     }
-    let known: Vec<&str> = state.evidence.iter().map(|e| e.id.as_str()).collect();
-    Err(format!(
-        "{}; cite only ids of the evidence library ({})",
-        problems.join("; "),
-        known.join(", ")
-    ))
+    let known = state.evidence.iter().map(|e| e.id.clone()).collect();
+    Err(EvidenceError::Uncited { problems, known })
 }
 
 /// The planned section named `name`, or an error listing the plan.
@@ -219,7 +259,7 @@ pub async fn revise(
     let revision: SectionRevision =
         ask(ctx, llm, ModelTier::Primary, REVISE_SECTION_PROMPT, prompt).await?;
     ctx.update_state(|s| {
-        check_evidence(s, &revision.bullets).map_err(ToolError::failed)?;
+        check_evidence(s, &revision.bullets).map_err(|e| ToolError::failed(e.to_string()))?;
         // A revision the Producer asked for keeps the approval; the Craftsman's own
         // revisions are presented again.
         let approved = by == "producer" && s.section(&plan.name).is_some_and(|sec| sec.approved);
@@ -255,7 +295,8 @@ pub fn write_section(llm: Llm) -> ResumeTool {
                     let draft: SectionWriting =
                         ask(&ctx, &llm, ModelTier::Primary, WRITE_SECTION_PROMPT, prompt).await?;
                     let section = ctx.update_state(|s| {
-                        check_evidence(s, &draft.bullets).map_err(ToolError::failed)?;
+                        check_evidence(s, &draft.bullets)
+                            .map_err(|e| ToolError::failed(e.to_string()))?;
                         let section = Section {
                             name: plan.name.clone(),
                             markdown: bullets_markdown(&draft.bullets),
@@ -369,69 +410,73 @@ pub fn bullets_of_markdown(markdown: &str) -> Vec<Bullet> {
 /// `present_to_user`: emits `section_draft` and, with section review on, waits at
 /// `section_review_{section}` for approve, edit or revise.
 pub fn present_to_user() -> ResumeTool {
-    Arc::new(
-        tool(
-            "present_to_user",
-            "Show a written section to the user for approval.",
-            |input: SectionInput, ctx: Ctx| async move {
-                let section = ctx
-                    .read_state(|s| s.section(&input.section).cloned())
-                    .ok_or_else(|| {
-                        ToolError::failed(format!("section {:?} is not written yet", input.section))
-                    })?;
-                ctx.emit(ResumeEvent::SectionDraft {
-                    section: section.name.clone(),
-                    markdown: section.markdown.clone(),
-                    bullets: section.bullets.clone(),
-                });
-                let review = if ctx.read_state(|s| s.flags.section_review) {
-                    let gate = GateRequest::new(review_gate(&section.name)).with_payload(json!({
+    Arc::new(tool(
+        "present_to_user",
+        "Show a written section to the user for approval.",
+        |input: SectionInput, ctx: Ctx| async move {
+            let section = ctx
+                .read_state(|s| s.section(&input.section).cloned())
+                .ok_or_else(|| {
+                    ToolError::failed(format!("section {:?} is not written yet", input.section))
+                })?;
+            ctx.emit(ResumeEvent::SectionDraft {
+                section: section.name.clone(),
+                markdown: section.markdown.clone(),
+                bullets: section.bullets.clone(),
+            });
+            let review = if ctx.read_state(|s| s.flags.section_review) {
+                let gate = SECTION_REVIEW.request_for(
+                    section_slug(&section.name),
+                    json!({
                         "section": section.name,
                         "markdown": section.markdown,
                         "bullets": section.bullets,
-                    }));
-                    ctx.wait_for_user::<SectionReview>(gate).await?
-                } else {
-                    SectionReview::Approve
-                };
-                let name = section.name.clone();
-                match review {
-                    SectionReview::Approve => {
-                        ctx.update_state(|s| {
-                            let mut approved = section;
-                            approved.approved = true;
-                            store_section(s, approved);
-                        });
-                        ctx.emit(ResumeEvent::SectionApproved { section: name.clone() });
-                        Ok::<Value, ToolError>(json!({"status": "approved", "section": name}))
-                    }
-                    SectionReview::Edit { markdown } => {
-                        ctx.update_state(|s| {
-                            store_section(
-                                s,
-                                Section {
-                                    name: name.clone(),
-                                    bullets: bullets_of_markdown(&markdown),
-                                    markdown,
-                                    approved: true,
-                                    user_edited: true,
-                                },
-                            );
-                        });
-                        ctx.emit(ResumeEvent::SectionApproved { section: name.clone() });
-                        Ok(json!({"status": "approved", "section": name, "edited_by_user": true}))
-                    }
-                    SectionReview::Revise { feedback } => Ok(json!({
-                        "status": "revise",
-                        "section": name,
-                        "feedback": feedback,
-                        "next": "call revise_section with this feedback, then present_to_user again",
-                    })),
+                    }),
+                );
+                ctx.ask_with(&SECTION_REVIEW, gate).await?
+            } else {
+                SectionReview::Approve
+            };
+            let name = section.name.clone();
+            match review {
+                SectionReview::Approve => {
+                    ctx.update_state(|s| {
+                        let mut approved = section;
+                        approved.approved = true;
+                        store_section(s, approved);
+                    });
+                    ctx.emit(ResumeEvent::SectionApproved {
+                        section: name.clone(),
+                    });
+                    Ok::<Value, ToolError>(json!({"status": "approved", "section": name}))
                 }
-            },
-        )
-        .interactive(),
-    )
+                SectionReview::Edit { markdown } => {
+                    ctx.update_state(|s| {
+                        store_section(
+                            s,
+                            Section {
+                                name: name.clone(),
+                                bullets: bullets_of_markdown(&markdown),
+                                markdown,
+                                approved: true,
+                                user_edited: true,
+                            },
+                        );
+                    });
+                    ctx.emit(ResumeEvent::SectionApproved {
+                        section: name.clone(),
+                    });
+                    Ok(json!({"status": "approved", "section": name, "edited_by_user": true}))
+                }
+                SectionReview::Revise { feedback } => Ok(json!({
+                    "status": "revise",
+                    "section": name,
+                    "feedback": feedback,
+                    "next": "call revise_section with this feedback, then present_to_user again",
+                })),
+            }
+        },
+    ))
 }
 
 /// `revise_section` (PRIMARY): rewrites a section with feedback.

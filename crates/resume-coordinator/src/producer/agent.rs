@@ -10,8 +10,7 @@ use super::tools;
 use crate::llm::Llm;
 use crate::types::{DOMAIN, ResumeEvent, ResumeState};
 
-/// The Producer's name on the bus.
-pub const PRODUCER: &str = "producer";
+pub use super::tools::PRODUCER;
 
 /// The Producer: its loop on the ORCHESTRATOR model, its tools calling `llm` by tier and
 /// sending revision requests on `bus`.

@@ -9,11 +9,14 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::agent::PRODUCER;
 use super::prompts::{ADVERSARIAL_REVIEW_PROMPT, COHERENCE_PROMPT};
 use crate::craftsman::CRAFTSMAN;
 use crate::llm::{Llm, ask, evidence_lines};
 use crate::types::{Ctx, DOMAIN, Finding, ResumeEvent, ResumeState, ResumeTool};
+
+/// The Producer's name on the bus: its agent's identity and the sender of its revision
+/// requests (also re-exported by the `agent` module).
+pub const PRODUCER: &str = "producer";
 
 /// How long the Producer waits for the Craftsman's revision.
 pub const REVISION_TIMEOUT: Duration = Duration::from_secs(300);

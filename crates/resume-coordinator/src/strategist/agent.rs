@@ -2,7 +2,6 @@
 
 use agent_llm::{ModelRouter, ModelTier};
 use agent_runtime::{AgentConfig, AgentIdentity};
-use std::time::Duration;
 
 use super::prompts::STRATEGIST_SYSTEM_PROMPT;
 use super::tools;
@@ -20,8 +19,7 @@ pub fn strategist(llm: &Llm, router: &ModelRouter) -> AgentConfig<ResumeState, R
         STRATEGIST_SYSTEM_PROMPT,
     )
     .with_model(router.model(ModelTier::Orchestrator))
-    .with_max_rounds(12)
-    .with_overall_timeout(Duration::from_secs(24 * 3600));
+    .with_max_rounds(12);
     config.tools = vec![
         tools::analyze_jd(llm.clone()),
         tools::research_company(llm.clone()),

@@ -1,14 +1,14 @@
 //! The Strategist's tools.
 
 use agent_llm::ModelTier;
-use agent_runtime::{GateRequest, ToolError, tool};
+use agent_runtime::{ToolError, tool};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::prompts::{BLUEPRINT_PROMPT, GAP_ANALYSIS_PROMPT, JD_ANALYSIS_PROMPT, RESEARCH_PROMPT};
+use crate::gates::{POSITIONING, QUESTIONNAIRE};
 use crate::llm::{Llm, ask, evidence_lines};
 use crate::types::{
     Blueprint, Ctx, Evidence, GapAnalysis, InterviewAnswer, JdAnalysis, QuestionItem, ResumeEvent,
@@ -50,19 +50,7 @@ pub struct BlueprintInput {
     pub notes: Option<String>,
 }
 
-/// The answer to a `questionnaire_{n}` gate.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct QuestionnaireAnswer {
-    /// Answers by question id.
-    pub answers: BTreeMap<String, String>,
-}
-
-/// The answer to a `positioning_q_{n}` gate.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct PositioningAnswer {
-    /// The answer.
-    pub answer: String,
-}
+pub use crate::gates::{PositioningAnswer, QuestionnaireAnswer};
 
 fn job_context(ctx: &Ctx) -> String {
     ctx.read_state(|s| {
@@ -168,51 +156,48 @@ pub fn research_company(llm: Llm) -> ResumeTool {
 /// `interview_candidate_batch`: a questionnaire at gate `questionnaire_{n}` (only with the
 /// `intake_quiz` flag); the answers become evidence `A*`.
 pub fn interview_candidate_batch() -> ResumeTool {
-    Arc::new(
-        tool(
-            "interview_candidate_batch",
-            "Ask the candidate a batch of questions at once; the answers become evidence A*.",
-            |input: BatchInput, ctx: Ctx| async move {
-                if !ctx.read_state(|s| s.flags.intake_quiz) {
-                    return Ok(json!({"skipped": "the intake questionnaire is turned off"}));
-                }
-                if input.questions.is_empty() {
-                    return Err(ToolError::failed("give at least one question"));
-                }
-                let n = ctx.update_state(|s| {
-                    s.questionnaires_asked += 1;
-                    s.questionnaires_asked
-                });
-                let gate = format!("questionnaire_{n}");
-                let questions: Vec<QuestionItem> = input
-                    .questions
-                    .iter()
-                    .enumerate()
-                    .map(|(i, q)| QuestionItem {
-                        id: format!("q{}", i + 1),
-                        question: q.clone(),
-                    })
-                    .collect();
-                ctx.emit(ResumeEvent::Questionnaire {
-                    gate: gate.clone(),
-                    questions: questions.clone(),
-                });
-                let request =
-                    GateRequest::new(&gate).with_payload(json!({ "questions": questions }));
-                let answer: QuestionnaireAnswer = ctx.wait_for_user(request).await?;
-                let pairs = questions
-                    .iter()
-                    .map(|q| {
-                        let text = answer.answers.get(&q.id).cloned().unwrap_or_default();
-                        (q.question.clone(), text)
-                    })
-                    .collect();
-                let ids = add_answers(&ctx, pairs);
-                Ok(json!({ "evidence_added": ids }))
-            },
-        )
-        .interactive(),
-    )
+    Arc::new(tool(
+        "interview_candidate_batch",
+        "Ask the candidate a batch of questions at once; the answers become evidence A*.",
+        |input: BatchInput, ctx: Ctx| async move {
+            if !ctx.read_state(|s| s.flags.intake_quiz) {
+                return Ok(json!({"skipped": "the intake questionnaire is turned off"}));
+            }
+            if input.questions.is_empty() {
+                return Err(ToolError::failed("give at least one question"));
+            }
+            let n = ctx.update_state(|s| {
+                s.questionnaires_asked += 1;
+                s.questionnaires_asked
+            });
+            let gate = format!("questionnaire_{n}");
+            let questions: Vec<QuestionItem> = input
+                .questions
+                .iter()
+                .enumerate()
+                .map(|(i, q)| QuestionItem {
+                    id: format!("q{}", i + 1),
+                    question: q.clone(),
+                })
+                .collect();
+            ctx.emit(ResumeEvent::Questionnaire {
+                gate: gate.clone(),
+                questions: questions.clone(),
+            });
+            let request = QUESTIONNAIRE.request_for(n, json!({ "questions": questions }));
+            debug_assert_eq!(request.name, gate);
+            let answer = ctx.ask_with(&QUESTIONNAIRE, request).await?;
+            let pairs = questions
+                .iter()
+                .map(|q| {
+                    let text = answer.answers.get(&q.id).cloned().unwrap_or_default();
+                    (q.question.clone(), text)
+                })
+                .collect();
+            let ids = add_answers(&ctx, pairs);
+            Ok(json!({ "evidence_added": ids }))
+        },
+    ))
 }
 
 /// `analyze_gaps`: strengths and gaps against the must-haves (MID); emits `gap_analysis`.
@@ -252,33 +237,30 @@ pub fn analyze_gaps(llm: Llm) -> ResumeTool {
 /// `interview_candidate`: one question at gate `positioning_q_{n}` (only with the
 /// `gap_analysis_quiz` flag); the answer becomes evidence `A*`.
 pub fn interview_candidate() -> ResumeTool {
-    Arc::new(
-        tool(
-            "interview_candidate",
-            "Ask the candidate one question about a gap; the answer becomes evidence A*.",
-            |input: QuestionInput, ctx: Ctx| async move {
-                if !ctx.read_state(|s| s.flags.gap_analysis_quiz) {
-                    return Ok(json!({"skipped": "gap questions are turned off"}));
-                }
-                let n = ctx.update_state(|s| {
-                    s.positioning_asked += 1;
-                    s.positioning_asked
-                });
-                let gate = format!("positioning_q_{n}");
-                ctx.emit(ResumeEvent::Question {
-                    gate: gate.clone(),
-                    question: input.question.clone(),
-                    why: input.why.clone(),
-                });
-                let request = GateRequest::new(&gate)
-                    .with_payload(json!({"question": input.question, "why": input.why}));
-                let answer: PositioningAnswer = ctx.wait_for_user(request).await?;
-                let ids = add_answers(&ctx, vec![(input.question, answer.answer)]);
-                Ok::<Value, ToolError>(json!({ "evidence_added": ids }))
-            },
-        )
-        .interactive(),
-    )
+    Arc::new(tool(
+        "interview_candidate",
+        "Ask the candidate one question about a gap; the answer becomes evidence A*.",
+        |input: QuestionInput, ctx: Ctx| async move {
+            if !ctx.read_state(|s| s.flags.gap_analysis_quiz) {
+                return Ok(json!({"skipped": "gap questions are turned off"}));
+            }
+            let n = ctx.update_state(|s| {
+                s.positioning_asked += 1;
+                s.positioning_asked
+            });
+            let gate = format!("positioning_q_{n}");
+            ctx.emit(ResumeEvent::Question {
+                gate: gate.clone(),
+                question: input.question.clone(),
+                why: input.why.clone(),
+            });
+            let request =
+                POSITIONING.request_for(n, json!({"question": input.question, "why": input.why}));
+            let answer = ctx.ask_with(&POSITIONING, request).await?;
+            let ids = add_answers(&ctx, vec![(input.question, answer.answer)]);
+            Ok::<Value, ToolError>(json!({ "evidence_added": ids }))
+        },
+    ))
 }
 
 /// `design_blueprint`: positioning and sections (PRIMARY), kept in state and scratchpad.

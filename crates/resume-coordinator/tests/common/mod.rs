@@ -137,6 +137,16 @@ impl TestServer {
 
     /// Follows the stream from the start, answering every `gate_open` with
     /// `answer(gate name, payload)`, until the stream ends. Returns every event.
+    /// Every event of the session from the first, until the stream ends.
+    pub async fn replay(&self, started: &Started) -> Vec<SseEvent> {
+        let mut stream = self.stream(started, None).await;
+        let mut events = Vec::new();
+        while let Some(event) = stream.next().await {
+            events.push(event);
+        }
+        events
+    }
+
     pub async fn drive(
         &self,
         started: &Started,
@@ -252,6 +262,24 @@ impl SseReader {
             }
         }
     }
+}
+
+/// The stages in the order their `stage_start` events came.
+pub fn stages_started(events: &[SseEvent]) -> Vec<&str> {
+    named(events, "stage_start")
+        .iter()
+        .map(|e| e.data["stage"].as_str().unwrap())
+        .collect()
+}
+
+/// Every stage of the pipeline, in order.
+pub fn every_stage() -> Vec<&'static str> {
+    resume_coordinator::Stage::ALL.map(|s| s.as_str()).to_vec()
+}
+
+/// Whether the events are numbered 1, 2, 3, ... with none missing or repeated.
+pub fn numbered_in_order(events: &[SseEvent]) -> bool {
+    events.iter().zip(1..).all(|(e, n)| e.id == n)
 }
 
 /// The events named `name`.

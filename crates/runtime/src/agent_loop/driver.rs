@@ -13,6 +13,16 @@ use std::sync::Arc;
 use std::time::Instant;
 use tracing::Instrument;
 
+/// Saves a run after every step: the model's answer taken, a round's tool results taken.
+/// A durable run in a graph node saves through the run's checkpoint store
+/// ([`NodeContext::run_agent`](crate::graph::NodeContext::run_agent)); a failed save
+/// stops the run as [`StopCause::Checkpoint`], keeping what it gathered.
+#[async_trait::async_trait]
+pub trait RunSaver: Send + Sync {
+    /// Saves `run` as it is now.
+    async fn save(&self, run: &AgentRun) -> Result<(), crate::checkpoint::CheckpointError>;
+}
+
 /// An agent ready to run: its config with the tool definitions prepared once, a model,
 /// and an optional observer. Build it once and run it for many invocations.
 ///
@@ -100,12 +110,23 @@ where
         ctx: &AgentContext<S, E>,
         initial_message: impl Into<Message>,
     ) -> AgentResult {
-        let mut run = AgentRun::new(
+        let mut run = self.start(initial_message);
+        self.resume(ctx, &mut run).await;
+        self.result(ctx, run)
+    }
+
+    /// A new run of this agent, starting with `initial_message`, not driven yet (see
+    /// [`resume`](Self::resume)).
+    pub fn start(&self, initial_message: impl Into<Message>) -> AgentRun {
+        AgentRun::new(
             self.opening_request(initial_message.into()),
             self.config.max_rounds,
             self.config.compaction,
-        );
-        self.resume(ctx, &mut run).await;
+        )
+    }
+
+    /// The result of a run driven in `ctx`.
+    pub fn result(&self, ctx: &AgentContext<S, E>, run: AgentRun) -> AgentResult {
         let parts = run.into_parts();
         AgentResult {
             scratchpad: ctx.scratchpad().snapshot(),
@@ -121,6 +142,16 @@ where
 
     /// Drives a run (new, or restored from a saved [`AgentRun`]) until it is done.
     pub async fn resume(&self, ctx: &AgentContext<S, E>, run: &mut AgentRun) {
+        self.resume_saving(ctx, run, None).await;
+    }
+
+    /// Like [`resume`](Self::resume), handing the run to `saver` after every step.
+    pub async fn resume_saving(
+        &self,
+        ctx: &AgentContext<S, E>,
+        run: &mut AgentRun,
+        saver: Option<&dyn RunSaver>,
+    ) {
         let agent = &self.config.identity;
         let span = tracing::info_span!(
             "invoke_agent",
@@ -130,11 +161,11 @@ where
             session.id = %ctx.session_id(),
         );
         let interrupted = {
-            let drive = self.drive(ctx, run).instrument(span);
+            let drive = self.drive(ctx, run, saver).instrument(span);
             tokio::select! {
                 biased;
                 _ = ctx.cancellation().cancelled() => Some(StopCause::Cancelled),
-                _ = tokio::time::sleep(self.config.overall_timeout) => {
+                _ = ctx.gate_clock().work_for(self.config.overall_timeout) => {
                     Some(StopCause::Timeout(self.config.overall_timeout))
                 }
                 _ = drive => None,
@@ -146,7 +177,12 @@ where
         }
     }
 
-    async fn drive(&self, ctx: &AgentContext<S, E>, run: &mut AgentRun) {
+    async fn drive(
+        &self,
+        ctx: &AgentContext<S, E>,
+        run: &mut AgentRun,
+        saver: Option<&dyn RunSaver>,
+    ) {
         // A round is one model call and the tool calls it asks for: both run in its span.
         let mut round_span = tracing::Span::none();
         loop {
@@ -176,6 +212,7 @@ where
                                 round: run.rounds(),
                                 usage,
                             });
+                            save(saver, run).await;
                         }
                         Err(LlmError::LimitExceeded(reason)) => {
                             run.stop(StopCause::LimitExceeded(reason))
@@ -192,6 +229,7 @@ where
                     if let Some((removed, kept)) = run.on_tool_results(results) {
                         self.observe(|| LoopEvent::Compacted { removed, kept });
                     }
+                    save(saver, run).await;
                 }
             }
         }
@@ -297,10 +335,12 @@ where
         if let std::task::Poll::Ready(outcome) = futures::poll!(&mut running) {
             return outcome;
         }
+        // The round timeout measures work: time spent waiting at gates is left out.
         let limit = self.config.round_timeout;
-        tokio::time::timeout(limit, running)
-            .await
-            .unwrap_or(Err(ToolError::Timeout(limit)))
+        tokio::select! {
+            outcome = running => outcome,
+            () = ctx.gate_clock().work_for(limit) => Err(ToolError::Timeout(limit)),
+        }
     }
 
     /// The model that answered, for pricing: as the response names it, else as asked.
@@ -319,6 +359,16 @@ where
         if let Some(observer) = &self.observer {
             observer.on_event(&self.config.identity, &event());
         }
+    }
+}
+
+/// Hands `run` to `saver`, stopping it when the save fails.
+async fn save(saver: Option<&dyn RunSaver>, run: &mut AgentRun) {
+    if let Some(saver) = saver
+        && let Err(error) = saver.save(run).await
+    {
+        tracing::error!(%error, "the agent run could not be saved; stopping it");
+        run.stop(StopCause::Checkpoint(error.to_string()));
     }
 }
 

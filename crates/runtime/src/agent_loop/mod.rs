@@ -4,5 +4,5 @@ mod compaction;
 mod driver;
 mod run;
 
-pub use driver::{AgentLoop, run_agent_loop};
+pub use driver::{AgentLoop, RunSaver, run_agent_loop};
 pub use run::{AgentRun, Next, ToolCall, ToolCalls};

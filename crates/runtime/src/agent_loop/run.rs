@@ -57,7 +57,8 @@ pub enum Next<'a> {
 
 /// The agent loop as data: given the transcript so far it says what comes next, and it
 /// is told what happened. It does no I/O, so it is deterministic to test, and it can be
-/// saved with serde and resumed in another process (the stop cause is not saved).
+/// saved with serde and resumed in another process. Of the stop causes only completion
+/// is saved (a run that stopped otherwise resumes where it stopped).
 ///
 /// ```
 /// use agent_runtime::{AgentRun, Next};
@@ -81,6 +82,9 @@ pub struct AgentRun {
     final_text: Option<String>,
     compaction: Option<(usize, usize)>,
     compacted: usize,
+    /// Whether the model gave its final answer (saved; the other stop causes are not).
+    #[serde(default)]
+    completed: bool,
     #[serde(skip)]
     stop: Option<StopCause>,
 }
@@ -97,12 +101,16 @@ impl AgentRun {
             final_text: None,
             compaction: compaction.map(|c| (c.threshold, c.keep_recent)),
             compacted: 0,
+            completed: false,
             stop: None,
         }
     }
 
     /// What comes next.
     pub fn next_step(&mut self) -> Next<'_> {
+        if self.stop.is_none() && self.completed {
+            self.stop = Some(StopCause::Completed);
+        }
         if self.stop.is_none() && self.rounds >= self.max_rounds && self.pending_calls().is_none() {
             self.stop = Some(StopCause::MaxRounds);
         }
@@ -127,6 +135,7 @@ impl AgentRun {
             .any(|block| matches!(block, ContentBlock::ToolUse { .. }));
         if !calls_tools {
             self.final_text = Some(response.text());
+            self.completed = true;
             self.stop = Some(StopCause::Completed);
         }
         self.request
@@ -180,6 +189,12 @@ impl AgentRun {
         self.stop.as_ref()
     }
 
+    /// Whether the run is over for good: the model gave its final answer or the rounds
+    /// ran out (a run stopped by a timeout, cancellation or an error can be resumed).
+    pub fn is_finished(&self) -> bool {
+        self.completed || (self.rounds >= self.max_rounds && self.pending_calls().is_none())
+    }
+
     /// Model calls made.
     pub fn rounds(&self) -> u32 {
         self.rounds
@@ -201,13 +216,19 @@ impl AgentRun {
     }
 
     pub(crate) fn into_parts(self) -> RunParts {
+        let stop = match self.stop {
+            Some(stop) => stop,
+            None if self.completed => StopCause::Completed,
+            None if self.rounds >= self.max_rounds => StopCause::MaxRounds,
+            None => StopCause::Cancelled,
+        };
         RunParts {
             transcript: self.request.messages,
             usage: self.usage,
             round_usage: self.round_usage,
             rounds: self.rounds,
             final_text: self.final_text,
-            stop: self.stop.unwrap_or(StopCause::Cancelled),
+            stop,
         }
     }
 }

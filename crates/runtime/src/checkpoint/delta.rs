@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{Checkpoint, SnapshotPolicy};
-use crate::graph::NodeFailure;
+use crate::node_failure::NodeFailure;
 
 /// A checkpoint as the built-in stores keep it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -19,6 +19,10 @@ pub(crate) struct StoredCheckpoint {
     pub(crate) at: DateTime<Utc>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) errors: Vec<NodeFailure>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) progress: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) session: Option<Value>,
     pub(crate) body: Body,
 }
 
@@ -107,6 +111,8 @@ impl StoredCheckpoint {
             next: cp.next.clone(),
             at: cp.at,
             errors: cp.errors.clone(),
+            progress: cp.progress.clone(),
+            session: cp.session.clone(),
             body,
         };
         if let (Body::Delta { .. }, SnapshotPolicy::SizeBased { .. }, Some(h)) =
@@ -133,6 +139,8 @@ impl StoredCheckpoint {
             schema_version: self.schema_version,
             at: self.at,
             errors: self.errors.clone(),
+            progress: self.progress.clone(),
+            session: self.session.clone(),
         }
     }
 }

@@ -8,9 +8,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::delta::{Body, Head, Rebuilder, StoredCheckpoint};
-use super::{
-    CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore, SnapshotPolicy, cutoff,
-};
+use super::{Checkpoint, CheckpointError, CheckpointStore, SnapshotPolicy, cutoff};
 
 /// Checkpoints kept per run by default.
 pub const DEFAULT_KEEP_LATEST: usize = 8;
@@ -224,13 +222,7 @@ fn corrupt(run_id: &str, seq: u64, reason: String) -> CheckpointError {
 #[async_trait::async_trait]
 impl CheckpointStore for InMemoryCheckpointStore {
     async fn save(&self, checkpoint: &Checkpoint) -> Result<(), CheckpointError> {
-        if checkpoint.schema_version > CHECKPOINT_SCHEMA_VERSION {
-            return Err(CheckpointError::SchemaVersion {
-                ident: format!("run {:?} seq {}", checkpoint.run_id, checkpoint.seq),
-                found: checkpoint.schema_version,
-                supported: CHECKPOINT_SCHEMA_VERSION,
-            });
-        }
+        checkpoint.check_version()?;
         let mut inner = self.lock();
         let run = inner.touch(&checkpoint.run_id, self.max_runs);
         if let Some(last) = run.records.back()

@@ -2,10 +2,12 @@
 //!
 //! A [`Checkpoint`] records the state, the nodes completed so far and, explicitly, the
 //! node to run next. A [`CheckpointStore`] keeps them per run, together with the run's
-//! journal of side effects (see [`RunContext::once`](crate::graph::RunContext::once)).
+//! journal of side effects (see the graph's `RunContext::once`).
 //! Two stores live here: [`FileCheckpointStore`] (one JSON file per checkpoint, written
-//! atomically) and [`InMemoryCheckpointStore`] (bounded by retention); SQLite and Postgres
-//! stores live in `agent-backends`.
+//! atomically) and [`InMemoryCheckpointStore`] (bounded by retention); database stores
+//! live in `agent-backends` (`SqliteCheckpointStore`, in the same database as the
+//! sessions) and share the built-in stores' record format through [`CheckpointEncoder`],
+//! [`EncodedCheckpoint`] and [`CheckpointDecoder`].
 //!
 //! Long append-only histories do not make checkpoints grow quadratically: when a
 //! top-level array of the state (a message history, say) extends the previous
@@ -32,9 +34,11 @@
 //! ```
 
 mod delta;
+mod encoding;
 mod file;
 mod memory;
 
+pub use encoding::{CheckpointDecoder, CheckpointEncoder, EncodedCheckpoint};
 pub use file::FileCheckpointStore;
 pub use memory::{DEFAULT_KEEP_LATEST, DEFAULT_MAX_RUNS, InMemoryCheckpointStore};
 
@@ -46,10 +50,12 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::graph::NodeFailure;
+use crate::node_failure::NodeFailure;
 
-/// The checkpoint format this build writes and the newest it reads.
-pub const CHECKPOINT_SCHEMA_VERSION: u32 = 1;
+/// The checkpoint format this build writes and the newest it reads. Version 2 added
+/// [`Checkpoint::progress`] and [`Checkpoint::session`] and made `seq` a plain sequence
+/// (checkpoints are also taken inside a node); version 1 files still load.
+pub const CHECKPOINT_SCHEMA_VERSION: u32 = 2;
 
 /// The longest chain of deltas the default [`SnapshotPolicy`] writes after a full
 /// snapshot, which bounds how many records loading a checkpoint reads.
@@ -109,15 +115,18 @@ impl Default for SnapshotPolicy {
     }
 }
 
-/// A run's state after a completed node.
+/// A run's state after a completed node, or inside a node that is still running (an agent
+/// loop saves one after every round).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Checkpoint {
     /// The run.
     pub run_id: String,
-    /// Position in the run: 0 before the first node, then the step number of the node
-    /// just completed. Strictly increasing within a run.
+    /// Position in the run: 0 before the first node, then one more for every checkpoint.
+    /// Strictly increasing within a run. (The number of nodes completed is
+    /// `completed.len()`.)
     pub seq: u64,
-    /// The node just completed (`START` for seq 0).
+    /// The node just completed (`START` for seq 0), or the node still running when
+    /// [`progress`](Self::progress) is set.
     pub node: String,
     /// The nodes completed so far, in order.
     pub completed: Vec<String>,
@@ -132,6 +141,16 @@ pub struct Checkpoint {
     /// Failures recorded so far (recoverable ones, the run went on).
     #[serde(default)]
     pub errors: Vec<NodeFailure>,
+    /// What the node `next` had done when the checkpoint was taken inside it (its agent
+    /// runs, saved after every round), handed back to it on resume; `None` at a node
+    /// boundary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<Value>,
+    /// What the run's session had done besides changing its state (events emitted, gate
+    /// ids handed out, model usage metered), restored on resume so that nothing is
+    /// emitted twice or counted twice; `None` for runs without a session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<Value>,
 }
 
 impl Checkpoint {
@@ -147,6 +166,8 @@ impl Checkpoint {
             schema_version: CHECKPOINT_SCHEMA_VERSION,
             at: Utc::now(),
             errors: Vec::new(),
+            progress: None,
+            session: None,
         }
     }
 
@@ -172,9 +193,33 @@ impl Checkpoint {
         self
     }
 
+    /// Sets the progress of the node still running.
+    pub fn with_progress(mut self, progress: Value) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+
+    /// Fails with [`CheckpointError::SchemaVersion`] when the checkpoint was written in a
+    /// newer format than this build reads (what every store checks before saving).
+    pub fn check_version(&self) -> Result<(), CheckpointError> {
+        if self.schema_version > CHECKPOINT_SCHEMA_VERSION {
+            return Err(CheckpointError::SchemaVersion {
+                ident: format!("run {:?} seq {}", self.run_id, self.seq),
+                found: self.schema_version,
+                supported: CHECKPOINT_SCHEMA_VERSION,
+            });
+        }
+        Ok(())
+    }
+
     /// Whether the run had reached `END`.
     pub fn is_finished(&self) -> bool {
         self.next.is_none()
+    }
+
+    /// How many nodes the run had completed (its step count).
+    pub fn steps_completed(&self) -> u64 {
+        self.completed.len() as u64
     }
 }
 

@@ -84,22 +84,24 @@ struct PendingBranches<S> {
 /// while `loops < 3`.
 ///
 /// ```
-/// use agent_runtime::graph::{END, RunOptions, RunStatus, START, StateGraph, node_fn};
+/// use agent_runtime::graph::{END, NodeContext, RunOptions, RunStatus, START, StateGraph, node_fn};
 ///
-/// #[derive(Debug, Default)]
+/// #[derive(Debug, Clone, Default)]
 /// struct S { x: i64, loops: i64 }
 ///
 /// let mut graph = StateGraph::new();
 /// for name in ["n1", "n2", "n3", "n5", "n6"] {
-///     graph = graph.add_node(name, node_fn(|s: &mut S, _| Box::pin(async move {
-///         s.x += 1;
+///     graph = graph.add_node(name, node_fn(|ctx: &NodeContext<S>| Box::pin(async move {
+///         ctx.update(|s| s.x += 1);
 ///         Ok(())
 ///     })));
 /// }
 /// let graph = graph
-///     .add_node("n4", node_fn(|s: &mut S, _| Box::pin(async move {
-///         s.x += 1;
-///         s.loops += 1;
+///     .add_node("n4", node_fn(|ctx: &NodeContext<S>| Box::pin(async move {
+///         ctx.update(|s| {
+///             s.x += 1;
+///             s.loops += 1;
+///         });
 ///         Ok(())
 ///     })))
 ///     .add_edge(START, "n1")
@@ -123,15 +125,15 @@ struct PendingBranches<S> {
 /// # });
 /// # Ok::<(), agent_runtime::graph::GraphError>(())
 /// ```
-pub struct StateGraph<S> {
-    nodes: Vec<(String, Arc<dyn Node<S>>)>,
+pub struct StateGraph<S, E = ()> {
+    nodes: Vec<(String, Arc<dyn Node<S, E>>)>,
     edges: Vec<(String, String)>,
     branches: Vec<PendingBranches<S>>,
     step_limit: u64,
     last_then: Option<String>,
 }
 
-impl<S> fmt::Debug for StateGraph<S> {
+impl<S, E> fmt::Debug for StateGraph<S, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StateGraph")
             .field(
@@ -144,13 +146,13 @@ impl<S> fmt::Debug for StateGraph<S> {
     }
 }
 
-impl<S: Send + 'static> Default for StateGraph<S> {
+impl<S: Send + 'static, E: 'static> Default for StateGraph<S, E> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<S: Send + 'static> StateGraph<S> {
+impl<S: Send + 'static, E: 'static> StateGraph<S, E> {
     /// An empty graph with the default step limit ([`DEFAULT_STEP_LIMIT`]).
     pub fn new() -> Self {
         Self {
@@ -165,11 +167,11 @@ impl<S: Send + 'static> StateGraph<S> {
     /// A sequential pipeline: `START -> first -> ... -> last -> END`.
     ///
     /// ```
-    /// use agent_runtime::graph::{RunOptions, StateGraph, node_fn};
+    /// use agent_runtime::graph::{NodeContext, RunOptions, StateGraph, node_fn};
     ///
     /// let pipeline = StateGraph::sequence([
-    ///     ("parse", node_fn(|s: &mut Vec<&str>, _| Box::pin(async move { s.push("parse"); Ok(()) }))),
-    ///     ("score", node_fn(|s: &mut Vec<&str>, _| Box::pin(async move { s.push("score"); Ok(()) }))),
+    ///     ("parse", node_fn(|ctx: &NodeContext<Vec<&str>>| Box::pin(async move { ctx.update(|s| s.push("parse")); Ok(()) }))),
+    ///     ("score", node_fn(|ctx: &NodeContext<Vec<&str>>| Box::pin(async move { ctx.update(|s| s.push("score")); Ok(()) }))),
     /// ])
     /// .compile()?;
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -184,7 +186,7 @@ impl<S: Send + 'static> StateGraph<S> {
     where
         I: IntoIterator<Item = (K, N)>,
         K: Into<String>,
-        N: Node<S> + 'static,
+        N: Node<S, E> + 'static,
     {
         let mut graph = steps
             .into_iter()
@@ -197,7 +199,7 @@ impl<S: Send + 'static> StateGraph<S> {
 
     /// Adds a node and a plain edge to it from the node added by the previous `then`
     /// (from `START` for the first). Finish with `.add_edge(last, END)`.
-    pub fn then(self, name: impl Into<String>, node: impl Node<S> + 'static) -> Self {
+    pub fn then(self, name: impl Into<String>, node: impl Node<S, E> + 'static) -> Self {
         let name = name.into();
         let from = self.last_then.clone().unwrap_or_else(|| START.to_owned());
         let mut graph = self
@@ -208,7 +210,7 @@ impl<S: Send + 'static> StateGraph<S> {
     }
 
     /// Adds a named node.
-    pub fn add_node(mut self, name: impl Into<String>, node: impl Node<S> + 'static) -> Self {
+    pub fn add_node(mut self, name: impl Into<String>, node: impl Node<S, E> + 'static) -> Self {
         self.nodes.push((name.into(), Arc::new(node)));
         self
     }
@@ -273,7 +275,7 @@ impl<S: Send + 'static> StateGraph<S> {
     /// edge, a node with two outgoing edges or with both a plain and conditional edges,
     /// empty or repeated branch keys, a node unreachable from `START`, a node from which
     /// `END` cannot be reached, and a zero step limit.
-    pub fn compile(self) -> Result<CompiledGraph<S>, GraphError> {
+    pub fn compile(self) -> Result<CompiledGraph<S, E>, GraphError> {
         if self.step_limit == 0 {
             return Err(GraphError::ZeroStepLimit);
         }
@@ -394,7 +396,7 @@ fn invalid_edge(from: &str, to: &str, reason: &'static str) -> GraphError {
 }
 
 /// Every node must be reachable from START, and END reachable from every node.
-fn check_paths<S>(entry: &Route<S>, nodes: &[CompiledNode<S>]) -> Result<(), GraphError> {
+fn check_paths<S, E>(entry: &Route<S>, nodes: &[CompiledNode<S, E>]) -> Result<(), GraphError> {
     let n = nodes.len();
     let mut reached = vec![false; n];
     let mut stack: Vec<usize> = entry.node_targets().collect();

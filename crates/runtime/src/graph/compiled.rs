@@ -65,9 +65,9 @@ impl<S> Route<S> {
     }
 }
 
-pub(crate) struct CompiledNode<S> {
+pub(crate) struct CompiledNode<S, E> {
     pub(crate) name: Arc<str>,
-    pub(crate) node: Arc<dyn Node<S>>,
+    pub(crate) node: Arc<dyn Node<S, E>>,
     pub(crate) route: Route<S>,
 }
 
@@ -76,13 +76,13 @@ pub(crate) struct CompiledNode<S> {
 ///
 /// Names are resolved to indices at compile time, so running it costs one boxed future
 /// per node and no lookups by name.
-pub struct CompiledGraph<S> {
-    pub(crate) nodes: Vec<CompiledNode<S>>,
+pub struct CompiledGraph<S, E = ()> {
+    pub(crate) nodes: Vec<CompiledNode<S, E>>,
     pub(crate) entry: Route<S>,
     pub(crate) step_limit: u64,
 }
 
-impl<S> fmt::Debug for CompiledGraph<S> {
+impl<S, E> fmt::Debug for CompiledGraph<S, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CompiledGraph")
             .field("nodes", &self.node_names().collect::<Vec<_>>())
@@ -91,7 +91,7 @@ impl<S> fmt::Debug for CompiledGraph<S> {
     }
 }
 
-impl<S> CompiledGraph<S> {
+impl<S, E> CompiledGraph<S, E> {
     /// The node names, in the order they were added.
     pub fn node_names(&self) -> impl Iterator<Item = &str> + '_ {
         self.nodes.iter().map(|n| &*n.name)
@@ -118,10 +118,10 @@ impl<S> CompiledGraph<S> {
     /// their key.
     ///
     /// ```
-    /// use agent_runtime::graph::{StateGraph, node_fn};
+    /// use agent_runtime::graph::{NodeContext, StateGraph, node_fn};
     ///
     /// let graph = StateGraph::sequence([
-    ///     ("fetch", node_fn(|_: &mut (), _| Box::pin(async { Ok(()) }))),
+    ///     ("fetch", node_fn(|_: &NodeContext<()>| Box::pin(async { Ok(()) }))),
     /// ])
     /// .compile()?;
     /// assert_eq!(

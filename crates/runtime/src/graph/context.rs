@@ -18,6 +18,7 @@ use crate::checkpoint::{CheckpointError, CheckpointStore};
 ///
 /// A node gets it by reference; to test a node on its own, make one with
 /// [`RunContext::standalone`].
+#[derive(Clone)]
 pub struct RunContext {
     pub(crate) run_id: Arc<str>,
     pub(crate) node: Arc<str>,

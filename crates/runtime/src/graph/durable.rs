@@ -1,24 +1,30 @@
-//! Checkpointed runs: a checkpoint after every node, and resume after a crash.
+//! Checkpointed runs: a checkpoint after every node (and inside nodes, after every round
+//! of a durable agent run), and resume after a crash.
 
 use std::sync::Arc;
 
-use chrono::Utc;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 use tracing::Instrument as _;
 
+use super::checkpointer::{Checkpointer, Restore, Snapshot};
 use super::compiled::{CompiledGraph, Target};
-use super::run::{Advance, RunOptions, RunResult, Runner, Stop, StopKind, unknown_entry};
+use super::node_context::NodeProgress;
+use super::run::{Advance, RunOptions, RunResult, Runner, Stop, StopKind};
 use super::{Journal, START};
-use crate::checkpoint::{CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore};
+use crate::checkpoint::{Checkpoint, CheckpointError, CheckpointStore};
+use crate::{Session, SessionMarks};
 
-impl<S> CompiledGraph<S>
+impl<S, E> CompiledGraph<S, E>
 where
-    S: Serialize + DeserializeOwned + Send,
+    S: Serialize + DeserializeOwned + Clone + Send + 'static,
+    E: 'static,
 {
     /// Runs the graph like [`run`](Self::run), writing a [`Checkpoint`] through `store`
-    /// before the first node (seq 0, node `START`) and after every completed node (seq =
-    /// the node's step), each naming the node to run next. Side effects recorded with
+    /// before the first node (seq 0, node `START`), after every completed node, each naming
+    /// the node to run next, and after every round of an agent run with
+    /// [`NodeContext::run_agent`](super::NodeContext::run_agent) inside a node. Side effects recorded with
     /// [`RunContext::once`](super::RunContext::once) are written through the store as
     /// they happen.
     ///
@@ -30,11 +36,11 @@ where
     /// ```
     /// use std::sync::Arc;
     /// use agent_runtime::checkpoint::{CheckpointStore, InMemoryCheckpointStore};
-    /// use agent_runtime::graph::{RunOptions, RunStatus, StateGraph, node_fn};
+    /// use agent_runtime::graph::{NodeContext, RunOptions, RunStatus, StateGraph, node_fn};
     ///
     /// let graph = StateGraph::sequence([
-    ///     ("a", node_fn(|s: &mut Vec<String>, _| Box::pin(async move { s.push("a".into()); Ok(()) }))),
-    ///     ("b", node_fn(|s: &mut Vec<String>, _| Box::pin(async move { s.push("b".into()); Ok(()) }))),
+    ///     ("a", node_fn(|ctx: &NodeContext<Vec<String>>| Box::pin(async move { ctx.update(|s| s.push("a".into())); Ok(()) }))),
+    ///     ("b", node_fn(|ctx: &NodeContext<Vec<String>>| Box::pin(async move { ctx.update(|s| s.push("b".into())); Ok(()) }))),
     /// ])
     /// .compile()?;
     /// let store = Arc::new(InMemoryCheckpointStore::new());
@@ -60,6 +66,20 @@ where
         store: Arc<dyn CheckpointStore>,
         mut options: RunOptions,
     ) -> Result<RunResult<S>, CheckpointError> {
+        let session = Session::new(options.run_id(), state);
+        self.run_checkpointed_in(&session, store, options).await
+    }
+
+    /// Like [`run_checkpointed`](Self::run_checkpointed), on `session`'s state (see
+    /// [`run_in`](Self::run_in)). Every checkpoint also records the session's
+    /// [`SessionMarks`] (events emitted, gate ids, metered usage), which
+    /// [`resume_in`](Self::resume_in) restores.
+    pub async fn run_checkpointed_in(
+        &self,
+        session: &Session<S, E>,
+        store: Arc<dyn CheckpointStore>,
+        mut options: RunOptions,
+    ) -> Result<RunResult<S>, CheckpointError> {
         let run_id = options.take_run_id();
         if store.exists(&run_id).await? {
             return Err(CheckpointError::RunExists(run_id.to_string()));
@@ -67,25 +87,25 @@ where
         let span = tracing::info_span!("graph.run", run_id = &*run_id, checkpointed = true);
         async move {
             let journal = Journal::persistent(run_id.clone(), store.clone(), Default::default());
-            let mut runner = Runner::new(self, run_id.clone(), journal, options, Target::End, 0);
-            let next = match self.entry.next(&state) {
-                Ok(target) => target,
-                Err(key) => return Ok(runner.finish(state, Some(unknown_entry(&key)))),
+            let mut runner =
+                Runner::new(self, session.clone(), run_id.clone(), journal, options, 0);
+            if let Some(stop) = runner.enter() {
+                return Ok(runner.finish(Some(stop)));
+            }
+            let first = Checkpoint::new(&*run_id, 0, START, Value::Null);
+            let first = match self.target_name(runner.next) {
+                Some(next) => first.with_next(&**next),
+                None => first,
             };
-            runner.next = next;
-            let mut checkpoint = Checkpoint {
-                run_id: run_id.to_string(),
-                seq: 0,
-                node: START.to_owned(),
-                completed: Vec::new(),
-                next: self.target_name(next).map(|n| n.to_string()),
-                state: serde_json::to_value(&state)?,
-                schema_version: CHECKPOINT_SCHEMA_VERSION,
-                at: Utc::now(),
-                errors: Vec::new(),
-            };
-            store.save(&checkpoint).await?;
-            Ok(self.drive(state, &*store, runner, &mut checkpoint).await)
+            let checkpointer = Arc::new(Checkpointer::new(
+                store,
+                first,
+                snapshot(session),
+                restore(session),
+            ));
+            checkpointer.save_first().await?;
+            let runner = runner.durable(Arc::clone(&checkpointer), None);
+            Ok(self.drive(runner, &checkpointer).await)
         }
         .instrument(span)
         .await
@@ -108,34 +128,90 @@ where
         store: Arc<dyn CheckpointStore>,
         options: RunOptions,
     ) -> Result<RunResult<S>, CheckpointError> {
-        let mut checkpoint = store
-            .latest(run_id)
-            .await?
-            .ok_or_else(|| CheckpointError::NotFound(run_id.to_owned()))?;
-        let state: S =
-            serde_json::from_value(std::mem::take(&mut checkpoint.state)).map_err(|e| {
-                CheckpointError::Incompatible {
-                    run_id: run_id.to_owned(),
-                    reason: format!(
-                        "the state of checkpoint {} does not fit this graph's state type: {e}",
-                        checkpoint.seq
-                    ),
-                }
-            })?;
-        let next =
-            match &checkpoint.next {
-                None => Target::End,
-                Some(name) => Target::Node(self.index_of(name).ok_or_else(|| {
-                    CheckpointError::Incompatible {
-                        run_id: run_id.to_owned(),
-                        reason: format!(
-                            "checkpoint {} resumes at unknown node {name:?}",
+        let checkpoint = latest(run_id, &*store).await?;
+        let state = state_of(&checkpoint)?;
+        let session = Session::new(run_id, state);
+        self.continue_from(&session, checkpoint, store, options)
+            .await
+    }
+
+    /// Like [`resume`](Self::resume), into `session`: its state is replaced by the
+    /// checkpoint's and its [`SessionMarks`] are restored (event count, gate ids, the
+    /// meter's totals), so events replayed by work done again keep their ordinals, gates
+    /// keep their ids, and limits count the whole run. A node that was interrupted inside
+    /// an agent run continues that run from its last saved round
+    /// ([`NodeContext::run_agent`](super::NodeContext::run_agent)).
+    pub async fn resume_in(
+        &self,
+        session: &Session<S, E>,
+        run_id: &str,
+        store: Arc<dyn CheckpointStore>,
+        options: RunOptions,
+    ) -> Result<RunResult<S>, CheckpointError> {
+        let checkpoint = latest(run_id, &*store).await?;
+        let state = state_of(&checkpoint)?;
+        session.state().update(|s| *s = state);
+        self.continue_from(session, checkpoint, store, options)
+            .await
+    }
+
+    async fn continue_from(
+        &self,
+        session: &Session<S, E>,
+        mut checkpoint: Checkpoint,
+        store: Arc<dyn CheckpointStore>,
+        options: RunOptions,
+    ) -> Result<RunResult<S>, CheckpointError> {
+        let run_id = checkpoint.run_id.clone();
+        let incompatible = |reason: String| CheckpointError::Incompatible {
+            run_id: run_id.clone(),
+            reason,
+        };
+        let next = match &checkpoint.next {
+            None => Target::End,
+            Some(name) => Target::Node(self.index_of(name).ok_or_else(|| {
+                incompatible(format!(
+                    "checkpoint {} resumes at unknown node {name:?}",
+                    checkpoint.seq
+                ))
+            })?),
+        };
+        let restored = match checkpoint.progress.take() {
+            Some(progress) => Some(NodeProgress::from_checkpoint(progress).map_err(|e| {
+                incompatible(format!(
+                    "checkpoint {} has unreadable node progress: {e}",
+                    checkpoint.seq
+                ))
+            })?),
+            None => None,
+        };
+        // Inside a node, the node runs again from its start: the state and the marks it
+        // started with (its agent runs, restored in turn, move them on).
+        match (&restored, checkpoint.session.clone()) {
+            (Some(progress), _) => {
+                if let Some(state) = progress.start_state() {
+                    let state: S = serde_json::from_value(state.clone()).map_err(|e| {
+                        incompatible(format!(
+                            "checkpoint {} has a node start state that does not fit: {e}",
                             checkpoint.seq
-                        ),
-                    }
-                })?),
-            };
-        let run_id: Arc<str> = Arc::from(run_id);
+                        ))
+                    })?;
+                    session.state().update(|s| *s = state);
+                }
+                session.restore_marks(progress.start());
+            }
+            (None, Some(marks)) => {
+                let marks: SessionMarks = serde_json::from_value(marks).map_err(|e| {
+                    incompatible(format!(
+                        "checkpoint {} has unreadable session marks: {e}",
+                        checkpoint.seq
+                    ))
+                })?;
+                session.restore_marks(&marks);
+            }
+            (None, None) => {}
+        }
+        let run_id: Arc<str> = Arc::from(run_id.as_str());
         let span = tracing::info_span!("graph.run", run_id = &*run_id, resumed_at = checkpoint.seq);
         async move {
             let entries = store.journal(&run_id).await?;
@@ -143,13 +219,24 @@ where
                 seq = checkpoint.seq,
                 node = %checkpoint.node,
                 next = ?checkpoint.next,
+                inside_node = restored.is_some(),
                 journal_entries = entries.len(),
                 "resuming from checkpoint"
             );
             let journal = Journal::persistent(run_id.clone(), store.clone(), entries);
-            let mut runner = Runner::new(self, run_id, journal, options, next, checkpoint.seq);
-            runner.errors = std::mem::take(&mut checkpoint.errors);
-            Ok(self.drive(state, &*store, runner, &mut checkpoint).await)
+            let steps = checkpoint.steps_completed();
+            let errors = checkpoint.errors.clone();
+            let checkpointer = Arc::new(Checkpointer::new(
+                store,
+                checkpoint,
+                snapshot(session),
+                restore(session),
+            ));
+            let mut runner = Runner::new(self, session.clone(), run_id, journal, options, steps)
+                .durable(Arc::clone(&checkpointer), restored);
+            runner.next = next;
+            runner.errors = errors;
+            Ok(self.drive(runner, &checkpointer).await)
         }
         .instrument(span)
         .await
@@ -158,42 +245,75 @@ where
     /// Runs nodes, writing a checkpoint after each completed one.
     async fn drive(
         &self,
-        mut state: S,
-        store: &dyn CheckpointStore,
-        mut runner: Runner<'_, S>,
-        checkpoint: &mut Checkpoint,
+        mut runner: Runner<'_, S, E>,
+        checkpointer: &Checkpointer,
     ) -> RunResult<S> {
         loop {
-            match runner.advance(&mut state).await {
+            match runner.advance().await {
                 Advance::Completed { node } => {
                     let name = &self.nodes[node].name;
-                    checkpoint.seq = runner.step;
-                    checkpoint.node.clear();
-                    checkpoint.node.push_str(name);
-                    checkpoint.completed.push(name.to_string());
-                    checkpoint.next = self.target_name(runner.next).map(|n| n.to_string());
-                    checkpoint.at = Utc::now();
-                    checkpoint.schema_version = CHECKPOINT_SCHEMA_VERSION;
-                    if checkpoint.errors.len() != runner.errors.len() {
-                        checkpoint.errors.clone_from(&runner.errors);
-                    }
-                    let saved = match serde_json::to_value(&state) {
-                        Ok(value) => {
-                            checkpoint.state = value;
-                            store.save(checkpoint).await
-                        }
-                        Err(e) => Err(CheckpointError::from(e)),
-                    };
-                    if let Err(e) = saved {
-                        let reason =
-                            format!("checkpoint {} after node {name:?} failed: {e}", runner.step);
-                        return runner
-                            .finish(state, Some(Stop::failed(StopKind::Checkpoint, reason)));
+                    let next = self.target_name(runner.next).map(|n| &**n);
+                    if let Err(e) = checkpointer
+                        .save_completed(name, next, &runner.errors)
+                        .await
+                    {
+                        let reason = format!(
+                            "checkpoint after node {name:?} (step {}) failed: {e}",
+                            runner.step
+                        );
+                        return runner.finish(Some(Stop::failed(StopKind::Checkpoint, reason)));
                     }
                 }
-                Advance::Finished => return runner.finish(state, None),
-                Advance::Stopped(stop) => return runner.finish(state, Some(stop)),
+                Advance::Finished => return runner.finish(None),
+                Advance::Stopped(stop) => return runner.finish(Some(stop)),
             }
         }
     }
+}
+
+/// The run's latest checkpoint.
+async fn latest(run_id: &str, store: &dyn CheckpointStore) -> Result<Checkpoint, CheckpointError> {
+    store
+        .latest(run_id)
+        .await?
+        .ok_or_else(|| CheckpointError::NotFound(run_id.to_owned()))
+}
+
+/// The checkpoint's state as `S`.
+fn state_of<S: DeserializeOwned>(checkpoint: &Checkpoint) -> Result<S, CheckpointError> {
+    serde_json::from_value(checkpoint.state.clone()).map_err(|e| CheckpointError::Incompatible {
+        run_id: checkpoint.run_id.clone(),
+        reason: format!(
+            "the state of checkpoint {} does not fit this graph's state type: {e}",
+            checkpoint.seq
+        ),
+    })
+}
+
+/// Puts a saved state back into `session`.
+fn restore<S, E>(session: &Session<S, E>) -> Restore
+where
+    S: DeserializeOwned + Send + 'static,
+    E: 'static,
+{
+    let session = session.clone();
+    Box::new(move |value| {
+        let state: S = serde_json::from_value(value)?;
+        session.state().update(|s| *s = state);
+        Ok(())
+    })
+}
+
+/// Serializes `session`'s state and marks, for every checkpoint.
+fn snapshot<S, E>(session: &Session<S, E>) -> Snapshot
+where
+    S: Serialize + Send + 'static,
+    E: 'static,
+{
+    let session = session.clone();
+    Box::new(move || {
+        let state = session.state().read(|s| serde_json::to_value(s))?;
+        let marks = serde_json::to_value(session.marks())?;
+        Ok((state, marks))
+    })
 }

@@ -1,7 +1,9 @@
 //! The state graph: one orchestration engine for pipelines and loops.
 //!
-//! A [`StateGraph<S>`] has named async nodes ([`Node`], or closures through [`node_fn`])
-//! that work on a `&mut S`, plain edges, conditional edges (a router looks at the state
+//! A [`StateGraph<S, E>`] has named async nodes ([`Node`], or closures through
+//! [`node_fn`]) that run with a [`NodeContext`]: the run and the [`Session`](crate::Session)
+//! whose state `S` the graph routes on and checkpoints (events `E`, gates, bus, meter), so
+//! the agents a node runs and their tools change the same state; plain edges, conditional edges (a router looks at the state
 //! and returns a key), [`START`] and [`END`], and a step limit. [`StateGraph::compile`]
 //! validates it (unknown nodes, missing edges, unreachable nodes, no path to `END`) and
 //! resolves names to indices; the [`CompiledGraph`] then runs any number of times.
@@ -18,19 +20,21 @@
 //! `graph.run` span (field `run_id`).
 //!
 //! ```
-//! use agent_runtime::graph::{END, NodeError, RunOptions, RunStatus, START, StateGraph, node_fn};
+//! use agent_runtime::graph::{END, NodeContext, RunOptions, RunStatus, START, StateGraph, node_fn};
 //!
-//! #[derive(Debug, Default)]
+//! #[derive(Debug, Clone, Default)]
 //! struct Review { draft: String, score: u32, rounds: u32 }
 //!
 //! let graph = StateGraph::new()
-//!     .add_node("write", node_fn(|s: &mut Review, _ctx| Box::pin(async move {
-//!         s.rounds += 1;
-//!         s.draft = format!("draft {}", s.rounds);
+//!     .add_node("write", node_fn(|ctx: &NodeContext<Review>| Box::pin(async move {
+//!         ctx.update(|s| {
+//!             s.rounds += 1;
+//!             s.draft = format!("draft {}", s.rounds);
+//!         });
 //!         Ok(())
 //!     })))
-//!     .add_node("score", node_fn(|s: &mut Review, _ctx| Box::pin(async move {
-//!         s.score = 40 * s.rounds;
+//!     .add_node("score", node_fn(|ctx: &NodeContext<Review>| Box::pin(async move {
+//!         ctx.update(|s| s.score = 40 * s.rounds);
 //!         Ok(())
 //!     })))
 //!     .add_edge(START, "write")
@@ -52,16 +56,19 @@
 //! ```
 
 mod builder;
+mod checkpointer;
 mod compiled;
 mod context;
 mod durable;
 mod node;
+mod node_context;
 mod run;
 
 pub use builder::{DEFAULT_STEP_LIMIT, GraphError, StateGraph};
 pub use compiled::CompiledGraph;
 pub use context::{Journal, RunContext};
 pub use node::{FnNode, Node, NodeError, NodeErrorKind, NodeFailure, node_fn};
+pub use node_context::NodeContext;
 pub use run::{LimitCheck, RunOptions, RunResult, RunStatus, StepRecord, StopKind};
 
 /// The graph's entry: `add_edge(START, "first")`.

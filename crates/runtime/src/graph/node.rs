@@ -4,74 +4,75 @@ use std::fmt;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use serde::{Deserialize, Serialize};
 
-use super::RunContext;
+use super::NodeContext;
 use crate::checkpoint::CheckpointError;
+pub use crate::node_failure::{NodeErrorKind, NodeFailure};
 
-/// One step of a graph: an async function of the state and the run's context.
+/// One step of a graph: an async function of the node's context, which carries the run
+/// (id, step, journal, cancellation) and the session whose state the graph checkpoints
+/// (state, events, gates, bus, meter). Agents the node runs with
+/// [`NodeContext::run_agent`] and their tools read and change that same state.
 ///
 /// Implement it with `#[async_trait]` for a node that holds dependencies (a model, a
 /// client), or build one from a closure with [`node_fn`].
 ///
 /// ```
-/// use agent_runtime::graph::{Node, NodeError, RunContext};
+/// use agent_runtime::graph::{Node, NodeContext, NodeError};
 ///
 /// struct Count;
 ///
 /// #[async_trait::async_trait]
 /// impl Node<u32> for Count {
-///     async fn run(&self, state: &mut u32, _ctx: &RunContext) -> Result<(), NodeError> {
-///         *state += 1;
+///     async fn run(&self, ctx: &NodeContext<u32>) -> Result<(), NodeError> {
+///         ctx.update(|n| *n += 1);
 ///         Ok(())
 ///     }
 /// }
 /// ```
 #[async_trait::async_trait]
-pub trait Node<S: Send>: Send + Sync {
-    /// Does the node's work on `state`. An error's [`NodeErrorKind`] decides how the run
-    /// goes on (see [`NodeError`]).
-    async fn run(&self, state: &mut S, ctx: &RunContext) -> Result<(), NodeError>;
+pub trait Node<S: Send, E = ()>: Send + Sync {
+    /// Does the node's work. An error's [`NodeErrorKind`] decides how the run goes on
+    /// (see [`NodeError`]).
+    async fn run(&self, ctx: &NodeContext<S, E>) -> Result<(), NodeError>;
 }
 
 /// The boxed closure behind [`FnNode`].
-type NodeClosure<S> =
-    dyn for<'a> Fn(&'a mut S, &'a RunContext) -> BoxFuture<'a, Result<(), NodeError>> + Send + Sync;
+type NodeClosure<S, E> =
+    dyn for<'a> Fn(&'a NodeContext<S, E>) -> BoxFuture<'a, Result<(), NodeError>> + Send + Sync;
 
-/// A node made from a closure by [`node_fn`]. Every `FnNode<S>` has the same type, so
+/// A node made from a closure by [`node_fn`]. Every `FnNode<S, E>` has the same type, so
 /// closures can sit side by side in an array (see
 /// [`StateGraph::sequence`](super::StateGraph::sequence)).
-pub struct FnNode<S> {
-    f: Box<NodeClosure<S>>,
+pub struct FnNode<S, E = ()> {
+    f: Box<NodeClosure<S, E>>,
 }
 
-impl<S> fmt::Debug for FnNode<S> {
+impl<S, E> fmt::Debug for FnNode<S, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("FnNode")
     }
 }
 
-/// Makes a node from a closure returning a boxed future.
-///
-/// Only the state type needs naming; the context's type and the future's lifetime are
-/// inferred:
+/// Makes a node from a closure returning a boxed future. Name the context's type (its
+/// state and, when not `()`, its event type); the future's lifetime is inferred:
 ///
 /// ```
-/// use agent_runtime::graph::{node_fn, NodeError};
+/// use agent_runtime::graph::{node_fn, NodeContext, NodeError};
 ///
 /// struct State { x: i64 }
 ///
-/// let add_one = node_fn(|state: &mut State, _ctx| Box::pin(async move {
-///     state.x += 1;
+/// let add_one = node_fn(|ctx: &NodeContext<State>| Box::pin(async move {
+///     ctx.update(|s| s.x += 1);
 ///     Ok::<_, NodeError>(())
 /// }));
 /// # let _ = add_one;
 /// ```
 ///
 /// (Inside `add_node`, where the return type is known, `Ok(())` is enough.)
-pub fn node_fn<S, F>(f: F) -> FnNode<S>
+pub fn node_fn<S, E, F>(f: F) -> FnNode<S, E>
 where
-    F: for<'a> Fn(&'a mut S, &'a RunContext) -> BoxFuture<'a, Result<(), NodeError>>
+    F: for<'a> Fn(&'a NodeContext<S, E>) -> BoxFuture<'a, Result<(), NodeError>>
         + Send
         + Sync
         + 'static,
@@ -81,68 +82,32 @@ where
 
 // Written by hand rather than through `#[async_trait]` so the closure's boxed future is
 // returned as it is, instead of being boxed a second time.
-impl<S: Send> Node<S> for FnNode<S> {
-    fn run<'life0, 'life1, 'life2, 'async_trait>(
+impl<S: Send, E> Node<S, E> for FnNode<S, E> {
+    fn run<'life0, 'life1, 'async_trait>(
         &'life0 self,
-        state: &'life1 mut S,
-        ctx: &'life2 RunContext,
+        ctx: &'life1 NodeContext<S, E>,
     ) -> BoxFuture<'async_trait, Result<(), NodeError>>
     where
         'life0: 'async_trait,
         'life1: 'async_trait,
-        'life2: 'async_trait,
         Self: 'async_trait,
     {
-        (self.f)(state, ctx)
+        (self.f)(ctx)
     }
 }
 
-// Shared nodes: an `Arc<N>` (or `Arc<dyn Node<S>>`) is a node too, with no extra boxing.
-impl<S: Send, N: Node<S> + ?Sized> Node<S> for Arc<N> {
-    fn run<'life0, 'life1, 'life2, 'async_trait>(
+// Shared nodes: an `Arc<N>` (or `Arc<dyn Node<S, E>>`) is a node too, with no extra boxing.
+impl<S: Send, E, N: Node<S, E> + ?Sized> Node<S, E> for Arc<N> {
+    fn run<'life0, 'life1, 'async_trait>(
         &'life0 self,
-        state: &'life1 mut S,
-        ctx: &'life2 RunContext,
+        ctx: &'life1 NodeContext<S, E>,
     ) -> BoxFuture<'async_trait, Result<(), NodeError>>
     where
         'life0: 'async_trait,
         'life1: 'async_trait,
-        'life2: 'async_trait,
         Self: 'async_trait,
     {
-        N::run(&**self, state, ctx)
-    }
-}
-
-/// How a node failure affects the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NodeErrorKind {
-    /// The run cannot go on: it ends [`Failed`](super::RunStatus::Failed).
-    Fatal,
-    /// Worth reporting, not worth stopping for: the failure is recorded in
-    /// [`RunResult::errors`](super::RunResult::errors) and the run follows the node's
-    /// outgoing edge as if it had succeeded.
-    Recoverable,
-    /// A cost, budget or other limit was reached: the run ends
-    /// [`Partial`](super::RunStatus::Partial), keeping the state gathered so far.
-    Limit,
-}
-
-impl NodeErrorKind {
-    /// `"fatal"`, `"recoverable"` or `"limit"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NodeErrorKind::Fatal => "fatal",
-            NodeErrorKind::Recoverable => "recoverable",
-            NodeErrorKind::Limit => "limit",
-        }
-    }
-}
-
-impl fmt::Display for NodeErrorKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        N::run(&**self, ctx)
     }
 }
 
@@ -220,17 +185,4 @@ impl From<CheckpointError> for NodeError {
     fn from(error: CheckpointError) -> Self {
         Self::fatal(error.to_string())
     }
-}
-
-/// A node failure recorded in a run's result (and in its checkpoints).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NodeFailure {
-    /// The node that failed.
-    pub node: String,
-    /// Its step number in the run (1 for the first node run).
-    pub step: u64,
-    /// How the failure affected the run.
-    pub kind: NodeErrorKind,
-    /// The error message.
-    pub message: String,
 }

@@ -10,8 +10,11 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
+use super::checkpointer::Checkpointer;
 use super::compiled::{CompiledGraph, Target};
+use super::node_context::{NodeContext, NodeProgress};
 use super::{Journal, NodeErrorKind, NodeFailure, RunContext};
+use crate::Session;
 
 /// A hook called before every node; `Some(reason)` stops the run as
 /// [`Partial`](RunStatus::Partial). A cost meter or a budget plugs in here.
@@ -68,7 +71,8 @@ impl RunOptions {
     }
 
     /// Cancels the run when `token` fires: between nodes, or by dropping the running
-    /// node's future. The run ends [`Failed`](RunStatus::Failed), keeping its state.
+    /// node's future. The run ends [`Failed`](RunStatus::Failed), keeping its state. (The
+    /// cancellation token of the run's [`Session`] stops it the same way.)
     pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
         self.cancel = token;
         self
@@ -111,6 +115,12 @@ impl RunOptions {
             Some(id) => Arc::from(id),
             None => Arc::from(uuid::Uuid::new_v4().to_string()),
         }
+    }
+
+    /// The run id, chosen now (a new UUID v4) when none was set.
+    pub(crate) fn run_id(&mut self) -> &str {
+        self.run_id
+            .get_or_insert_with(|| uuid::Uuid::new_v4().to_string())
     }
 }
 
@@ -256,9 +266,13 @@ enum Outcome {
 }
 
 /// Drives a run one node at a time; shared by plain and checkpointed runs.
-pub(crate) struct Runner<'g, S> {
-    graph: &'g CompiledGraph<S>,
+pub(crate) struct Runner<'g, S, E> {
+    graph: &'g CompiledGraph<S, E>,
+    session: Session<S, E>,
     pub(crate) ctx: RunContext,
+    checkpointer: Option<Arc<Checkpointer>>,
+    /// What the next node had done before the crash, when resuming inside it.
+    restored: Option<NodeProgress>,
     pub(crate) next: Target,
     /// Node runs so far, counting across resumes.
     pub(crate) step: u64,
@@ -268,19 +282,26 @@ pub(crate) struct Runner<'g, S> {
     pub(crate) errors: Vec<NodeFailure>,
 }
 
-impl<'g, S: Send> Runner<'g, S> {
+impl<'g, S, E> Runner<'g, S, E>
+where
+    S: Send + 'static,
+    E: 'static,
+{
     pub(crate) fn new(
-        graph: &'g CompiledGraph<S>,
+        graph: &'g CompiledGraph<S, E>,
+        session: Session<S, E>,
         run_id: Arc<str>,
         journal: Journal,
         options: RunOptions,
-        next: Target,
         step: u64,
     ) -> Self {
         Self {
             graph,
+            session,
             ctx: RunContext::new(run_id, options.cancel.clone(), journal),
-            next,
+            checkpointer: None,
+            restored: None,
+            next: Target::End,
             step,
             started: Instant::now(),
             options,
@@ -289,8 +310,31 @@ impl<'g, S: Send> Runner<'g, S> {
         }
     }
 
+    /// Checkpoints inside nodes go through `checkpointer`; the first node run continues
+    /// from `restored`.
+    pub(crate) fn durable(
+        mut self,
+        checkpointer: Arc<Checkpointer>,
+        restored: Option<NodeProgress>,
+    ) -> Self {
+        self.checkpointer = Some(checkpointer);
+        self.restored = restored;
+        self
+    }
+
+    /// Routes from `START`; an unknown key stops the run.
+    pub(crate) fn enter(&mut self) -> Option<Stop> {
+        match self.session.state().read(|s| self.graph.entry.next(s)) {
+            Ok(target) => {
+                self.next = target;
+                None
+            }
+            Err(key) => Some(unknown_entry(&key)),
+        }
+    }
+
     /// Runs the next node, if the run may go on, and routes to the one after it.
-    pub(crate) async fn advance(&mut self, state: &mut S) -> Advance {
+    pub(crate) async fn advance(&mut self) -> Advance {
         let graph = self.graph;
         let index = match self.next {
             Target::End => return Advance::Finished,
@@ -304,11 +348,28 @@ impl<'g, S: Send> Runner<'g, S> {
         let step = self.step;
         self.ctx.node = node.name.clone();
         self.ctx.step = step;
+        let progress = self
+            .restored
+            .take()
+            .unwrap_or_else(|| NodeProgress::starting(self.session.marks()));
+        let node_ctx = NodeContext::new(
+            self.ctx.clone(),
+            self.session.clone(),
+            self.checkpointer.clone(),
+            progress,
+        );
 
         let span = tracing::info_span!("graph.node", node = &*node.name, step);
         let started = Instant::now();
-        let future = node.node.run(state, &self.ctx).instrument(span);
-        let cancelled = self.ctx.cancel.cancelled();
+        let future = node.node.run(&node_ctx).instrument(span);
+        // The run stops when its own token fires or its session is cancelled.
+        let (run_token, session_token) = (&self.ctx.cancel, self.session.cancellation());
+        let cancelled = async {
+            tokio::select! {
+                () = run_token.cancelled() => {}
+                () = session_token.cancelled() => {}
+            }
+        };
         // The node is polled first so a node that finishes at once never registers with
         // the cancellation token.
         let outcome = match self.options.node_timeout {
@@ -377,7 +438,7 @@ impl<'g, S: Send> Runner<'g, S> {
             }
         }
 
-        match node.route.next(state) {
+        match self.session.state().read(|s| node.route.next(s)) {
             Ok(target) => {
                 self.next = target;
                 Advance::Completed { node: index }
@@ -394,7 +455,7 @@ impl<'g, S: Send> Runner<'g, S> {
 
     /// Cancellation, limit hooks, wall time and step limit, before a node starts.
     fn check_before(&self, name: &str) -> Option<Stop> {
-        if self.options.cancel.is_cancelled() {
+        if self.options.cancel.is_cancelled() || self.session.cancellation().is_cancelled() {
             return Some(Stop::failed(
                 StopKind::Cancelled,
                 format!("cancelled before node {name:?}"),
@@ -429,7 +490,11 @@ impl<'g, S: Send> Runner<'g, S> {
     }
 
     /// The result of the run, with `stop` if it ended early.
-    pub(crate) fn finish(self, state: S, stop: Option<Stop>) -> RunResult<S> {
+    pub(crate) fn finish(self, stop: Option<Stop>) -> RunResult<S>
+    where
+        S: Clone,
+    {
+        let state = self.session.state().snapshot();
         let (status, cause, reason) = match stop {
             None => (RunStatus::Success, None, None),
             Some(stop) => (stop.status, Some(stop.cause), Some(stop.reason)),
@@ -454,31 +519,39 @@ impl<'g, S: Send> Runner<'g, S> {
     }
 }
 
-impl<S: Send> CompiledGraph<S> {
-    /// Runs the graph from `START` on `state` until `END` or until something stops it.
+impl<S, E> CompiledGraph<S, E>
+where
+    S: Clone + Send + 'static,
+    E: 'static,
+{
+    /// Runs the graph from `START` on `state` until `END` or until something stops it,
+    /// in a session of its own (id: the run id; events go nowhere). See
+    /// [`run_in`](Self::run_in) to run in a session you made.
     ///
     /// Nothing is lost on the way: whatever the status, the result carries the state as
     /// the last node left it. See [`StateGraph`](super::StateGraph) for an example, and
     /// [`run_checkpointed`](Self::run_checkpointed) for a run that survives a crash.
-    pub async fn run(&self, mut state: S, mut options: RunOptions) -> RunResult<S> {
+    pub async fn run(&self, state: S, mut options: RunOptions) -> RunResult<S> {
+        let session = Session::new(options.run_id(), state);
+        self.run_in(&session, options).await
+    }
+
+    /// Runs the graph on `session`'s state: nodes read and change it, routers route on
+    /// it, agents run in the nodes share it, and the result carries a copy of it.
+    pub async fn run_in(&self, session: &Session<S, E>, mut options: RunOptions) -> RunResult<S> {
         let run_id = options.take_run_id();
         let span = tracing::info_span!("graph.run", run_id = &*run_id);
         let journal = Journal::in_memory(run_id.clone());
         async move {
-            let first = self.entry.next(&state);
-            let mut runner = Runner::new(self, run_id, journal, options, Target::End, 0);
-            match first {
-                Ok(target) => runner.next = target,
-                Err(key) => {
-                    let stop = unknown_entry(&key);
-                    return runner.finish(state, Some(stop));
-                }
+            let mut runner = Runner::new(self, session.clone(), run_id, journal, options, 0);
+            if let Some(stop) = runner.enter() {
+                return runner.finish(Some(stop));
             }
             loop {
-                match runner.advance(&mut state).await {
+                match runner.advance().await {
                     Advance::Completed { .. } => {}
-                    Advance::Finished => return runner.finish(state, None),
-                    Advance::Stopped(stop) => return runner.finish(state, Some(stop)),
+                    Advance::Finished => return runner.finish(None),
+                    Advance::Stopped(stop) => return runner.finish(Some(stop)),
                 }
             }
         }

@@ -8,8 +8,8 @@ use chrono::Utc;
 use serde_json::Value;
 
 use super::{
-    GateAnswer, NewSession, SessionRecord, SessionStatus, SessionStore, StoreError, StoredEvent,
-    StoredGate,
+    GateAnswer, NewSession, OpenGate, SessionOutcome, SessionRecord, SessionStatus, SessionStore,
+    StoreError, StoredEvent, StoredGate,
 };
 
 struct Entry {
@@ -17,6 +17,8 @@ struct Entry {
     events: Vec<StoredEvent>,
     state: Option<Value>,
     gates: Vec<StoredGate>,
+    /// Resumes in a row without progress, and the event count at the last one.
+    resumes: (u32, u64),
 }
 
 /// Keeps sessions in a map; everything is lost when it is dropped.
@@ -95,6 +97,7 @@ impl SessionStore for InMemorySessionStore {
                 events: Vec::new(),
                 state: None,
                 gates: Vec::new(),
+                resumes: (0, 0),
             },
         );
         Ok(record)
@@ -119,15 +122,12 @@ impl SessionStore for InMemorySessionStore {
         })
     }
 
-    async fn finish(&self, id: &str, outcome: Result<Value, String>) -> Result<(), StoreError> {
+    async fn finish(&self, id: &str, outcome: SessionOutcome) -> Result<(), StoreError> {
         self.with(id, |e| {
+            e.record.status = outcome.status();
             match outcome {
-                Ok(result) => {
-                    e.record.status = SessionStatus::Complete;
-                    e.record.result = Some(result);
-                }
-                Err(error) => {
-                    e.record.status = SessionStatus::Failed;
+                SessionOutcome::Complete(result) => e.record.result = Some(result),
+                SessionOutcome::Failed(error) | SessionOutcome::Cancelled(error) => {
                     e.record.error = Some(error);
                 }
             }
@@ -169,22 +169,18 @@ impl SessionStore for InMemorySessionStore {
         self.with(id, |e| e.state.clone())
     }
 
-    async fn open_gate(
-        &self,
-        id: &str,
-        gate_id: &str,
-        name: &str,
-        payload: &Value,
-    ) -> Result<(), StoreError> {
+    async fn open_gate(&self, id: &str, gate: &OpenGate<'_>) -> Result<(), StoreError> {
         self.with(id, |e| {
-            if !e.gates.iter().any(|g| g.id == gate_id) {
+            if !e.gates.iter().any(|g| g.id == gate.id) {
                 e.gates.push(StoredGate {
-                    id: gate_id.to_owned(),
-                    name: name.to_owned(),
-                    payload: payload.clone(),
+                    id: gate.id.to_owned(),
+                    name: gate.name.to_owned(),
+                    kind: gate.kind.to_owned(),
+                    payload: gate.payload.clone(),
                     opened_at: Utc::now(),
                     answer: None,
                     answered_at: None,
+                    closed: None,
                 });
             }
         })
@@ -199,11 +195,41 @@ impl SessionStore for InMemorySessionStore {
         self.with(id, |e| match e.gates.iter_mut().find(|g| g.id == gate_id) {
             None => GateAnswer::Unknown,
             Some(gate) if gate.answer.is_some() => GateAnswer::AlreadyAnswered,
+            Some(gate) if gate.closed.is_some() => GateAnswer::Closed,
             Some(gate) => {
                 gate.answer = Some(answer.clone());
                 gate.answered_at = Some(Utc::now());
                 GateAnswer::Accepted
             }
+        })
+    }
+
+    async fn close_gate(
+        &self,
+        id: &str,
+        gate_id: &str,
+        reason: &str,
+    ) -> Result<GateAnswer, StoreError> {
+        self.with(id, |e| match e.gates.iter_mut().find(|g| g.id == gate_id) {
+            None => GateAnswer::Unknown,
+            Some(gate) if gate.answer.is_some() => GateAnswer::AlreadyAnswered,
+            Some(gate) if gate.closed.is_some() => GateAnswer::Closed,
+            Some(gate) => {
+                gate.closed = Some(reason.to_owned());
+                GateAnswer::Accepted
+            }
+        })
+    }
+
+    async fn note_resume(&self, id: &str, events: u64) -> Result<u32, StoreError> {
+        self.with(id, |e| {
+            let (attempts, at) = e.resumes;
+            e.resumes = if attempts > 0 && at == events {
+                (attempts + 1, events)
+            } else {
+                (1, events)
+            };
+            e.resumes.0
         })
     }
 

@@ -2,8 +2,10 @@
 //! loses no event and a restart resumes it. [`InMemorySessionStore`] is here; the SQLite
 //! (and later Postgres) stores live in `agent-backends`, as the checkpoint stores do.
 
+mod coordination;
 mod memory;
 
+pub use coordination::{EventFanout, Fanned, InProcessFanout, InProcessLeases, SessionLeases};
 pub use memory::InMemorySessionStore;
 
 use async_trait::async_trait;
@@ -23,16 +25,19 @@ pub enum SessionStatus {
     Complete,
     /// Its run failed; the error is kept.
     Failed,
+    /// Its user cancelled it; the reason is kept as its error.
+    Cancelled,
 }
 
 impl SessionStatus {
-    /// `running`, `waiting`, `complete` or `failed`.
+    /// `running`, `waiting`, `complete`, `failed` or `cancelled`.
     pub fn as_str(self) -> &'static str {
         match self {
             SessionStatus::Running => "running",
             SessionStatus::Waiting => "waiting",
             SessionStatus::Complete => "complete",
             SessionStatus::Failed => "failed",
+            SessionStatus::Cancelled => "cancelled",
         }
     }
 
@@ -43,13 +48,39 @@ impl SessionStatus {
             "waiting" => Some(SessionStatus::Waiting),
             "complete" => Some(SessionStatus::Complete),
             "failed" => Some(SessionStatus::Failed),
+            "cancelled" => Some(SessionStatus::Cancelled),
             _ => None,
         }
     }
 
-    /// Whether the run ended (complete or failed).
+    /// Whether the run ended (complete, failed or cancelled).
     pub fn is_finished(self) -> bool {
-        matches!(self, SessionStatus::Complete | SessionStatus::Failed)
+        matches!(
+            self,
+            SessionStatus::Complete | SessionStatus::Failed | SessionStatus::Cancelled
+        )
+    }
+}
+
+/// How a session's run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionOutcome {
+    /// It returned this result.
+    Complete(Value),
+    /// It failed with this error.
+    Failed(String),
+    /// Its user cancelled it (the reason).
+    Cancelled(String),
+}
+
+impl SessionOutcome {
+    /// The status a session with this outcome has.
+    pub fn status(&self) -> SessionStatus {
+        match self {
+            SessionOutcome::Complete(_) => SessionStatus::Complete,
+            SessionOutcome::Failed(_) => SessionStatus::Failed,
+            SessionOutcome::Cancelled(_) => SessionStatus::Cancelled,
+        }
     }
 }
 
@@ -83,7 +114,7 @@ pub struct SessionRecord {
     pub request: Value,
     /// The result, once complete.
     pub result: Option<Value>,
-    /// The error, once failed.
+    /// The error, once failed (or why it was cancelled).
     pub error: Option<String>,
     /// When it was created.
     pub created_at: DateTime<Utc>,
@@ -109,6 +140,9 @@ pub struct StoredGate {
     pub id: String,
     /// Its name.
     pub name: String,
+    /// The gate it is an instance of (a declared [`Gate`](crate::Gate)'s name; the name
+    /// itself for a gate waited at by name), which says what answer it takes.
+    pub kind: String,
     /// What the user is shown.
     pub payload: Value,
     /// When it opened.
@@ -117,6 +151,28 @@ pub struct StoredGate {
     pub answer: Option<Value>,
     /// When it was answered.
     pub answered_at: Option<DateTime<Utc>>,
+    /// Why it closed without an answer (`expired`, `cancelled`), once it did.
+    pub closed: Option<String>,
+}
+
+impl StoredGate {
+    /// Whether it still waits for an answer.
+    pub fn is_pending(&self) -> bool {
+        self.answer.is_none() && self.closed.is_none()
+    }
+}
+
+/// A gate to record as pending ([`SessionStore::open_gate`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OpenGate<'a> {
+    /// Its stable id (`agent:gate:n`).
+    pub id: &'a str,
+    /// Its name.
+    pub name: &'a str,
+    /// The gate it is an instance of (see [`StoredGate::kind`]).
+    pub kind: &'a str,
+    /// What the user is shown.
+    pub payload: &'a Value,
 }
 
 /// What answering a gate came to.
@@ -128,6 +184,8 @@ pub enum GateAnswer {
     Unknown,
     /// The gate was answered already.
     AlreadyAnswered,
+    /// The gate closed without an answer (it expired, or its session was cancelled).
+    Closed,
 }
 
 /// A store operation failed.
@@ -164,8 +222,8 @@ pub trait SessionStore: Send + Sync {
         stage: Option<&str>,
     ) -> Result<(), StoreError>;
 
-    /// Ends the session: `Ok(result)` completes it, `Err(message)` fails it.
-    async fn finish(&self, id: &str, outcome: Result<Value, String>) -> Result<(), StoreError>;
+    /// Ends the session with its outcome (status `complete`, `failed` or `cancelled`).
+    async fn finish(&self, id: &str, outcome: SessionOutcome) -> Result<(), StoreError>;
 
     /// Appends an event and returns its number (1, 2, ...).
     async fn append_event(&self, id: &str, event: &Value) -> Result<u64, StoreError>;
@@ -186,13 +244,7 @@ pub trait SessionStore: Send + Sync {
 
     /// Records a gate as pending. Opening a gate that is already recorded (same id)
     /// changes nothing.
-    async fn open_gate(
-        &self,
-        id: &str,
-        gate_id: &str,
-        name: &str,
-        payload: &Value,
-    ) -> Result<(), StoreError>;
+    async fn open_gate(&self, id: &str, gate: &OpenGate<'_>) -> Result<(), StoreError>;
 
     /// Records the answer of a pending gate.
     async fn answer_gate(
@@ -201,6 +253,20 @@ pub trait SessionStore: Send + Sync {
         gate_id: &str,
         answer: &Value,
     ) -> Result<GateAnswer, StoreError>;
+
+    /// Closes a pending gate without an answer, for `reason` (`expired`, `cancelled`).
+    async fn close_gate(
+        &self,
+        id: &str,
+        gate_id: &str,
+        reason: &str,
+    ) -> Result<GateAnswer, StoreError>;
+
+    /// Notes that a restarted server resumes the session, which has `events` events now,
+    /// and returns how many resumes in a row found it with no new event (1 for a session
+    /// that progressed since the last resume): a server gives up on a session that does
+    /// not get anywhere.
+    async fn note_resume(&self, id: &str, events: u64) -> Result<u32, StoreError>;
 
     /// Every gate of the session, pending and answered, in the order they opened.
     async fn gates(&self, id: &str) -> Result<Vec<StoredGate>, StoreError>;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use agent_runtime::checkpoint::{Checkpoint, CheckpointStore};
 use agent_runtime::graph::{
-    CompiledGraph, END, FnNode, RunOptions, RunResult, START, StateGraph, node_fn,
+    CompiledGraph, END, FnNode, NodeContext, RunOptions, RunResult, START, StateGraph, node_fn,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -47,10 +47,12 @@ pub struct Counter {
 }
 
 pub fn bump(loops: i64) -> FnNode<Counter> {
-    node_fn(move |s: &mut Counter, _| {
+    node_fn(move |ctx: &NodeContext<Counter>| {
         Box::pin(async move {
-            s.x += 1;
-            s.loops += loops;
+            ctx.update(|s| {
+                s.x += 1;
+                s.loops += loops;
+            });
             Ok(())
         })
     })

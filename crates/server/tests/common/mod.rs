@@ -14,7 +14,8 @@ pub const PATIENCE: Duration = Duration::from_secs(10);
 
 /// Emits `started`, waits at `coordinator:approve:1`, emits `approved` and saves state
 /// `approved`, waits at `coordinator:approve:2`, emits `confirmed`, returns both answers.
-/// `"mode"` in the start request: `fail` (returns Err), `panic`, `hang` (never ends).
+/// `"mode"` in the start request: `fail` (returns Err), `panic`, `hang` (never ends),
+/// `expire` (the first gate times out after 200 ms).
 /// A rerun after a restart skips the events and the save it did before.
 pub struct Echo {
     pub name: String,
@@ -43,36 +44,58 @@ impl Echo {
     }
 }
 
+/// Echo's start request.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct EchoStart {
+    pub text: String,
+    #[serde(default)]
+    pub mode: String,
+}
+
+/// Why an echo session failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct EchoError(pub String);
+
+impl From<agent_runtime::GateError> for EchoError {
+    fn from(error: agent_runtime::GateError) -> Self {
+        EchoError(error.to_string())
+    }
+}
+
+impl From<agent_runtime::sessions::StoreError> for EchoError {
+    fn from(error: agent_runtime::sessions::StoreError) -> Self {
+        EchoError(error.to_string())
+    }
+}
+
+/// Echo's gate: any answer.
+pub const APPROVE: agent_runtime::Gate<Value> = agent_runtime::Gate::new("approve");
+
 #[async_trait::async_trait]
 impl Product for Echo {
+    type Start = EchoStart;
+    type Event = Value;
+    type Output = Value;
+    type Error = EchoError;
+
     fn name(&self) -> &str {
         &self.name
     }
 
-    fn validate_start(&self, body: &Value) -> Result<(), String> {
-        match body.get("text") {
-            Some(Value::String(_)) => Ok(()),
-            _ => Err("\"text\" must be a string".to_owned()),
-        }
+    fn gates(&self) -> Vec<agent_runtime::GateSpec> {
+        vec![APPROVE.spec()]
     }
 
-    async fn run(&self, session: SessionHandle) -> Result<Value, String> {
+    async fn run(&self, session: SessionHandle, start: EchoStart) -> Result<Value, EchoError> {
         let saved = session.saved_state();
         self.runs.lock().unwrap().push(saved.clone());
         *self.gates.lock().unwrap() = Some(session.gates().clone());
-        let text = session.request()["text"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        let mode = session.request()["mode"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let EchoStart { text, mode } = start;
 
-        let sink = session.event_sink::<Value>();
         let runtime: Session<(), Value> = Session::new(session.id(), ())
             .with_gates(session.gates().clone())
-            .with_events(move |event| sink.emit(event))
+            .with_event_sink(session.event_sink())
             .with_cancellation(session.cancellation());
         let ctx = runtime.context(AgentIdentity::new("coordinator", "echo"));
 
@@ -82,7 +105,7 @@ impl Product for Echo {
             tokio::time::sleep(self.resume_delay).await;
         }
         match mode.as_str() {
-            "fail" => return Err("asked to fail".to_owned()),
+            "fail" => return Err(EchoError("asked to fail".to_owned())),
             "panic" => panic!("asked to panic"),
             "hang" => std::future::pending::<()>().await,
             _ => {}
@@ -91,26 +114,22 @@ impl Product for Echo {
         let gates = runtime.gates();
         let cancel = session.cancellation();
         let first_id = gates.next_id("coordinator", "approve");
-        let request =
+        let mut request =
             GateRequest::new("approve").with_payload(json!({"question": "approve?", "text": text}));
-        let first = gates
-            .wait(&first_id, request, Some(&cancel))
-            .await
-            .map_err(|e| e.to_string())?;
+        if mode == "expire" {
+            request = request.with_timeout(Duration::from_millis(200));
+        }
+        let first = gates.wait(&first_id, request, Some(&cancel)).await?;
         if saved.is_none() {
             ctx.emit(json!({"type": "approved", "answer": first}));
             session
                 .save_state("approved", &json!({"first": first}))
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
         }
 
         let second_id = gates.next_id("coordinator", "approve");
         let request = GateRequest::new("approve").with_payload(json!({"question": "confirm?"}));
-        let second = gates
-            .wait(&second_id, request, Some(&cancel))
-            .await
-            .map_err(|e| e.to_string())?;
+        let second = gates.wait(&second_id, request, Some(&cancel)).await?;
         ctx.emit(json!({"type": "confirmed", "answer": second}));
         Ok(json!({"text": text, "first": first, "second": second}))
     }

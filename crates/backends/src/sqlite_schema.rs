@@ -1,0 +1,151 @@
+//! The SQLite database's schema, shared by the session and checkpoint stores (one database
+//! per deployment), and its migrations.
+//!
+//! The schema version is `PRAGMA user_version`. Migration `i` brings a database from
+//! version `i` to `i + 1`; opening a database runs the ones it lacks, in one write
+//! transaction, and refuses a database from a newer version.
+//!
+//! Timestamps are stored as RFC 3339 text in UTC with nanoseconds
+//! (`2025-01-02T03:04:05.123456789Z`): fixed width, so text order is time order, and they
+//! read back exactly. JSON values are stored as text.
+
+use agent_runtime::sessions::StoreError;
+use chrono::{DateTime, SecondsFormat, Utc};
+use sqlx::SqliteConnection;
+
+/// The schema version this build writes: the number of migrations.
+pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Version 1: sessions, their events, state and gates.
+const SESSIONS: &str = r#"
+CREATE TABLE IF NOT EXISTS sessions (
+    id          TEXT PRIMARY KEY NOT NULL,
+    product     TEXT NOT NULL,
+    token_hash  TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    stage       TEXT,
+    request     TEXT NOT NULL,
+    result      TEXT,
+    error       TEXT,
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_by_product_status
+    ON sessions (product, status, created_at);
+CREATE TABLE IF NOT EXISTS events (
+    session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq         INTEGER NOT NULL CHECK (seq > 0),
+    event       TEXT NOT NULL,
+    at          TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS state (
+    session_id  TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    state       TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS gates (
+    session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    gate_id     TEXT NOT NULL,
+    position    INTEGER NOT NULL,
+    name        TEXT NOT NULL,
+    payload     TEXT NOT NULL,
+    opened_at   TEXT NOT NULL,
+    answer      TEXT,
+    answered_at TEXT,
+    PRIMARY KEY (session_id, gate_id),
+    UNIQUE (session_id, position)
+);
+"#;
+
+/// Version 2: graph runs' checkpoints and journals. A checkpoint's `record` is its stored
+/// form (a full snapshot or a delta on the run's previous checkpoint, as JSON), `full`
+/// says which (and indexes the snapshots), so loading starts at the nearest one. Runs
+/// are not sessions: no foreign key.
+const CHECKPOINTS: &str = r#"
+CREATE TABLE IF NOT EXISTS checkpoints (
+    run_id      TEXT NOT NULL,
+    seq         INTEGER NOT NULL CHECK (seq >= 0),
+    node        TEXT NOT NULL,
+    full        INTEGER NOT NULL CHECK (full IN (0, 1)),
+    record      TEXT NOT NULL,
+    at          TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE INDEX IF NOT EXISTS checkpoint_snapshots
+    ON checkpoints (run_id, seq) WHERE full = 1;
+CREATE TABLE IF NOT EXISTS checkpoint_journal (
+    run_id      TEXT NOT NULL,
+    key         TEXT NOT NULL,
+    value       TEXT NOT NULL,
+    at          TEXT NOT NULL,
+    PRIMARY KEY (run_id, key)
+);
+"#;
+
+/// Version 3: the lifecycle. A gate records the declared gate it is an instance of
+/// (`kind`; `NULL` reads as its name) and why it closed without an answer (`closed`:
+/// `expired`, `cancelled`); a session counts the resumes in a row that found it with no
+/// new event (`resume_attempts`, at `resume_events` events).
+const LIFECYCLE: &str = r#"
+ALTER TABLE gates ADD COLUMN kind TEXT;
+ALTER TABLE gates ADD COLUMN closed TEXT;
+ALTER TABLE gates ADD COLUMN closed_at TEXT;
+ALTER TABLE sessions ADD COLUMN resume_attempts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN resume_events INTEGER NOT NULL DEFAULT 0;
+"#;
+
+/// Migration `i` brings version `i` to `i + 1`.
+const MIGRATIONS: [&str; 3] = [SESSIONS, CHECKPOINTS, LIFECYCLE];
+
+/// Checks the schema version and runs the missing migrations, on a connection inside a
+/// write transaction (the caller commits). `location` names the database in messages.
+///
+/// Errors: [`StoreError::Corrupt`] for a database from a newer version,
+/// [`StoreError::Backend`] when SQLite fails.
+pub(crate) async fn migrate(conn: &mut SqliteConnection, location: &str) -> Result<(), StoreError> {
+    let version: i64 = sqlx::query_scalar("PRAGMA user_version")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(backend)?;
+    if version > SCHEMA_VERSION {
+        tracing::warn!(
+            path = location,
+            version,
+            supported = SCHEMA_VERSION,
+            "refusing a database from a newer version"
+        );
+        return Err(StoreError::Corrupt(format!(
+            "session database {location} has schema version {version}, newer than the \
+             version {SCHEMA_VERSION} this build understands; upgrade agent-backends"
+        )));
+    }
+    let start = usize::try_from(version).unwrap_or(0);
+    for migration in MIGRATIONS.iter().skip(start) {
+        sqlx::raw_sql(migration)
+            .execute(&mut *conn)
+            .await
+            .map_err(backend)?;
+    }
+    if version < SCHEMA_VERSION {
+        sqlx::raw_sql(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
+            .execute(&mut *conn)
+            .await
+            .map_err(backend)?;
+        tracing::debug!(
+            path = location,
+            from = version,
+            to = SCHEMA_VERSION,
+            "migrated database schema"
+        );
+    }
+    Ok(())
+}
+
+fn backend(error: sqlx::Error) -> StoreError {
+    StoreError::Backend(error.to_string())
+}
+
+/// How timestamps are stored: RFC 3339, UTC, nanoseconds.
+pub(crate) fn timestamp(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Nanos, true)
+}

@@ -1,0 +1,107 @@
+//! Writes a checkpointed run's checkpoints: after every node, and inside a node after
+//! every round of a durable agent loop. One writer per run, so `seq` only grows.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use serde_json::Value;
+
+use super::NodeFailure;
+use crate::checkpoint::{CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore};
+
+/// Serializes the session now: its state and its [`SessionMarks`](crate::SessionMarks).
+pub(crate) type Snapshot = Box<dyn Fn() -> Result<(Value, Value), serde_json::Error> + Send + Sync>;
+
+/// Replaces the session's state with a saved one.
+pub(crate) type Restore = Box<dyn Fn(Value) -> Result<(), serde_json::Error> + Send + Sync>;
+
+pub(crate) struct Checkpointer {
+    store: Arc<dyn CheckpointStore>,
+    /// The checkpoint written last (its state is the session's at that time).
+    last: tokio::sync::Mutex<Checkpoint>,
+    snapshot: Snapshot,
+    restore: Restore,
+}
+
+impl Checkpointer {
+    /// A writer continuing after `last` (the run's first checkpoint, or the one resumed
+    /// from).
+    pub(crate) fn new(
+        store: Arc<dyn CheckpointStore>,
+        last: Checkpoint,
+        snapshot: Snapshot,
+        restore: Restore,
+    ) -> Self {
+        Self {
+            store,
+            last: tokio::sync::Mutex::new(last),
+            snapshot,
+            restore,
+        }
+    }
+
+    /// The session's state now, serialized.
+    pub(crate) fn state_now(&self) -> Result<Value, serde_json::Error> {
+        (self.snapshot)().map(|(state, _)| state)
+    }
+
+    /// Puts a saved state back into the session.
+    pub(crate) fn restore_state(&self, state: Value) -> Result<(), serde_json::Error> {
+        (self.restore)(state)
+    }
+
+    /// The state of the checkpoint written (or resumed from) last.
+    pub(crate) async fn last_state(&self) -> Value {
+        self.last.lock().await.state.clone()
+    }
+
+    /// Writes the first checkpoint of a fresh run (seq 0, as given to [`new`](Self::new)),
+    /// with the session as it is now.
+    pub(crate) async fn save_first(&self) -> Result<(), CheckpointError> {
+        let mut checkpoint = self.last.lock().await;
+        let (state, marks) = (self.snapshot)()?;
+        checkpoint.state = state;
+        checkpoint.session = Some(marks);
+        self.store.save(&checkpoint).await
+    }
+
+    /// A checkpoint inside the node the run is at (the last checkpoint's `next`), holding
+    /// what the node has done so far.
+    pub(crate) async fn save_progress(&self, progress: Value) -> Result<(), CheckpointError> {
+        let mut checkpoint = self.last.lock().await;
+        if let Some(node) = checkpoint.next.clone() {
+            checkpoint.node = node;
+        }
+        checkpoint.progress = Some(progress);
+        self.write(&mut checkpoint).await
+    }
+
+    /// A checkpoint after node `node` completed, naming the node to run next.
+    pub(crate) async fn save_completed(
+        &self,
+        node: &str,
+        next: Option<&str>,
+        errors: &[NodeFailure],
+    ) -> Result<(), CheckpointError> {
+        let mut checkpoint = self.last.lock().await;
+        checkpoint.node.clear();
+        checkpoint.node.push_str(node);
+        checkpoint.completed.push(node.to_owned());
+        checkpoint.next = next.map(str::to_owned);
+        checkpoint.progress = None;
+        if checkpoint.errors.len() != errors.len() {
+            checkpoint.errors = errors.to_vec();
+        }
+        self.write(&mut checkpoint).await
+    }
+
+    async fn write(&self, checkpoint: &mut Checkpoint) -> Result<(), CheckpointError> {
+        let (state, marks) = (self.snapshot)()?;
+        checkpoint.seq += 1;
+        checkpoint.state = state;
+        checkpoint.session = Some(marks);
+        checkpoint.at = Utc::now();
+        checkpoint.schema_version = CHECKPOINT_SCHEMA_VERSION;
+        self.store.save(checkpoint).await
+    }
+}

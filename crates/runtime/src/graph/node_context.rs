@@ -1,0 +1,319 @@
+//! What a node runs with: [`NodeContext`], the run and the session in one, and durable
+//! agent loops inside a node.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::ops::Deref;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use agent_llm::{ChatModel, Message};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::RunContext;
+use super::checkpointer::Checkpointer;
+use crate::checkpoint::CheckpointError;
+use crate::{
+    AgentContext, AgentIdentity, AgentLoop, AgentResult, AgentRun, RunSaver, Session, SessionMarks,
+};
+
+/// The context of one node run: the run (id, node, step, journal, cancellation, through
+/// `Deref` to [`RunContext`]) and the [`Session`] whose state the graph checkpoints,
+/// routes on and returns.
+///
+/// Agents run with [`run_agent`](Self::run_agent) share that session, so their tools
+/// read and change the graph's state, and in a checkpointed run they are durable: saved
+/// after every round and, after a crash, continued at the last completed round.
+///
+/// ```
+/// use agent_runtime::graph::{NodeContext, RunOptions, StateGraph, node_fn};
+///
+/// #[derive(Debug, Clone, Default)]
+/// struct Draft { words: u32 }
+///
+/// let graph = StateGraph::sequence([
+///     ("write", node_fn(|ctx: &NodeContext<Draft, String>| Box::pin(async move {
+///         ctx.update(|d| d.words += 120);
+///         ctx.emit(format!("wrote at step {}", ctx.step()));
+///         Ok(())
+///     }))),
+/// ])
+/// .compile()?;
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let result = graph.run(Draft::default(), RunOptions::new()).await;
+/// assert_eq!(result.state.words, 120);
+/// # });
+/// # Ok::<(), agent_runtime::graph::GraphError>(())
+/// ```
+pub struct NodeContext<S, E = ()> {
+    run: RunContext,
+    session: Session<S, E>,
+    checkpointer: Option<Arc<Checkpointer>>,
+    progress: Mutex<NodeProgress>,
+    /// Agent runs started in this node run, by agent name (for their keys).
+    started: Mutex<HashMap<String, u32>>,
+}
+
+impl<S, E> fmt::Debug for NodeContext<S, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeContext")
+            .field("run", &self.run)
+            .field("session", &self.session.id())
+            .field("durable", &self.checkpointer.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, E> Deref for NodeContext<S, E> {
+    type Target = RunContext;
+
+    fn deref(&self) -> &RunContext {
+        &self.run
+    }
+}
+
+/// What a node has done so far, saved in a checkpoint taken inside it.
+///
+/// A resumed node runs again from its start, so the session goes back to the state and
+/// marks it had when the node started (`start_state`, `start`): the node's code before
+/// its agents does what it did, on what it saw then, and the events it emits again get
+/// the ordinals they had (and are recognized as replays). Each agent run restored moves
+/// the session on: a finished one to its end state and marks, the one that was running
+/// to the state of the last checkpoint and its marks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct NodeProgress {
+    /// The session's marks when the node started.
+    #[serde(default)]
+    start: SessionMarks,
+    /// The session's state when the node started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    start_state: Option<Value>,
+    /// Agent runs by key (`{agent}#{n}`, the n-th run of that agent in the node).
+    agents: BTreeMap<String, SavedAgent>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SavedAgent {
+    run: AgentRun,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    scratchpad: Map<String, Value>,
+    /// The session's marks when the run was saved.
+    #[serde(default)]
+    marks: SessionMarks,
+    /// The session's state when the run finished (a running one's is the checkpoint's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    end_state: Option<Value>,
+}
+
+impl NodeProgress {
+    /// A node starting now, with the session's marks as they are. Its starting state is
+    /// taken at its first save, from the checkpoint before it.
+    pub(crate) fn starting(start: SessionMarks) -> Self {
+        Self {
+            start,
+            start_state: None,
+            agents: BTreeMap::new(),
+        }
+    }
+
+    /// The session's state when the node started, when it was kept.
+    pub(crate) fn start_state(&self) -> Option<&Value> {
+        self.start_state.as_ref()
+    }
+
+    pub(crate) fn from_checkpoint(progress: Value) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(progress)
+    }
+
+    /// The session's marks when the node started.
+    pub(crate) fn start(&self) -> &SessionMarks {
+        &self.start
+    }
+}
+
+impl<S, E> NodeContext<S, E> {
+    pub(crate) fn new(
+        run: RunContext,
+        session: Session<S, E>,
+        checkpointer: Option<Arc<Checkpointer>>,
+        progress: NodeProgress,
+    ) -> Self {
+        Self {
+            run,
+            session,
+            checkpointer,
+            progress: Mutex::new(progress),
+            started: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A context outside any graph, for unit-testing a node: the session's id as the run
+    /// id, an in-memory journal, the session's cancellation token, step 0, no checkpoints.
+    pub fn standalone(session: Session<S, E>) -> Self {
+        let mut run = RunContext::standalone(session.id());
+        run.cancel = session.cancellation().clone();
+        Self::new(run, session, None, NodeProgress::default())
+    }
+
+    /// The run this node is part of (also reachable through `Deref`).
+    pub fn run(&self) -> &RunContext {
+        &self.run
+    }
+
+    /// The session: state, events, gates, bus, meter, cancellation.
+    pub fn session(&self) -> &Session<S, E> {
+        &self.session
+    }
+
+    /// A copy of the state.
+    pub fn state(&self) -> S
+    where
+        S: Clone,
+    {
+        self.session.state().snapshot()
+    }
+
+    /// Reads the state without copying it.
+    pub fn read<R>(&self, f: impl FnOnce(&S) -> R) -> R {
+        self.session.state().read(f)
+    }
+
+    /// Changes the state (checkpointed after the node, or with the next round of a
+    /// durable agent).
+    pub fn update<R>(&self, f: impl FnOnce(&mut S) -> R) -> R {
+        self.session.state().update(f)
+    }
+
+    /// Sends a product event through the session.
+    pub fn emit(&self, event: E) {
+        self.session.emit(event);
+    }
+
+    /// A context for code that acts as `agent` without a loop (a coordinator waiting at a
+    /// gate, a tool called directly).
+    pub fn agent_context(&self, agent: AgentIdentity) -> AgentContext<S, E> {
+        self.session.context(agent)
+    }
+
+    fn progress(&self) -> MutexGuard<'_, NodeProgress> {
+        self.progress.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The key of the next run of `agent` in this node run: `{agent}#{n}`.
+    fn next_agent_key(&self, agent: &str) -> String {
+        let mut started = self.started.lock().unwrap_or_else(PoisonError::into_inner);
+        let n = started.entry(agent.to_owned()).or_insert(0);
+        *n += 1;
+        format!("{agent}#{n}")
+    }
+}
+
+impl<S, E> NodeContext<S, E>
+where
+    S: Send + Sync + 'static,
+    E: Send + Sync + 'static,
+{
+    /// Runs `agent` in this node's session, starting with `message`, and returns what it
+    /// gathered, like [`AgentLoop::run`].
+    ///
+    /// In a checkpointed run the agent is durable: its [`AgentRun`] and scratchpad are
+    /// saved with the session's state after every model answer and every round of tool
+    /// results. When the run resumes after a crash, the node runs again from its start,
+    /// and each of its agent runs (matched by agent name and order within the node)
+    /// continues from its last saved step: a finished one returns its result at once, an
+    /// unfinished one makes no model call that had completed and runs no tool whose
+    /// result had been saved. Work between the last save and the crash is done again;
+    /// side effects that must not repeat go through [`RunContext::once`].
+    pub async fn run_agent<M: ChatModel>(
+        &self,
+        agent: &AgentLoop<S, E, M>,
+        message: impl Into<Message>,
+    ) -> AgentResult {
+        let key = self.next_agent_key(&agent.identity().name);
+        let ctx = self.session.context(agent.identity().clone());
+        let saved = self.progress().agents.get(&key).cloned();
+        let mut run = match saved {
+            Some(saved) => {
+                tracing::info!(
+                    agent = %key,
+                    rounds = saved.run.rounds(),
+                    finished = saved.run.is_finished(),
+                    "agent run restored from its checkpoint"
+                );
+                ctx.scratchpad().update(|pad| *pad = saved.scratchpad);
+                self.session.restore_marks(&saved.marks);
+                if let Some(checkpointer) = &self.checkpointer {
+                    let state = match saved.end_state {
+                        Some(state) => state,
+                        None => checkpointer.last_state().await,
+                    };
+                    if let Err(error) = checkpointer.restore_state(state) {
+                        tracing::error!(agent = %key, %error, "the agent's saved state does not fit");
+                    }
+                }
+                saved.run
+            }
+            None => agent.start(message),
+        };
+        if !run.is_finished() {
+            let saver = self.checkpointer.as_ref().map(|checkpointer| AgentSaver {
+                node: self,
+                checkpointer,
+                key: &key,
+                ctx: &ctx,
+            });
+            agent
+                .resume_saving(&ctx, &mut run, saver.as_ref().map(|s| s as &dyn RunSaver))
+                .await;
+        }
+        agent.result(&ctx, run)
+    }
+}
+
+/// Saves one agent run of a node into the node's progress and the run's checkpoints.
+struct AgentSaver<'a, S, E> {
+    node: &'a NodeContext<S, E>,
+    checkpointer: &'a Checkpointer,
+    key: &'a str,
+    ctx: &'a AgentContext<S, E>,
+}
+
+#[async_trait::async_trait]
+impl<S, E> RunSaver for AgentSaver<'_, S, E>
+where
+    S: Send + Sync + 'static,
+    E: Send + Sync + 'static,
+{
+    async fn save(&self, run: &AgentRun) -> Result<(), CheckpointError> {
+        // Until the node's first save, the last checkpoint is the one the node started
+        // after: its state is the node's starting state.
+        let before_first_save = self.node.progress().start_state.is_none();
+        let start_state = if before_first_save {
+            Some(self.checkpointer.last_state().await)
+        } else {
+            None
+        };
+        let progress = {
+            let mut progress = self.node.progress();
+            if progress.start_state.is_none() {
+                progress.start_state = start_state;
+            }
+            let end_state = if run.is_finished() {
+                Some(self.checkpointer.state_now()?)
+            } else {
+                None
+            };
+            progress.agents.insert(
+                self.key.to_owned(),
+                SavedAgent {
+                    run: run.clone(),
+                    scratchpad: self.ctx.scratchpad().snapshot(),
+                    marks: self.node.session.marks(),
+                    end_state,
+                },
+            );
+            serde_json::to_value(&*progress)?
+        };
+        self.checkpointer.save_progress(progress).await
+    }
+}

@@ -1,0 +1,36 @@
+//! What a session's agents share, behind the `Session` handle and every `AgentContext`.
+
+use crate::bus::AgentBus;
+use crate::cost::CostMeter;
+use crate::events::EventSink;
+use crate::gates::GateRegistry;
+use crate::state::SharedState;
+use agent_llm::ModelRouter;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio_util::sync::CancellationToken;
+
+pub(crate) struct SessionParts<S, E> {
+    pub(crate) id: String,
+    pub(crate) user_id: String,
+    pub(crate) state: SharedState<S>,
+    /// Where product events go; `None` discards them.
+    pub(crate) events: Option<Arc<dyn EventSink<E>>>,
+    pub(crate) gates: GateRegistry,
+    pub(crate) bus: Option<Arc<dyn AgentBus>>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) router: Option<ModelRouter>,
+    pub(crate) meter: Option<CostMeter>,
+    /// Product events emitted so far, counting across restarts.
+    pub(crate) emitted: AtomicU64,
+}
+
+impl<S, E> SessionParts<S, E> {
+    /// Numbers `event` and hands it to the sink.
+    pub(crate) fn emit(&self, event: E) {
+        let ordinal = self.emitted.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Some(sink) = &self.events {
+            sink.emit_numbered(ordinal, event);
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! What several server instances need to share one set of sessions: a lease per running
+//! session (one instance runs it at a time) and the fan-out of its events to whichever
+//! instance holds a client's stream. The in-process implementations here serve a single
+//! process; a multi-instance deployment implements the same traits on its coordination
+//! service (NATS JetStream, Redis).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use serde_json::Value;
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+
+use super::StoreError;
+
+/// The right to run a session, held by one instance at a time for a limited time and
+/// renewed while the run goes on; a lease that is not renewed expires, and another
+/// instance may take the session over.
+#[async_trait]
+pub trait SessionLeases: Send + Sync {
+    /// Takes the lease of `session` for `holder` for `ttl`, unless another holder has one
+    /// that has not expired. Returns whether `holder` holds it now (taking one it already
+    /// holds renews it).
+    async fn acquire(&self, session: &str, holder: &str, ttl: Duration)
+    -> Result<bool, StoreError>;
+
+    /// Extends the lease `holder` holds by `ttl` from now; `false` when it does not hold
+    /// it any more (it expired and was taken over).
+    async fn renew(&self, session: &str, holder: &str, ttl: Duration) -> Result<bool, StoreError>;
+
+    /// Gives the lease up, if `holder` holds it.
+    async fn release(&self, session: &str, holder: &str) -> Result<(), StoreError>;
+}
+
+/// Who holds each lease, and until when.
+type Held = HashMap<String, (String, Instant)>;
+
+/// Leases in this process's memory: enough for one server.
+///
+/// ```
+/// use agent_runtime::sessions::{InProcessLeases, SessionLeases};
+/// use std::time::Duration;
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let leases = InProcessLeases::default();
+/// let ttl = Duration::from_secs(30);
+/// assert!(leases.acquire("s1", "instance-a", ttl).await?);
+/// assert!(!leases.acquire("s1", "instance-b", ttl).await?); // held by a
+/// leases.release("s1", "instance-a").await?;
+/// assert!(leases.acquire("s1", "instance-b", ttl).await?);
+/// # Ok::<(), agent_runtime::sessions::StoreError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug, Default)]
+pub struct InProcessLeases {
+    held: Mutex<Held>,
+}
+
+impl InProcessLeases {
+    fn lock(&self) -> MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[async_trait]
+impl SessionLeases for InProcessLeases {
+    async fn acquire(
+        &self,
+        session: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let mut held = self.lock();
+        let now = Instant::now();
+        match held.get(session) {
+            Some((other, until)) if other != holder && *until > now => Ok(false),
+            _ => {
+                held.insert(session.to_owned(), (holder.to_owned(), now + ttl));
+                Ok(true)
+            }
+        }
+    }
+
+    async fn renew(&self, session: &str, holder: &str, ttl: Duration) -> Result<bool, StoreError> {
+        let mut held = self.lock();
+        match held.get_mut(session) {
+            Some((owner, until)) if owner == holder => {
+                *until = Instant::now() + ttl;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn release(&self, session: &str, holder: &str) -> Result<(), StoreError> {
+        let mut held = self.lock();
+        if held.get(session).is_some_and(|(owner, _)| owner == holder) {
+            held.remove(session);
+        }
+        Ok(())
+    }
+}
+
+/// What a subscriber to a session's events receives.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fanned {
+    /// A stored event and its number.
+    Event(u64, Arc<Value>),
+    /// The subscriber fell behind and missed events: read them from the store.
+    Lagged,
+}
+
+/// Carries a session's events, as they are stored, to every stream that follows it, on
+/// whichever instance that stream is served.
+pub trait EventFanout: Send + Sync {
+    /// Sends a stored event (numbered `seq`) to the session's subscribers.
+    fn publish(&self, session: &str, seq: u64, event: Arc<Value>);
+
+    /// The session's events from now on, until [`close`](Self::close) (the stream ends).
+    fn subscribe(&self, session: &str) -> BoxStream<'static, Fanned>;
+
+    /// The session's run has ended here: its subscribers' streams end.
+    fn close(&self, session: &str);
+}
+
+/// Fan-out within this process (a broadcast channel per session).
+///
+/// ```
+/// use agent_runtime::sessions::{EventFanout, Fanned, InProcessFanout};
+/// use futures::StreamExt;
+/// use std::sync::Arc;
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let fanout = InProcessFanout::default();
+/// let mut events = fanout.subscribe("s1");
+/// fanout.publish("s1", 1, Arc::new(serde_json::json!({"type": "started"})));
+/// fanout.close("s1");
+/// assert!(matches!(events.next().await, Some(Fanned::Event(1, _))));
+/// assert_eq!(events.next().await, None);
+/// # });
+/// ```
+#[derive(Debug)]
+pub struct InProcessFanout {
+    capacity: usize,
+    sessions: Mutex<HashMap<String, Sender>>,
+}
+
+/// A session's channel.
+type Sender = broadcast::Sender<(u64, Arc<Value>)>;
+
+impl Default for InProcessFanout {
+    fn default() -> Self {
+        Self::with_capacity(256)
+    }
+}
+
+impl InProcessFanout {
+    /// A fan-out letting a slow subscriber fall `capacity` events behind before it is
+    /// told it lagged.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            capacity: capacity.max(1),
+            sessions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Sender>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn sender(&self, session: &str) -> Sender {
+        self.lock()
+            .entry(session.to_owned())
+            .or_insert_with(|| broadcast::channel(self.capacity).0)
+            .clone()
+    }
+}
+
+impl EventFanout for InProcessFanout {
+    fn publish(&self, session: &str, seq: u64, event: Arc<Value>) {
+        // No subscriber is not an error.
+        let _ = self.sender(session).send((seq, event));
+    }
+
+    fn subscribe(&self, session: &str) -> BoxStream<'static, Fanned> {
+        let receiver = self.sender(session).subscribe();
+        Box::pin(futures::stream::unfold(
+            receiver,
+            |mut receiver| async move {
+                match receiver.recv().await {
+                    Ok((seq, event)) => Some((Fanned::Event(seq, event), receiver)),
+                    Err(broadcast::error::RecvError::Lagged(_)) => Some((Fanned::Lagged, receiver)),
+                    Err(broadcast::error::RecvError::Closed) => None,
+                }
+            },
+        ))
+    }
+
+    fn close(&self, session: &str) {
+        self.lock().remove(session);
+    }
+}

@@ -1,0 +1,82 @@
+//! What every session route checks first: the path, the query, the session and its token.
+
+use agent_runtime::sessions::SessionRecord;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query};
+use axum::http::HeaderMap;
+use serde::Deserialize;
+
+use crate::auth::{bearer, token_matches};
+use crate::error::ApiError;
+use crate::server::AgentServer;
+
+pub(crate) fn path<T>(extracted: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
+    extracted
+        .map(|Path(value)| value)
+        .map_err(|rejection| ApiError::bad_request(format!("bad path: {rejection}")))
+}
+
+/// The session `id` of `product`: 404 for an unknown product, or a session that does not
+/// exist or belongs to another product.
+pub(crate) async fn session_of(
+    server: &AgentServer,
+    product: &str,
+    id: &str,
+) -> Result<SessionRecord, ApiError> {
+    if server.product(product).is_none() {
+        return Err(ApiError::unknown_product(product));
+    }
+    match server.inner.store.get(id).await {
+        Ok(Some(record)) if record.product == product => Ok(record),
+        Ok(_) => Err(ApiError::unknown_session(id)),
+        Err(error) => Err(ApiError::store(&error)),
+    }
+}
+
+pub(crate) fn authorize(record: &SessionRecord, token: Option<&str>) -> Result<(), ApiError> {
+    match token {
+        Some(token) if token_matches(token, &record.token_hash) => Ok(()),
+        _ => Err(ApiError::unauthorized()),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct TokenQuery {
+    pub(crate) token: Option<String>,
+    pub(crate) last_event_id: Option<String>,
+}
+
+pub(crate) fn query(
+    extracted: Result<Query<TokenQuery>, QueryRejection>,
+) -> Result<TokenQuery, ApiError> {
+    extracted
+        .map(|Query(query)| query)
+        .map_err(|rejection| ApiError::bad_request(format!("bad query: {rejection}")))
+}
+
+/// A session route's request, checked: the product's name, the session (whose token the
+/// request carried, as a bearer header or `?token=`) and the query.
+pub(crate) struct Authorized {
+    pub(crate) product: String,
+    pub(crate) record: SessionRecord,
+    pub(crate) query: TokenQuery,
+}
+
+/// Checks a `/api/{product}/{session}...` request: 400 for a bad path or query, 404 for an
+/// unknown product or session, 401 without its token.
+pub(crate) async fn authorized(
+    server: &AgentServer,
+    headers: &HeaderMap,
+    ids: Result<Path<(String, String)>, PathRejection>,
+    query_string: Result<Query<TokenQuery>, QueryRejection>,
+) -> Result<Authorized, ApiError> {
+    let (product, id) = path(ids)?;
+    let query = query(query_string)?;
+    let record = session_of(server, &product, &id).await?;
+    authorize(&record, bearer(headers).or(query.token.as_deref()))?;
+    Ok(Authorized {
+        product,
+        record,
+        query,
+    })
+}

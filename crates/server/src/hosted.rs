@@ -1,0 +1,57 @@
+//! A [`Product`] as the server holds it: its typed contracts erased to JSON, so products
+//! of different types sit side by side.
+
+use agent_runtime::{AnswerError, GateSpec, read_as};
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::openapi;
+use crate::product::{Product, SessionHandle};
+
+/// What the routes need of a product.
+#[async_trait]
+pub(crate) trait Hosted: Send + Sync {
+    fn name(&self) -> &str;
+    /// Reads a start body as the product's start type and checks it.
+    fn read_start(&self, body: &Value) -> Result<(), AnswerError>;
+    /// Runs a session: its result, or its error's message.
+    async fn run(&self, session: SessionHandle) -> Result<Value, String>;
+    /// The declared gate of this kind, if any.
+    fn gate(&self, kind: &str) -> Option<GateSpec>;
+    /// The product's OpenAPI document.
+    fn openapi(&self) -> Value;
+    fn page(&self) -> Option<String>;
+}
+
+#[async_trait]
+impl<P: Product> Hosted for P {
+    fn name(&self) -> &str {
+        Product::name(self)
+    }
+
+    fn read_start(&self, body: &Value) -> Result<(), AnswerError> {
+        let start: P::Start = read_as(body)?;
+        self.check_start(&start)
+    }
+
+    async fn run(&self, session: SessionHandle) -> Result<Value, String> {
+        let start: P::Start =
+            read_as(session.request()).map_err(|e| format!("the start request is invalid: {e}"))?;
+        let output = Product::run(self, session, start)
+            .await
+            .map_err(|e| e.to_string())?;
+        serde_json::to_value(output).map_err(|e| format!("the result does not serialize: {e}"))
+    }
+
+    fn gate(&self, kind: &str) -> Option<GateSpec> {
+        self.gates().into_iter().find(|gate| gate.name == kind)
+    }
+
+    fn openapi(&self) -> Value {
+        openapi::document::<P>(Product::name(self), &self.gates())
+    }
+
+    fn page(&self) -> Option<String> {
+        Product::page(self)
+    }
+}

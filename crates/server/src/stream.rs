@@ -1,0 +1,158 @@
+//! `GET /api/{product}/{session}/stream`: server-sent events, replayed from the store
+//! after `Last-Event-ID`, then live.
+
+use agent_runtime::sessions::Fanned;
+use agent_runtime::sessions::StoredEvent;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt as _};
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use crate::access::{Authorized, TokenQuery, authorized};
+use crate::error::ApiError;
+use crate::server::AgentServer;
+use crate::writer::is_terminal;
+
+/// `GET /api/{product}/{session}/stream`: the stored events after `Last-Event-ID`, then the
+/// live ones, until the terminal event.
+pub(crate) async fn stream(
+    State(server): State<AgentServer>,
+    headers: HeaderMap,
+    ids: Result<Path<(String, String)>, PathRejection>,
+    token: Result<Query<TokenQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Authorized { record, query, .. } = authorized(&server, &headers, ids, token).await?;
+    let id = record.id;
+    let header_id = headers
+        .get("last-event-id")
+        .map(|v| v.to_str().unwrap_or("invalid").to_owned());
+    let after = match header_id.or(query.last_event_id) {
+        None => 0,
+        Some(text) if text.trim().is_empty() => 0,
+        Some(text) => text.trim().parse::<u64>().map_err(|_| {
+            ApiError::bad_request(format!("Last-Event-ID {text:?} is not an event number"))
+        })?,
+    };
+
+    // Subscribe before reading the store: an event stored meanwhile arrives on both and
+    // is sent once (by its number); none falls in between.
+    let live = server
+        .inner
+        .live
+        .get(&id)
+        .map(|_| server.inner.fanout.subscribe(&id));
+    let replay = server
+        .inner
+        .store
+        .events_after(&id, after)
+        .await
+        .map_err(|error| ApiError::store(&error))?;
+    tracing::debug!(session = %id, after, replayed = replay.len(), live = live.is_some(), "stream opened");
+    let events = EventStream {
+        store: Arc::clone(&server.inner.store),
+        session: id,
+        queue: replay.into_iter().map(|e| (e.seq, e.event)).collect(),
+        live,
+        last: after,
+        ended: false,
+    }
+    .into_stream();
+    let sse =
+        Sse::new(events).keep_alive(KeepAlive::new().interval(server.inner.config.keep_alive));
+    let mut response = sse.into_response();
+    // Proxies must not buffer the stream.
+    response
+        .headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    Ok(response)
+}
+
+/// One client's event stream: a queue to send (replayed or caught up from the store), the
+/// live channel, and the last number sent.
+struct EventStream {
+    store: Arc<dyn agent_runtime::sessions::SessionStore>,
+    session: String,
+    queue: VecDeque<(u64, Value)>,
+    live: Option<BoxStream<'static, Fanned>>,
+    last: u64,
+    ended: bool,
+}
+
+impl EventStream {
+    fn into_stream(self) -> impl Stream<Item = Result<Event, Infallible>> + Send {
+        futures::stream::unfold(self, |mut state| async move {
+            state.next().await.map(|event| (Ok(event), state))
+        })
+    }
+
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some((seq, event)) = self.queue.pop_front() {
+                if seq <= self.last {
+                    continue;
+                }
+                self.last = seq;
+                if is_terminal(&event) {
+                    self.ended = true;
+                    self.live = None;
+                }
+                return Some(sse_event(seq, &event));
+            }
+            if self.ended {
+                return None;
+            }
+            let live = self.live.as_mut()?;
+            match live.next().await {
+                Some(Fanned::Event(seq, event)) if seq == self.last + 1 || seq <= self.last => {
+                    self.queue.push_back((seq, Value::clone(&event)));
+                }
+                // Skipped ahead (missed one) or fell behind: catch up from the store.
+                Some(Fanned::Event(..) | Fanned::Lagged) => self.catch_up().await?,
+                None => {
+                    self.live = None;
+                    self.catch_up().await?;
+                    self.ended = true;
+                }
+            }
+        }
+    }
+
+    async fn catch_up(&mut self) -> Option<()> {
+        match self.store.events_after(&self.session, self.last).await {
+            Ok(events) => {
+                self.queue.extend(
+                    events
+                        .into_iter()
+                        .map(|StoredEvent { seq, event, .. }| (seq, event)),
+                );
+                Some(())
+            }
+            Err(error) => {
+                tracing::error!(session = %self.session, %error, "stream ended: the store failed");
+                None
+            }
+        }
+    }
+}
+
+/// `id: <seq>`, `event: <type>`, `data: <json>`.
+fn sse_event(seq: u64, event: &Value) -> Event {
+    let mut sse = Event::default().id(seq.to_string());
+    if let Some(kind) = event.get("type").and_then(Value::as_str)
+        && !kind.is_empty()
+        && !kind.contains(['\n', '\r'])
+    {
+        sse = sse.event(kind);
+    }
+    sse.data(event.to_string())
+}

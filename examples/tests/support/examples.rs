@@ -1,0 +1,89 @@
+//! Running the example binaries as a user does: found beside the test binaries, killed
+//! when the test is done.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+/// The example binary `cargo test` builds beside the test binaries.
+pub fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let binary = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("examples")
+        .join(name);
+    assert!(
+        binary.exists(),
+        "{} is missing: run `cargo test --workspace` (which builds the examples)",
+        binary.display()
+    );
+    binary
+}
+
+/// A server process, killed on drop.
+pub struct Server {
+    child: Child,
+    /// Its base URL, as it printed it.
+    pub url: String,
+    /// The lines it printed before it said where it listens.
+    pub banner: Vec<String>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `resume_server --dry-run` on any free port, its sessions in `db`.
+pub fn resume_server(db: &Path) -> Server {
+    let mut child = Command::new(example("resume_server"))
+        .args(["--dry-run", "--port", "0", "--db"])
+        .arg(db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut banner = Vec::new();
+    let mut url = None;
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if let Some(address) = line.strip_prefix("listening on ") {
+            url = Some(address.to_owned());
+            break;
+        }
+        banner.push(line);
+    }
+    let url = url.expect("the server says where it listens");
+    // Keep reading what it prints later: a closed pipe would fail its next line.
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+    Server { child, url, banner }
+}
+
+/// Runs one of `examples/clients/*.py` with `args`; panics, showing its output, unless it
+/// succeeds. Returns what it printed.
+pub fn python_client(script: &str, args: &[&std::ffi::OsStr]) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("clients")
+        .join(script);
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = Command::new("python3")
+        .arg(path)
+        .args(args)
+        .output()
+        .expect("python3 runs the client");
+    let printed = String::from_utf8_lossy(&stdout).into_owned();
+    assert!(
+        status.success(),
+        "{printed}{}",
+        String::from_utf8_lossy(&stderr)
+    );
+    printed
+}
