@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_backends::SqliteSessionStore;
-use agent_llm::{ModelTier, ProviderConfig};
+use agent_llm::{ModelTier, PricingTable, ProviderConfig};
 use agent_server::AgentServer;
 use anyhow::Context as _;
 use clap::Parser;
@@ -74,7 +74,7 @@ async fn main() -> anyhow::Result<()> {
         )?;
         println!("LIVE: {}", provider.describe());
         let model = provider.chat_model(ModelTier::Orchestrator)?;
-        ResumeProduct::new(model, provider.router.clone())
+        ResumeProduct::new(model, provider.router.clone()).with_pricing(PricingTable::from_env()?)
     };
     let store = SqliteSessionStore::open(&args.db)
         .await

@@ -113,7 +113,7 @@ async fn extract(args: &CollectArgs, site: &str, jobs: &mut [CollectedJob]) -> a
     let meter = if args.dry_run {
         crate::explore_cmd::recorded_meter(CostLimits::default())
     } else {
-        CostMeter::new(CostLimits::default())
+        CostMeter::from_env(CostLimits::default())?
     };
     let (model, concurrency): (Arc<dyn ChatModel>, usize) = if args.dry_run {
         let path = args.responses.clone().unwrap_or_else(|| {

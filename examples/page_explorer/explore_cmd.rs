@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_llm::testing::{LatencyModel, RecordedModel};
+use agent_llm::testing::{LatencyModel, RECORDED_MODEL, RecordedModel};
 use agent_llm::{ChatModel, ModelPrice, PricingTable, ProviderConfig};
 use agent_runtime::{CostLimits, CostMeter};
 use anyhow::Context as _;
@@ -91,7 +91,7 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<ExitCode> {
         let provider = ProviderConfig::from_env()?.context(
             "no LLM provider is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or use --dry-run",
         )?;
-        ExplorerModels::from_provider(&provider, CostMeter::new(limits))?
+        ExplorerModels::from_provider(&provider, CostMeter::from_env(limits)?)?
     };
     let mut options = ExploreOptions::new(args.task.clone());
     options.budget_tokens = args.budget;
@@ -193,11 +193,6 @@ pub fn recorded_model(path: &Path, latency_ms: Option<u64>) -> anyhow::Result<Ar
 
 /// A meter on which recorded answers cost nothing (their tokens are still counted).
 pub fn recorded_meter(limits: CostLimits) -> CostMeter {
-    let free = ModelPrice {
-        input: 0.0,
-        output: 0.0,
-        cache_read: 0.0,
-        cache_write: 0.0,
-    };
-    CostMeter::with_pricing(limits, PricingTable::default().with_price("recorded", free))
+    let pricing = PricingTable::default().with_price(RECORDED_MODEL, ModelPrice::FREE);
+    CostMeter::with_pricing(limits, pricing)
 }

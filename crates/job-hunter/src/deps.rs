@@ -5,8 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_llm::testing::LatencyModel;
-use agent_llm::{ChatModel, ModelTier, ProviderConfig, RetryPolicy};
+use agent_llm::testing::{LatencyModel, RECORDED_MODEL};
+use agent_llm::{ChatModel, ModelPrice, ModelTier, PricingTable, ProviderConfig, RetryPolicy};
 use agent_runtime::EventSink;
 use job_capabilities::ats::{AtsClient, AtsEndpoints, JobBoardClient};
 use job_capabilities::fetch::{FetchPolicy, PageFetcher, PageSource};
@@ -23,6 +23,9 @@ use crate::settings::Settings;
 pub struct Deps {
     /// The chat model behind every step.
     pub model: Arc<dyn ChatModel>,
+    /// What its calls cost: the built-in prices and the configured ones
+    /// (`LLM_PRICE_<MODEL>`, `LLM_PRICING_FILE`); recorded answers are free.
+    pub pricing: PricingTable,
     /// Job-board APIs.
     pub boards: Arc<dyn JobBoardClient>,
     /// Careers pages.
@@ -112,6 +115,7 @@ impl Deps {
         let model = provider
             .chat_model_with_retry(ModelTier::Primary, retry)
             .map_err(|e| DepsError::Provider(e.to_string()))?;
+        let pricing = PricingTable::from_env().map_err(|e| DepsError::Provider(e.to_string()))?;
         let polite = PoliteClient::new(PolitePolicy {
             min_interval_per_host: settings.host_interval,
             ..PolitePolicy::default()
@@ -123,6 +127,7 @@ impl Deps {
         .map_err(|e| DepsError::Client(e.to_string()))?;
         Ok(Deps {
             model,
+            pricing,
             boards: Arc::new(AtsClient::new(polite, AtsEndpoints::from_env())),
             pages: Arc::new(pages),
             search: web_search_from_env(),
@@ -148,6 +153,7 @@ impl Deps {
         };
         Ok(Deps {
             model,
+            pricing: PricingTable::default().with_price(RECORDED_MODEL, ModelPrice::FREE),
             boards: Arc::new(FixtureBoards::load(&fixtures.join("ats"))?),
             pages: Arc::new(FixturePages::load(&fixtures.join("pages"))?),
             search: Some(Arc::new(FixtureSearch::load(&fixtures.join("search"))?)),

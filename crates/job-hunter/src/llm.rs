@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agent_llm::{ChatModel, ChatRequest, ExtractOptions, Usage, extract_with};
+use agent_llm::{ChatModel, ChatRequest, ExtractOptions, PricingTable, Usage, extract_with};
 use agent_runtime::graph::{NodeError, NodeErrorKind, RunContext};
 use agent_runtime::{CostLimits, CostMeter, EventSink, MeteredModel};
 use schemars::JsonSchema;
@@ -72,21 +72,22 @@ impl std::fmt::Debug for PipelineLlm {
 }
 
 impl PipelineLlm {
-    /// Calls through `model` under the settings' limits, starting from `spent` (a resumed
+    /// Calls through `model`, priced by `pricing`, under the settings' limits, starting from `spent` (a resumed
     /// run keeps counting), warning through `events` once the threshold is passed.
     pub fn new(
         model: Arc<dyn ChatModel>,
+        pricing: PricingTable,
         settings: &Settings,
         spent: &Spend,
         events: Arc<dyn EventSink<HuntEvent>>,
     ) -> Self {
         let threshold = settings.warn_cost_threshold_usd;
-        let meter = CostMeter::new(CostLimits {
+        let limits = CostLimits {
             warn_usd: Some(threshold),
             max_usd: Some(settings.max_cost_per_run_usd),
             ..CostLimits::default()
-        })
-        .on_warn(move |snapshot| {
+        };
+        let meter = CostMeter::with_pricing(limits, pricing).on_warn(move |snapshot| {
             tracing::warn!(
                 current_cost = snapshot.usd,
                 limit = threshold,

@@ -303,6 +303,7 @@ impl JobHunter {
             .unwrap_or_default();
         let llm = PipelineLlm::new(
             self.deps.model.clone(),
+            self.deps.pricing.clone(),
             &self.settings,
             &spent,
             self.deps.events.clone(),

@@ -204,6 +204,7 @@ async fn the_live_clients_run_the_whole_pipeline_over_their_wire_formats() {
     let (dry, _) = common::dry_deps(&settings);
     let deps = Deps {
         model: Arc::new(model),
+        pricing: agent_llm::PricingTable::default(),
         boards: Arc::new(AtsClient::new(polite.clone(), endpoints)),
         pages: Arc::new(
             PageFetcher::new(FetchPolicy {

@@ -1,8 +1,11 @@
 //! Choosing and building a provider from the environment.
 
 use crate::anthropic::{AnthropicConfig, AnthropicModel};
+use crate::capacity::{CapacityLimited, ModelCapacity};
 use crate::error::LlmError;
+use crate::http::HttpSettings;
 use crate::model::{ChatModel, EmbeddingModel};
+use crate::openai::ServedModels;
 use crate::openai::{OpenAiConfig, OpenAiModel};
 use crate::retry::RetryPolicy;
 use crate::secret::ApiKey;
@@ -28,6 +31,11 @@ pub use crate::provider::ProviderKind;
 /// `ANTHROPIC_API_KEY` or `ANTHROPIC_BASE_URL` is set, else OpenAI when `OPENAI_API_KEY` or
 /// `OPENAI_BASE_URL` is set, else nothing is configured. Tier models come from
 /// [`ModelRouter`] with `LLM_MODEL_*` overrides.
+///
+/// Also read: `LLM_TIMEOUT_SECS`, `LLM_CONNECT_TIMEOUT_SECS`, `LLM_READ_TIMEOUT_SECS`
+/// ([`HttpSettings`]); `LLM_MAX_CONCURRENCY`, the calls sent at once (default 8, or the
+/// slots a local server publishes, see [`ProviderConfig::discover`]); `LLM_CONTEXT_WINDOW`,
+/// the models' context window in tokens when the server does not publish it.
 #[derive(Debug, Clone)]
 pub struct ProviderConfig {
     /// The provider.
@@ -40,7 +48,19 @@ pub struct ProviderConfig {
     pub api_version: Option<String>,
     /// Tier-to-model mapping.
     pub router: ModelRouter,
+    /// HTTP timeouts.
+    pub http: HttpSettings,
+    /// The calls the provider takes at once, shared by every model built from this
+    /// configuration (and its clones).
+    pub capacity: ModelCapacity,
+    /// The models' context window in tokens, when configured or discovered.
+    pub context_window: Option<u32>,
+    /// Whether `LLM_MAX_CONCURRENCY` set the capacity (discovery then leaves it alone).
+    concurrency_configured: bool,
 }
+
+/// Calls sent at once to a provider unless configured or discovered otherwise.
+pub const DEFAULT_MAX_CONCURRENCY: usize = 8;
 
 /// Azure OpenAI's generally available API version used when none is configured.
 pub const DEFAULT_AZURE_API_VERSION: &str = "2024-10-21";
@@ -116,16 +136,87 @@ impl ProviderConfig {
         }
         let api_version = first(&["AZURE_OPENAI_API_VERSION", "OPENAI_API_VERSION"]);
         let router = ModelRouter::for_provider(kind).with_env_overrides(&lookup);
+        let http = HttpSettings::from_lookup(&lookup)?;
+        let positive = |name: &str| -> Result<Option<u64>, LlmError> {
+            var(name)
+                .map(|value| {
+                    value
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|n| *n >= 1)
+                        .ok_or_else(|| {
+                            LlmError::Config(format!(
+                                "{name}={value:?}: expected a whole number, at least 1"
+                            ))
+                        })
+                })
+                .transpose()
+        };
+        let concurrency = positive("LLM_MAX_CONCURRENCY")?;
+        let context_window =
+            positive("LLM_CONTEXT_WINDOW")?.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
         Ok(Some(ProviderConfig {
             kind,
             base_url,
             api_key,
             api_version,
             router,
+            http,
+            capacity: ModelCapacity::new(
+                concurrency.map_or(DEFAULT_MAX_CONCURRENCY, |n| n as usize),
+            ),
+            context_window,
+            concurrency_configured: concurrency.is_some(),
         }))
     }
 
-    /// One line for logs and banners: provider, address and whether a key is set.
+    /// Asks an OpenAI-compatible server at a configured base URL what it serves, and fits
+    /// the configuration to it: tiers naming a model the server does not serve use the
+    /// one model it serves (a local server hosts one; the banner and the prices then name
+    /// the model that answers), the context window is the one it publishes unless
+    /// `LLM_CONTEXT_WINDOW` set one, and the capacity is its slots unless
+    /// `LLM_MAX_CONCURRENCY` set it. Hosted APIs at their public address and Anthropic are
+    /// left alone (`Ok(None)`). Call it before building models.
+    pub async fn discover(&mut self) -> Result<Option<ServedModels>, LlmError> {
+        if self.base_url.is_none()
+            || matches!(self.kind, ProviderKind::Anthropic | ProviderKind::Azure)
+        {
+            return Ok(None);
+        }
+        let probe = OpenAiModel::new(self.openai_config()?.with_retry(RetryPolicy::none()))?;
+        let served = probe.served_models().await?;
+        if let Some(only) = served.only() {
+            for tier in ModelTier::ALL {
+                if served.get(self.router.model(tier)).is_none() {
+                    tracing::info!(%tier, configured = self.router.model(tier), served = %only.id, "the server serves one model: using it");
+                    self.router = self.router.clone().with_model(tier, only.id.clone());
+                }
+            }
+        }
+        if self.context_window.is_none() {
+            self.context_window = served
+                .get(self.router.model(ModelTier::Primary))
+                .and_then(|model| model.context_window);
+        }
+        if let Some(slots) = served.slots.filter(|_| !self.concurrency_configured) {
+            self.capacity = ModelCapacity::new(slots);
+        }
+        Ok(Some(served))
+    }
+
+    /// One line for logs and banners: provider, address, whether a key is set, the tier
+    /// models, and what is known of their capacity.
+    ///
+    /// ```
+    /// use agent_llm::ProviderConfig;
+    /// let config = ProviderConfig::from_lookup(|name| (name == "OPENAI_API_KEY").then(|| "sk".to_owned()))
+    ///     .unwrap()
+    ///     .unwrap();
+    /// assert_eq!(
+    ///     config.describe(),
+    ///     "openai at its public API (key set); models: gpt-4.1 (primary), gpt-4.1-mini (mid, orchestrator), gpt-4.1-nano (light); 8 calls at once"
+    /// );
+    /// ```
     pub fn describe(&self) -> String {
         let url = self.base_url.as_deref().unwrap_or("its public API");
         let key = if self.api_key.is_some() {
@@ -133,7 +224,28 @@ impl ProviderConfig {
         } else {
             "no key"
         };
-        format!("{} at {url} ({key})", self.kind)
+        let mut models: Vec<(String, Vec<&str>)> = Vec::new();
+        for tier in ModelTier::ALL {
+            let model = self.router.model(tier);
+            match models.iter_mut().find(|(known, _)| known == model) {
+                Some((_, tiers)) => tiers.push(tier.as_str()),
+                None => models.push((model.to_owned(), vec![tier.as_str()])),
+            }
+        }
+        let models = models
+            .iter()
+            .map(|(model, tiers)| format!("{model} ({})", tiers.join(", ")))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let window = self
+            .context_window
+            .map(|tokens| format!("; context window {tokens} tokens"))
+            .unwrap_or_default();
+        format!(
+            "{} at {url} ({key}); models: {models}{window}; {} calls at once",
+            self.kind,
+            self.capacity.limit()
+        )
     }
 
     /// Builds the chat model; requests without a model use the `default_tier` model.
@@ -160,22 +272,27 @@ impl ProviderConfig {
         retry: RetryPolicy,
     ) -> Result<Arc<dyn ChatModel>, LlmError> {
         let model = self.router.model(default_tier).to_owned();
+        let capacity = self.capacity.clone();
         Ok(match self.kind {
             ProviderKind::Anthropic => {
                 let mut config = AnthropicConfig::new(ApiKey::new(""))
                     .with_default_model(model)
                     .with_retry(retry);
                 config.api_key = self.api_key.clone();
+                config.http = self.http.clone();
                 if let Some(url) = &self.base_url {
                     config = config.with_base_url(url);
                 }
-                Arc::new(AnthropicModel::new(config)?)
+                Arc::new(CapacityLimited::new(AnthropicModel::new(config)?, capacity))
             }
-            _ => Arc::new(OpenAiModel::new(
-                self.openai_config()?
+            _ => {
+                let mut config = self
+                    .openai_config()?
                     .with_default_model(model)
-                    .with_retry(retry),
-            )?),
+                    .with_retry(retry);
+                config.context_window = self.context_window;
+                Arc::new(CapacityLimited::new(OpenAiModel::new(config)?, capacity))
+            }
         })
     }
 
@@ -211,6 +328,7 @@ impl ProviderConfig {
             }
         };
         config.api_key = self.api_key.clone();
+        config.http = self.http.clone();
         if let Some(url) = &self.base_url {
             config = config.with_base_url(url);
         }

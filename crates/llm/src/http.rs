@@ -12,12 +12,59 @@ use std::time::{Duration, SystemTime};
 /// Timeouts of a provider's HTTP client.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpSettings {
-    /// Whole-request limit for calls that are not streamed.
+    /// Whole-request limit for calls that are not streamed (`LLM_TIMEOUT_SECS`).
     pub request_timeout: Duration,
-    /// Time allowed to open a connection.
+    /// Time allowed to open a connection (`LLM_CONNECT_TIMEOUT_SECS`).
     pub connect_timeout: Duration,
-    /// Longest silence while reading a response (streams included).
+    /// Longest silence while reading a streamed response (`LLM_READ_TIMEOUT_SECS`). A
+    /// call that is not streamed is silent until its whole answer is ready, so only
+    /// [`request_timeout`](Self::request_timeout) bounds it.
     pub read_timeout: Duration,
+}
+
+/// The variables [`HttpSettings::from_lookup`] reads.
+pub const TIMEOUT_VARS: [&str; 3] = [
+    "LLM_TIMEOUT_SECS",
+    "LLM_CONNECT_TIMEOUT_SECS",
+    "LLM_READ_TIMEOUT_SECS",
+];
+
+impl HttpSettings {
+    /// The defaults with `LLM_TIMEOUT_SECS`, `LLM_CONNECT_TIMEOUT_SECS` and
+    /// `LLM_READ_TIMEOUT_SECS` (whole seconds, at least 1) read through `lookup`.
+    ///
+    /// ```
+    /// use agent_llm::HttpSettings;
+    /// use std::time::Duration;
+    /// let settings = HttpSettings::from_lookup(|name| (name == "LLM_TIMEOUT_SECS").then(|| "900".into())).unwrap();
+    /// assert_eq!(settings.request_timeout, Duration::from_secs(900));
+    /// assert!(HttpSettings::from_lookup(|_| Some("soon".into())).is_err());
+    /// ```
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
+        let mut settings = HttpSettings::default();
+        let [request, connect, read] = TIMEOUT_VARS;
+        for (name, slot) in [
+            (request, &mut settings.request_timeout),
+            (connect, &mut settings.connect_timeout),
+            (read, &mut settings.read_timeout),
+        ] {
+            let Some(value) = lookup(name).filter(|v| !v.trim().is_empty()) else {
+                continue;
+            };
+            let seconds = value
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|s| *s >= 1)
+                .ok_or_else(|| {
+                    LlmError::Config(format!(
+                        "{name}={value:?}: expected whole seconds, at least 1"
+                    ))
+                })?;
+            *slot = Duration::from_secs(seconds);
+        }
+        Ok(settings)
+    }
 }
 
 impl Default for HttpSettings {
@@ -41,7 +88,10 @@ pub(crate) enum Vendor {
 /// A reqwest client with a retry policy.
 #[derive(Debug, Clone)]
 pub(crate) struct HttpClient {
+    /// For whole answers: bounded by the request timeout only.
     client: reqwest::Client,
+    /// For streams: a silence longer than the read timeout fails them.
+    streaming: reqwest::Client,
     settings: HttpSettings,
     retry: RetryPolicy,
     vendor: Vendor,
@@ -53,14 +103,19 @@ impl HttpClient {
         settings: HttpSettings,
         retry: RetryPolicy,
     ) -> Result<Self, LlmError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(settings.connect_timeout)
-            .read_timeout(settings.read_timeout)
-            .user_agent(concat!("agent-llm/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| LlmError::Config(format!("cannot build HTTP client: {e}")))?;
+        let builder = || {
+            reqwest::Client::builder()
+                .connect_timeout(settings.connect_timeout)
+                .user_agent(concat!("agent-llm/", env!("CARGO_PKG_VERSION")))
+        };
+        let built = |result: reqwest::Result<reqwest::Client>| {
+            result.map_err(|e| LlmError::Config(format!("cannot build HTTP client: {e}")))
+        };
+        let client = built(builder().build())?;
+        let streaming = built(builder().read_timeout(settings.read_timeout).build())?;
         Ok(HttpClient {
             client,
+            streaming,
             settings,
             retry,
             vendor,
@@ -78,6 +133,7 @@ impl HttpClient {
         self.retry
             .run(None, |attempt| async move {
                 tracing::debug!(%url, attempt, "sending request");
+                let failed = |error| self.request_error(error);
                 let response = self
                     .client
                     .post(url.clone())
@@ -86,9 +142,9 @@ impl HttpClient {
                     .json(body)
                     .send()
                     .await
-                    .map_err(transport_error)?;
+                    .map_err(failed)?;
                 let response = self.check_status(response).await?;
-                let text = response.text().await.map_err(transport_error)?;
+                let text = response.text().await.map_err(failed)?;
                 tracing::trace!(body = %text, "response body");
                 serde_json::from_str(&text)
                     .map_err(|e| LlmError::InvalidResponse(format!("response is not JSON: {e}")))
@@ -110,23 +166,82 @@ impl HttpClient {
             .run(None, |attempt| async move {
                 tracing::debug!(%url, attempt, "opening stream");
                 let response = self
-                    .client
+                    .streaming
                     .post(url.clone())
                     .headers(headers.clone())
                     .header(reqwest::header::ACCEPT, "text/event-stream")
                     .json(body)
                     .send()
                     .await
-                    .map_err(transport_error)?;
+                    .map_err(|e| self.stream_error(e))?;
                 self.check_status(response).await
             })
             .await?;
-        Ok(response.bytes_stream().eventsource().map(|item| {
+        let read_timeout = self.settings.read_timeout;
+        Ok(response.bytes_stream().eventsource().map(move |item| {
             item.map_err(|e| match e {
+                eventsource_stream::EventStreamError::Transport(e) if e.is_timeout() => {
+                    silence_error(read_timeout)
+                }
                 eventsource_stream::EventStreamError::Transport(e) => transport_error(e),
                 other => LlmError::InvalidResponse(format!("malformed event stream: {other}")),
             })
         }))
+    }
+
+    /// GETs a JSON document once (no retries): a server's description of itself.
+    pub(crate) async fn get_json(
+        &self,
+        url: &reqwest::Url,
+        headers: &HeaderMap,
+        timeout: Duration,
+    ) -> Result<Value, LlmError> {
+        check_request_allowed(url)?;
+        let response = self
+            .client
+            .get(url.clone())
+            .headers(headers.clone())
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(|e| self.request_error(e))?;
+        let response = self.check_status(response).await?;
+        response
+            .json()
+            .await
+            .map_err(|e| LlmError::InvalidResponse(format!("{url} did not answer JSON: {e}")))
+    }
+
+    /// A failed call that is not streamed: a timeout names the limit that ran out.
+    fn request_error(&self, error: reqwest::Error) -> LlmError {
+        if !error.is_timeout() {
+            transport_error(error)
+        } else if error.is_connect() {
+            self.connect_timeout_error()
+        } else {
+            LlmError::Timeout(format!(
+                "no answer within {} s (the request timeout; raise it with LLM_TIMEOUT_SECS)",
+                self.settings.request_timeout.as_secs()
+            ))
+        }
+    }
+
+    fn connect_timeout_error(&self) -> LlmError {
+        LlmError::Timeout(format!(
+            "could not connect within {} s (raise it with LLM_CONNECT_TIMEOUT_SECS)",
+            self.settings.connect_timeout.as_secs()
+        ))
+    }
+
+    /// A stream that could not be opened: a timeout is the connection's or the silence's.
+    fn stream_error(&self, error: reqwest::Error) -> LlmError {
+        if error.is_timeout() && error.is_connect() {
+            self.connect_timeout_error()
+        } else if error.is_timeout() {
+            silence_error(self.settings.read_timeout)
+        } else {
+            transport_error(error)
+        }
     }
 
     async fn check_status(
@@ -157,6 +272,14 @@ pub(crate) fn secret_header(
         .map_err(|_| LlmError::Config(format!("the {name} header value has invalid characters")))?;
     value.set_sensitive(true);
     Ok((HeaderName::from_static(name), value))
+}
+
+/// A stream that said nothing for longer than the read timeout.
+fn silence_error(limit: Duration) -> LlmError {
+    LlmError::Timeout(format!(
+        "the stream was silent for {} s (the read timeout; raise it with LLM_READ_TIMEOUT_SECS)",
+        limit.as_secs()
+    ))
 }
 
 /// Maps a reqwest error to a timeout or transport error.
@@ -238,7 +361,9 @@ pub(crate) fn error_from_response(
         .and_then(Value::as_str)
         .is_some_and(|c| c == "enforced_spend_limit_reached")
         || code == "insufficient_quota";
+    // llama.cpp says `exceed_context_size_error`.
     let context_too_long = code == "context_length_exceeded"
+        || kind == "exceed_context_size_error"
         || (vendor == Vendor::Anthropic && status == 400 && message.contains("prompt is too long"));
     tracing::debug!(status, kind, code, "provider returned an error");
     match status {

@@ -17,6 +17,7 @@
 //! ```
 
 pub mod anthropic;
+pub mod capacity;
 pub mod config;
 mod error;
 mod guard;
@@ -41,7 +42,7 @@ pub use model::{
     ChatModel, EmbeddingModel, EmbeddingRequest, EmbeddingResponse, StructuredOutputMode,
 };
 pub use openai::{OpenAiConfig, OpenAiModel};
-pub use pricing::{ModelPrice, PricingTable, UnknownModel};
+pub use pricing::{ModelPrice, PricingConfigError, PricingTable, UnknownModel};
 pub use provider::ProviderKind;
 pub use retry::RetryPolicy;
 pub use secret::ApiKey;

@@ -71,6 +71,12 @@ pub trait ChatModel: Send + Sync {
     fn default_model(&self) -> Option<String> {
         None
     }
+
+    /// The context window in tokens (prompt and answer together), when known: configured,
+    /// or read from a server that publishes it. Callers size their prompts to it.
+    fn context_window(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// A request for embeddings.
@@ -116,6 +122,9 @@ impl<M: ChatModel + ?Sized> ChatModel for std::sync::Arc<M> {
     }
     fn default_model(&self) -> Option<String> {
         (**self).default_model()
+    }
+    fn context_window(&self) -> Option<u32> {
+        (**self).context_window()
     }
 }
 

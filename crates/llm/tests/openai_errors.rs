@@ -253,3 +253,34 @@ fn yaml_folding_matches_the_recorded_json() {
     let folded = yaml_single_quoted("{\"a\": \"it''s a\n        b\"}\n\n\n        next'");
     assert_eq!(folded, "{\"a\": \"it's a b\"}\n\nnext");
 }
+
+#[tokio::test]
+async fn a_timeout_names_the_limit_that_ran_out_and_how_to_raise_it() {
+    let server = serve(vec![json_ok(LOCATION).set_delay(Duration::from_secs(3))]).await;
+    let mut config = config(&server).with_retry(RetryPolicy::none());
+    config.http.request_timeout = Duration::from_secs(1);
+    // A whole answer is silent until it is ready: only the request timeout bounds it.
+    config.http.read_timeout = Duration::from_millis(10);
+    let err = OpenAiModel::new(config.clone())
+        .unwrap()
+        .chat(&prompt("x"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "request timed out: no answer within 1 s (the request timeout; raise it with LLM_TIMEOUT_SECS)"
+    );
+    config.http.request_timeout = Duration::from_secs(10);
+    let answer = OpenAiModel::new(config).unwrap().chat(&prompt("x")).await;
+    assert!(answer.is_ok(), "{answer:?}");
+}
+
+#[tokio::test]
+async fn llama_cpp_saying_the_prompt_exceeds_its_context_is_context_too_long() {
+    // llama.cpp's body for a prompt over the server's context (tools/server/utils.hpp).
+    let body = json!({"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 9100, "n_ctx": 8192}});
+    let server = serve(vec![error(400, body.to_string())]).await;
+    let err = chat(&server, prompt("x")).await.unwrap_err();
+    assert!(matches!(err, LlmError::ContextTooLong(_)), "{err:?}");
+    assert!(!err.is_retryable());
+}

@@ -9,8 +9,7 @@ use agent_runtime::graph::{
     CompiledGraph, GraphError, NodeContext, NodeError, RunOptions, RunStatus, StateGraph, node_fn,
 };
 use agent_runtime::{
-    AgentConfig, AgentIdentity, AgentLoop, AgentResult, CostLimits, CostMeter, Gate, Session,
-    StopCause,
+    AgentConfig, AgentIdentity, AgentLoop, AgentResult, CostMeter, Gate, Session, StopCause,
 };
 use agent_server::SessionHandle;
 use futures::StreamExt;
@@ -182,6 +181,7 @@ fn pipeline(stages: Stages) -> Result<CompiledGraph<ResumeState, ResumeEvent>, G
 pub async fn run(
     llm: Llm,
     router: ModelRouter,
+    meter: CostMeter,
     handle: SessionHandle,
     request: StartRequest,
 ) -> Result<ResumeOutput, PipelineError> {
@@ -190,7 +190,7 @@ pub async fn run(
         .with_event_sink(handle.event_sink())
         .with_bus(Arc::new(InMemoryBus::new()))
         .with_router(router.clone())
-        .with_meter(CostMeter::new(CostLimits::default()))
+        .with_meter(meter)
         .with_cancellation(handle.cancellation());
     let graph = pipeline(Stages {
         llm,

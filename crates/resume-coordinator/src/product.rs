@@ -1,8 +1,8 @@
 //! [`ResumeProduct`]: the resume pipeline as an `agent-server` product (`/api/resume`).
 
 use agent_llm::testing::LatencyModel;
-use agent_llm::{ChatModel, ModelRouter};
-use agent_runtime::{AnswerError, GateSpec, read_as};
+use agent_llm::{ChatModel, ModelPrice, ModelRouter, ModelTier, PricingTable};
+use agent_runtime::{AnswerError, CostLimits, CostMeter, GateSpec, read_as};
 use agent_server::{Product, SessionHandle};
 use async_trait::async_trait;
 use serde_json::Value;
@@ -25,6 +25,7 @@ pub const MAX_TEXT_CHARS: usize = 100_000;
 pub struct ResumeProduct {
     llm: Llm,
     router: ModelRouter,
+    pricing: PricingTable,
 }
 
 impl std::fmt::Debug for ResumeProduct {
@@ -36,9 +37,20 @@ impl std::fmt::Debug for ResumeProduct {
 }
 
 impl ResumeProduct {
-    /// A product calling `model`, with the tiers' model ids from `router`.
+    /// A product calling `model`, with the tiers' model ids from `router`, its calls
+    /// priced by the built-in list.
     pub fn new(model: Arc<dyn ChatModel>, router: ModelRouter) -> Self {
-        ResumeProduct { llm: model, router }
+        ResumeProduct {
+            llm: model,
+            router,
+            pricing: PricingTable::default(),
+        }
+    }
+
+    /// Prices the calls by `pricing` (for instance [`PricingTable::from_env`]).
+    pub fn with_pricing(mut self, pricing: PricingTable) -> Self {
+        self.pricing = pricing;
+        self
     }
 
     /// A product answering from the recorded model answers in `fixtures_dir`
@@ -59,7 +71,12 @@ impl ResumeProduct {
         } else {
             Arc::new(LatencyModel::new(model, latency))
         };
-        Ok(ResumeProduct::new(model, dry_run::router()))
+        let free = ModelTier::ALL
+            .into_iter()
+            .fold(PricingTable::default(), |pricing, tier| {
+                pricing.with_price(dry_run::router().model(tier), ModelPrice::FREE)
+            });
+        Ok(ResumeProduct::new(model, dry_run::router()).with_pricing(free))
     }
 }
 
@@ -115,7 +132,8 @@ impl Product for ResumeProduct {
         session: SessionHandle,
         start: StartRequest,
     ) -> Result<ResumeOutput, PipelineError> {
-        coordinator::run(self.llm.clone(), self.router.clone(), session, start).await
+        let meter = CostMeter::with_pricing(CostLimits::default(), self.pricing.clone());
+        coordinator::run(self.llm.clone(), self.router.clone(), meter, session, start).await
     }
 
     fn gates(&self) -> Vec<GateSpec> {

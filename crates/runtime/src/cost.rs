@@ -107,6 +107,12 @@ impl CostMeter {
         CostMeter::with_pricing(limits, PricingTable::default())
     }
 
+    /// A meter with the built-in prices and those configured in the environment
+    /// (`LLM_PRICE_<MODEL>`, `LLM_PRICING_FILE`: see [`PricingTable::from_lookup`]).
+    pub fn from_env(limits: CostLimits) -> Result<Self, agent_llm::PricingConfigError> {
+        Ok(CostMeter::with_pricing(limits, PricingTable::from_env()?))
+    }
+
     /// A meter with these prices.
     pub fn with_pricing(limits: CostLimits, pricing: PricingTable) -> Self {
         CostMeter {
@@ -161,6 +167,15 @@ impl CostMeter {
         if let Some(max) = limits.max_usd.filter(|max| totals.usd >= *max) {
             return Some(format!("spent ${:.4} of a ${max:.4} limit", totals.usd));
         }
+        if let Some(max) = limits.max_usd.filter(|_| !totals.unpriced.is_empty()) {
+            let stand_in = unpriced_token_limit(max);
+            let used = totals.usage.total_tokens();
+            if used >= stand_in {
+                return Some(format!(
+                    "used {used} tokens, the stand-in for the ${max:.2} cost limit while a model has no price"
+                ));
+            }
+        }
         if let Some(max) = limits
             .max_tokens
             .filter(|max| totals.usage.total_tokens() >= *max)
@@ -192,7 +207,7 @@ impl CostMeter {
                 Ok(usd) => totals.usd += usd,
                 Err(unknown) => {
                     if totals.unpriced.insert(unknown.model.clone()) {
-                        tracing::warn!(model = %unknown.model, "no price for this model: its cost is not counted");
+                        warn_unpriced(&unknown.model, self.inner.limits.max_usd);
                     }
                 }
             }
@@ -235,6 +250,41 @@ impl CostMeter {
     /// What was spent so far.
     pub fn snapshot(&self) -> CostSnapshot {
         snapshot_of(&self.totals(), self.inner.started.elapsed())
+    }
+}
+
+/// Tokens per USD that stand in for a cost limit while a model has no price: a
+/// million, about what the mid-priced hosted models charge.
+pub const UNPRICED_TOKENS_PER_USD: f64 = 1_000_000.0;
+
+/// The token limit that stands in for a cost limit of `max_usd` while a model has no price.
+///
+/// ```
+/// assert_eq!(agent_runtime::unpriced_token_limit(5.0), 5_000_000);
+/// ```
+pub fn unpriced_token_limit(max_usd: f64) -> u64 {
+    (max_usd * UNPRICED_TOKENS_PER_USD).max(0.0) as u64
+}
+
+/// Said once per meter and model.
+fn warn_unpriced(model: &str, max_usd: Option<f64>) {
+    let variable = format!(
+        "{}{}",
+        agent_llm::pricing::PRICE_VAR_PREFIX,
+        agent_llm::pricing::price_var_key(model)
+    );
+    match max_usd {
+        Some(max) => tracing::warn!(
+            model,
+            "no price for this model: its cost is not counted, and the ${max:.2} cost limit stands as a limit of {} tokens; price it with {variable}=input,output (USD per million tokens) or {variable}=free, or in {}",
+            unpriced_token_limit(max),
+            agent_llm::pricing::PRICING_FILE_VAR,
+        ),
+        None => tracing::warn!(
+            model,
+            "no price for this model: its cost is not counted; price it with {variable}=input,output (USD per million tokens) or {variable}=free, or in {}",
+            agent_llm::pricing::PRICING_FILE_VAR,
+        ),
     }
 }
 
@@ -318,5 +368,54 @@ impl<M: ChatModel> ChatModel for MeteredModel<M> {
 
     fn default_model(&self) -> Option<String> {
         self.inner.default_model()
+    }
+
+    fn context_window(&self) -> Option<u32> {
+        self.inner.context_window()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn tokens(n: u64) -> Usage {
+        Usage {
+            input_tokens: n,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn an_unpriced_model_turns_the_cost_limit_into_a_token_limit() {
+        let meter = CostMeter::new(CostLimits {
+            max_usd: Some(0.5),
+            ..Default::default()
+        });
+        meter.record("my-local-model", tokens(400_000));
+        assert_eq!(meter.check(), Ok(()));
+        meter.record("my-local-model", tokens(100_000));
+        let refused = meter.check().unwrap_err();
+        assert_eq!(
+            refused.0,
+            "used 500000 tokens, the stand-in for the $0.50 cost limit while a model has no price"
+        );
+        assert_eq!(meter.snapshot().unpriced_models, vec!["my-local-model"]);
+    }
+
+    #[test]
+    fn a_priced_model_is_limited_by_its_cost_only() {
+        let free = PricingTable::empty().with_price("local", agent_llm::ModelPrice::FREE);
+        let meter = CostMeter::with_pricing(
+            CostLimits {
+                max_usd: Some(0.5),
+                ..Default::default()
+            },
+            free,
+        );
+        meter.record("local", tokens(10_000_000));
+        assert_eq!(meter.check(), Ok(()));
+        assert!(meter.snapshot().unpriced_models.is_empty());
     }
 }

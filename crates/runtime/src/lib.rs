@@ -36,7 +36,10 @@ mod typed_gate;
 pub use agent_loop::{AgentLoop, AgentRun, Next, RunSaver, ToolCall, ToolCalls, run_agent_loop};
 pub use config::{AgentConfig, Compaction, PromptError, render_placeholders};
 pub use context::AgentContext;
-pub use cost::{CostLimitExceeded, CostLimits, CostMeter, CostSnapshot, MeteredModel};
+pub use cost::{
+    CostLimitExceeded, CostLimits, CostMeter, CostSnapshot, MeteredModel, UNPRICED_TOKENS_PER_USD,
+    unpriced_token_limit,
+};
 pub use result::{AgentResult, StopCause};
 pub use session::{Session, SessionMarks};
 pub use state::{Scratchpad, SharedState};

@@ -40,7 +40,13 @@ impl Rig {
             .with_model(model.clone())
             .with_events(Arc::new(events.clone()));
         deps.mailer = None;
-        let llm = PipelineLlm::new(model, &settings, &Spend::default(), deps.events.clone());
+        let llm = PipelineLlm::new(
+            model,
+            agent_llm::PricingTable::default(),
+            &settings,
+            &Spend::default(),
+            deps.events.clone(),
+        );
         Rig {
             _dir: dir,
             settings,

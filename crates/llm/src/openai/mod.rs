@@ -7,8 +7,11 @@
 //! [`OpenAiConfig::deepseek`], [`OpenAiConfig::zai`], [`OpenAiConfig::local`]) set these
 //! for each service.
 
+mod served;
 mod stream;
 mod wire;
+
+pub use served::{ServedModel, ServedModels};
 
 use crate::error::LlmError;
 use crate::http::{HttpClient, HttpSettings, Vendor, join_url, secret_header};
@@ -90,6 +93,9 @@ pub struct OpenAiConfig {
     /// Headers added to every request (`OpenAI-Organization`, proxy headers, ...); one
     /// named like the key's header replaces it. Their values are never printed.
     pub extra_headers: Vec<(String, String)>,
+    /// The default model's context window in tokens, when known (see
+    /// [`OpenAiModel::served_models`]).
+    pub context_window: Option<u32>,
 }
 
 impl OpenAiConfig {
@@ -108,6 +114,7 @@ impl OpenAiConfig {
             retry: RetryPolicy::default(),
             http: HttpSettings::default(),
             extra_headers: Vec::new(),
+            context_window: None,
         }
     }
 
@@ -194,6 +201,12 @@ impl OpenAiConfig {
     /// Sets the HTTP timeouts.
     pub fn with_http(mut self, http: HttpSettings) -> Self {
         self.http = http;
+        self
+    }
+
+    /// Sets the default model's context window in tokens.
+    pub fn with_context_window(mut self, tokens: u32) -> Self {
+        self.context_window = Some(tokens);
         self
     }
 
@@ -326,6 +339,10 @@ impl ChatModel for OpenAiModel {
 
     fn default_model(&self) -> Option<String> {
         Some(self.config.default_model.clone())
+    }
+
+    fn context_window(&self) -> Option<u32> {
+        self.config.context_window
     }
 }
 

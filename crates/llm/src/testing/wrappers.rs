@@ -126,6 +126,10 @@ impl<M: ChatModel> ChatModel for LatencyModel<M> {
     fn default_model(&self) -> Option<String> {
         self.inner.default_model()
     }
+
+    fn context_window(&self) -> Option<u32> {
+        self.inner.context_window()
+    }
 }
 
 #[derive(Debug)]
@@ -280,5 +284,9 @@ impl<M: ChatModel> ChatModel for FaultyModel<M> {
 
     fn default_model(&self) -> Option<String> {
         self.inner.default_model()
+    }
+
+    fn context_window(&self) -> Option<u32> {
+        self.inner.context_window()
     }
 }

@@ -106,6 +106,10 @@ struct Shared {
     progress: Mutex<Progress>,
 }
 
+/// The model id a [`RecordedModel`] reports unless told another: price it as free in a
+/// dry run (`PricingTable::with_price(RECORDED_MODEL, ModelPrice::FREE)`).
+pub const RECORDED_MODEL: &str = "recorded";
+
 /// A [`ChatModel`] that answers from a recording (the format is in the
 /// [module documentation](self)): the one dry-run model of every product.
 ///
@@ -332,7 +336,7 @@ impl RecordedModel {
             .model
             .clone()
             .or_else(|| self.default_model.clone())
-            .unwrap_or_else(|| "recorded".to_owned());
+            .unwrap_or_else(|| RECORDED_MODEL.to_owned());
         tracing::info!(
             route = %facts.route,
             n = facts.n,
@@ -441,7 +445,7 @@ impl ChatModel for RecordedModel {
         Some(
             self.default_model
                 .clone()
-                .unwrap_or_else(|| "recorded".to_owned()),
+                .unwrap_or_else(|| RECORDED_MODEL.to_owned()),
         )
     }
 }
