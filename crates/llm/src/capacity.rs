@@ -25,11 +25,14 @@ use tokio::time::Instant;
 pub enum CallEvent {
     /// Every slot is taken: the call waits for one.
     Queued,
-    /// The call was sent; `waited` is how long it queued first.
-    Started {
-        /// Time spent waiting for a slot.
+    /// The call stopped waiting for a slot: it got one, or it was dropped while it
+    /// waited. Always follows [`CallEvent::Queued`].
+    Dequeued {
+        /// Time spent waiting.
         waited: Duration,
     },
+    /// The call was sent.
+    Started,
     /// The call is still running (said every heartbeat interval).
     Running {
         /// Time since it was sent.
@@ -81,7 +84,7 @@ tokio::task_local! {
 /// let observer = Arc::new(move |event: &CallEvent| log.lock().unwrap().push(event.clone()));
 /// observe_calls(observer, model.chat(&ChatRequest::from_prompt("hello"))).await.unwrap();
 /// let heard = heard.lock().unwrap();
-/// assert!(matches!(heard[0], CallEvent::Started { .. }));
+/// assert_eq!(heard[0], CallEvent::Started);
 /// assert!(matches!(heard[1], CallEvent::Finished { .. }));
 /// # });
 /// ```
@@ -128,17 +131,27 @@ impl ModelCapacity {
     }
 
     /// Waits for a slot, saying so when it must queue.
-    async fn acquire(&self) -> Result<(tokio::sync::OwnedSemaphorePermit, Duration), LlmError> {
+    async fn acquire(&self) -> Result<tokio::sync::OwnedSemaphorePermit, LlmError> {
         if let Ok(permit) = Arc::clone(&self.slots).try_acquire_owned() {
-            return Ok((permit, Duration::ZERO));
+            return Ok(permit);
         }
         notify(CallEvent::Queued);
-        let queued = Instant::now();
-        let permit = Arc::clone(&self.slots)
+        let _queued = InQueue(Instant::now());
+        Arc::clone(&self.slots)
             .acquire_owned()
             .await
-            .map_err(|_| LlmError::Config("the model's capacity was closed".into()))?;
-        Ok((permit, queued.elapsed()))
+            .map_err(|_| LlmError::Config("the model's capacity was closed".into()))
+    }
+}
+
+/// Says [`CallEvent::Dequeued`] when the wait ends, however it ends.
+struct InQueue(Instant);
+
+impl Drop for InQueue {
+    fn drop(&mut self) {
+        notify(CallEvent::Dequeued {
+            waited: self.0.elapsed(),
+        });
     }
 }
 
@@ -181,8 +194,8 @@ async fn with_heartbeat<T>(
 #[async_trait]
 impl<M: ChatModel> ChatModel for CapacityLimited<M> {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let (_slot, waited) = self.capacity.acquire().await?;
-        notify(CallEvent::Started { waited });
+        let _slot = self.capacity.acquire().await?;
+        notify(CallEvent::Started);
         let started = Instant::now();
         let outcome =
             with_heartbeat(self.inner.chat(request), self.capacity.heartbeat, started).await;
@@ -203,8 +216,8 @@ impl<M: ChatModel> ChatModel for CapacityLimited<M> {
     /// The slot is held until the stream ends or is dropped. Events of a stream read in
     /// another task are not observed.
     async fn chat_stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
-        let (slot, waited) = self.capacity.acquire().await?;
-        notify(CallEvent::Started { waited });
+        let slot = self.capacity.acquire().await?;
+        notify(CallEvent::Started);
         let started = Instant::now();
         let stream = match self.inner.chat_stream(request).await {
             Ok(stream) => stream,
@@ -287,7 +300,8 @@ mod tests {
             .iter()
             .map(|event| match event {
                 CallEvent::Queued => "queued".to_owned(),
-                CallEvent::Started { waited } => format!("started after {}s", waited.as_secs()),
+                CallEvent::Dequeued { waited } => format!("dequeued after {}s", waited.as_secs()),
+                CallEvent::Started => "started".to_owned(),
                 CallEvent::Running { elapsed } => format!("running {}s", elapsed.as_secs()),
                 CallEvent::Finished { elapsed, .. } => format!("finished {}s", elapsed.as_secs()),
                 CallEvent::Failed { .. } => "failed".to_owned(),
@@ -296,15 +310,44 @@ mod tests {
         assert_eq!(
             names,
             [
-                "started after 0s",
+                "started",
                 "queued",
                 "running 15s",
                 "running 30s",
                 "finished 40s",
-                "started after 40s",
+                "dequeued after 40s",
+                "started",
                 "running 15s",
                 "running 30s",
                 "finished 40s",
+            ]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_dropped_while_it_queues_leaves_the_queue() {
+        let slow = LatencyModel::new(ScriptedModel::from_texts(["one"]), Duration::from_secs(40));
+        let model = CapacityLimited::new(slow, ModelCapacity::new(1));
+        let (observer, heard) = recorder();
+        let request = ChatRequest::from_prompt("hi");
+        observe_calls(observer, async {
+            let first = model.chat(&request);
+            let second = tokio::time::timeout(Duration::from_secs(1), model.chat(&request));
+            tokio::select! {
+                _ = first => unreachable!("the first call takes 40 s"),
+                waited = second => assert!(waited.is_err()),
+            }
+        })
+        .await;
+        let heard = heard.lock().unwrap().clone();
+        assert_eq!(
+            heard,
+            [
+                CallEvent::Started,
+                CallEvent::Queued,
+                CallEvent::Dequeued {
+                    waited: Duration::from_secs(1)
+                }
             ]
         );
     }

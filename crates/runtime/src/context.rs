@@ -15,9 +15,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// How long an invocation has waited at gates: what its tools' round timeout leaves out.
+/// How long an invocation has waited, at gates for a user or in a model server's queue:
+/// what its round and overall timeouts leave out.
 #[derive(Debug, Default)]
-pub(crate) struct GateClock {
+pub(crate) struct WaitClock {
     inner: Mutex<GateTime>,
 }
 
@@ -31,7 +32,7 @@ struct GateTime {
     total: Duration,
 }
 
-impl GateClock {
+impl WaitClock {
     fn lock(&self) -> MutexGuard<'_, GateTime> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -42,7 +43,7 @@ impl GateClock {
         time.total + time.since.map(|since| since.elapsed()).unwrap_or_default()
     }
 
-    fn enter(&self) {
+    pub(crate) fn enter(&self) {
         let mut time = self.lock();
         time.open += 1;
         if time.open == 1 {
@@ -50,7 +51,7 @@ impl GateClock {
         }
     }
 
-    fn leave(&self) {
+    pub(crate) fn leave(&self) {
         let mut time = self.lock();
         time.open = time.open.saturating_sub(1);
         if time.open == 0
@@ -61,8 +62,8 @@ impl GateClock {
     }
 }
 
-impl GateClock {
-    /// Resolves once `limit` of working time (time not spent at gates) has passed since
+impl WaitClock {
+    /// Resolves once `limit` of working time (time not spent waiting) has passed since
     /// this call.
     pub(crate) async fn work_for(&self, limit: Duration) {
         let started = Instant::now();
@@ -79,7 +80,7 @@ impl GateClock {
 }
 
 /// Leaves the clock when the wait ends, however it ends.
-struct Waiting<'a>(&'a GateClock);
+struct Waiting<'a>(&'a WaitClock);
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
@@ -97,7 +98,7 @@ pub struct AgentContext<S, E> {
     agent: Arc<AgentIdentity>,
     scratchpad: Scratchpad,
     outbox: Arc<Mutex<Vec<AgentMessage>>>,
-    gate_clock: Arc<GateClock>,
+    wait_clock: Arc<WaitClock>,
 }
 
 impl<S, E> Clone for AgentContext<S, E> {
@@ -107,7 +108,7 @@ impl<S, E> Clone for AgentContext<S, E> {
             agent: Arc::clone(&self.agent),
             scratchpad: self.scratchpad.clone(),
             outbox: Arc::clone(&self.outbox),
-            gate_clock: Arc::clone(&self.gate_clock),
+            wait_clock: Arc::clone(&self.wait_clock),
         }
     }
 }
@@ -128,13 +129,18 @@ impl<S, E> AgentContext<S, E> {
             agent: Arc::new(agent),
             scratchpad: Scratchpad::default(),
             outbox: Arc::default(),
-            gate_clock: Arc::default(),
+            wait_clock: Arc::default(),
         }
     }
 
-    /// How long this invocation has waited at gates (left out of its round timeout).
-    pub(crate) fn gate_clock(&self) -> &GateClock {
-        &self.gate_clock
+    /// How long this invocation has waited (left out of its timeouts).
+    pub(crate) fn wait_clock(&self) -> &Arc<WaitClock> {
+        &self.wait_clock
+    }
+
+    /// The session's shared parts.
+    pub(crate) fn parts(&self) -> &Arc<SessionParts<S, E>> {
+        &self.session
     }
 
     /// The session id.
@@ -167,8 +173,8 @@ impl<S, E> AgentContext<S, E> {
     ) -> Result<T, GateError> {
         let gate = gate.into();
         let id = self.session.gates.next_id(&self.agent.name, &gate.name);
-        self.gate_clock.enter();
-        let waiting = Waiting(&self.gate_clock);
+        self.wait_clock.enter();
+        let waiting = Waiting(&self.wait_clock);
         let answer = self
             .session
             .gates

@@ -126,6 +126,9 @@ pub enum LoopEvent {
         /// Messages left.
         kept: usize,
     },
+    /// A model call of the loop or of one of its tools: queued for the model server,
+    /// sent, still running, finished or failed.
+    ModelCall(agent_llm::capacity::CallEvent),
     /// Tokens used by the round's model call.
     Usage {
         /// Round number.

@@ -26,6 +26,7 @@ mod agent_loop;
 mod config;
 mod context;
 mod cost;
+mod progress;
 mod result;
 mod session;
 mod session_parts;
@@ -40,6 +41,7 @@ pub use cost::{
     CostLimitExceeded, CostLimits, CostMeter, CostSnapshot, MeteredModel, UNPRICED_TOKENS_PER_USD,
     unpriced_token_limit,
 };
+pub use progress::ModelProgress;
 pub use result::{AgentResult, StopCause};
 pub use session::{Session, SessionMarks};
 pub use state::{Scratchpad, SharedState};

@@ -6,6 +6,7 @@ use crate::cost::CostMeter;
 use crate::events::EventSink;
 use crate::gates::GateRegistry;
 use crate::identity::AgentIdentity;
+use crate::progress::ModelProgress;
 use crate::session_parts::SessionParts;
 use crate::state::SharedState;
 use agent_llm::{ModelRouter, Usage};
@@ -80,6 +81,7 @@ impl<S, E> Session<S, E> {
                 cancel: CancellationToken::new(),
                 router: None,
                 meter: None,
+                progress: None,
                 emitted: AtomicU64::new(0),
             }),
         }
@@ -161,6 +163,33 @@ impl<S, E> Session<S, E> {
     /// [`AgentContext::meter`] or a [`crate::MeteredModel`] on the same meter.
     pub fn with_meter(self, meter: CostMeter) -> Self {
         self.edit(|p| p.meter = Some(meter))
+    }
+
+    /// Reports the model calls of the session's agents as product events: `progress`
+    /// turns each [`ModelProgress`] (queued for the model server, sent, still running
+    /// every 15 s, finished with its usage and the session's totals) into an event, or
+    /// into none. The calls seen are those of every agent loop and of the tools it runs,
+    /// made through models built by [`agent_llm::ProviderConfig`] (or wrapped in
+    /// [`agent_llm::capacity::CapacityLimited`]).
+    ///
+    /// ```
+    /// use agent_runtime::{ModelProgress, Session};
+    /// use agent_llm::capacity::CallEvent;
+    /// #[derive(Debug)]
+    /// enum Event { Working { seconds: u64 } }
+    /// let session: Session<(), Event> = Session::new("s1", ()).with_progress(|_agent, progress: &ModelProgress| {
+    ///     match progress.call {
+    ///         CallEvent::Running { elapsed } => Some(Event::Working { seconds: elapsed.as_secs() }),
+    ///         _ => None,
+    ///     }
+    /// });
+    /// # let _ = session;
+    /// ```
+    pub fn with_progress(
+        self,
+        progress: impl Fn(&AgentIdentity, &ModelProgress) -> Option<E> + Send + Sync + 'static,
+    ) -> Self {
+        self.edit(|p| p.progress = Some(Arc::new(progress)))
     }
 
     /// A context for one invocation of `agent`: a fresh scratchpad and outbox, the

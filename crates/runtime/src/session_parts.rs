@@ -4,6 +4,7 @@ use crate::bus::AgentBus;
 use crate::cost::CostMeter;
 use crate::events::EventSink;
 use crate::gates::GateRegistry;
+use crate::progress::ProgressEvents;
 use crate::state::SharedState;
 use agent_llm::ModelRouter;
 use std::sync::Arc;
@@ -21,6 +22,8 @@ pub(crate) struct SessionParts<S, E> {
     pub(crate) cancel: CancellationToken,
     pub(crate) router: Option<ModelRouter>,
     pub(crate) meter: Option<CostMeter>,
+    /// Turns model-call progress into product events; `None` reports none.
+    pub(crate) progress: Option<ProgressEvents<E>>,
     /// Product events emitted so far, counting across restarts.
     pub(crate) emitted: AtomicU64,
 }

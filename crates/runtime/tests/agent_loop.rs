@@ -327,6 +327,7 @@ async fn loop_events_arrive_in_order() {
                 } => format!("done {name} in {round} ok={ok}"),
                 LoopEvent::Usage { round, .. } => format!("usage {round}"),
                 LoopEvent::Compacted { .. } => "compacted".into(),
+                LoopEvent::ModelCall(call) => format!("model call {call:?}"),
             };
             seen.lock().unwrap().push(name);
         },

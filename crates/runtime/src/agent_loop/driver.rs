@@ -5,8 +5,10 @@ use super::run::{AgentRun, Next, ToolCall, ToolCalls};
 use crate::config::AgentConfig;
 use crate::context::AgentContext;
 use crate::events::{LoopEvent, LoopObserver};
+use crate::progress::InvocationCalls;
 use crate::result::{AgentResult, StopCause};
 use crate::tool::{AgentTool, ToolError};
+use agent_llm::capacity::observe_calls;
 use agent_llm::{ChatModel, ChatRequest, ContentBlock, LlmError, Message, ToolDefinition};
 use serde_json::Value;
 use std::sync::Arc;
@@ -161,11 +163,14 @@ where
             session.id = %ctx.session_id(),
         );
         let interrupted = {
-            let drive = self.drive(ctx, run, saver).instrument(span);
+            // The loop's model calls and its tools' are heard: time queued for the model
+            // server is left out of the timeouts, and progress is reported.
+            let calls = InvocationCalls::observer(ctx, self.observer.clone());
+            let drive = observe_calls(calls, self.drive(ctx, run, saver).instrument(span));
             tokio::select! {
                 biased;
                 _ = ctx.cancellation().cancelled() => Some(StopCause::Cancelled),
-                _ = ctx.gate_clock().work_for(self.config.overall_timeout) => {
+                _ = ctx.wait_clock().work_for(self.config.overall_timeout) => {
                     Some(StopCause::Timeout(self.config.overall_timeout))
                 }
                 _ = drive => None,
@@ -335,11 +340,12 @@ where
         if let std::task::Poll::Ready(outcome) = futures::poll!(&mut running) {
             return outcome;
         }
-        // The round timeout measures work: time spent waiting at gates is left out.
+        // The round timeout measures work: time spent waiting at gates or in the model
+        // server's queue is left out.
         let limit = self.config.round_timeout;
         tokio::select! {
             outcome = running => outcome,
-            () = ctx.gate_clock().work_for(limit) => Err(ToolError::Timeout(limit)),
+            () = ctx.wait_clock().work_for(limit) => Err(ToolError::Timeout(limit)),
         }
     }
 
