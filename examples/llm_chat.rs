@@ -15,9 +15,10 @@
 use agent_llm::testing::FixtureModel;
 use agent_llm::{
     ChatModel, ChatRequest, ChatResponse, ChatStream, ContentBlock, ExtractOptions, LlmError,
-    Message, ModelTier, PricingTable, ProviderConfig, Role, StreamAccumulator, StreamEvent,
-    StructuredOutputMode, ToolDefinition, Usage, collect_stream, extract_with,
+    Message, ModelTier, ProviderConfig, Role, StreamAccumulator, StreamEvent, StructuredOutputMode,
+    ToolDefinition, collect_stream, extract_with,
 };
+use agent_runtime::{CostLimits, CostMeter};
 use anyhow::{Context, bail};
 use async_trait::async_trait;
 use clap::Parser;
@@ -69,40 +70,16 @@ struct ChatAnswer {
     confidence: f64,
 }
 
-/// Sums usage and cost over every call.
-#[derive(Default)]
-struct Meter {
-    usage: Usage,
-    calls: u32,
-    cost_usd: f64,
-    unpriced_models: Vec<String>,
-    pricing: PricingTable,
-}
-
-impl Meter {
-    fn record(&mut self, model: &str, usage: Usage) {
-        self.usage += usage;
-        self.calls += 1;
-        match self.pricing.cost(model, &usage) {
-            Ok(cost) => self.cost_usd += cost,
-            Err(unknown) => {
-                tracing::warn!(%unknown, "cost of this call is unknown");
-                if !self.unpriced_models.contains(&unknown.model) {
-                    self.unpriced_models.push(unknown.model);
-                }
-            }
-        }
-    }
-
-    fn summary(&self) -> Value {
-        json!({
-            "usage": self.usage,
-            "total_tokens": self.usage.total_tokens(),
-            "llm_calls": self.calls,
-            "cost_usd": if self.unpriced_models.is_empty() { json!(self.cost_usd) } else { Value::Null },
-            "unpriced_models": self.unpriced_models,
-        })
-    }
+/// The summary figures of the calls recorded on `meter`.
+fn summary_of(meter: &CostMeter) -> Value {
+    let spent = meter.snapshot();
+    json!({
+        "usage": spent.usage,
+        "total_tokens": spent.usage.total_tokens(),
+        "llm_calls": spent.calls,
+        "cost_usd": if spent.unpriced_models.is_empty() { json!(spent.usd) } else { Value::Null },
+        "unpriced_models": spent.unpriced_models,
+    })
 }
 
 /// Makes `chat` go through the provider's streaming endpoint, so `--stream --extract`
@@ -142,7 +119,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         .init();
 
     let (model, provider): (Arc<dyn ChatModel>, String) = match ProviderConfig::from_env()? {
-        Some(config) => {
+        Some(mut config) => {
+            // A local server says which model it serves and its context window.
+            config.discover().await?;
             println!(
                 "provider: {}, model {}",
                 config.describe(),
@@ -166,14 +145,15 @@ async fn run(args: Args) -> anyhow::Result<()> {
         model
     };
 
-    let mut meter = Meter::default();
+    // One metering path: the runtime's meter, priced as configured (LLM_PRICE_<MODEL>).
+    let meter = CostMeter::from_env(CostLimits::default())?;
     let mut summary = if args.extract {
-        ask_typed(model.as_ref(), &args, &mut meter).await?
+        ask_typed(model.as_ref(), &args, &meter).await?
     } else {
-        let text = chat_with_tools(model.as_ref(), &args, &mut meter).await?;
+        let text = chat_with_tools(model.as_ref(), &args, &meter).await?;
         json!({ "text": text })
     };
-    if let (Value::Object(fields), Value::Object(figures)) = (&mut summary, meter.summary()) {
+    if let (Value::Object(fields), Value::Object(figures)) = (&mut summary, summary_of(&meter)) {
         fields.insert("provider".into(), json!(provider));
         fields.extend(figures);
     }
@@ -185,7 +165,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
 async fn chat_with_tools(
     model: &dyn ChatModel,
     args: &Args,
-    meter: &mut Meter,
+    meter: &CostMeter,
 ) -> anyhow::Result<String> {
     let tool =
         ToolDefinition::for_type::<GetTime>("get_time", "The current date and time in a timezone.");
@@ -274,7 +254,7 @@ fn current_time(timezone: &str) -> Result<Value, String> {
 }
 
 /// Asks for a [`ChatAnswer`] through `extract` and prints it.
-async fn ask_typed(model: &dyn ChatModel, args: &Args, meter: &mut Meter) -> anyhow::Result<Value> {
+async fn ask_typed(model: &dyn ChatModel, args: &Args, meter: &CostMeter) -> anyhow::Result<Value> {
     let request = ChatRequest::from_prompt(&args.prompt)
         .with_system("Answer the user's question. Give a confidence between 0 and 1.")
         .with_max_tokens(args.max_tokens);

@@ -241,10 +241,13 @@ impl ProviderConfig {
             .context_window
             .map(|tokens| format!("; context window {tokens} tokens"))
             .unwrap_or_default();
+        let calls = match self.capacity.limit() {
+            1 => "one call at a time".to_owned(),
+            n => format!("{n} calls at once"),
+        };
         format!(
-            "{} at {url} ({key}); models: {models}{window}; {} calls at once",
-            self.kind,
-            self.capacity.limit()
+            "{} at {url} ({key}); models: {models}{window}; {calls}",
+            self.kind
         )
     }
 

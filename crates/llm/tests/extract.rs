@@ -191,3 +191,24 @@ async fn json_object_mode_puts_the_schema_in_the_system_prompt() {
     assert!(sent.tools.is_empty() && sent.tool_choice.is_none());
     insta::assert_snapshot!("extract_json_object_system_prompt", sent.system.unwrap());
 }
+
+#[tokio::test]
+async fn an_answer_cut_off_at_max_tokens_is_asked_again_with_more_room() {
+    let cut = agent_llm::ChatResponse {
+        stop_reason: StopReason::MaxTokens,
+        ..responses::text("{\"answer\": \"a very long")
+    };
+    let model = ScriptedModel::new(vec![
+        cut.clone(),
+        cut,
+        responses::text("{\"answer\": \"short\", \"confidence\": 1}"),
+    ])
+    .with_structured_output_mode(StructuredOutputMode::JsonSchema);
+    let request = ChatRequest::from_prompt("Describe it.").with_max_tokens(100);
+    let out = extract::<ChatAnswer, _>(&model, request).await.unwrap();
+    assert_eq!(out.value.answer, "short");
+    let limits: Vec<Option<u32>> = model.requests().iter().map(|r| r.max_tokens).collect();
+    assert_eq!(limits, [Some(100), Some(200), Some(400)]);
+    // The cut-off answers are not fed back: the same question is asked with more room.
+    assert!(model.requests().iter().all(|r| r.messages.len() == 1));
+}

@@ -322,6 +322,9 @@ impl Stages {
             StopCause::Timeout(after) => Err(format!("the {name} timed out after {after:?}")),
             StopCause::Cancelled => Err(format!("the {name} was cancelled")),
             StopCause::LimitExceeded(limit) => Err(format!("the {name} stopped: {limit}")),
+            StopCause::CutOff { max_tokens } => Err(format!(
+                "the {name}'s answers kept running past the output limit ({max_tokens:?} tokens)"
+            )),
             StopCause::Checkpoint(reason) => {
                 Err(format!("the {name} could not be saved: {reason}"))
             }

@@ -22,6 +22,12 @@ pub enum StopCause {
     LimitExceeded(String),
     /// The run's progress could not be saved (a durable run in a graph node); the reason.
     Checkpoint(String),
+    /// The model's answers kept running into the output-token limit (`max_tokens`, if the
+    /// request set one), after being asked to answer shorter.
+    CutOff {
+        /// The limit of the requests.
+        max_tokens: Option<u32>,
+    },
 }
 
 /// The outcome of one agent invocation. Whatever stopped it, everything gathered so far

@@ -142,6 +142,14 @@ where
         }
     }
     let max_attempts = options.max_attempts.max(1);
+    // An answer cut off at the limit is asked for again with more room, up to four times
+    // the first limit and half the context window.
+    let room_ceiling = request.max_tokens.map(|first| {
+        let ceiling = first.saturating_mul(4);
+        model
+            .context_window()
+            .map_or(ceiling, |window| ceiling.min(window / 2).max(first))
+    });
     let mut usage = Vec::new();
     let mut attempt = 0;
     loop {
@@ -170,6 +178,17 @@ where
             Err(problem) => problem,
         };
         tracing::warn!(attempt, schema = %name, problem = %problem, "structured output rejected");
+        let cut_off = response.stop_reason == StopReason::MaxTokens;
+        if attempt < max_attempts
+            && cut_off
+            && let (Some(limit), Some(ceiling)) = (request.max_tokens, room_ceiling)
+            && limit < ceiling
+        {
+            let raised = limit.saturating_mul(2).min(ceiling);
+            tracing::warn!(attempt, schema = %name, from = limit, to = raised, "the answer was cut off at max_tokens; asking again with more room");
+            request.max_tokens = Some(raised);
+            continue;
+        }
         if attempt == max_attempts {
             let error = LlmError::InvalidResponse(problem.to_string());
             return Err(ExtractError {

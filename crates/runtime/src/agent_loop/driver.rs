@@ -267,21 +267,48 @@ where
     }
 
     /// Runs the round's calls concurrently; results come back in call order.
-    async fn run_tools(
-        &self,
-        ctx: &AgentContext<S, E>,
-        calls: ToolCalls<'_>,
+    async fn run_tools<'a>(
+        &'a self,
+        ctx: &'a AgentContext<S, E>,
+        calls: ToolCalls<'a>,
         round: u32,
     ) -> Vec<ContentBlock> {
-        let mut calls = calls.iter();
-        match (calls.next(), calls.next()) {
+        let run = |call: ToolCall<'a>| {
+            let repeated = calls.repeats(&call);
+            self.run_unless_repeated(ctx, call, repeated, round)
+        };
+        let mut each = calls.iter();
+        match (each.next(), each.next()) {
             (None, _) => Vec::new(),
-            (Some(only), None) => vec![self.run_tool(ctx, only, round).await],
+            (Some(only), None) => vec![run(only).await],
             (Some(first), Some(second)) => {
-                let all = [first, second].into_iter().chain(calls);
-                futures::future::join_all(all.map(|call| self.run_tool(ctx, call, round))).await
+                let all = [first, second].into_iter().chain(each);
+                futures::future::join_all(all.map(run)).await
             }
         }
+    }
+
+    /// Runs `call`, unless it repeats the model's previous call: then the model is told
+    /// to use the result it has.
+    async fn run_unless_repeated(
+        &self,
+        ctx: &AgentContext<S, E>,
+        call: ToolCall<'_>,
+        repeated: bool,
+        round: u32,
+    ) -> ContentBlock {
+        if !repeated {
+            return self.run_tool(ctx, call, round).await;
+        }
+        tracing::warn!(tool = %call.name, "the model repeated its previous call; not run again");
+        ContentBlock::tool_error(
+            call.id,
+            format!(
+                "You made this same {} call in your previous turn and have its result above. \
+                 Use that result instead of calling again, or finish.",
+                call.name
+            ),
+        )
     }
 
     async fn run_tool(

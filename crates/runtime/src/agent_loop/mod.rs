@@ -3,6 +3,7 @@
 mod compaction;
 mod driver;
 mod run;
+mod text_calls;
 
 pub use driver::{AgentLoop, RunSaver, run_agent_loop};
 pub use run::{AgentRun, Next, ToolCall, ToolCalls};

@@ -1,9 +1,10 @@
 //! The loop's core: a serializable state machine with no I/O.
 
 use super::compaction::{Compacted, compact};
+use super::text_calls::tool_calls_in_text;
 use crate::config::Compaction;
 use crate::result::StopCause;
-use agent_llm::{ChatRequest, ChatResponse, ContentBlock, Message, Role, Usage};
+use agent_llm::{ChatRequest, ChatResponse, ContentBlock, Message, Role, StopReason, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -22,9 +23,22 @@ pub struct ToolCall<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct ToolCalls<'a> {
     blocks: &'a [ContentBlock],
+    /// The model's answer before this one, if any.
+    previous: Option<&'a [ContentBlock]>,
 }
 
 impl<'a> ToolCalls<'a> {
+    /// Whether the model's previous answer made this very call (same tool, same
+    /// arguments): a model going round in circles, whose call is not run again.
+    pub fn repeats(&self, call: &ToolCall<'_>) -> bool {
+        self.previous.is_some_and(|blocks| {
+            blocks.iter().any(|block| {
+                matches!(block, ContentBlock::ToolUse { name, input, .. }
+                    if name == call.name && input == call.input)
+            })
+        })
+    }
+
     /// The calls, in order.
     pub fn iter(&self) -> impl Iterator<Item = ToolCall<'a>> + 'a {
         self.blocks.iter().filter_map(|block| match block {
@@ -43,6 +57,13 @@ impl<'a> ToolCalls<'a> {
         self.iter().next().is_none()
     }
 }
+
+/// Times in a row an answer cut off at the output-token limit is asked for again.
+const CUT_OFF_REASKS: u32 = 2;
+
+/// What the model is told when its answer was cut off.
+const CUT_OFF_NOTE: &str = "Your answer was cut off at the output-token limit. Answer again, \
+    much shorter: keep only what matters, or call one tool at a time.";
 
 /// What the run needs next.
 #[derive(Debug)]
@@ -85,6 +106,9 @@ pub struct AgentRun {
     /// Whether the model gave its final answer (saved; the other stop causes are not).
     #[serde(default)]
     completed: bool,
+    /// Answers in a row cut off at the output-token limit.
+    #[serde(default)]
+    cut_offs: u32,
     #[serde(skip)]
     stop: Option<StopCause>,
 }
@@ -102,6 +126,7 @@ impl AgentRun {
             compaction: compaction.map(|c| (c.threshold, c.keep_recent)),
             compacted: 0,
             completed: false,
+            cut_offs: 0,
             stop: None,
         }
     }
@@ -125,22 +150,55 @@ impl AgentRun {
 
     /// Takes the model's answer: its tool calls become pending, or, with none, the run
     /// completes with its text.
-    pub fn on_model_response(&mut self, response: ChatResponse) {
+    ///
+    /// Two slips of small models are handled here. Tool calls written as text
+    /// (`<tool_call>{"name": ..., "arguments": ...}</tool_call>`, or an answer that is only
+    /// such an object) naming an offered tool are taken as calls. An answer cut off at the
+    /// output-token limit is not taken as final: the model is asked again, shorter, up to
+    /// twice in a row, then the run stops as [`StopCause::CutOff`].
+    pub fn on_model_response(&mut self, mut response: ChatResponse) {
         self.rounds += 1;
         self.usage += response.usage;
         self.round_usage.push(response.usage);
-        let calls_tools = response
+        let mut calls_tools = response
             .content
             .iter()
             .any(|block| matches!(block, ContentBlock::ToolUse { .. }));
         if !calls_tools {
-            self.final_text = Some(response.text());
-            self.completed = true;
-            self.stop = Some(StopCause::Completed);
+            let written = tool_calls_in_text(&response.text(), &self.request.tools, self.rounds);
+            if !written.is_empty() {
+                tracing::warn!(
+                    calls = written.len(),
+                    "the model wrote its tool calls as text; they are run as calls"
+                );
+                response.content = written;
+                calls_tools = true;
+            }
         }
+        let cut_off = response.stop_reason == StopReason::MaxTokens;
+        self.cut_offs = if cut_off { self.cut_offs + 1 } else { 0 };
+        let text = (!calls_tools).then(|| response.text());
         self.request
             .messages
             .push(Message::new(Role::Assistant, response.content));
+        let Some(text) = text else {
+            return;
+        };
+        if !cut_off {
+            self.final_text = Some(text);
+            self.completed = true;
+            self.stop = Some(StopCause::Completed);
+        } else if self.cut_offs <= CUT_OFF_REASKS {
+            tracing::warn!(
+                max_tokens = ?self.request.max_tokens,
+                "the answer was cut off at the output-token limit; asking again, shorter"
+            );
+            self.request.messages.push(Message::user(CUT_OFF_NOTE));
+        } else {
+            self.stop = Some(StopCause::CutOff {
+                max_tokens: self.request.max_tokens,
+            });
+        }
     }
 
     /// Takes the results of the pending calls, in call order, and compacts the transcript
@@ -166,13 +224,18 @@ impl AgentRun {
     /// The tool calls waiting for results: those of the last message, when it is the
     /// model's and calls tools. Derived from the transcript, so a restored run knows them.
     fn pending_calls(&self) -> Option<ToolCalls<'_>> {
-        let last = self
-            .request
-            .messages
-            .last()
-            .filter(|m| m.role == Role::Assistant)?;
+        let (last, earlier) = self.request.messages.split_last()?;
+        if last.role != Role::Assistant {
+            return None;
+        }
+        let previous = earlier
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant)
+            .map(|m| m.content.as_slice());
         let calls = ToolCalls {
             blocks: &last.content,
+            previous,
         };
         (!calls.is_empty()).then_some(calls)
     }

@@ -1,0 +1,130 @@
+//! What a small local model gets wrong, and how the loop copes: answers cut off at the
+//! output-token limit, tool calls written as text, the same call made again and again.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use agent_llm::testing::{ScriptedModel, responses};
+use agent_llm::{ChatResponse, ContentBlock, Role, StopReason};
+use agent_runtime::{
+    AgentConfig, AgentContext, AgentIdentity, AgentLoop, Session, StopCause, ToolError, tool,
+};
+use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+type Ctx = AgentContext<(), ()>;
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Lookup {
+    city: String,
+}
+
+/// An agent with one `lookup` tool that counts its runs.
+fn agent(model: ScriptedModel, runs: Arc<AtomicUsize>) -> AgentLoop<(), (), ScriptedModel> {
+    let config = AgentConfig::new(AgentIdentity::new("guide", "test"), "Answer about cities.")
+        .with_tool(tool(
+            "lookup",
+            "Facts about a city.",
+            move |args: Lookup, _ctx: Ctx| {
+                let runs = runs.clone();
+                async move {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, ToolError>(format!("{} has 1M people", args.city))
+                }
+            },
+        ));
+    AgentLoop::new(config, model)
+}
+
+fn cut_off(text: &str) -> ChatResponse {
+    ChatResponse {
+        stop_reason: StopReason::MaxTokens,
+        ..responses::text(text)
+    }
+}
+
+async fn run(agent: &AgentLoop<(), (), ScriptedModel>) -> agent_runtime::AgentResult {
+    let session = Session::new("s", ());
+    agent
+        .run(
+            &session.context(agent.identity().clone()),
+            "Tell me about Oslo",
+        )
+        .await
+}
+
+#[tokio::test]
+async fn a_cut_off_answer_is_asked_again_shorter() {
+    let model = ScriptedModel::new(vec![
+        cut_off("Oslo is the capital of Norway, founded in 1040, and its"),
+        responses::text("Oslo: capital of Norway."),
+    ]);
+    let result = run(&agent(model.clone(), Arc::default())).await;
+    assert_eq!(result.stop, StopCause::Completed);
+    assert_eq!(
+        result.final_text.as_deref(),
+        Some("Oslo: capital of Norway.")
+    );
+    let second = &model.requests()[1];
+    let note = second.messages.last().unwrap();
+    assert_eq!(note.role, Role::User);
+    assert!(
+        note.text().contains("cut off at the output-token limit"),
+        "{}",
+        note.text()
+    );
+}
+
+#[tokio::test]
+async fn answers_cut_off_three_times_in_a_row_stop_the_run_with_the_reason() {
+    let model = ScriptedModel::new(vec![cut_off("a"), cut_off("b"), cut_off("c")]);
+    let result = run(&agent(model, Arc::default())).await;
+    assert_eq!(
+        result.stop,
+        StopCause::CutOff {
+            max_tokens: Some(4096)
+        }
+    );
+    assert_eq!(result.rounds_used, 3);
+    assert!(result.final_text.is_none());
+    // Everything the model said is kept.
+    assert_eq!(result.transcript.len(), 6);
+}
+
+#[tokio::test]
+async fn a_tool_call_written_as_text_is_run() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new(vec![
+        responses::text(
+            "<tool_call>\n{\"name\": \"lookup\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>",
+        ),
+        responses::text("Oslo has a million people."),
+    ]);
+    let result = run(&agent(model, runs.clone())).await;
+    assert_eq!(result.stop, StopCause::Completed);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert!(matches!(
+        &result.transcript[1].content[..],
+        [ContentBlock::ToolUse { name, .. }] if name == "lookup"
+    ));
+}
+
+#[tokio::test]
+async fn the_same_call_made_again_right_after_is_not_run_twice() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let call = || responses::tool_call("c", "lookup", json!({"city": "Oslo"}));
+    let model = ScriptedModel::new(vec![
+        call(),
+        call(),
+        responses::tool_call("d", "lookup", json!({"city": "Bergen"})),
+        responses::text("Done."),
+    ]);
+    let result = run(&agent(model, runs.clone())).await;
+    assert_eq!(result.stop, StopCause::Completed);
+    // Oslo once, the repeat refused, then Bergen.
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    let refused = &result.transcript[4].content[0];
+    assert!(
+        matches!(refused, ContentBlock::ToolResult { is_error: true, content, .. } if content.contains("same lookup call")),
+        "{refused:?}"
+    );
+}
