@@ -87,3 +87,53 @@ pub fn python_client(script: &str, args: &[&std::ffi::OsStr]) -> String {
     );
     printed
 }
+
+/// What an example printed and how it ended.
+pub struct Finished {
+    /// Its exit code.
+    pub code: Option<i32>,
+    /// Its standard output.
+    pub stdout: String,
+    /// Its standard error.
+    pub stderr: String,
+}
+
+/// Runs the example `name` with `args` and the variables `env`; panics if it is still
+/// running after `deadline` (a hang past its limits), killing it.
+pub fn run_example(
+    name: &str,
+    args: &[&str],
+    env: &[(String, String)],
+    deadline: std::time::Duration,
+) -> Finished {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let mut child = Command::new(example(name))
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{name} {args:?} still ran after {deadline:?}\n{}\n{}",
+                std::fs::read_to_string(&out).unwrap_or_default(),
+                std::fs::read_to_string(&err).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    Finished {
+        code: status.code(),
+        stdout: std::fs::read_to_string(&out).unwrap(),
+        stderr: std::fs::read_to_string(&err).unwrap(),
+    }
+}

@@ -4,3 +4,4 @@
 
 pub mod browser;
 pub mod examples;
+pub mod local_model;
