@@ -20,7 +20,11 @@ fn a_tool_question_runs_the_tool_loop_and_reports_the_served_model_once_unpriced
     let model = local_model();
     let run = run_example(
         "llm_chat",
-        &["--max-rounds", "4", "What time is it in Tokyo? Use the tool."],
+        &[
+            "--max-rounds",
+            "4",
+            "What time is it in Tokyo? Use the tool.",
+        ],
         &model.env,
         Duration::from_secs(300),
     );
@@ -36,7 +40,12 @@ fn a_tool_question_runs_the_tool_loop_and_reports_the_served_model_once_unpriced
     assert_eq!(summary["cost_usd"], Value::Null, "{summary}");
     assert_eq!(summary["unpriced_models"][0], model.model_id(), "{summary}");
     // Reported once, however many calls.
-    assert_eq!(run.stderr.matches("no price for this model").count(), 1, "{}", run.stderr);
+    assert_eq!(
+        run.stderr.matches("no price for this model").count(),
+        1,
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -45,7 +54,13 @@ fn a_typed_answer_is_json_of_the_schema_and_a_free_model_costs_nothing() {
     let key: String = model
         .model_id()
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
         .collect();
     let mut env = model.env.clone();
     env.push((format!("LLM_PRICE_{key}"), "free".into()));
@@ -60,6 +75,10 @@ fn a_typed_answer_is_json_of_the_schema_and_a_free_model_costs_nothing() {
     assert!(summary["answer"]["answer"].is_string(), "{summary}");
     assert!(summary["answer"]["confidence"].is_number(), "{summary}");
     assert_eq!(summary["cost_usd"].as_f64(), Some(0.0), "{summary}");
-    assert_eq!(summary["unpriced_models"], serde_json::json!([]), "{summary}");
+    assert_eq!(
+        summary["unpriced_models"],
+        serde_json::json!([]),
+        "{summary}"
+    );
     assert!(!run.stderr.contains("no price"), "{}", run.stderr);
 }
