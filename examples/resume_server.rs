@@ -9,7 +9,10 @@
 //! `./output/resume-sessions.db`); a restarted server resumes waiting sessions at their
 //! pending gate. `--dry-run` answers from the recorded model responses in
 //! `fixtures/resume/` and says so on its first line; otherwise the LLM provider comes from
-//! the environment (`ANTHROPIC_API_KEY`, `LLM_PROVIDER`, ... as in the README).
+//! the environment (`ANTHROPIC_API_KEY`, `LLM_PROVIDER`, ... as in the README). The
+//! feature flags `FF_INTAKE_QUIZ`, `FF_RESEARCH_VALIDATION`, `FF_GAP_ANALYSIS_QUIZ`,
+//! `FF_QUALITY_REVIEW_APPROVAL` and `FF_BLUEPRINT_APPROVAL` (default true) set which
+//! gates a session may open; its start request can turn them off.
 
 // A command-line program: its output is the point.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -23,7 +26,7 @@ use agent_llm::{ModelTier, PricingTable, ProviderConfig};
 use agent_server::AgentServer;
 use anyhow::Context as _;
 use clap::Parser;
-use resume_coordinator::ResumeProduct;
+use resume_coordinator::{Flags, ResumeProduct};
 
 /// Serve the resume coordinator.
 #[derive(Debug, Parser)]
@@ -69,13 +72,17 @@ async fn main() -> anyhow::Result<()> {
         );
         ResumeProduct::dry_run_with_latency(&fixtures, Duration::from_millis(args.latency))?
     } else {
-        let provider = ProviderConfig::from_env()?.context(
+        let mut provider = ProviderConfig::from_env()?.context(
             "no LLM provider configured: set ANTHROPIC_API_KEY (or LLM_PROVIDER and its key), or use --dry-run",
         )?;
+        // A local server says which model it serves, its context window and its slots.
+        provider.discover().await?;
         println!("LIVE: {}", provider.describe());
         let model = provider.chat_model(ModelTier::Orchestrator)?;
         ResumeProduct::new(model, provider.router.clone()).with_pricing(PricingTable::from_env()?)
     };
+    // The deployment's feature flags (FF_*); a start request may turn them off.
+    let product = product.with_flags(Flags::from_env()?);
     let store = SqliteSessionStore::open(&args.db)
         .await
         .with_context(|| format!("opening the session store {}", args.db.display()))?;

@@ -24,7 +24,8 @@ spec = importlib.util.spec_from_file_location("resume_client", os.path.join(HERE
 client = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(client)
 
-KINDS = ["questionnaire", "positioning_q", "section_review", "architect_review", "quality_review"]
+KINDS = ["research_validation", "questionnaire", "positioning_q", "section_review", "architect_review",
+         "quality_review"]
 
 
 def main():

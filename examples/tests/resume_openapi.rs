@@ -14,7 +14,7 @@ fn the_published_schemas_accept_everything_a_session_sends_and_takes() {
     let server = resume_server(&dir.path().join("sessions.db"));
     let printed = python_client("openapi_check.py", &[server.url.as_ref()]);
     assert!(
-        printed.contains("checked 52 events, 5 gate kinds"),
+        printed.contains("checked 54 events, 6 gate kinds"),
         "{printed}"
     );
 }

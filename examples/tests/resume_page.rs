@@ -41,6 +41,7 @@ async fn a_dry_run_session_completes_in_the_browser_from_start_to_downloaded_res
     assert_eq!(
         gates,
         [
+            "research_validation",
             "questionnaire_1",
             "positioning_q_1",
             "positioning_q_2",

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use crate::craftsman::{self, CRAFTSMAN};
 use crate::docx::{base64, build_docx, verify_docx};
-use crate::gates::{ARCHITECT_REVIEW, QUALITY_REVIEW};
+use crate::gates::{ARCHITECT_REVIEW, QUALITY_REVIEW, RESEARCH_VALIDATION};
 use crate::intake::read_resume;
 use crate::llm::Llm;
 use crate::producer::{self, tools::assemble_markdown, tools::ats_check};
@@ -31,121 +31,10 @@ use crate::types::{
 /// The coordinator's name in gate ids (`coordinator:architect_review:1`).
 pub const COORDINATOR: &str = "coordinator";
 
-/// What the Strategist is asked to do in one invocation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StrategistPhase {
-    /// Analyze the job and research the company.
-    Research,
-    /// The batch questionnaire.
-    Interview,
-    /// Strengths, gaps, and questions about the gaps.
-    GapAnalysis,
-    /// Design the blueprint.
-    Blueprint,
-    /// Redesign the blueprint with the user's feedback.
-    BlueprintRevision,
-}
-
-impl StrategistPhase {
-    /// The name in the opening message's `Phase:` line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StrategistPhase::Research => "research",
-            StrategistPhase::Interview => "interview",
-            StrategistPhase::GapAnalysis => "gap_analysis",
-            StrategistPhase::Blueprint => "blueprint",
-            StrategistPhase::BlueprintRevision => "blueprint_revision",
-        }
-    }
-}
-
-fn on_off(flag: bool) -> &'static str {
-    if flag { "on" } else { "off" }
-}
-
-fn evidence_block(state: &ResumeState) -> String {
-    state
-        .evidence
-        .iter()
-        .map(|e| format!("{}: {}", e.id, e.text))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The Strategist's opening message for a phase: resume evidence, job, company,
-/// preferences, and what earlier phases found.
-pub fn build_strategist_message(state: &ResumeState, phase: StrategistPhase) -> String {
-    let mut out = format!(
-        "Phase: {}\nCandidate: {}\nCompany: {}\nPreferences: fast draft {}, questionnaire {}, gap questions {}\n\nJob description:\n{}\n\nEvidence library:\n{}\n",
-        phase.as_str(),
-        state.candidate_name,
-        state.company.as_deref().unwrap_or("(not given)"),
-        on_off(state.fast_draft),
-        on_off(state.flags.intake_quiz),
-        on_off(state.flags.gap_analysis_quiz),
-        state.job_description.trim(),
-        evidence_block(state),
-    );
-    if let Some(jd) = &state.jd_analysis {
-        out.push_str(&format!(
-            "\nJob analysis: {} at {}; must-haves: {}\n",
-            jd.role,
-            jd.company,
-            jd.must_haves.join("; ")
-        ));
-    }
-    if let Some(gaps) = &state.gap_analysis {
-        out.push_str(&format!("Gaps: {}\n", gaps.gaps.join("; ")));
-    }
-    if phase == StrategistPhase::BlueprintRevision {
-        out.push_str(&format!(
-            "\nThe user asked for changes to the blueprint: {}\nCall design_blueprint with this feedback.\n",
-            state.blueprint_feedback.as_deref().unwrap_or("")
-        ));
-    }
-    out
-}
-
-/// The Craftsman's opening message: blueprint, evidence, interview transcript, gaps.
-pub fn build_craftsman_message(state: &ResumeState) -> String {
-    let blueprint = serde_json::to_string_pretty(&state.blueprint).unwrap_or_default();
-    let interview = state
-        .interview
-        .iter()
-        .map(|a| format!("{} Q: {}\n   A: {}", a.evidence_id, a.question, a.answer))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let gaps = state.gap_analysis.clone().unwrap_or_default();
-    format!(
-        "Phase: writing\nWrite these sections in order: {}\n\nBlueprint:\n{blueprint}\n\nEvidence library:\n{}\n\nInterview (the candidate's voice):\n{}\n\nGaps (do not claim them): {}\n",
-        state.planned_sections().join(", "),
-        evidence_block(state),
-        if interview.is_empty() {
-            "(none)".to_owned()
-        } else {
-            interview
-        },
-        gaps.gaps.join("; "),
-    )
-}
-
-/// The Producer's opening message: sections, blueprint, job analysis, evidence.
-pub fn build_producer_message(state: &ResumeState) -> String {
-    let jd = state.jd_analysis.clone().unwrap_or_default();
-    format!(
-        "Phase: production\nRole: {} at {}\nKeywords: {}\nPositioning: {}\n\nResume:\n{}\nEvidence library:\n{}\n",
-        jd.role,
-        jd.company,
-        jd.keywords.join(", "),
-        state
-            .blueprint
-            .as_ref()
-            .map(|b| b.positioning.as_str())
-            .unwrap_or(""),
-        assemble_markdown(state),
-        evidence_block(state),
-    )
-}
+pub use crate::messages::{
+    build_craftsman_message, build_producer_message, build_strategist_message,
+};
+pub use crate::strategist::StrategistPhase;
 
 fn stage_message(stage: Stage) -> &'static str {
     match stage {
@@ -191,6 +80,7 @@ pub async fn run(
         .with_bus(Arc::new(InMemoryBus::new()))
         .with_router(router.clone())
         .with_meter(meter)
+        .with_progress(ResumeEvent::progress)
         .with_cancellation(handle.cancellation());
     let graph = pipeline(Stages {
         llm,
@@ -284,20 +174,36 @@ impl Stages {
         match stage {
             Stage::Intake => intake(ctx),
             Stage::Research => {
-                self.strategist(ctx, StrategistPhase::Research).await?;
+                let ended = self.strategist(ctx, StrategistPhase::Research).await?;
                 require(
                     ctx,
+                    &ended,
                     |s| s.jd_analysis.is_some(),
                     "analyze the job description",
-                )
+                )?;
+                if flags.research_validation {
+                    validate_research(ctx).await?;
+                }
+                Ok(())
             }
             Stage::Interview if flags.intake_quiz => {
-                self.strategist(ctx, StrategistPhase::Interview).await
+                let ended = self.strategist(ctx, StrategistPhase::Interview).await?;
+                require(
+                    ctx,
+                    &ended,
+                    |s| s.questionnaires_asked > 0,
+                    "ask the candidate its questionnaire",
+                )
             }
             Stage::Interview => Ok(()),
             Stage::GapAnalysis => {
-                self.strategist(ctx, StrategistPhase::GapAnalysis).await?;
-                require(ctx, |s| s.gap_analysis.is_some(), "analyze the gaps")
+                let ended = self.strategist(ctx, StrategistPhase::GapAnalysis).await?;
+                require(
+                    ctx,
+                    &ended,
+                    |s| s.gap_analysis.is_some(),
+                    "analyze the gaps",
+                )
             }
             Stage::Blueprint => self.blueprint(ctx).await,
             Stage::Writing => self.writing(ctx).await,
@@ -331,15 +237,27 @@ impl Stages {
         }
     }
 
-    async fn strategist(&self, ctx: &Ctx, phase: StrategistPhase) -> Result<(), String> {
+    /// Runs the Strategist for `phase`; how it ended, when it did not fail.
+    async fn strategist(&self, ctx: &Ctx, phase: StrategistPhase) -> Result<Ended, String> {
         let message = ctx.read(|s| build_strategist_message(s, phase));
-        let config = strategist::strategist(&self.llm, &self.router);
-        self.run_agent(ctx, config, message).await.map(|_| ())
+        let config = strategist::strategist(&self.llm, &self.router, phase);
+        let result = self.run_agent(ctx, config, message).await?;
+        Ok(Ended {
+            agent: strategist::STRATEGIST,
+            phase: phase.as_str(),
+            rounds: result.rounds_used,
+            out_of_rounds: result.stop == StopCause::MaxRounds,
+        })
     }
 
     async fn blueprint(&self, ctx: &Ctx) -> Result<(), String> {
-        self.strategist(ctx, StrategistPhase::Blueprint).await?;
-        require(ctx, |s| s.blueprint.is_some(), "design the blueprint")?;
+        let ended = self.strategist(ctx, StrategistPhase::Blueprint).await?;
+        require(
+            ctx,
+            &ended,
+            |s| s.blueprint.is_some(),
+            "design the blueprint",
+        )?;
         let state = ctx.state();
         let blueprint = state.blueprint.clone().unwrap_or_default();
         ctx.emit(ResumeEvent::BlueprintReady {
@@ -360,9 +278,15 @@ impl Stages {
             s.blueprint_feedback = Some(feedback);
             s.blueprint = None;
         });
-        self.strategist(ctx, StrategistPhase::BlueprintRevision)
+        let ended = self
+            .strategist(ctx, StrategistPhase::BlueprintRevision)
             .await?;
-        require(ctx, |s| s.blueprint.is_some(), "redesign the blueprint")?;
+        require(
+            ctx,
+            &ended,
+            |s| s.blueprint.is_some(),
+            "redesign the blueprint",
+        )?;
         ctx.emit(ResumeEvent::BlueprintReady {
             blueprint: ctx.read(|s| s.blueprint.clone()).unwrap_or_default(),
         });
@@ -399,12 +323,15 @@ impl Stages {
             .subscribe(DOMAIN, CRAFTSMAN)
             .await
             .map_err(|e| e.to_string())?;
-        let answering = tokio::spawn(answer_revisions(
+        // The Craftsman's revisions run on their own task; their model calls are heard
+        // as the Craftsman's (progress events, queueing not counted as work).
+        let craftsman = ctx.agent_context(AgentIdentity::new(CRAFTSMAN, DOMAIN));
+        let answering = tokio::spawn(craftsman.hearing_calls(answer_revisions(
             inbox,
             Arc::clone(&bus),
             ctx.session().clone(),
             self.llm.clone(),
-        ));
+        )));
         let config = producer::producer(&self.llm, &self.router, Arc::clone(&bus));
         let message = ctx.read(build_producer_message);
         let result = self.run_agent(ctx, config, message).await;
@@ -485,12 +412,41 @@ fn totals(ctx: &Ctx) -> UsageTotals {
     }
 }
 
-fn require(ctx: &Ctx, done: impl FnOnce(&ResumeState) -> bool, what: &str) -> Result<(), String> {
+/// How an agent's invocation for a phase ended (when it did not fail outright).
+struct Ended {
+    agent: &'static str,
+    phase: &'static str,
+    rounds: u32,
+    /// It used every round it had (`StopCause::MaxRounds`).
+    out_of_rounds: bool,
+}
+
+/// Fails the stage unless the phase produced what it must: reaching the round limit
+/// without it is a failure too, and the reason says which.
+fn require(
+    ctx: &Ctx,
+    ended: &Ended,
+    done: impl FnOnce(&ResumeState) -> bool,
+    what: &str,
+) -> Result<(), String> {
     if ctx.read(done) {
-        Ok(())
-    } else {
-        Err(format!("the agent finished without being able to {what}"))
+        return Ok(());
     }
+    let Ended {
+        agent,
+        phase,
+        rounds,
+        out_of_rounds,
+    } = ended;
+    Err(if *out_of_rounds {
+        format!(
+            "the {agent} used all {rounds} rounds of its {phase} phase without being able to {what}"
+        )
+    } else {
+        format!(
+            "the {agent} ended its {phase} phase after {rounds} round(s) without being able to {what}"
+        )
+    })
 }
 
 fn intake(ctx: &Ctx) -> Result<(), String> {
@@ -517,6 +473,33 @@ async fn gate<A: serde::de::DeserializeOwned>(
         .ask(gate, payload)
         .await
         .map_err(|e| e.to_string())
+}
+
+/// The `research_validation` gate: the user sees the job analysis and the research
+/// notes; a correction becomes a research note the later phases read.
+async fn validate_research(ctx: &Ctx) -> Result<(), String> {
+    let (analysis, notes) = ctx.read(|s| (s.jd_analysis.clone(), s.research_notes.clone()));
+    let answer = gate(
+        ctx,
+        &RESEARCH_VALIDATION,
+        json!({ "jd_analysis": analysis, "research_notes": notes }),
+    )
+    .await?;
+    let correction = answer.feedback.filter(|f| !f.trim().is_empty());
+    match (answer.approved, correction) {
+        (_, Some(correction)) => ctx.update(|s| {
+            s.research_notes
+                .push(format!("The candidate corrects the research: {correction}"))
+        }),
+        (false, None) => ctx.update(|s| {
+            s.research_notes.push(
+                "The candidate did not confirm the research; rely on the job description."
+                    .to_owned(),
+            )
+        }),
+        (true, None) => {}
+    }
+    Ok(())
 }
 
 /// Answers the Producer's revision requests as the Craftsman: revises the section and

@@ -40,12 +40,12 @@ pub enum SectionReview {
     },
 }
 
-/// The answer to `architect_review` and `quality_review`.
+/// The answer to `research_validation`, `architect_review` and `quality_review`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct Approval {
     /// Whether the user approves.
     pub approved: bool,
-    /// What to change, when not approved (`architect_review`).
+    /// What to change, when not approved (`research_validation`, `architect_review`).
     #[serde(default)]
     pub feedback: Option<String>,
 }
@@ -56,6 +56,8 @@ pub const QUESTIONNAIRE: Gate<QuestionnaireAnswer> = Gate::new("questionnaire");
 pub const POSITIONING: Gate<PositioningAnswer> = Gate::new("positioning_q");
 /// The review of a written section: instances `section_review_experience`, ...
 pub const SECTION_REVIEW: Gate<SectionReview> = Gate::new("section_review");
+/// The user confirms or corrects the job analysis and the company research.
+pub const RESEARCH_VALIDATION: Gate<Approval> = Gate::new("research_validation");
 /// The approval of the blueprint.
 pub const ARCHITECT_REVIEW: Gate<Approval> = Gate::new("architect_review");
 /// The approval of the final resume.
@@ -64,6 +66,7 @@ pub const QUALITY_REVIEW: Gate<Approval> = Gate::new("quality_review");
 /// Every gate of the pipeline, for the server.
 pub fn all() -> Vec<GateSpec> {
     vec![
+        RESEARCH_VALIDATION.spec(),
         QUESTIONNAIRE.spec(),
         POSITIONING.spec(),
         SECTION_REVIEW.spec(),

@@ -14,7 +14,7 @@ use crate::coordinator;
 use crate::dry_run::{self, DryRunError};
 use crate::gates;
 use crate::llm::Llm;
-use crate::types::{PipelineError, ResumeEvent, ResumeOutput, StartRequest};
+use crate::types::{Flags, PipelineError, ResumeEvent, ResumeOutput, StartRequest};
 
 /// The longest `resume_text` and `job_description`, in characters.
 pub const MAX_TEXT_CHARS: usize = 100_000;
@@ -26,6 +26,7 @@ pub struct ResumeProduct {
     llm: Llm,
     router: ModelRouter,
     pricing: PricingTable,
+    flags: Flags,
 }
 
 impl std::fmt::Debug for ResumeProduct {
@@ -44,7 +45,15 @@ impl ResumeProduct {
             llm: model,
             router,
             pricing: PricingTable::default(),
+            flags: Flags::default(),
         }
+    }
+
+    /// The deployment's feature flags ([`Flags::from_env`]); each session's start request
+    /// may turn them off, not on.
+    pub fn with_flags(mut self, flags: Flags) -> Self {
+        self.flags = flags;
+        self
     }
 
     /// Prices the calls by `pricing` (for instance [`PricingTable::from_env`]).
@@ -130,8 +139,9 @@ impl Product for ResumeProduct {
     async fn run(
         &self,
         session: SessionHandle,
-        start: StartRequest,
+        mut start: StartRequest,
     ) -> Result<ResumeOutput, PipelineError> {
+        start.flags = start.flags.narrowed_by(self.flags);
         let meter = CostMeter::with_pricing(CostLimits::default(), self.pricing.clone());
         coordinator::run(self.llm.clone(), self.router.clone(), meter, session, start).await
     }

@@ -1,9 +1,11 @@
 //! The product's types: the start request, the shared state and the events
 //! (`docs/resume-api.md`).
 
-use agent_runtime::AgentContext;
+use agent_llm::capacity::CallEvent;
+use agent_runtime::{AgentContext, AgentIdentity, ModelProgress};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 /// The context every resume tool runs with.
 pub type Ctx = AgentContext<ResumeState, ResumeEvent>;
@@ -14,33 +16,7 @@ pub type ResumeTool = std::sync::Arc<dyn agent_runtime::AgentTool<ResumeState, R
 /// The agents' domain on the bus.
 pub const DOMAIN: &str = "resume";
 
-/// Optional interaction points; every flag defaults to `true`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(default, deny_unknown_fields)]
-pub struct Flags {
-    /// The batch questionnaire after intake (`questionnaire_{n}`).
-    pub intake_quiz: bool,
-    /// Interview questions on the gaps (`positioning_q_{n}`).
-    pub gap_analysis_quiz: bool,
-    /// The blueprint approval gate (`architect_review`).
-    pub blueprint_approval: bool,
-    /// A `section_review_{section}` gate per section.
-    pub section_review: bool,
-    /// The final `quality_review` gate.
-    pub quality_review_approval: bool,
-}
-
-impl Default for Flags {
-    fn default() -> Self {
-        Flags {
-            intake_quiz: true,
-            gap_analysis_quiz: true,
-            blueprint_approval: true,
-            section_review: true,
-            quality_review_approval: true,
-        }
-    }
-}
+pub use crate::flags::Flags;
 
 /// The body of `POST /api/resume/start`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -391,6 +367,43 @@ pub struct TokenUsage {
     pub output_tokens: u64,
 }
 
+/// What a model call is doing, in a `progress` event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelActivity {
+    /// Waiting for the model server (its slots are taken).
+    Queued,
+    /// Sent.
+    Calling,
+    /// Still running.
+    Running,
+    /// Answered.
+    Finished,
+    /// Failed.
+    Failed,
+}
+
+impl ResumeEvent {
+    /// The `progress` event of a model call, if it is one worth a line.
+    pub fn progress(agent: &AgentIdentity, progress: &ModelProgress) -> Option<ResumeEvent> {
+        let (activity, elapsed) = match &progress.call {
+            CallEvent::Queued => (ModelActivity::Queued, Duration::ZERO),
+            CallEvent::Dequeued { .. } => return None,
+            CallEvent::Started => (ModelActivity::Calling, Duration::ZERO),
+            CallEvent::Running { elapsed } => (ModelActivity::Running, *elapsed),
+            CallEvent::Finished { elapsed, .. } => (ModelActivity::Finished, *elapsed),
+            CallEvent::Failed { elapsed, .. } => (ModelActivity::Failed, *elapsed),
+        };
+        Some(ResumeEvent::Progress {
+            agent: agent.name.clone(),
+            activity,
+            seconds: elapsed.as_secs(),
+            model_calls: progress.calls_so_far.unwrap_or_default(),
+            tokens: progress.tokens_so_far.unwrap_or_default(),
+        })
+    }
+}
+
 /// The product events of the contract (`data.type`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -518,6 +531,20 @@ pub enum ResumeEvent {
         usage: TokenUsage,
         /// Blended cost in USD.
         cost_usd: f64,
+    },
+    /// An agent's model call while it works: queued for the model server, sent, still
+    /// running (every 15 s), finished or failed, with the session's totals so far.
+    Progress {
+        /// The agent (`strategist`, `craftsman`, `producer`).
+        agent: String,
+        /// What the call is doing.
+        activity: ModelActivity,
+        /// Seconds since the call was sent (0 while it queues).
+        seconds: u64,
+        /// Model calls of the session so far.
+        model_calls: u64,
+        /// Tokens of the session so far.
+        tokens: u64,
     },
     /// The run failed; `session_failed` follows.
     PipelineError {

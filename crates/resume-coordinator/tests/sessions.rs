@@ -66,6 +66,7 @@ async fn a_full_session_answers_every_gate_and_delivers_markdown_and_a_docx() {
     assert_eq!(
         opened(&events),
         [
+            "coordinator:research_validation:1",
             "strategist:questionnaire_1:1",
             "strategist:positioning_q_1:1",
             "strategist:positioning_q_2:1",
@@ -221,7 +222,7 @@ async fn fast_draft_skips_the_blueprint_approval() {
 async fn with_every_flag_off_the_session_asks_nothing() {
     let server = TestServer::with_product(dry_run_product()).await;
     let mut body = sample_body();
-    body["flags"] = json!({"intake_quiz": false, "gap_analysis_quiz": false, "blueprint_approval": false, "section_review": false, "quality_review_approval": false});
+    body["flags"] = json!({"intake_quiz": false, "research_validation": false, "gap_analysis_quiz": false, "blueprint_approval": false, "section_review": false, "quality_review_approval": false});
     let session = server.start(body).await;
     let events = server
         .drive(&session, |name, _| panic!("gate {name} opened"))
@@ -250,10 +251,10 @@ async fn a_reconnect_with_last_event_id_replays_the_missed_events() {
     assert_eq!(replayed, seen[2..]);
     let status = server.status(&session).await;
     assert_eq!(status["status"], "waiting");
-    assert_eq!(status["stage"], "interview");
+    assert_eq!(status["stage"], "research");
     assert_eq!(
         status["pending_gates"][0]["id"],
-        "strategist:questionnaire_1:1"
+        "coordinator:research_validation:1"
     );
 }
 
@@ -301,7 +302,7 @@ async fn a_malformed_answer_is_refused_and_the_gate_stays_open() {
     let session = server.start(sample_body()).await;
     let mut stream = server.stream(&session, None).await;
     stream.until("gate_open").await;
-    let gate = "strategist:questionnaire_1:1";
+    let gate = "coordinator:research_validation:1";
     let response = server
         .client
         .post(server.url("/api/resume/respond"))
@@ -317,14 +318,14 @@ async fn a_malformed_answer_is_refused_and_the_gate_stays_open() {
         body["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("answers"),
+            .contains("approved"),
         "{body}"
     );
     let status = server.status(&session).await;
     assert_eq!(status["pending_gates"][0]["id"], gate);
     assert_eq!(
         server
-            .respond(&session, gate, json!({"answers": {"q1": "a", "q2": "b"}}))
+            .respond(&session, gate, json!({"approved": true}))
             .await,
         200
     );

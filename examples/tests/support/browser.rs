@@ -482,6 +482,9 @@ fn plan_for(
     if name.starts_with("positioning_q") {
         return Ok(Plan::click("submit").with("answer", &canned.positioning));
     }
+    if name == "research_validation" {
+        return Ok(Plan::click("approve"));
+    }
     if name == "architect_review" {
         *architect_reviews += 1;
         return Ok(match (&canned.architect_feedback, *architect_reviews) {

@@ -271,9 +271,11 @@ pub fn adversarial_review(llm: Llm) -> ResumeTool {
 
 /// `request_revision`: a bus `request` to the Craftsman with `{request_id, section,
 /// reason}`, awaiting its correlated `response`; emits `revision_requested` and
-/// `revision_complete`.
+/// `revision_complete`. It waits for another agent's model calls, so the round timeout
+/// does not cut it: [`REVISION_TIMEOUT`] bounds the wait.
 pub fn request_revision(bus: Arc<dyn AgentBus>) -> ResumeTool {
-    Arc::new(tool(
+    Arc::new(
+        tool(
         "request_revision",
         "Ask the Craftsman to revise a section, with the reason; returns the revised section.",
         move |input: RevisionInput, ctx: Ctx| {
@@ -321,5 +323,7 @@ pub fn request_revision(bus: Arc<dyn AgentBus>) -> ResumeTool {
                 Ok::<Value, ToolError>(reply.payload)
             }
         },
-    ))
+    )
+        .interactive(),
+    )
 }

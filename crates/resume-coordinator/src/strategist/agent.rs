@@ -1,4 +1,4 @@
-//! The Strategist's configuration.
+//! The Strategist's configuration, one per phase.
 
 use agent_llm::{ModelRouter, ModelTier};
 use agent_runtime::{AgentConfig, AgentIdentity};
@@ -6,27 +6,82 @@ use agent_runtime::{AgentConfig, AgentIdentity};
 use super::prompts::STRATEGIST_SYSTEM_PROMPT;
 use super::tools;
 use crate::llm::Llm;
-use crate::types::{DOMAIN, ResumeEvent, ResumeState};
+use crate::types::{DOMAIN, ResumeEvent, ResumeState, ResumeTool};
 
 /// The Strategist's name on the bus and in gate ids.
 pub const STRATEGIST: &str = "strategist";
 
-/// The Strategist: its loop on the ORCHESTRATOR model, its tools calling `llm` by tier.
-/// Its invocations wait for the user, so they may last a day.
-pub fn strategist(llm: &Llm, router: &ModelRouter) -> AgentConfig<ResumeState, ResumeEvent> {
+/// What the Strategist is asked to do in one invocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StrategistPhase {
+    /// Analyze the job and research the company.
+    Research,
+    /// The batch questionnaire.
+    Interview,
+    /// Strengths, gaps, and questions about the gaps.
+    GapAnalysis,
+    /// Design the blueprint.
+    Blueprint,
+    /// Redesign the blueprint with the user's feedback.
+    BlueprintRevision,
+}
+
+impl StrategistPhase {
+    /// The name in the opening message's `Phase:` line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StrategistPhase::Research => "research",
+            StrategistPhase::Interview => "interview",
+            StrategistPhase::GapAnalysis => "gap_analysis",
+            StrategistPhase::Blueprint => "blueprint",
+            StrategistPhase::BlueprintRevision => "blueprint_revision",
+        }
+    }
+
+    /// Model calls the phase may take: its tool calls, one at a time, and a closing answer,
+    /// with a little room for a corrected call.
+    pub fn max_rounds(self) -> u32 {
+        match self {
+            StrategistPhase::Research => 4,
+            StrategistPhase::Interview => 3,
+            StrategistPhase::GapAnalysis => 2 + tools::MAX_POSITIONING_QUESTIONS + 1,
+            StrategistPhase::Blueprint | StrategistPhase::BlueprintRevision => 3,
+        }
+    }
+
+    /// The tools the phase offers: the model cannot call another phase's.
+    fn tools(self, llm: &Llm) -> Vec<ResumeTool> {
+        match self {
+            StrategistPhase::Research => vec![
+                tools::analyze_jd(llm.clone()),
+                tools::research_company(llm.clone()),
+            ],
+            StrategistPhase::Interview => vec![tools::interview_candidate_batch()],
+            StrategistPhase::GapAnalysis => vec![
+                tools::analyze_gaps(llm.clone()),
+                tools::interview_candidate(),
+            ],
+            StrategistPhase::Blueprint | StrategistPhase::BlueprintRevision => {
+                vec![tools::design_blueprint(llm.clone())]
+            }
+        }
+    }
+}
+
+/// The Strategist for one phase: its loop on the ORCHESTRATOR model, only that phase's
+/// tools (calling `llm` by tier), and the phase's round limit. The questions it may ask
+/// are counted by the tools themselves.
+pub fn strategist(
+    llm: &Llm,
+    router: &ModelRouter,
+    phase: StrategistPhase,
+) -> AgentConfig<ResumeState, ResumeEvent> {
     let mut config = AgentConfig::new(
         AgentIdentity::new(STRATEGIST, DOMAIN),
         STRATEGIST_SYSTEM_PROMPT,
     )
     .with_model(router.model(ModelTier::Orchestrator))
-    .with_max_rounds(12);
-    config.tools = vec![
-        tools::analyze_jd(llm.clone()),
-        tools::research_company(llm.clone()),
-        tools::interview_candidate_batch(),
-        tools::analyze_gaps(llm.clone()),
-        tools::interview_candidate(),
-        tools::design_blueprint(llm.clone()),
-    ];
+    .with_max_rounds(phase.max_rounds());
+    config.tools = phase.tools(llm);
     config
 }

@@ -5,4 +5,4 @@ pub mod agent;
 pub mod prompts;
 pub mod tools;
 
-pub use agent::{STRATEGIST, strategist};
+pub use agent::{STRATEGIST, StrategistPhase, strategist};

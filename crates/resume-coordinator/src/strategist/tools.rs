@@ -52,6 +52,15 @@ pub struct BlueprintInput {
 
 pub use crate::gates::{PositioningAnswer, QuestionnaireAnswer};
 
+/// Questionnaires a session asks at most.
+pub const MAX_QUESTIONNAIRES: u32 = 1;
+
+/// Questions about the gaps a session asks at most.
+pub const MAX_POSITIONING_QUESTIONS: u32 = 3;
+
+/// Questions in one questionnaire at most.
+pub const MAX_BATCH_QUESTIONS: usize = 4;
+
 fn job_context(ctx: &Ctx) -> String {
     ctx.read_state(|s| {
         format!(
@@ -166,10 +175,23 @@ pub fn interview_candidate_batch() -> ResumeTool {
             if input.questions.is_empty() {
                 return Err(ToolError::failed("give at least one question"));
             }
+            if input.questions.len() > MAX_BATCH_QUESTIONS {
+                return Err(ToolError::failed(format!(
+                    "ask at most {MAX_BATCH_QUESTIONS} questions; keep the most important"
+                )));
+            }
+            // Counted in code, not left to the prompt: one questionnaire per session.
             let n = ctx.update_state(|s| {
-                s.questionnaires_asked += 1;
-                s.questionnaires_asked
+                (s.questionnaires_asked < MAX_QUESTIONNAIRES).then(|| {
+                    s.questionnaires_asked += 1;
+                    s.questionnaires_asked
+                })
             });
+            let Some(n) = n else {
+                return Err(ToolError::failed(format!(
+                    "the candidate already answered the questionnaire (at most {MAX_QUESTIONNAIRES}); finish the phase"
+                )));
+            };
             let gate = format!("questionnaire_{n}");
             let questions: Vec<QuestionItem> = input
                 .questions
@@ -244,10 +266,18 @@ pub fn interview_candidate() -> ResumeTool {
             if !ctx.read_state(|s| s.flags.gap_analysis_quiz) {
                 return Ok(json!({"skipped": "gap questions are turned off"}));
             }
+            // Counted in code, not left to the prompt.
             let n = ctx.update_state(|s| {
-                s.positioning_asked += 1;
-                s.positioning_asked
+                (s.positioning_asked < MAX_POSITIONING_QUESTIONS).then(|| {
+                    s.positioning_asked += 1;
+                    s.positioning_asked
+                })
             });
+            let Some(n) = n else {
+                return Err(ToolError::failed(format!(
+                    "{MAX_POSITIONING_QUESTIONS} gap questions were asked, the most allowed; finish the phase"
+                )));
+            };
             let gate = format!("positioning_q_{n}");
             ctx.emit(ResumeEvent::Question {
                 gate: gate.clone(),

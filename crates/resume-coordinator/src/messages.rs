@@ -1,0 +1,94 @@
+//! The coordinator's opening messages: what each agent is told when it starts, built
+//! from the session's state (spec 001 section 5, "State handoff between agents").
+
+use crate::producer::tools::assemble_markdown;
+use crate::strategist::StrategistPhase;
+use crate::types::ResumeState;
+
+fn on_off(flag: bool) -> &'static str {
+    if flag { "on" } else { "off" }
+}
+
+fn evidence_block(state: &ResumeState) -> String {
+    state
+        .evidence
+        .iter()
+        .map(|e| format!("{}: {}", e.id, e.text))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The Strategist's opening message for a phase: resume evidence, job, company,
+/// preferences, and what earlier phases found.
+pub fn build_strategist_message(state: &ResumeState, phase: StrategistPhase) -> String {
+    let mut out = format!(
+        "Phase: {}\nCandidate: {}\nCompany: {}\nPreferences: fast draft {}, questionnaire {}, gap questions {}\n\nJob description:\n{}\n\nEvidence library:\n{}\n",
+        phase.as_str(),
+        state.candidate_name,
+        state.company.as_deref().unwrap_or("(not given)"),
+        on_off(state.fast_draft),
+        on_off(state.flags.intake_quiz),
+        on_off(state.flags.gap_analysis_quiz),
+        state.job_description.trim(),
+        evidence_block(state),
+    );
+    if let Some(jd) = &state.jd_analysis {
+        out.push_str(&format!(
+            "\nJob analysis: {} at {}; must-haves: {}\n",
+            jd.role,
+            jd.company,
+            jd.must_haves.join("; ")
+        ));
+    }
+    if let Some(gaps) = &state.gap_analysis {
+        out.push_str(&format!("Gaps: {}\n", gaps.gaps.join("; ")));
+    }
+    if phase == StrategistPhase::BlueprintRevision {
+        out.push_str(&format!(
+            "\nThe user asked for changes to the blueprint: {}\nCall design_blueprint with this feedback.\n",
+            state.blueprint_feedback.as_deref().unwrap_or("")
+        ));
+    }
+    out
+}
+
+/// The Craftsman's opening message: blueprint, evidence, interview transcript, gaps.
+pub fn build_craftsman_message(state: &ResumeState) -> String {
+    let blueprint = serde_json::to_string_pretty(&state.blueprint).unwrap_or_default();
+    let interview = state
+        .interview
+        .iter()
+        .map(|a| format!("{} Q: {}\n   A: {}", a.evidence_id, a.question, a.answer))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let gaps = state.gap_analysis.clone().unwrap_or_default();
+    format!(
+        "Phase: writing\nWrite these sections in order: {}\n\nBlueprint:\n{blueprint}\n\nEvidence library:\n{}\n\nInterview (the candidate's voice):\n{}\n\nGaps (do not claim them): {}\n",
+        state.planned_sections().join(", "),
+        evidence_block(state),
+        if interview.is_empty() {
+            "(none)".to_owned()
+        } else {
+            interview
+        },
+        gaps.gaps.join("; "),
+    )
+}
+
+/// The Producer's opening message: sections, blueprint, job analysis, evidence.
+pub fn build_producer_message(state: &ResumeState) -> String {
+    let jd = state.jd_analysis.clone().unwrap_or_default();
+    format!(
+        "Phase: production\nRole: {} at {}\nKeywords: {}\nPositioning: {}\n\nResume:\n{}\nEvidence library:\n{}\n",
+        jd.role,
+        jd.company,
+        jd.keywords.join(", "),
+        state
+            .blueprint
+            .as_ref()
+            .map(|b| b.positioning.as_str())
+            .unwrap_or(""),
+        assemble_markdown(state),
+        evidence_block(state),
+    )
+}
