@@ -26,6 +26,7 @@ use agent_llm::{ModelTier, PricingTable, ProviderConfig};
 use agent_server::AgentServer;
 use anyhow::Context as _;
 use clap::Parser;
+use agent_runtime::CostLimits;
 use resume_coordinator::{Flags, ResumeProduct};
 
 /// Serve the resume coordinator.
@@ -48,9 +49,16 @@ struct Args {
     /// model would (to see a restart resume mid-stage).
     #[arg(long, default_value_t = 0, value_name = "MS")]
     latency: u64,
-    /// Where the dry-run recordings are.
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/resume"))]
+    /// Where the dry-run recordings are (relative paths from the current directory).
+    #[arg(long, default_value = "fixtures/resume")]
     fixtures: PathBuf,
+    /// Refuse further model calls of a session once it spent this many USD (an unpriced
+    /// model: a million tokens per USD stand in).
+    #[arg(long, value_name = "USD")]
+    max_usd: Option<f64>,
+    /// Refuse further model calls of a session once it used this many tokens.
+    #[arg(long, value_name = "TOKENS")]
+    max_tokens: Option<u64>,
 }
 
 #[tokio::main]
@@ -64,8 +72,12 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let args = Args::parse();
     let product = if args.dry_run {
-        let fixtures = std::fs::canonicalize(&args.fixtures)
-            .with_context(|| format!("the fixtures directory {}", args.fixtures.display()))?;
+        let fixtures = std::fs::canonicalize(&args.fixtures).with_context(|| {
+            format!(
+                "the fixtures directory {} (run from the workspace root, or pass --fixtures)",
+                args.fixtures.display()
+            )
+        })?;
         println!(
             "DRY RUN: the model answers from recorded responses in {}",
             fixtures.display()
@@ -82,7 +94,12 @@ async fn main() -> anyhow::Result<()> {
         ResumeProduct::new(model, provider.router.clone()).with_pricing(PricingTable::from_env()?)
     };
     // The deployment's feature flags (FF_*); a start request may turn them off.
-    let product = product.with_flags(Flags::from_env()?);
+    let limits = CostLimits {
+        max_usd: args.max_usd,
+        max_tokens: args.max_tokens,
+        ..CostLimits::default()
+    };
+    let product = product.with_flags(Flags::from_env()?).with_limits(limits);
     let store = SqliteSessionStore::open(&args.db)
         .await
         .with_context(|| format!("opening the session store {}", args.db.display()))?;

@@ -73,6 +73,7 @@ def main():
     if status != 201:
         print("start failed:", status, session)
         return 1
+    print("session", session["session_id"])
     token, last_id, result = session["token"], 0, None
     while result is None:
         try:

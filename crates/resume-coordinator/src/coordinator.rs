@@ -174,37 +174,17 @@ impl Stages {
         match stage {
             Stage::Intake => intake(ctx),
             Stage::Research => {
-                let ended = self.strategist(ctx, StrategistPhase::Research).await?;
-                require(
-                    ctx,
-                    &ended,
-                    |s| s.jd_analysis.is_some(),
-                    "analyze the job description",
-                )?;
+                self.strategist(ctx, StrategistPhase::Research).await?;
                 if flags.research_validation {
                     validate_research(ctx).await?;
                 }
                 Ok(())
             }
             Stage::Interview if flags.intake_quiz => {
-                let ended = self.strategist(ctx, StrategistPhase::Interview).await?;
-                require(
-                    ctx,
-                    &ended,
-                    |s| s.questionnaires_asked > 0,
-                    "ask the candidate its questionnaire",
-                )
+                self.strategist(ctx, StrategistPhase::Interview).await
             }
             Stage::Interview => Ok(()),
-            Stage::GapAnalysis => {
-                let ended = self.strategist(ctx, StrategistPhase::GapAnalysis).await?;
-                require(
-                    ctx,
-                    &ended,
-                    |s| s.gap_analysis.is_some(),
-                    "analyze the gaps",
-                )
-            }
+            Stage::GapAnalysis => self.strategist(ctx, StrategistPhase::GapAnalysis).await,
             Stage::Blueprint => self.blueprint(ctx).await,
             Stage::Writing => self.writing(ctx).await,
             Stage::Production => self.production(ctx).await,
@@ -237,9 +217,34 @@ impl Stages {
         }
     }
 
-    /// Runs the Strategist for `phase`; how it ended, when it did not fail.
-    async fn strategist(&self, ctx: &Ctx, phase: StrategistPhase) -> Result<Ended, String> {
-        let message = ctx.read(|s| build_strategist_message(s, phase));
+    /// Runs the Strategist for `phase` until the phase has its result. A Strategist that
+    /// ends the phase without it is reminded once, naming the tool to call; one that
+    /// still has not done it, or ran out of rounds, fails the stage saying which.
+    async fn strategist(&self, ctx: &Ctx, phase: StrategistPhase) -> Result<(), String> {
+        let opening = ctx.read(|s| build_strategist_message(s, phase));
+        let mut ended = self.strategist_once(ctx, phase, opening.clone()).await?;
+        if !ctx.read(|s| phase.is_done(s)) && !ended.out_of_rounds {
+            tracing::warn!(
+                phase = phase.as_str(),
+                "the strategist ended the phase without its result; reminding it once"
+            );
+            let reminder = format!(
+                "{opening}\nYou ended this phase without doing its work. Call {} now.\n",
+                phase.required_tool()
+            );
+            ended = self.strategist_once(ctx, phase, reminder).await?;
+            ended.reminded = true;
+        }
+        require(ctx, &ended, |s| phase.is_done(s), phase.result())
+    }
+
+    /// One invocation of the Strategist for `phase`; how it ended, when it did not fail.
+    async fn strategist_once(
+        &self,
+        ctx: &Ctx,
+        phase: StrategistPhase,
+        message: String,
+    ) -> Result<Ended, String> {
         let config = strategist::strategist(&self.llm, &self.router, phase);
         let result = self.run_agent(ctx, config, message).await?;
         Ok(Ended {
@@ -247,17 +252,12 @@ impl Stages {
             phase: phase.as_str(),
             rounds: result.rounds_used,
             out_of_rounds: result.stop == StopCause::MaxRounds,
+            reminded: false,
         })
     }
 
     async fn blueprint(&self, ctx: &Ctx) -> Result<(), String> {
-        let ended = self.strategist(ctx, StrategistPhase::Blueprint).await?;
-        require(
-            ctx,
-            &ended,
-            |s| s.blueprint.is_some(),
-            "design the blueprint",
-        )?;
+        self.strategist(ctx, StrategistPhase::Blueprint).await?;
         let state = ctx.state();
         let blueprint = state.blueprint.clone().unwrap_or_default();
         ctx.emit(ResumeEvent::BlueprintReady {
@@ -278,15 +278,8 @@ impl Stages {
             s.blueprint_feedback = Some(feedback);
             s.blueprint = None;
         });
-        let ended = self
-            .strategist(ctx, StrategistPhase::BlueprintRevision)
+        self.strategist(ctx, StrategistPhase::BlueprintRevision)
             .await?;
-        require(
-            ctx,
-            &ended,
-            |s| s.blueprint.is_some(),
-            "redesign the blueprint",
-        )?;
         ctx.emit(ResumeEvent::BlueprintReady {
             blueprint: ctx.read(|s| s.blueprint.clone()).unwrap_or_default(),
         });
@@ -419,6 +412,8 @@ struct Ended {
     rounds: u32,
     /// It used every round it had (`StopCause::MaxRounds`).
     out_of_rounds: bool,
+    /// It was reminded of the phase's work before this invocation.
+    reminded: bool,
 }
 
 /// Fails the stage unless the phase produced what it must: reaching the round limit
@@ -437,14 +432,20 @@ fn require(
         phase,
         rounds,
         out_of_rounds,
+        reminded,
     } = ended;
+    let reminded = if *reminded {
+        ", even when reminded"
+    } else {
+        ""
+    };
     Err(if *out_of_rounds {
         format!(
-            "the {agent} used all {rounds} rounds of its {phase} phase without being able to {what}"
+            "the {agent} used all {rounds} rounds of its {phase} phase without being able to {what}{reminded}"
         )
     } else {
         format!(
-            "the {agent} ended its {phase} phase after {rounds} round(s) without being able to {what}"
+            "the {agent} ended its {phase} phase after {rounds} round(s) without being able to {what}{reminded}"
         )
     })
 }

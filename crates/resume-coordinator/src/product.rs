@@ -26,6 +26,7 @@ pub struct ResumeProduct {
     llm: Llm,
     router: ModelRouter,
     pricing: PricingTable,
+    limits: CostLimits,
     flags: Flags,
 }
 
@@ -45,8 +46,16 @@ impl ResumeProduct {
             llm: model,
             router,
             pricing: PricingTable::default(),
+            limits: CostLimits::default(),
             flags: Flags::default(),
         }
+    }
+
+    /// Limits every session's spending: a session that reaches one fails with a
+    /// `pipeline_error` naming it, keeping what it did.
+    pub fn with_limits(mut self, limits: CostLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// The deployment's feature flags ([`Flags::from_env`]); each session's start request
@@ -142,7 +151,7 @@ impl Product for ResumeProduct {
         mut start: StartRequest,
     ) -> Result<ResumeOutput, PipelineError> {
         start.flags = start.flags.narrowed_by(self.flags);
-        let meter = CostMeter::with_pricing(CostLimits::default(), self.pricing.clone());
+        let meter = CostMeter::with_pricing(self.limits.clone(), self.pricing.clone());
         coordinator::run(self.llm.clone(), self.router.clone(), meter, session, start).await
     }
 

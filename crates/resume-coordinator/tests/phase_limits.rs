@@ -91,10 +91,13 @@ async fn gap_questions_and_questionnaires_are_counted_across_the_session() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_phase_that_ends_without_its_output_fails_the_session_with_the_reason() {
-    // The Strategist answers at once, calling no tool.
-    let model = Arc::new(ScriptedModel::from_texts(["The research is done."]));
+    // The Strategist answers at once, calling no tool, and again when reminded.
+    let model = Arc::new(ScriptedModel::from_texts([
+        "The research is done.",
+        "Yes, it is done.",
+    ]));
     let product = Arc::new(ResumeProduct::new(
-        model,
+        model.clone(),
         ModelRouter::for_provider(ProviderKind::Local),
     ));
     let server = TestServer::with_product(product).await;
@@ -106,7 +109,12 @@ async fn a_phase_that_ends_without_its_output_fails_the_session_with_the_reason(
     assert_eq!(error["stage"], "research");
     assert_eq!(
         error["error"],
-        "the strategist ended its research phase after 1 round(s) without being able to analyze the job description"
+        "the strategist ended its research phase after 1 round(s) without being able to analyze the job description, even when reminded"
+    );
+    let reminder = model.requests()[1].messages[0].text();
+    assert!(
+        reminder.ends_with("You ended this phase without doing its work. Call analyze_jd now.\n"),
+        "{reminder}"
     );
 }
 

@@ -40,9 +40,12 @@ impl Drop for Server {
 
 /// `resume_server --dry-run` on any free port, its sessions in `db`.
 pub fn resume_server(db: &Path) -> Server {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/resume");
     let mut child = Command::new(example("resume_server"))
         .args(["--dry-run", "--port", "0", "--db"])
         .arg(db)
+        .arg("--fixtures")
+        .arg(fixtures)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()

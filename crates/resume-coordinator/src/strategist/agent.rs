@@ -49,6 +49,39 @@ impl StrategistPhase {
         }
     }
 
+    /// Whether the phase's result is in the state.
+    pub fn is_done(self, state: &ResumeState) -> bool {
+        match self {
+            StrategistPhase::Research => state.jd_analysis.is_some(),
+            StrategistPhase::Interview => state.questionnaires_asked > 0,
+            StrategistPhase::GapAnalysis => state.gap_analysis.is_some(),
+            StrategistPhase::Blueprint | StrategistPhase::BlueprintRevision => {
+                state.blueprint.is_some()
+            }
+        }
+    }
+
+    /// The tool that produces the phase's result.
+    pub fn required_tool(self) -> &'static str {
+        match self {
+            StrategistPhase::Research => "analyze_jd",
+            StrategistPhase::Interview => "interview_candidate_batch",
+            StrategistPhase::GapAnalysis => "analyze_gaps",
+            StrategistPhase::Blueprint | StrategistPhase::BlueprintRevision => "design_blueprint",
+        }
+    }
+
+    /// The phase's result, as "without being able to ..." says it.
+    pub fn result(self) -> &'static str {
+        match self {
+            StrategistPhase::Research => "analyze the job description",
+            StrategistPhase::Interview => "ask the candidate its questionnaire",
+            StrategistPhase::GapAnalysis => "analyze the gaps",
+            StrategistPhase::Blueprint => "design the blueprint",
+            StrategistPhase::BlueprintRevision => "redesign the blueprint",
+        }
+    }
+
     /// The tools the phase offers: the model cannot call another phase's.
     fn tools(self, llm: &Llm) -> Vec<ResumeTool> {
         match self {
