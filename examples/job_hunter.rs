@@ -20,6 +20,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent_llm::PricingTable;
 use agent_runtime::graph::RunStatus;
 use anyhow::{Context as _, bail};
 use clap::{Parser, Subcommand};
@@ -77,8 +78,8 @@ struct RunArgs {
     /// Use recorded fixtures for the model, search, job boards and careers pages.
     #[arg(long)]
     dry_run: bool,
-    /// Where the dry-run fixtures are.
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/job-hunter"))]
+    /// Where the dry-run fixtures are (relative to the current directory).
+    #[arg(long, default_value = job_hunter::dry_run::DEFAULT_FIXTURES)]
     fixtures: PathBuf,
     /// Add this many milliseconds to every model call (dry run), to show concurrency.
     #[arg(long, value_name = "MS")]
@@ -150,21 +151,31 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
     }
     let latency = args.latency.map(Duration::from_millis);
     let deps = if args.dry_run {
-        let fixtures = std::fs::canonicalize(&args.fixtures)
-            .with_context(|| format!("the fixtures directory {}", args.fixtures.display()))?;
+        let fixtures = job_hunter::dry_run::locate_fixtures(&args.fixtures)?;
         say!(
-            "DRY RUN: model, web search, job boards and careers pages answer from recorded fixtures in {} (resume reading and ATS detection are real{})",
+            "DRY RUN: model, web search, job boards and careers pages answer from recorded fixtures in {} (resume reading and ATS detection are real{}); no mail is sent, the summary is written as an .eml file{}",
             fixtures.display(),
             latency
                 .map(|l| format!(", {} ms added to every model call", l.as_millis()))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            if settings.smtp_url.is_some() {
+                " (SMTP_URL is ignored)"
+            } else {
+                ""
+            }
         );
         Deps::dry_run(&fixtures, &settings, latency)?
     } else {
         if latency.is_some() {
             bail!("--latency only applies to --dry-run");
         }
-        let provider = job_hunter::deps::live_provider()?;
+        let mut provider = job_hunter::deps::live_provider()?;
+        // A local server says which model it serves: the tiers, the banner and the
+        // prices then name the model that answers.
+        provider
+            .discover()
+            .await
+            .context("asking the model server which model it serves")?;
         settings.adopt_provider_models(&provider, |name| std::env::var(name).ok());
         say!(
             "LIVE: {}; fast model {}, quality model {}",
@@ -172,12 +183,13 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
             settings.haiku_model,
             settings.sonnet_model
         );
-        Deps::live(&settings)?
+        Deps::from_provider(&provider, &settings)?
     };
     let run_id = args
         .run_id
         .unwrap_or_else(|| chrono::Local::now().format("run_%Y%m%d_%H%M%S").to_string());
     let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+    let pricing = deps.pricing.clone();
     let deps = deps.with_events(Arc::new(sender));
     let display = tokio::spawn(show_progress(receiver));
     let cancel = tokio_util::sync::CancellationToken::new();
@@ -200,7 +212,7 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
     drop(hunter);
     let _ = display.await;
     let result = outcome?;
-    print_summary(&result, &settings, latency);
+    print_summary(&result, &settings, &pricing, latency);
     Ok(match result.status {
         RunStatus::Success => 0,
         RunStatus::Partial => 3,
@@ -266,7 +278,12 @@ async fn show_progress(mut events: tokio::sync::mpsc::UnboundedReceiver<HuntEven
     }
 }
 
-fn print_summary(result: &HuntResult, settings: &Settings, latency: Option<Duration>) {
+fn print_summary(
+    result: &HuntResult,
+    settings: &Settings,
+    pricing: &PricingTable,
+    latency: Option<Duration>,
+) {
     let state = &result.state;
     say!();
     say!(
@@ -310,14 +327,9 @@ fn print_summary(result: &HuntResult, settings: &Settings, latency: Option<Durat
             );
         }
     }
-    let usage = state.spend.usage();
     say!(
-        "  tokens: {} ({} in, {} out); cost: ${:.4} (limit ${:.2})",
-        state.spend.total_tokens(),
-        usage.input_tokens,
-        usage.output_tokens,
-        state.spend.cost_usd,
-        settings.max_cost_per_run_usd
+        "  {}",
+        state.spend.describe(pricing, settings.max_cost_per_run_usd)
     );
     let path = &result.critical_path;
     let mut timing = format!(

@@ -132,13 +132,16 @@ async fn fetch_board_prints_every_job_of_real_board_bodies() {
 
 fn dry_run_args(dir: &Path, run_id: &str) -> Vec<String> {
     let resume = workspace().join("fixtures/job-hunter/resume.txt");
+    // The preferences the recorded answers were made from: every value the recorded
+    // extraction gives is grounded in this text.
+    let prefs = std::fs::read_to_string(workspace().join("fixtures/job-hunter/prefs.txt")).unwrap();
     [
         "run",
         "--dry-run",
         "--resume",
         resume.to_str().unwrap(),
         "--prefs",
-        "Senior backend roles in Berlin",
+        prefs.trim(),
         "--output-dir",
         dir.to_str().unwrap(),
         "--run-id",

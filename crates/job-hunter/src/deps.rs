@@ -30,9 +30,11 @@ pub struct Deps {
     pub boards: Arc<dyn JobBoardClient>,
     /// Careers pages.
     pub pages: Arc<dyn PageSource>,
-    /// Web search; `None` searches only the companies the preferences name.
+    /// Web search; `None` searches the companies the preferences name, or, when they
+    /// name none, companies the model suggests that have a job board under their name.
     pub search: Option<Arc<dyn WebSearch>>,
-    /// The SMTP mailer; `None` writes the summary as an `.eml` file.
+    /// The SMTP mailer; `None` writes the summary as an `.eml` file (always so in a dry
+    /// run: [`Deps::dry_run`] never builds one).
     pub mailer: Option<Arc<dyn Mailer>>,
     /// Progress events.
     pub events: Arc<dyn EventSink<HuntEvent>>,
@@ -82,10 +84,25 @@ fn mailer(settings: &Settings) -> Result<Option<Arc<dyn Mailer>>, DepsError> {
 /// The LLM provider from the environment; `JH_ANTHROPIC_API_KEY` (the spec's setting)
 /// stands in for `ANTHROPIC_API_KEY` when that is unset.
 pub fn live_provider() -> Result<ProviderConfig, DepsError> {
+    live_provider_from(|name| std::env::var(name).ok())
+}
+
+/// [`live_provider`] reading variables through `lookup`.
+///
+/// ```
+/// let provider = job_hunter::deps::live_provider_from(|name| {
+///     (name == "JH_ANTHROPIC_API_KEY").then(|| "sk-ant-test".to_owned())
+/// })
+/// .unwrap();
+/// assert_eq!(provider.kind, agent_llm::ProviderKind::Anthropic);
+/// ```
+pub fn live_provider_from(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<ProviderConfig, DepsError> {
     ProviderConfig::from_lookup(|name| {
-        std::env::var(name).ok().or_else(|| {
+        lookup(name).or_else(|| {
             (name == "ANTHROPIC_API_KEY")
-                .then(|| std::env::var("JH_ANTHROPIC_API_KEY").ok())
+                .then(|| lookup("JH_ANTHROPIC_API_KEY"))
                 .flatten()
         })
     })
@@ -106,8 +123,19 @@ impl Deps {
     /// Real services: the LLM provider from the environment ([`live_provider`]) retrying 3 times with backoff from 1 s to 10 s, the ATS
     /// APIs (`GREENHOUSE_API_BASE`, ...), careers pages through the address guard,
     /// Brave search when `BRAVE_API_KEY` is set, and SMTP when `SMTP_URL` is set.
+    ///
+    /// The provider is used as configured; to ask a local server which model it serves
+    /// first, call [`ProviderConfig::discover`] and use [`Deps::from_provider`].
     pub fn live(settings: &Settings) -> Result<Self, DepsError> {
-        let provider = live_provider()?;
+        Self::from_provider(&live_provider()?, settings)
+    }
+
+    /// Like [`Deps::live`], with the model from `provider` (for instance one that
+    /// [`ProviderConfig::discover`] fitted to what its server serves).
+    pub fn from_provider(
+        provider: &ProviderConfig,
+        settings: &Settings,
+    ) -> Result<Self, DepsError> {
         let retry = RetryPolicy::default()
             .with_max_attempts(3)
             .with_base_delay(Duration::from_secs(1))
@@ -140,12 +168,18 @@ impl Deps {
     /// Recorded fixtures from `fixtures` (normally `fixtures/job-hunter/`) for the
     /// model ([`recorded_model`]), search, job boards and careers pages; the real ATS
     /// detection and parsing and the real resume reader still run. `latency` delays every
-    /// model call. Mail still goes through SMTP when `SMTP_URL` is set.
+    /// model call. A dry run never sends mail, whatever `SMTP_URL` says: the summary is
+    /// written as an `.eml` file, and the `notify` step says so when `SMTP_URL` is set.
     pub fn dry_run(
         fixtures: &Path,
         settings: &Settings,
         latency: Option<Duration>,
     ) -> Result<Self, DepsError> {
+        if settings.smtp_url.is_some() {
+            tracing::info!(
+                "dry run: SMTP_URL is set, but no mail is sent; the summary is written as an .eml file"
+            );
+        }
         let model = recorded_model(fixtures)?;
         let model: Arc<dyn ChatModel> = match latency {
             Some(delay) if !delay.is_zero() => Arc::new(LatencyModel::new(model, delay)),
@@ -157,7 +191,7 @@ impl Deps {
             boards: Arc::new(FixtureBoards::load(&fixtures.join("ats"))?),
             pages: Arc::new(FixturePages::load(&fixtures.join("pages"))?),
             search: Some(Arc::new(FixtureSearch::load(&fixtures.join("search"))?)),
-            mailer: mailer(settings)?,
+            mailer: None,
             events: discard_events(),
             dry_run: true,
         })

@@ -6,7 +6,9 @@
 //! structured output, fast or quality models, retries and a cost meter with a warning
 //! threshold and a hard limit; independent work (companies, jobs, scoring batches) runs
 //! concurrently under one bound. External services come in a [`Deps`] struct, live or
-//! recorded ([`Deps::dry_run`]).
+//! recorded ([`Deps::dry_run`]). Model answers are checked against the text they come
+//! from ([`grounding`]): preferences values the text never states are dropped, and score
+//! evidence must quote the job.
 //!
 //! A run ends `success`, `partial` (the cost limit stopped it; what was gathered is
 //! kept and written) or `failed` (a fatal step error or a step timeout), and can be
@@ -16,6 +18,7 @@
 pub mod deps;
 pub mod dry_run;
 pub mod events;
+pub mod grounding;
 pub mod llm;
 pub mod models;
 pub mod pipeline;

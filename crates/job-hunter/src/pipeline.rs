@@ -9,7 +9,8 @@ use agent_runtime::checkpoint::{
     CheckpointError, CheckpointStore, FileCheckpointStore, InMemoryCheckpointStore,
 };
 use agent_runtime::graph::{
-    CompiledGraph, GraphError, NodeContext, NodeError, RunOptions, RunStatus, StateGraph, node_fn,
+    CompiledGraph, GraphError, NodeContext, NodeError, RunOptions, RunStatus, StateGraph, StopKind,
+    node_fn,
 };
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
@@ -26,9 +27,18 @@ use crate::steps::{self, STEP_NAMES, StepEnv};
 /// does not build.
 #[derive(Debug, thiserror::Error)]
 pub enum HuntError {
-    /// Checkpoints could not be read or written.
+    /// Checkpoints could not be read, or the run's first one could not be written.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
+    /// A checkpoint after a step could not be written: the run stopped there, since a
+    /// crash from then on could not be resumed.
+    #[error("run {run_id}: {reason}")]
+    CheckpointWrite {
+        /// The run.
+        run_id: String,
+        /// Which checkpoint failed, and why.
+        reason: String,
+    },
     /// The graph is invalid (a bug).
     #[error(transparent)]
     Graph(#[from] GraphError),
@@ -197,7 +207,10 @@ fn step_summary(step: &str, state: &HuntState) -> String {
         _ => state
             .notification
             .as_ref()
-            .map(|n| format!("sent via {}", n.transport))
+            .map(|n| match &n.eml_path {
+                Some(path) => format!("written to {}", path.display()),
+                None => format!("sent via {}", n.transport),
+            })
             .unwrap_or_default(),
     }
 }
@@ -289,7 +302,9 @@ impl JobHunter {
     /// The status follows the spec's error table: `partial` when the cost limit stops
     /// the run (the output files are still written from what was scored), `failed` on a
     /// fatal step error or a step timeout; non-fatal problems are in the state's
-    /// `issues`. Checkpoint I/O errors are returned as errors.
+    /// `issues`. Checkpoint I/O errors are returned as errors: reading the checkpoints or
+    /// writing the first one as [`HuntError::Checkpoint`], writing one after a step as
+    /// [`HuntError::CheckpointWrite`] (the run stops at that step).
     pub async fn run(&self, config: RunConfig) -> Result<HuntResult, HuntError> {
         let started = Instant::now();
         self.settings.validate()?;
@@ -340,6 +355,14 @@ impl JobHunter {
                 Vec::new(),
             ),
         };
+        if result.stop == Some(StopKind::Checkpoint) {
+            let reason = result
+                .reason
+                .clone()
+                .unwrap_or_else(|| "a checkpoint could not be written".into());
+            tracing::error!(run_id, %reason, "checkpoint write failed");
+            return Err(HuntError::CheckpointWrite { run_id, reason });
+        }
         let resumed = !skipped.is_empty() || !result.steps.is_empty() && result.steps[0].step > 1;
         let mut state = result.state;
         state.spend = llm.spend();

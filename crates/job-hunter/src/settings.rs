@@ -29,7 +29,7 @@ use std::time::Duration;
 /// | `JH_HOST_INTERVAL_MS` | 500 | Least time between two requests to one host |
 /// | `JH_EMAIL_TO` | unset | Recipient of the summary |
 /// | `JH_EMAIL_FROM` | `job-hunter@localhost` | Sender of the summary |
-/// | `SMTP_URL` | unset | `smtp://host:port` or `smtps://user:pass@host`; unset: write an `.eml` |
+/// | `SMTP_URL` | unset | `smtp://host:port` or `smtps://user:pass@host`; unset (or a dry run): write an `.eml` |
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     /// Time limit of one step.
@@ -68,7 +68,8 @@ pub struct Settings {
     pub email_to: Option<String>,
     /// Sender of the summary email.
     pub email_from: String,
-    /// SMTP server; without it the email is written as an `.eml` file.
+    /// SMTP server; without it (and always in a dry run) the email is written as an
+    /// `.eml` file.
     pub smtp_url: Option<String>,
 }
 

@@ -88,17 +88,31 @@ async fn a_run_stopped_at_every_step_boundary_resumes_to_the_same_ranking() {
     }
 }
 
+/// The dry run to the end, with an SMTP mailer given to its services by hand (a dry
+/// run's own services never send mail).
+async fn dry_run_mailing_to(
+    smtp: &common::SmtpServer,
+    run_id: &str,
+    settings: &Settings,
+) -> job_hunter::HuntResult {
+    let (mut deps, _) = common::dry_deps(settings);
+    deps.mailer = Some(Arc::new(
+        job_capabilities::mail::SmtpMailer::from_url(&smtp.url()).unwrap(),
+    ));
+    JobHunter::new(deps, settings.clone())
+        .run(common::config(run_id, settings))
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_crash_after_the_email_left_does_not_send_it_again() {
     let dir = tempfile::tempdir().unwrap();
     let smtp = common::SmtpServer::start(dir.path());
-    let settings = Settings {
-        smtp_url: Some(smtp.url()),
-        ..common::settings(dir.path())
-    };
+    let settings = common::settings(dir.path());
     // Stopped after scoring, resumed to the end: one email.
     run_until("score_jobs", "smtp-run", &settings).await;
-    let done = common::dry_run("smtp-run", &settings).await;
+    let done = dry_run_mailing_to(&smtp, "smtp-run", &settings).await;
     assert_eq!(done.status, RunStatus::Success, "{:?}", done.reason);
     assert!(
         done.state
@@ -120,7 +134,7 @@ async fn a_crash_after_the_email_left_does_not_send_it_again() {
         .collect();
     assert_eq!(files.len(), 1);
     std::fs::remove_file(files.pop().unwrap()).unwrap();
-    let again = common::dry_run("smtp-run", &settings).await;
+    let again = dry_run_mailing_to(&smtp, "smtp-run", &settings).await;
     assert_eq!(again.status, RunStatus::Success);
     assert_eq!(again.steps_run, ["notify"]);
     assert_eq!(smtp.messages().len(), 1, "the email was sent twice");

@@ -179,3 +179,31 @@ async fn a_checkpoint_store_that_cannot_write_is_an_error_not_a_status() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn a_checkpoint_that_cannot_be_written_after_a_step_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = common::settings(dir.path());
+    let checkpoints = settings.checkpoint_dir.clone();
+    // Once the first step has run (its checkpoint not yet written), a file takes the
+    // checkpoint directory's place.
+    let deps = job_hunter::Deps::dry_run(&common::fixtures(), &settings, None)
+        .unwrap()
+        .with_events(Arc::new(move |event: HuntEvent| {
+            if matches!(&event, HuntEvent::StepFinished { step, .. } if step == "parse_resume") {
+                std::fs::remove_dir_all(&checkpoints).unwrap();
+                std::fs::write(&checkpoints, b"not a directory").unwrap();
+            }
+        }));
+    let error = JobHunter::new(deps, settings.clone())
+        .run(common::config("lost-checkpoints", &settings))
+        .await
+        .unwrap_err();
+    let job_hunter::HuntError::CheckpointWrite { run_id, reason } = &error else {
+        panic!("{error:?}")
+    };
+    assert_eq!(run_id, "lost-checkpoints");
+    assert!(reason.contains("parse_resume"), "{reason}");
+    // The run stopped there.
+    assert!(!settings.output_dir.exists());
+}

@@ -220,6 +220,7 @@ async fn parse_resume_re_asks_after_an_invalid_answer_and_counts_both_calls() {
 
 #[tokio::test]
 async fn parse_prefs_uses_the_fast_model_and_dedupes_company_names() {
+    // Every value is one the recorded preferences text states.
     let answer = SearchPreferences {
         target_companies: vec![
             " Northwind Robotics ".into(),
@@ -228,8 +229,9 @@ async fn parse_prefs_uses_the_fast_model_and_dedupes_company_names() {
             String::new(),
             "   ".into(),
             "QUILL LABS".into(),
-            "Lumen Health".into(),
         ],
+        industries: Vec::new(),
+        excluded_companies: vec!["crypto".into()],
         ..prefs()
     };
     let model = ScriptedModel::new(vec![responses::tool_call(
@@ -246,8 +248,9 @@ async fn parse_prefs_uses_the_fast_model_and_dedupes_company_names() {
     let parsed = state.preferences.clone().unwrap();
     assert_eq!(
         parsed.target_companies,
-        ["Northwind Robotics", "Quill Labs", "Lumen Health"]
+        ["Northwind Robotics", "Quill Labs"]
     );
+    assert!(state.issues.is_empty(), "{:#?}", state.issues);
     assert_eq!(
         SearchPreferences {
             target_companies: answer.target_companies.clone(),
@@ -538,7 +541,8 @@ fn score(id: &str, score: u8, reason: &str, evidence: bool) -> Value {
         "job_id": id,
         "score": score,
         "reason": reason,
-        "job_evidence": quotes("requires Rust and PostgreSQL"),
+        // Quoted from each job's summary.
+        "job_evidence": quotes("builds backend services in Rust"),
         "profile_evidence": quotes("8 years in Rust and Go"),
     })
 }

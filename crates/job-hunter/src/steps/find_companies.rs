@@ -2,19 +2,22 @@
 //!
 //! Companies named in the preferences come first. With web search configured, the
 //! quality model proposes more, and a search per company finds its job board or careers
-//! page. Without it the step says so and keeps only the named companies (whose boards
-//! `scrape_jobs` then probes by name).
+//! page. Without it the step says so and keeps the named companies (whose boards
+//! `scrape_jobs` then probes by name); when the preferences name none, the model proposes
+//! companies and each is kept only once a job board is found under its name or domain
+//! ([`board_tokens`]), so every company searched is verified by its board.
 
 use agent_runtime::graph::NodeError;
 use futures::StreamExt as _;
-use job_capabilities::ats::detect_ats;
+use job_capabilities::ats::{AtsBoard, AtsError, AtsKind, detect_ats};
 use job_capabilities::search::SearchHit;
 
 use super::{StepEnv, essential};
 use crate::events::HuntEvent;
 use crate::llm::{LlmCallError, Quality};
 use crate::models::{
-    CandidateProfile, Company, CompanyCandidateList, CompanyOrigin, SearchPreferences,
+    CandidateProfile, Company, CompanyCandidate, CompanyCandidateList, CompanyOrigin,
+    SearchPreferences,
 };
 use crate::state::HuntState;
 
@@ -25,6 +28,10 @@ locations, and respect the exclusions. Do not repeat companies already listed.";
 
 /// The note recorded when no web search is configured.
 pub const NO_SEARCH_NOTE: &str = "web search is not configured (set BRAVE_API_KEY): searching only the companies named in the preferences";
+
+/// The note recorded when no web search is configured and the preferences name no
+/// company.
+pub const NO_SEARCH_SUGGESTED_NOTE: &str = "web search is not configured (set BRAVE_API_KEY) and the preferences name no company: searching companies the model suggested, each kept only where a Greenhouse, Lever or Ashby board was found under its name";
 
 /// Hosts whose pages are never a company's careers page.
 const NOT_CAREERS_HOSTS: &[&str] = &[
@@ -123,7 +130,166 @@ fn looks_like_careers_page(address: &str) -> bool {
         .any(|k| path.contains(k))
 }
 
-/// Builds the company list and locates each company's jobs.
+/// The companies the model suggests beyond `named`: trimmed, not excluded, not already
+/// listed. A failed call is recorded and suggests nothing; the cost limit stops the step.
+async fn suggest(
+    state: &mut HuntState,
+    env: &StepEnv<'_>,
+    (profile, prefs): (&CandidateProfile, &SearchPreferences),
+    named: &[String],
+    wanted: usize,
+) -> Result<Vec<CompanyCandidate>, NodeError> {
+    let list = match env
+        .llm
+        .extract::<CompanyCandidateList>(
+            "find_companies",
+            Quality::Best,
+            SYSTEM,
+            prompt(profile, prefs, named, wanted),
+        )
+        .await
+    {
+        Ok(list) => list,
+        Err(LlmCallError::Failed(reason)) => {
+            state.record_issue(
+                "find_companies",
+                "llm",
+                format!("no companies suggested: {reason}"),
+                None,
+                None,
+            );
+            return Ok(Vec::new());
+        }
+        Err(limit) => return Err(essential("suggest companies", limit)),
+    };
+    let mut seen: Vec<String> = named.iter().map(|n| n.to_lowercase()).collect();
+    Ok(list
+        .companies
+        .into_iter()
+        .filter_map(|mut candidate| {
+            candidate.name = candidate.name.trim().to_owned();
+            let key = candidate.name.to_lowercase();
+            let fresh = !candidate.name.is_empty()
+                && !seen.contains(&key)
+                && !is_excluded(&candidate.name, prefs);
+            seen.push(key);
+            fresh.then_some(candidate)
+        })
+        .collect())
+}
+
+/// The board tokens a company may use: its name run together (`quilllabs`), its name's
+/// words joined by hyphens (`quill-labs`), and the first label of its domain.
+///
+/// ```
+/// use job_hunter::steps::find_companies::board_tokens;
+/// assert_eq!(
+///     board_tokens("Quill Labs", Some("https://www.quill.example/")),
+///     ["quilllabs", "quill-labs", "quill"]
+/// );
+/// ```
+pub fn board_tokens(name: &str, domain: Option<&str>) -> Vec<String> {
+    let words = crate::grounding::words(name);
+    let mut tokens = vec![words.concat(), words.join("-")];
+    if let Some(domain) = domain {
+        let host = domain.trim().to_lowercase();
+        let host = host.split("://").last().unwrap_or_default();
+        let host = host.strip_prefix("www.").unwrap_or(host);
+        if let Some(label) = host.split(['.', '/']).next() {
+            tokens.push(label.to_owned());
+        }
+    }
+    let mut unique: Vec<String> = Vec::new();
+    for token in tokens {
+        if !token.is_empty() && !unique.contains(&token) {
+            unique.push(token);
+        }
+    }
+    unique
+}
+
+/// The Greenhouse, Lever or Ashby board of a suggested company, or why none was found.
+async fn verify(env: &StepEnv<'_>, candidate: &CompanyCandidate) -> Result<AtsBoard, String> {
+    let mut refused = Vec::new();
+    for token in board_tokens(&candidate.name, candidate.domain.as_deref()) {
+        for kind in [AtsKind::Greenhouse, AtsKind::Lever, AtsKind::Ashby] {
+            let board = AtsBoard {
+                kind,
+                token: token.clone(),
+                workday: None,
+            };
+            match env.deps.boards.fetch_jobs(&board, &candidate.name).await {
+                Ok(_) => return Ok(board),
+                Err(AtsError::BoardNotFound { .. }) => {}
+                Err(e) => refused.push(format!("{kind} board {token:?}: {e}")),
+            }
+        }
+    }
+    Err(if refused.is_empty() {
+        "no job board under its name".to_owned()
+    } else {
+        refused.join("; ")
+    })
+}
+
+/// Without web search and with no company named: suggested companies, each kept only
+/// once its board is found, up to `max`.
+async fn suggest_verified(
+    state: &mut HuntState,
+    env: &StepEnv<'_>,
+    wants: (&CandidateProfile, &SearchPreferences),
+    max: usize,
+) -> Result<Vec<Company>, NodeError> {
+    // Some suggestions have no board we can find: ask for more than needed.
+    let wanted = (max * 2).min(max + 10);
+    let candidates = suggest(state, env, wants, &[], wanted).await?;
+    let suggested = candidates.len();
+    let checks = futures::stream::iter(candidates)
+        .map(|candidate| async move {
+            let verdict = verify(env, &candidate).await;
+            (candidate, verdict)
+        })
+        .buffered(env.settings.max_concurrency.max(1));
+    futures::pin_mut!(checks);
+    let mut companies = Vec::new();
+    let mut left_out = Vec::new();
+    while let Some((candidate, verdict)) = checks.next().await {
+        match verdict {
+            Ok(board) => companies.push(Company {
+                name: candidate.name,
+                origin: CompanyOrigin::Suggested {
+                    reason: candidate.reason,
+                },
+                careers_url: None,
+                board: Some(board),
+            }),
+            Err(why) => left_out.push(format!("{} ({why})", candidate.name)),
+        }
+        if companies.len() >= max {
+            break;
+        }
+    }
+    tracing::info!(
+        suggested,
+        verified = companies.len(),
+        "suggested companies checked for a job board"
+    );
+    if !left_out.is_empty() {
+        state.record_issue(
+            "find_companies",
+            "validation",
+            format!(
+                "suggested companies left out, no job board found: {}",
+                left_out.join(", ")
+            ),
+            None,
+            None,
+        );
+    }
+    Ok(companies)
+}
+
+/// Builds the company list and locates each company's jobs; see the module docs.
 pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeError> {
     let (Some(profile), Some(prefs)) = (state.profile.clone(), state.preferences.clone()) else {
         return Err(NodeError::fatal("the profile and preferences are missing"));
@@ -159,11 +325,17 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
         .collect();
 
     let Some(search) = env.deps.search.clone() else {
-        tracing::info!("{NO_SEARCH_NOTE}");
+        let note = if companies.is_empty() {
+            companies = suggest_verified(state, env, (&profile, &prefs), max).await?;
+            NO_SEARCH_SUGGESTED_NOTE
+        } else {
+            NO_SEARCH_NOTE
+        };
+        tracing::info!("{note}");
         env.deps.events.emit(HuntEvent::Notice {
-            message: NO_SEARCH_NOTE.into(),
+            message: note.into(),
         });
-        state.search_note = Some(NO_SEARCH_NOTE.into());
+        state.search_note = Some(note.into());
         state.companies = companies;
         return Ok(());
     };
@@ -171,46 +343,18 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
     if companies.len() < max {
         let named: Vec<String> = companies.iter().map(|c| c.name.clone()).collect();
         let wanted = max - companies.len();
-        match env
-            .llm
-            .extract::<CompanyCandidateList>(
-                "find_companies",
-                Quality::Best,
-                SYSTEM,
-                prompt(&profile, &prefs, &named, wanted),
-            )
-            .await
-        {
-            Ok(list) => {
-                for candidate in list.companies {
-                    let name = candidate.name.trim().to_owned();
-                    let known = companies
-                        .iter()
-                        .any(|c| c.name.to_lowercase() == name.to_lowercase());
-                    if name.is_empty() || known || is_excluded(&name, &prefs) {
-                        continue;
-                    }
-                    if companies.len() >= max {
-                        break;
-                    }
-                    companies.push(Company {
-                        name,
-                        origin: CompanyOrigin::Suggested {
-                            reason: candidate.reason,
-                        },
-                        careers_url: None,
-                        board: None,
-                    });
-                }
+        for candidate in suggest(state, env, (&profile, &prefs), &named, wanted).await? {
+            if companies.len() >= max {
+                break;
             }
-            Err(LlmCallError::Failed(reason)) => state.record_issue(
-                "find_companies",
-                "llm",
-                format!("no companies suggested: {reason}"),
-                None,
-                None,
-            ),
-            Err(limit) => return Err(essential("suggest companies", limit)),
+            companies.push(Company {
+                name: candidate.name,
+                origin: CompanyOrigin::Suggested {
+                    reason: candidate.reason,
+                },
+                careers_url: None,
+                board: None,
+            });
         }
     }
 

@@ -54,10 +54,42 @@ pub(crate) fn essential(what: &str, error: LlmCallError) -> NodeError {
     }
 }
 
-/// Asks for one `T` per prompt, at most `JH_MAX_CONCURRENCY` at once, each answer
-/// journaled under its key (see [`PipelineLlm::extract_once`]: a step re-run after a crash
-/// does not pay again for the answers it had), reporting a [`HuntEvent::Progress`] after
-/// each; the answers come back in prompt order.
+/// Runs `work(0..count)`, at most `JH_MAX_CONCURRENCY` at once, reporting a
+/// [`HuntEvent::Progress`] for `step` after each; the results come back in index order.
+pub(crate) async fn run_each<T, F, Fut>(
+    env: &StepEnv<'_>,
+    step: &str,
+    count: usize,
+    work: F,
+) -> Vec<Option<T>>
+where
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = T>,
+{
+    let mut results: Vec<Option<T>> = (0..count).map(|_| None).collect();
+    let work = &work;
+    let calls = futures::stream::iter(0..count)
+        .map(|index| async move { (index, work(index).await) })
+        .buffer_unordered(env.settings.max_concurrency.max(1));
+    futures::pin_mut!(calls);
+    let mut done = 0;
+    while let Some((index, result)) = calls.next().await {
+        done += 1;
+        env.deps.events.emit(HuntEvent::Progress {
+            step: step.to_owned(),
+            done,
+            total: count,
+        });
+        if let Some(slot) = results.get_mut(index) {
+            *slot = Some(result);
+        }
+    }
+    results
+}
+
+/// Asks for one `T` per prompt through [`run_each`], each answer journaled under its key
+/// (see [`PipelineLlm::extract_once`]: a step re-run after a crash does not pay again for
+/// the answers it had); the answers come back in prompt order.
 pub(crate) async fn extract_each<T>(
     env: &StepEnv<'_>,
     step: &str,
@@ -68,37 +100,20 @@ pub(crate) async fn extract_each<T>(
 where
     T: JsonSchema + Serialize + DeserializeOwned,
 {
-    let total = calls.len();
-    let mut answers: Vec<Option<Result<T, LlmCallError>>> = (0..total).map(|_| None).collect();
-    let calls = futures::stream::iter(calls.into_iter().enumerate())
-        .map(|(index, (key, prompt))| async move {
-            let key = format!("{step}:{key}");
-            let answer = env
-                .llm
-                .extract_once::<T>(env.run, &key, step, quality, system, prompt)
-                .await;
-            (index, answer)
-        })
-        .buffer_unordered(env.settings.max_concurrency.max(1));
-    futures::pin_mut!(calls);
-    let mut done = 0;
-    while let Some((index, answer)) = calls.next().await {
-        done += 1;
-        env.deps.events.emit(HuntEvent::Progress {
-            step: step.to_owned(),
-            done,
-            total,
-        });
-        if let Some(slot) = answers.get_mut(index) {
-            *slot = Some(answer);
-        }
-    }
-    answers
-        .into_iter()
-        .map(|answer| {
-            answer.unwrap_or_else(|| Err(LlmCallError::Failed("the call did not finish".into())))
-        })
-        .collect()
+    let calls = &calls;
+    run_each(env, step, calls.len(), |index| async move {
+        let (key, prompt) = &calls[index];
+        let key = format!("{step}:{key}");
+        env.llm
+            .extract_once::<T>(env.run, &key, step, quality, system, prompt.clone())
+            .await
+    })
+    .await
+    .into_iter()
+    .map(|answer| {
+        answer.unwrap_or_else(|| Err(LlmCallError::Failed("the call did not finish".into())))
+    })
+    .collect()
 }
 
 /// 16 hex digits of the FNV-1a hash of `text`: the same on every run and machine.

@@ -1,12 +1,21 @@
-//! Step 8: send the summary by email (SMTP when `SMTP_URL` is set, else an `.eml` file
-//! beside the outputs). Journaled: a resumed run never sends twice.
+//! Step 8: send the summary by email (SMTP when `SMTP_URL` is set and this is no dry
+//! run, else an `.eml` file beside the outputs). Journaled: a resumed run never sends
+//! twice.
+//!
+//! The output files are written before this step, so nothing here fails the run: a
+//! recipient that is not a valid address (one the model read off the resume, or a
+//! mistyped `JH_EMAIL_TO`) is left out and recorded as an issue, a failed delivery falls
+//! back to the `.eml` file, and an `.eml` that cannot be written is recorded too.
 
 use std::fmt::Write as _;
 
 use agent_runtime::graph::NodeError;
-use job_capabilities::mail::{Attachment, Email, EmlFileMailer, Mailer, SentMail};
+use job_capabilities::mail::{
+    Attachment, Email, EmlFileMailer, MailError, Mailer, SentMail, build_message,
+};
 
 use super::StepEnv;
+use crate::events::HuntEvent;
 use crate::state::{HuntState, Notification};
 
 /// The journal key of the summary email.
@@ -88,28 +97,75 @@ pub fn compose(state: &HuntState, from: &str, to: Vec<String>, top_n: usize) -> 
     }
 }
 
-/// Sends the summary once per run.
-pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeError> {
-    let to: Vec<String> = env
-        .settings
-        .email_to
-        .clone()
-        .or_else(|| state.profile.as_ref().and_then(|p| p.email.clone()))
-        .into_iter()
-        .collect();
-    if to.is_empty() {
-        state.record_issue(
-            "notify",
-            "mail",
-            "no recipient: set JH_EMAIL_TO (the resume has no email address); the summary is written as an .eml file only",
-            None,
-            None,
-        );
+/// Why `address` cannot be a recipient (`None` when it can): one address,
+/// `user@example.com` or `Name <user@example.com>`.
+///
+/// ```
+/// use job_hunter::steps::notify::address_problem;
+/// assert_eq!(address_problem("maya@mail.example"), None);
+/// assert!(address_problem("maya at mail dot example").is_some());
+/// ```
+pub fn address_problem(address: &str) -> Option<String> {
+    let probe = Email {
+        from: "check@example.com".into(),
+        to: vec![address.to_owned()],
+        ..Email::default()
+    };
+    match build_message(&probe) {
+        Err(MailError::InvalidAddress { reason, .. }) => Some(reason),
+        Err(other) => Some(other.to_string()),
+        Ok(_) => None,
     }
-    let recipients = if to.is_empty() {
-        vec![env.settings.email_from.clone()]
-    } else {
-        to.clone()
+}
+
+/// The recipient: `JH_EMAIL_TO`, else the address the model read off the resume; the
+/// first valid one. Each invalid one is recorded as an issue saying what is wrong.
+fn recipient(state: &mut HuntState, env: &StepEnv<'_>) -> Option<String> {
+    let candidates = [
+        (env.settings.email_to.clone(), "JH_EMAIL_TO"),
+        (
+            state.profile.as_ref().and_then(|p| p.email.clone()),
+            "the resume (as the model read it)",
+        ),
+    ];
+    for (address, source) in candidates {
+        let Some(address) = address
+            .map(|a| a.trim().to_owned())
+            .filter(|a| !a.is_empty())
+        else {
+            continue;
+        };
+        match address_problem(&address) {
+            None => return Some(address),
+            Some(reason) => state.record_issue(
+                "notify",
+                "mail",
+                format!(
+                    "the recipient {address:?} from {source} is not a valid email address ({reason}); it was not used"
+                ),
+                None,
+                None,
+            ),
+        }
+    }
+    None
+}
+
+/// Sends the summary once per run; see the module docs.
+pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeError> {
+    let had_issues = state.issues.len();
+    let to = recipient(state, env);
+    if to.is_none() {
+        let message = if state.issues.len() > had_issues {
+            "no valid recipient: the summary is written as an .eml file only, addressed to the sender"
+        } else {
+            "no recipient: set JH_EMAIL_TO (the resume has no email address); the summary is written as an .eml file only"
+        };
+        state.record_issue("notify", "mail", message, None, None);
+    }
+    let recipients = match &to {
+        Some(address) => vec![address.clone()],
+        None => vec![env.settings.email_from.clone()],
     };
     let email = compose(
         state,
@@ -118,15 +174,11 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
         env.settings.top_n,
     );
     let output_dir = state.config.output_dir.clone();
-    let smtp = if to.is_empty() {
-        None
-    } else {
-        env.deps.mailer.clone()
-    };
+    let smtp = to.as_ref().and(env.deps.mailer.clone());
     let mut fallback_reason = None;
     // The journal keeps where the email went and to whom, so a replay reports the
     // delivery that happened.
-    let notification: Notification = env
+    let delivered: Result<Notification, NodeError> = env
         .run
         .once(JOURNAL_KEY, || async {
             let sent = match &smtp {
@@ -144,7 +196,9 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
                 None => EmlFileMailer::new(output_dir)
                     .send(&email)
                     .await
-                    .map_err(|e| NodeError::fatal(format!("could not write the email: {e}")))?,
+                    .map_err(|e| {
+                        NodeError::recoverable(format!("could not write the email: {e}"))
+                    })?,
             };
             Ok::<_, NodeError>(Notification {
                 transport: sent.transport,
@@ -153,7 +207,7 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
                 to: recipients,
             })
         })
-        .await?;
+        .await;
     if let Some(reason) = fallback_reason {
         state.record_issue(
             "notify",
@@ -162,6 +216,22 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
             None,
             None,
         );
+    }
+    let notification = match delivered {
+        Ok(notification) => notification,
+        Err(e) => {
+            // The files are written: the run keeps them and says what went wrong.
+            state.record_issue("notify", "mail", e.message(), None, None);
+            return Ok(());
+        }
+    };
+    if env.deps.dry_run && env.deps.mailer.is_none() && env.settings.smtp_url.is_some() {
+        let message = format!(
+            "dry run: no mail is sent, whatever SMTP_URL says; the summary was written to {}",
+            notification.transport
+        );
+        tracing::info!("{message}");
+        env.deps.events.emit(HuntEvent::Notice { message });
     }
     tracing::info!(transport = %notification.transport, "summary sent");
     state.notification = Some(notification);

@@ -1,0 +1,467 @@
+//! Checks a model's answers against the text they came from: the values of the
+//! preferences must be mentioned by the preferences text, and score evidence must be
+//! quoted from the job's text.
+//!
+//! Texts are compared as words: lower case, letters and digits, apostrophes removed
+//! (`don't` is `dont`), everything else a separator; so case, whitespace and
+//! punctuation never matter.
+
+use crate::models::SearchPreferences;
+
+/// Words that carry no meaning of their own in a value.
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "the", "and", "or", "of", "in", "at", "for", "to", "with", "on", "within", "from",
+    "by",
+];
+
+/// Words that, alone, say nothing: a value made only of them is a placeholder (`any`,
+/// `n/a`, `none specified`, `all companies`).
+const PLACEHOLDER_WORDS: &[&str] = &[
+    "any",
+    "all",
+    "none",
+    "no",
+    "n",
+    "na",
+    "not",
+    "specified",
+    "stated",
+    "mentioned",
+    "given",
+    "unknown",
+    "unspecified",
+    "various",
+    "anything",
+    "anywhere",
+    "null",
+    "nil",
+    "other",
+    "others",
+    "tbd",
+    "preference",
+    "company",
+    "companies",
+];
+
+/// Role nouns a title may add to what the text says (`backend roles` asked as
+/// `Backend Engineer`).
+const ROLE_NOUNS: &[&str] = &[
+    "engineer",
+    "engineers",
+    "developer",
+    "developers",
+    "role",
+    "roles",
+    "position",
+    "positions",
+    "job",
+    "jobs",
+    "opportunity",
+    "opportunities",
+];
+
+/// Legal forms a company name may carry that the text leaves out.
+const LEGAL_FORMS: &[&str] = &[
+    "inc",
+    "incorporated",
+    "gmbh",
+    "ltd",
+    "limited",
+    "llc",
+    "corp",
+    "corporation",
+    "co",
+    "ag",
+    "sa",
+    "plc",
+    "bv",
+    "se",
+];
+
+/// Words that turn what follows them in a clause into an exclusion.
+const NEGATIONS: &[&str] = &[
+    "no",
+    "not",
+    "never",
+    "except",
+    "excepting",
+    "without",
+    "nothing",
+    "dont",
+    "doesnt",
+    "isnt",
+    "arent",
+    "wont",
+    "cant",
+    "neither",
+    "nor",
+    "hate",
+    "dislike",
+    "skip",
+    "against",
+];
+
+/// Words that end a clause: what follows no longer falls under an earlier negation.
+const CLAUSE_BREAKS: &[&str] = &["but", "however", "although", "though", "whereas"];
+
+/// The words of `text`: lower case, letters and digits, apostrophes removed.
+///
+/// ```
+/// use job_hunter::grounding::words;
+/// assert_eq!(words("Don't: Rust/Go, (Berlin)!"), ["dont", "rust", "go", "berlin"]);
+/// ```
+pub fn words(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .replace(['\'', '\u{2019}', '\u{2018}'], "")
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The same word, allowing a short ending (`engineer` / `engineering`, `company` /
+/// `companies`); words under four letters must be equal.
+fn same_word(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    let (la, lb) = (a.chars().count(), b.chars().count());
+    common >= 4 && la.min(lb) - common <= 2 && la.max(lb) - common <= 4
+}
+
+fn is_negation(word: &str) -> bool {
+    NEGATIONS.contains(&word) || word.starts_with("avoid") || word.starts_with("exclud")
+}
+
+/// The words of `value` that must be found in the text.
+fn content_words(value: &str) -> Vec<String> {
+    words(value)
+        .into_iter()
+        .filter(|w| !STOP_WORDS.contains(&w.as_str()))
+        .collect()
+}
+
+/// Whether `value` says nothing (`any`, `N/A`, `none specified`, empty).
+pub fn is_placeholder(value: &str) -> bool {
+    content_words(value)
+        .iter()
+        .all(|w| PLACEHOLDER_WORDS.contains(&w.as_str()))
+}
+
+/// Where `needle` starts in `haystack`, word by word, using `eq` for each word.
+fn find_phrase(haystack: &[String], needle: &[String], eq: fn(&str, &str) -> bool) -> bool {
+    !needle.is_empty()
+        && haystack.len() >= needle.len()
+        && haystack
+            .windows(needle.len())
+            .any(|window| window.iter().zip(needle).all(|(h, n)| eq(h, n)))
+}
+
+/// Whether `quote` occurs in the text whose words are `text_words`, word for word; a
+/// quote cut with `...` or `…` must have each of its pieces in the text.
+///
+/// ```
+/// use job_hunter::grounding::{quotes, words};
+/// let posting = words("Experience with Kafka or similar event-streaming systems.");
+/// assert!(quotes(&posting, "experience with kafka"));
+/// assert!(quotes(&posting, "Experience with ... event streaming systems"));
+/// assert!(!quotes(&posting, "5 years of Kafka"));
+/// assert!(!quotes(&posting, "..."));
+/// ```
+pub fn quotes(text_words: &[String], quote: &str) -> bool {
+    let pieces: Vec<Vec<String>> = quote
+        .split("...")
+        .flat_map(|piece| piece.split('\u{2026}'))
+        .map(words)
+        .filter(|piece| !piece.is_empty())
+        .collect();
+    !pieces.is_empty()
+        && pieces
+            .iter()
+            .all(|piece| find_phrase(text_words, piece, |a, b| a == b))
+}
+
+/// A text that a model's answer must be grounded in.
+#[derive(Debug, Clone)]
+pub struct SourceText {
+    words: Vec<String>,
+    clauses: Vec<Vec<String>>,
+}
+
+impl SourceText {
+    /// Splits `text` into words and clauses (at `.`, `;`, `!`, `?`, line ends and words
+    /// such as `but`).
+    pub fn new(text: &str) -> Self {
+        let mut clauses = Vec::new();
+        for sentence in text.split(['.', ';', '!', '?', '\n']) {
+            let mut clause = Vec::new();
+            for word in words(sentence) {
+                if CLAUSE_BREAKS.contains(&word.as_str()) {
+                    clauses.push(std::mem::take(&mut clause));
+                } else {
+                    clause.push(word);
+                }
+            }
+            clauses.push(clause);
+        }
+        clauses.retain(|c| !c.is_empty());
+        SourceText {
+            words: words(text),
+            clauses,
+        }
+    }
+
+    fn has_word(&self, word: &str) -> bool {
+        self.words.iter().any(|w| same_word(w, word))
+    }
+
+    /// Whether the text names `company`: its words in a row (a legal form such as `GmbH`
+    /// may be left out), and not a placeholder.
+    pub fn names(&self, company: &str) -> bool {
+        if is_placeholder(company) {
+            return false;
+        }
+        let mut name = words(company);
+        while name.len() > 1
+            && name
+                .last()
+                .is_some_and(|w| LEGAL_FORMS.contains(&w.as_str()))
+        {
+            name.pop();
+        }
+        find_phrase(&self.words, &name, same_word)
+    }
+
+    /// Whether the text mentions every meaningful word of `value` (a location, an
+    /// industry), in any order.
+    pub fn mentions(&self, value: &str) -> bool {
+        let content = content_words(value);
+        !is_placeholder(value) && content.iter().all(|w| self.has_word(w))
+    }
+
+    /// Whether the text mentions the title `value`: every meaningful word, except role
+    /// nouns such as `engineer` when the title has other words the text mentions.
+    pub fn mentions_title(&self, value: &str) -> bool {
+        if is_placeholder(value) {
+            return false;
+        }
+        let content = content_words(value);
+        let specific: Vec<&String> = content
+            .iter()
+            .filter(|w| !ROLE_NOUNS.contains(&w.as_str()))
+            .collect();
+        if specific.is_empty() {
+            return content.iter().all(|w| self.has_word(w));
+        }
+        specific.iter().all(|w| self.has_word(w))
+    }
+
+    /// Whether the text excludes `value`: a clause mentions every meaningful word of it,
+    /// after a word such as `no`, `not`, `avoid` or `except`.
+    pub fn excludes(&self, value: &str) -> bool {
+        if is_placeholder(value) {
+            return false;
+        }
+        let content = content_words(value);
+        self.clauses.iter().any(|clause| {
+            let firsts: Option<Vec<usize>> = content
+                .iter()
+                .map(|w| clause.iter().position(|c| same_word(c, w)))
+                .collect();
+            let Some(start) = firsts.and_then(|f| f.into_iter().min()) else {
+                return false;
+            };
+            clause[..start].iter().any(|w| is_negation(w))
+        })
+    }
+}
+
+/// A value of a model's answer that its source text does not support.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dropped {
+    /// The field it was in (`target_companies`, ...).
+    pub field: &'static str,
+    /// The value.
+    pub value: String,
+    /// Why it was dropped.
+    pub reason: &'static str,
+}
+
+impl Dropped {
+    /// `field "value" (reason)`.
+    pub fn describe(&self) -> String {
+        format!("{} {:?} ({})", self.field, self.value, self.reason)
+    }
+}
+
+/// The values of `list` that `keep` accepts, trimmed and de-duplicated (ignoring case);
+/// the others are added to `dropped`.
+fn keep_grounded(
+    list: Vec<String>,
+    field: &'static str,
+    reason: &'static str,
+    keep: impl Fn(&str) -> bool,
+    dropped: &mut Vec<Dropped>,
+) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut kept = Vec::new();
+    for value in list {
+        let value = value.trim().to_owned();
+        if value.is_empty() || !seen.insert(value.to_lowercase()) {
+            continue;
+        }
+        if keep(&value) {
+            kept.push(value);
+        } else {
+            dropped.push(Dropped {
+                field,
+                value,
+                reason,
+            });
+        }
+    }
+    kept
+}
+
+/// Keeps the values of `prefs` that `text` supports: companies it names (never a
+/// placeholder such as `any`), titles, industries and locations it mentions, and
+/// exclusions it states as such (a company the text only names as wanted is not
+/// excluded). Returns the grounded preferences and what was dropped.
+///
+/// ```
+/// use job_hunter::grounding::ground_preferences;
+/// use job_hunter::models::{RemotePreference, SearchPreferences};
+/// let answer = SearchPreferences {
+///     target_titles: vec!["Backend Engineer".into()],
+///     target_companies: vec!["any".into(), "Northwind Robotics".into()],
+///     industries: vec![],
+///     locations: vec!["Berlin".into(), "London".into()],
+///     remote: RemotePreference::Any,
+///     min_salary: None,
+///     salary_currency: None,
+///     excluded_companies: vec!["Northwind Robotics".into(), "crypto".into()],
+/// };
+/// let (kept, dropped) =
+///     ground_preferences("Backend roles in Berlin, ideally at Northwind Robotics. No crypto.", answer);
+/// assert_eq!(kept.target_companies, ["Northwind Robotics"]);
+/// assert_eq!(kept.locations, ["Berlin"]);
+/// assert_eq!(kept.excluded_companies, ["crypto"]);
+/// assert_eq!(dropped.len(), 3);
+/// ```
+pub fn ground_preferences(
+    text: &str,
+    prefs: SearchPreferences,
+) -> (SearchPreferences, Vec<Dropped>) {
+    let source = SourceText::new(text);
+    let mut dropped = Vec::new();
+    let not_in_text = "the text never mentions it";
+    let target_companies = keep_grounded(
+        prefs.target_companies,
+        "target_companies",
+        "the text never names it",
+        |v| source.names(v),
+        &mut dropped,
+    );
+    let target_titles = keep_grounded(
+        prefs.target_titles,
+        "target_titles",
+        not_in_text,
+        |v| source.mentions_title(v),
+        &mut dropped,
+    );
+    let industries = keep_grounded(
+        prefs.industries,
+        "industries",
+        not_in_text,
+        |v| source.mentions(v),
+        &mut dropped,
+    );
+    let locations = keep_grounded(
+        prefs.locations,
+        "locations",
+        not_in_text,
+        |v| source.mentions(v),
+        &mut dropped,
+    );
+    let excluded_companies = keep_grounded(
+        prefs.excluded_companies,
+        "excluded_companies",
+        "the text does not exclude it",
+        |v| source.excludes(v),
+        &mut dropped,
+    );
+    (
+        SearchPreferences {
+            target_titles,
+            target_companies,
+            industries,
+            locations,
+            excluded_companies,
+            ..prefs
+        },
+        dropped,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PREFS: &str = "Senior or staff backend / platform engineering roles, remote within Europe or on site / hybrid in Berlin, working mainly in Rust or Go, at least 90k EUR a year. I'm especially interested in Northwind Robotics and Quill Labs; no crypto or gambling companies.";
+
+    #[test]
+    fn the_recorded_answer_is_grounded_in_the_recorded_text() {
+        let text = SourceText::new(PREFS);
+        for title in [
+            "Senior Backend Engineer",
+            "Staff Backend Engineer",
+            "Senior Platform Engineer",
+            "Staff Platform Engineer",
+        ] {
+            assert!(text.mentions_title(title), "{title}");
+        }
+        assert!(text.mentions("Remote - Europe") && text.mentions("Berlin"));
+        assert!(text.names("Northwind Robotics") && text.names("quill labs."));
+        assert!(text.names("Quill Labs GmbH"));
+        assert!(text.excludes("crypto companies") && text.excludes("Gambling"));
+    }
+
+    #[test]
+    fn what_the_text_does_not_say_is_not_grounded() {
+        let text = SourceText::new(PREFS);
+        assert!(!text.names("any"));
+        assert!(!text.names("N/A"));
+        assert!(!text.names("Northwind Logistics"));
+        assert!(!text.mentions_title("Data Scientist"));
+        assert!(!text.mentions_title("any"));
+        assert!(!text.mentions("London"));
+        assert!(!text.mentions("Berlin, Germany"));
+        // Named as wanted, not excluded.
+        assert!(!text.excludes("Northwind Robotics"));
+        assert!(!text.excludes("Quill Labs"));
+        assert!(!text.excludes("fintech"));
+    }
+
+    #[test]
+    fn an_exclusion_is_a_clause_after_a_negation() {
+        let text = SourceText::new(
+            "I want Northwind Robotics, not Acme Corp. Please avoid agencies, but Quill Labs is fine.",
+        );
+        assert!(text.excludes("Acme Corp"));
+        assert!(text.excludes("agencies"));
+        assert!(!text.excludes("Quill Labs"), "`but` ends the clause");
+        assert!(
+            !text.excludes("Northwind Robotics"),
+            "it comes before `not`"
+        );
+    }
+
+    #[test]
+    fn words_match_with_short_endings_only() {
+        assert!(same_word("engineer", "engineering"));
+        assert!(same_word("company", "companies"));
+        assert!(!same_word("go", "google"));
+        assert!(!same_word("java", "javascript"));
+    }
+}

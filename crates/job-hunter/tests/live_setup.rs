@@ -1,0 +1,130 @@
+//! What the command line builds a live run from: the provider fitted to the model a local
+//! server serves, the spending summary, and the fixtures directory of a dry run.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use agent_llm::{ChatRequest, ModelPrice, PricingTable, Usage};
+use job_hunter::dry_run::{FixtureError, locate_fixtures};
+use job_hunter::state::Spend;
+use job_hunter::{Deps, Settings};
+use serde_json::json;
+use wiremock::matchers::{body_partial_json, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const SERVED: &str = "qwen2.5-7b-instruct-q4";
+
+#[tokio::test]
+async fn a_discovered_provider_names_and_calls_the_model_its_server_serves() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/v1/models"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "object": "list",
+            "data": [{"id": SERVED, "object": "model", "owned_by": "local"}]
+        })))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(body_partial_json(json!({"model": SERVED})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "c1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": SERVED,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}
+        })))
+        .mount(&server)
+        .await;
+    let base = format!("{}/v1", server.uri());
+    let mut provider = job_hunter::deps::live_provider_from(|name| match name {
+        "LLM_PROVIDER" => Some("local".into()),
+        "OPENAI_BASE_URL" => Some(base.clone()),
+        _ => None,
+    })
+    .unwrap();
+    assert!(!provider.describe().contains(SERVED));
+    provider.discover().await.unwrap();
+    assert!(
+        provider.describe().contains(SERVED),
+        "{}",
+        provider.describe()
+    );
+
+    let mut settings = Settings::default();
+    settings.adopt_provider_models(&provider, |_| None);
+    assert_eq!(settings.sonnet_model, SERVED);
+    assert_eq!(settings.haiku_model, SERVED);
+    // The services use that provider: a call naming the served model reaches it.
+    let deps = Deps::from_provider(&provider, &settings).unwrap();
+    let answer = deps
+        .model
+        .chat(&ChatRequest::from_prompt("hi").with_model(settings.sonnet_model.clone()))
+        .await
+        .unwrap();
+    assert_eq!(answer.model, SERVED);
+}
+
+fn spend(model: &str, usage: Usage, cost_usd: f64) -> Spend {
+    let mut spend = Spend {
+        cost_usd,
+        ..Spend::default()
+    };
+    spend.usage_by_model.insert(model.into(), usage);
+    spend
+}
+
+#[test]
+fn the_summary_counts_cached_input_and_says_when_the_cost_is_unknown() {
+    let usage = Usage {
+        input_tokens: 1_000,
+        output_tokens: 200,
+        cache_read_input_tokens: 4_000,
+        cache_creation_input_tokens: 500,
+    };
+    let priced =
+        PricingTable::default().with_price("my-model", ModelPrice::new(1.0, 2.0, 0.1, 1.25));
+    let known = spend("my-model", usage, 0.0026);
+    assert_eq!(known.input_tokens(), 5_500);
+    assert!(known.unpriced_models(&priced).is_empty());
+    assert_eq!(
+        known.describe(&priced, 5.0),
+        "tokens: 5700 (5500 in, 200 out); cost: $0.0026 (limit $5.00)"
+    );
+
+    let unknown = spend("my-model", usage, 0.0);
+    assert_eq!(
+        unknown.unpriced_models(&PricingTable::default()),
+        ["my-model"]
+    );
+    assert_eq!(
+        unknown.describe(&PricingTable::default(), 5.0),
+        "tokens: 5700 (5500 in, 200 out); cost: unknown (no price for my-model; the $5.00 limit stands as 5000000 tokens)"
+    );
+}
+
+#[test]
+fn a_missing_fixtures_directory_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("fixtures/job-hunter");
+    let error = locate_fixtures(&missing).unwrap_err();
+    assert!(matches!(error, FixtureError::Missing { .. }));
+    let message = error.to_string();
+    assert!(
+        message.contains(&missing.display().to_string()) && message.contains("--fixtures"),
+        "{message}"
+    );
+    std::fs::create_dir_all(&missing).unwrap();
+    assert_eq!(
+        locate_fixtures(&missing).unwrap(),
+        std::fs::canonicalize(&missing).unwrap()
+    );
+    // The default is relative: found from the current directory (here the crate's
+    // own, as cargo runs tests) or the nearest one above it that has it.
+    let workspace_fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/job-hunter");
+    assert_eq!(
+        locate_fixtures(job_hunter::dry_run::DEFAULT_FIXTURES.as_ref()).unwrap(),
+        std::fs::canonicalize(workspace_fixtures).unwrap()
+    );
+}
