@@ -23,10 +23,10 @@ use std::time::Duration;
 
 use agent_backends::SqliteSessionStore;
 use agent_llm::{ModelTier, PricingTable, ProviderConfig};
+use agent_runtime::CostLimits;
 use agent_server::AgentServer;
 use anyhow::Context as _;
 use clap::Parser;
-use agent_runtime::CostLimits;
 use resume_coordinator::{Flags, ResumeProduct};
 
 /// Serve the resume coordinator.

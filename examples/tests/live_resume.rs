@@ -29,7 +29,13 @@ async fn a_live_session_keeps_its_limits_reports_progress_and_ends_with_a_reason
         .unwrap()
         .port();
     let mut server = Command::new(example("resume_server"))
-        .args(["--port", &port.to_string(), "--max-tokens", BUDGET_TOKENS, "--db"])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--max-tokens",
+            BUDGET_TOKENS,
+            "--db",
+        ])
         .arg(&db)
         .envs(model.env.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::null())
@@ -64,7 +70,11 @@ async fn a_live_session_keeps_its_limits_reports_progress_and_ends_with_a_reason
     let _ = server.wait();
     let client = client.expect("the server listens");
     let printed = String::from_utf8_lossy(&client.stdout).into_owned();
-    assert_ne!(client.status.code(), Some(124), "the session hung: {printed}");
+    assert_ne!(
+        client.status.code(),
+        Some(124),
+        "the session hung: {printed}"
+    );
     let session = printed
         .lines()
         .find_map(|line| line.strip_prefix("session "))
@@ -78,7 +88,12 @@ async fn a_live_session_keeps_its_limits_reports_progress_and_ends_with_a_reason
         .map(|e| e.event["type"].as_str().unwrap_or_default())
         .collect();
     // Numbered 1, 2, ... with nothing lost.
-    assert!(events.iter().enumerate().all(|(i, e)| e.seq == i as u64 + 1));
+    assert!(
+        events
+            .iter()
+            .enumerate()
+            .all(|(i, e)| e.seq == i as u64 + 1)
+    );
     // It completed with its DOCX, or failed with a stated reason.
     match *kinds.last().unwrap() {
         "session_complete" => {
