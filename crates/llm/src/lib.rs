@@ -19,6 +19,7 @@
 pub mod anthropic;
 pub mod capacity;
 pub mod config;
+pub mod context_fit;
 mod error;
 mod guard;
 mod http;

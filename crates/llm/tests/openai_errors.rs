@@ -284,3 +284,19 @@ async fn llama_cpp_saying_the_prompt_exceeds_its_context_is_context_too_long() {
     assert!(matches!(err, LlmError::ContextTooLong(_)), "{err:?}");
     assert!(!err.is_retryable());
 }
+
+#[tokio::test]
+async fn a_known_context_window_lowers_max_tokens_and_refuses_a_prompt_that_cannot_fit() {
+    let server = serve(vec![json_ok(LOCATION)]).await;
+    let model = OpenAiModel::new(config(&server).with_context_window(8192)).unwrap();
+    let long = prompt(&"word ".repeat(3000)).with_max_tokens(4096);
+    model.chat(&long).await.unwrap();
+    let sent = &sent_bodies(&server).await[0];
+    let limit = sent["max_completion_tokens"].as_u64().unwrap();
+    assert!(limit < 4096 && limit >= 256, "{sent}");
+
+    let too_long = prompt(&"word ".repeat(8000));
+    let err = model.chat(&too_long).await.unwrap_err();
+    assert!(matches!(err, LlmError::ContextTooLong(_)), "{err:?}");
+    assert_eq!(request_count(&server).await, 1, "refused before sending");
+}

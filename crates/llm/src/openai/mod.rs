@@ -301,6 +301,17 @@ impl OpenAiModel {
         }
     }
 
+    /// The request sized to the context window, when it is known.
+    fn fitted<'a>(
+        &self,
+        request: &'a ChatRequest,
+    ) -> Result<std::borrow::Cow<'a, ChatRequest>, LlmError> {
+        match self.config.context_window {
+            Some(window) => crate::context_fit::fit_to_context(request, window),
+            None => Ok(std::borrow::Cow::Borrowed(request)),
+        }
+    }
+
     fn chat_model<'a>(&'a self, request: &'a ChatRequest) -> &'a str {
         request
             .model
@@ -312,6 +323,7 @@ impl OpenAiModel {
 #[async_trait]
 impl ChatModel for OpenAiModel {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let request = &*self.fitted(request)?;
         let model = self.chat_model(request);
         let url = self.url("chat/completions", model)?;
         let body = wire::chat_body(request, model, self.body_options(false));
@@ -321,6 +333,7 @@ impl ChatModel for OpenAiModel {
     }
 
     async fn chat_stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
+        let request = &*self.fitted(request)?;
         let model = self.chat_model(request);
         let url = self.url("chat/completions", model)?;
         let body = wire::chat_body(request, model, self.body_options(true));
