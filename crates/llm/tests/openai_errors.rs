@@ -293,7 +293,7 @@ async fn a_known_context_window_lowers_max_tokens_and_refuses_a_prompt_that_cann
     model.chat(&long).await.unwrap();
     let sent = &sent_bodies(&server).await[0];
     let limit = sent["max_completion_tokens"].as_u64().unwrap();
-    assert!(limit < 4096 && limit >= 256, "{sent}");
+    assert!((256..4096).contains(&limit), "{sent}");
 
     let too_long = prompt(&"word ".repeat(8000));
     let err = model.chat(&too_long).await.unwrap_err();
