@@ -299,6 +299,23 @@ async fn workday_real_page_is_mapped_and_paging_stops_at_an_empty_page() {
         .expect(0)
         .mount(&server)
         .await;
+    // The first posting's detail (a body we wrote in Workday's `jobPostingInfo` shape);
+    // the second's is missing, which leaves that job without a description.
+    Mock::given(method("GET"))
+        .and(path(
+            "/wday/cxs/nvidia/NVIDIAExternalCareerSite/job/Vietnam-Hanoi/Director--Engineering---Software-Engineering_JR2021061",
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "jobPostingInfo": {
+                "title": "Director, Engineering – Software Engineering",
+                "jobDescription": "<p>Lead the <b>software</b> engineering teams.</p><ul><li>Own delivery</li></ul>",
+                "timeType": "Full time",
+                "jobReqId": "JR2021061"
+            }
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
     let board =
         detect_ats("https://nvidia.wd5.myworkdayjobs.com/NVIDIAExternalCareerSite").unwrap();
     let before = Utc::now();
@@ -309,7 +326,11 @@ async fn workday_real_page_is_mapped_and_paging_stops_at_an_empty_page() {
     let after = Utc::now();
 
     let requests = server.received_requests().await.unwrap();
-    let bodies: Vec<Value> = requests.iter().map(|r| r.body_json().unwrap()).collect();
+    let bodies: Vec<Value> = requests
+        .iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .map(|r| r.body_json().unwrap())
+        .collect();
     assert_eq!(
         bodies,
         [
@@ -341,9 +362,18 @@ async fn workday_real_page_is_mapped_and_paging_stops_at_an_empty_page() {
         assert_eq!(job.company, "NVIDIA");
         assert_eq!(job.location.as_deref(), Some(location));
         assert_eq!(job.url, format!("{site_url}{external_path}"));
-        // The list endpoint carries no description.
-        assert_eq!(job.description, "");
     }
+    // The list carries no description: each comes from the posting's detail, when it
+    // can be read.
+    assert!(
+        jobs[0]
+            .description
+            .contains("Lead the software engineering teams."),
+        "{}",
+        jobs[0].description
+    );
+    assert_eq!(jobs[0].employment_type.as_deref(), Some("Full time"));
+    assert_eq!(jobs[1].description, "");
     // "Posted 30+ Days Ago" says too little; "Posted 4 Days Ago" is about four days back.
     assert_eq!(jobs[0].posted_at, None);
     let posted = jobs[1].posted_at.unwrap();
@@ -369,7 +399,16 @@ async fn workday_paging_is_capped_at_200_postings() {
         .await
         .unwrap();
     assert_eq!(jobs.len(), 200);
-    assert_eq!(server.received_requests().await.unwrap().len(), 10);
+    let requests = server.received_requests().await.unwrap();
+    let count = |verb: &str| {
+        requests
+            .iter()
+            .filter(|r| r.method.as_str() == verb)
+            .count()
+    };
+    assert_eq!(count("POST"), 10);
+    // Descriptions are read for the first postings only, one detail each.
+    assert_eq!(count("GET"), job_capabilities::ats::MAX_WORKDAY_DETAILS);
     // The locale of the site's URL is kept in posting pages.
     assert!(
         jobs[0].url.starts_with(
@@ -619,4 +658,38 @@ fn structured_pay_and_workplace_fields_are_read() {
         ("USD", PayInterval::Year)
     );
     assert_eq!(salary.origin, SalaryOrigin::Structured);
+}
+
+#[tokio::test]
+async fn a_lever_board_hosted_in_the_eu_is_read_from_lever_eu_api() {
+    let global = MockServer::start().await;
+    let eu = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/v0/postings/spotify"))
+        .respond_with(json_response(realdata("hunt/lever.json")))
+        .expect(1)
+        .mount(&eu)
+        .await;
+    let (global_base, eu_base) = (global.uri(), eu.uri());
+    let endpoints = AtsEndpoints::from_lookup(|name| match name {
+        "LEVER_API_BASE" => Some(global_base.clone()),
+        "LEVER_EU_API_BASE" => Some(eu_base.clone()),
+        _ => None,
+    });
+    let client = AtsClient::new(
+        PoliteClient::new(PolitePolicy {
+            min_interval_per_host: Duration::from_millis(1),
+            ..Default::default()
+        }),
+        endpoints,
+    );
+    let board = detect_ats("https://jobs.eu.lever.co/spotify").unwrap();
+    let jobs = client.fetch_jobs(&board, "Spotify").await.unwrap();
+    assert_eq!(jobs.len(), 2);
+    // Asked of the global API first (a 404 there), then of the EU API.
+    assert_eq!(global.received_requests().await.unwrap().len(), 1);
+
+    let nowhere = detect_ats("https://jobs.lever.co/nobody").unwrap();
+    let err = client.fetch_jobs(&nowhere, "Nobody").await.unwrap_err();
+    assert!(matches!(err, AtsError::BoardNotFound { .. }), "{err:?}");
 }

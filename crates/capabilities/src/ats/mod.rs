@@ -6,9 +6,9 @@
 //! | Vendor | Request |
 //! |---|---|
 //! | Greenhouse | `GET {greenhouse}/v1/boards/{token}/jobs?content=true` |
-//! | Lever | `GET {lever}/v0/postings/{token}?mode=json` |
+//! | Lever | `GET {lever}/v0/postings/{token}?mode=json`; a board not found there is asked of Lever's EU API `{lever_eu}` |
 //! | Ashby | `GET {ashby}/posting-api/job-board/{token}?includeCompensation=true` |
-//! | Workday | `POST {workday or https://host}/wday/cxs/{tenant}/{site}/jobs`, paged |
+//! | Workday | `POST {workday or https://host}/wday/cxs/{tenant}/{site}/jobs`, paged; then `GET .../{site}{externalPath}` for the first postings' descriptions |
 //!
 //! The parsing is pure ([`parse_greenhouse`], [`parse_lever`], [`parse_ashby`],
 //! [`parse_workday_list`]), so dry runs and tests use the same mapping code as
@@ -37,7 +37,7 @@ pub use ashby::parse_ashby;
 pub use detect::{detect_ats, detect_ats_in_html};
 pub use greenhouse::parse_greenhouse;
 pub use lever::parse_lever;
-pub use workday::parse_workday_list;
+pub use workday::{MAX_DETAILS as MAX_WORKDAY_DETAILS, apply_workday_detail, parse_workday_list};
 
 /// The ATS vendors this module reads.
 #[derive(
@@ -116,6 +116,8 @@ pub struct AtsEndpoints {
     pub greenhouse: String,
     /// Lever postings API (`LEVER_API_BASE`).
     pub lever: String,
+    /// Lever's EU postings API, for boards hosted in the EU (`LEVER_EU_API_BASE`).
+    pub lever_eu: String,
     /// Ashby posting API (`ASHBY_API_BASE`).
     pub ashby: String,
     /// Workday API base (`WORKDAY_API_BASE`); `None` asks each site's own host,
@@ -129,6 +131,7 @@ impl Default for AtsEndpoints {
         AtsEndpoints {
             greenhouse: "https://boards-api.greenhouse.io".to_owned(),
             lever: "https://api.lever.co".to_owned(),
+            lever_eu: "https://api.eu.lever.co".to_owned(),
             ashby: "https://api.ashbyhq.com".to_owned(),
             workday: None,
         }
@@ -154,6 +157,7 @@ impl AtsEndpoints {
         AtsEndpoints {
             greenhouse: read("GREENHOUSE_API_BASE").unwrap_or(defaults.greenhouse),
             lever: read("LEVER_API_BASE").unwrap_or(defaults.lever),
+            lever_eu: read("LEVER_EU_API_BASE").unwrap_or(defaults.lever_eu),
             ashby: read("ASHBY_API_BASE").unwrap_or(defaults.ashby),
             workday: read("WORKDAY_API_BASE"),
         }
@@ -241,12 +245,16 @@ impl JobBoardClient for AtsClient {
                 parse_greenhouse(&body, company)?
             }
             AtsKind::Lever => {
-                let url = api_url(
-                    &self.endpoints.lever,
-                    &["v0", "postings", token],
-                    &[("mode", "json")],
-                )?;
-                let body = get(&self.http, url, board).await?;
+                let postings =
+                    |base: &str| api_url(base, &["v0", "postings", token], &[("mode", "json")]);
+                let body = match get(&self.http, postings(&self.endpoints.lever)?, board).await {
+                    // Boards hosted in the EU (`jobs.eu.lever.co`) live on the EU API only.
+                    Err(AtsError::BoardNotFound { .. }) => {
+                        tracing::debug!(token, "no such Lever board; asking Lever's EU API");
+                        get(&self.http, postings(&self.endpoints.lever_eu)?, board).await?
+                    }
+                    other => other?,
+                };
                 parse_lever(&body, company)?
             }
             AtsKind::Ashby => {

@@ -4,8 +4,10 @@ use chrono::{DateTime, TimeDelta, Utc};
 use serde::Deserialize;
 
 use super::{
-    AtsBoard, AtsEndpoints, AtsError, AtsKind, Skipped, WorkdaySite, api_url, decode, send, text,
+    AtsBoard, AtsEndpoints, AtsError, AtsKind, Skipped, WorkdaySite, api_url, decode, get, send,
+    text,
 };
+use crate::html::html_to_text;
 use crate::http::{HttpError, PoliteClient};
 use crate::job::RawJob;
 
@@ -13,6 +15,25 @@ use crate::job::RawJob;
 const PAGE_SIZE: usize = 20;
 /// The most postings read from one site.
 const MAX_POSTINGS: usize = 200;
+/// The most postings whose description is read from their detail (one request each,
+/// paced by the polite client like every other request to the site).
+pub const MAX_DETAILS: usize = 25;
+
+/// A posting's detail: `GET /wday/cxs/{tenant}/{site}{externalPath}`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Detail {
+    job_posting_info: Option<DetailInfo>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DetailInfo {
+    /// HTML.
+    job_description: Option<String>,
+    /// `Full time`, `Part time`.
+    time_type: Option<String>,
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -38,7 +59,8 @@ struct Posting {
 struct MappedPage {
     total: usize,
     postings: usize,
-    jobs: Vec<RawJob>,
+    /// The jobs, each with its `externalPath` (where its detail is).
+    jobs: Vec<(RawJob, String)>,
 }
 
 /// Maps one page of a Workday `POST /wday/cxs/{tenant}/{site}/jobs` answer to jobs.
@@ -60,7 +82,25 @@ pub fn parse_workday_list(
     endpoints: &AtsEndpoints,
 ) -> Result<Vec<RawJob>, AtsError> {
     let _ = endpoints;
-    Ok(map_page(body, site, company, Utc::now())?.jobs)
+    let page = map_page(body, site, company, Utc::now())?;
+    Ok(page.jobs.into_iter().map(|(job, _)| job).collect())
+}
+
+/// Fills a job from its posting's detail body: the description (the `jobDescription`
+/// HTML as text) and the employment type (`timeType`). A body without them leaves the
+/// job as it is.
+pub fn apply_workday_detail(job: &mut RawJob, body: &[u8]) -> Result<(), AtsError> {
+    let detail: Detail = decode(AtsKind::Workday, body)?;
+    let Some(info) = detail.job_posting_info else {
+        return Ok(());
+    };
+    if let Some(html) = text(info.job_description) {
+        job.description = html_to_text(&html);
+    }
+    if job.employment_type.is_none() {
+        job.employment_type = text(info.time_type);
+    }
+    Ok(())
 }
 
 fn map_page(
@@ -76,9 +116,10 @@ fn map_page(
         .job_postings
         .into_iter()
         .filter_map(|posting| {
-            let url = text(posting.external_path).map(|path| page_url(site, &path));
+            let path = text(posting.external_path);
+            let url = path.as_deref().map(|path| page_url(site, path));
             let (title, url) = skipped.check(posting.title, url)?;
-            Some(RawJob {
+            let job = RawJob {
                 source: AtsKind::Workday.source(),
                 external_id: text(posting.bullet_fields.and_then(|f| f.into_iter().next())),
                 company: company.to_owned(),
@@ -92,7 +133,8 @@ fn map_page(
                 description: String::new(),
                 posted_at: posting.posted_on.as_deref().and_then(|p| posted_at(p, now)),
                 salary: None,
-            })
+            };
+            Some((job, path.unwrap_or_default()))
         })
         .collect();
     skipped.report(AtsKind::Workday);
@@ -193,7 +235,43 @@ pub(super) async fn fetch(
         }
     }
     jobs.truncate(MAX_POSTINGS);
-    Ok(jobs)
+    read_descriptions(http, &base, site, board, &mut jobs).await;
+    Ok(jobs.into_iter().map(|(job, _)| job).collect())
+}
+
+/// Reads the description of the first [`MAX_DETAILS`] postings from their details, one
+/// request at a time through the polite client. A detail that cannot be read leaves its
+/// job without a description (logged); the list is never lost for it.
+async fn read_descriptions(
+    http: &PoliteClient,
+    base: &str,
+    site: &WorkdaySite,
+    board: &AtsBoard,
+    jobs: &mut [(RawJob, String)],
+) {
+    let (mut read, mut failed) = (0, 0);
+    for (job, path) in jobs.iter_mut().take(MAX_DETAILS) {
+        let mut segments = vec!["wday", "cxs", site.tenant.as_str(), site.site.as_str()];
+        segments.extend(path.split('/').filter(|s| !s.is_empty()));
+        let fetched = match api_url(base, &segments, &[]) {
+            Ok(url) => get(http, url, board).await,
+            Err(error) => Err(error),
+        };
+        match fetched.and_then(|body| apply_workday_detail(job, &body)) {
+            Ok(()) => read += 1,
+            Err(error) => {
+                failed += 1;
+                tracing::warn!(url = %job.url, %error, "a Workday posting's detail could not be read; it keeps no description");
+            }
+        }
+    }
+    tracing::info!(
+        tenant = %site.tenant,
+        read,
+        failed,
+        without = jobs.len().saturating_sub(MAX_DETAILS),
+        "Workday descriptions read from the postings' details"
+    );
 }
 
 #[cfg(test)]
