@@ -56,6 +56,9 @@ pub struct AgentConfig<S, E> {
     pub temperature: Option<f32>,
     /// Transcript compaction; `None` never compacts.
     pub compaction: Option<Compaction>,
+    /// Most tool calls run from one answer; the model is told to make the others in its
+    /// next turn. `None`: no limit.
+    pub max_calls_per_turn: Option<usize>,
     /// Retries of failed model calls made by the loop itself. None by default: the
     /// provider clients (`AnthropicModel`, `OpenAiModel`) already retry every call with
     /// agent-llm's `RetryPolicy` (3 attempts, spec 001), and two layers would multiply the
@@ -77,6 +80,7 @@ impl<S, E> Clone for AgentConfig<S, E> {
             max_tokens: self.max_tokens,
             temperature: self.temperature,
             compaction: self.compaction,
+            max_calls_per_turn: self.max_calls_per_turn,
             retry: self.retry.clone(),
         }
     }
@@ -116,6 +120,7 @@ impl<S, E> AgentConfig<S, E> {
             max_tokens: Some(4096),
             temperature: None,
             compaction: Some(Compaction::default()),
+            max_calls_per_turn: None,
             retry: RetryPolicy::none(),
         }
     }
@@ -153,6 +158,13 @@ impl<S, E> AgentConfig<S, E> {
     /// Sets or disables compaction.
     pub fn with_compaction(mut self, compaction: Option<Compaction>) -> Self {
         self.compaction = compaction;
+        self
+    }
+
+    /// Runs at most `calls` tool calls from one answer (a model that asks for a dozen at
+    /// once is told to make the rest in its next turn).
+    pub fn with_max_calls_per_turn(mut self, calls: usize) -> Self {
+        self.max_calls_per_turn = Some(calls.max(1));
         self
     }
 

@@ -20,19 +20,21 @@ struct Lookup {
 
 /// An agent with one `lookup` tool that counts its runs.
 fn agent(model: ScriptedModel, runs: Arc<AtomicUsize>) -> AgentLoop<(), (), ScriptedModel> {
-    let config = AgentConfig::new(AgentIdentity::new("guide", "test"), "Answer about cities.")
-        .with_tool(tool(
-            "lookup",
-            "Facts about a city.",
-            move |args: Lookup, _ctx: Ctx| {
-                let runs = runs.clone();
-                async move {
-                    runs.fetch_add(1, Ordering::SeqCst);
-                    Ok::<_, ToolError>(format!("{} has 1M people", args.city))
-                }
-            },
-        ));
-    AgentLoop::new(config, model)
+    AgentLoop::new(guide(runs), model)
+}
+
+fn guide(runs: Arc<AtomicUsize>) -> AgentConfig<(), ()> {
+    AgentConfig::new(AgentIdentity::new("guide", "test"), "Answer about cities.").with_tool(tool(
+        "lookup",
+        "Facts about a city.",
+        move |args: Lookup, _ctx: Ctx| {
+            let runs = runs.clone();
+            async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, ToolError>(format!("{} has 1M people", args.city))
+            }
+        },
+    ))
 }
 
 fn cut_off(text: &str) -> ChatResponse {
@@ -127,4 +129,30 @@ async fn the_same_call_made_again_right_after_is_not_run_twice() {
         matches!(refused, ContentBlock::ToolResult { is_error: true, content, .. } if content.contains("same lookup call")),
         "{refused:?}"
     );
+}
+
+#[tokio::test]
+async fn calls_beyond_the_per_turn_cap_are_told_to_wait_for_the_next_turn() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let cities = ["Oslo", "Bergen", "Tromso", "Bodo", "Alta"];
+    let model = ScriptedModel::new(vec![
+        responses::tool_calls(
+            cities
+                .iter()
+                .enumerate()
+                .map(|(i, city)| (format!("c{i}"), "lookup", json!({ "city": city }))),
+        ),
+        responses::text("Done."),
+    ]);
+    let capped = AgentLoop::new(guide(runs.clone()).with_max_calls_per_turn(2), model);
+    let result = run(&capped).await;
+    assert_eq!(result.stop, StopCause::Completed);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    let results = &result.transcript[2].content;
+    assert_eq!(results.len(), 5, "every call gets a result");
+    let refused = results
+        .iter()
+        .filter(|block| matches!(block, ContentBlock::ToolResult { is_error: true, content, .. } if content.contains("at most 2 tool calls")))
+        .count();
+    assert_eq!(refused, 3);
 }

@@ -18,7 +18,9 @@ pub fn craftsman(llm: &Llm, router: &ModelRouter) -> AgentConfig<ResumeState, Re
         CRAFTSMAN_SYSTEM_PROMPT,
     )
     .with_model(router.model(ModelTier::Orchestrator))
-    .with_max_rounds(40);
+    .with_max_rounds(40)
+    // A small model asks for a dozen sections at once; a few at a time keep the turn short.
+    .with_max_calls_per_turn(4);
     config.tools = vec![
         tools::write_section(llm.clone()),
         tools::self_review(llm.clone()),

@@ -273,11 +273,25 @@ where
         calls: ToolCalls<'a>,
         round: u32,
     ) -> Vec<ContentBlock> {
-        let run = |call: ToolCall<'a>| {
-            let repeated = calls.repeats(&call);
-            self.run_unless_repeated(ctx, call, repeated, round)
+        let cap = self.config.max_calls_per_turn.unwrap_or(usize::MAX);
+        let run = |(index, call): (usize, ToolCall<'a>)| {
+            let refusal = if index >= cap {
+                Some(format!(
+                    "Not run: at most {cap} tool calls are run from one answer. Make this call again in your next turn if it is still needed."
+                ))
+            } else if calls.repeats(&call) {
+                tracing::warn!(tool = %call.name, "the model repeated its previous call; not run again");
+                Some(format!(
+                    "You made this same {} call in your previous turn and have its result above. \
+                     Use that result instead of calling again, or finish.",
+                    call.name
+                ))
+            } else {
+                None
+            };
+            self.run_unless_refused(ctx, call, refusal, round)
         };
-        let mut each = calls.iter();
+        let mut each = calls.iter().enumerate();
         match (each.next(), each.next()) {
             (None, _) => Vec::new(),
             (Some(only), None) => vec![run(only).await],
@@ -288,27 +302,19 @@ where
         }
     }
 
-    /// Runs `call`, unless it repeats the model's previous call: then the model is told
-    /// to use the result it has.
-    async fn run_unless_repeated(
+    /// Runs `call`, unless it is refused: then the model gets the refusal as the call's
+    /// error result.
+    async fn run_unless_refused(
         &self,
         ctx: &AgentContext<S, E>,
         call: ToolCall<'_>,
-        repeated: bool,
+        refusal: Option<String>,
         round: u32,
     ) -> ContentBlock {
-        if !repeated {
-            return self.run_tool(ctx, call, round).await;
+        match refusal {
+            None => self.run_tool(ctx, call, round).await,
+            Some(refusal) => ContentBlock::tool_error(call.id, refusal),
         }
-        tracing::warn!(tool = %call.name, "the model repeated its previous call; not run again");
-        ContentBlock::tool_error(
-            call.id,
-            format!(
-                "You made this same {} call in your previous turn and have its result above. \
-                 Use that result instead of calling again, or finish.",
-                call.name
-            ),
-        )
     }
 
     async fn run_tool(
