@@ -176,9 +176,9 @@ async fn a_dry_run_says_so_writes_its_files_and_exits_by_status() {
         "{stdout}"
     );
     assert!(stdout.contains("Run cli-ok: SUCCESS"));
-    assert!(stdout.contains("46 scored"), "{stdout}");
+    assert!(stdout.contains("50 scored"), "{stdout}");
     assert!(
-        stdout.contains("critical path: 11 sequential waves"),
+        stdout.contains("critical path: 13 sequential waves"),
         "{stdout}"
     );
     for file in [

@@ -152,6 +152,24 @@ pub struct BatchScoreResult {
     pub scores: Vec<JobScore>,
 }
 
+/// One job opening as the model read it off a careers page without a known job board.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CareersPageJob {
+    /// The job's title, copied exactly as the page writes it.
+    pub title: String,
+    /// The job's own page: one of the URLs of the page's link list, copied exactly.
+    pub url: String,
+    /// Where the job is, when the page says so next to it.
+    pub location: Option<String>,
+}
+
+/// The job openings a careers page lists, read by the fast model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CareersPageJobs {
+    /// Every job opening the page lists; empty when it lists none.
+    pub jobs: Vec<CareersPageJob>,
+}
+
 /// How a company's target was found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]

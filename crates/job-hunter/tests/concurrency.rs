@@ -53,7 +53,8 @@ async fn most_in_flight(bound: usize) -> usize {
         .await
         .unwrap();
     assert_eq!(result.status, RunStatus::Success, "{:?}", result.reason);
-    assert_eq!(result.state.scored.len(), 46);
+    // 46 jobs from the boards and 4 read off Old Mill's careers page.
+    assert_eq!(result.state.scored.len(), 50);
     model.most.load(Ordering::SeqCst)
 }
 

@@ -39,10 +39,32 @@ async fn a_dry_run_scores_every_job_and_accounts_for_every_company() {
         "Copperleaf Games",
         "Halcyon Bio",
         "Meridian Payments",
+        // No job board: its four jobs are read off its careers page by the model.
+        "Old Mill Analytics",
     ] {
         assert_eq!(outcomes[company], "jobs_fetched", "{company}");
     }
-    assert_eq!(outcomes["Old Mill Analytics"], "unsupported_ats");
+    let old_mill = state
+        .company_reports
+        .iter()
+        .find(|r| r.company == "Old Mill Analytics")
+        .unwrap();
+    assert_eq!(
+        old_mill.outcome,
+        job_hunter::models::CompanyOutcome::JobsFetched {
+            count: 4,
+            source: job_capabilities::JobSource::CareerPage
+        }
+    );
+    assert_eq!(
+        state
+            .raw_jobs
+            .iter()
+            .filter(|j| j.company == "Old Mill Analytics"
+                && j.url.starts_with("https://oldmill.example/careers/"))
+            .count(),
+        4
+    );
     assert_eq!(outcomes["Stonewall Security"], "blocked");
     assert_eq!(outcomes["Nowhere Systems"], "no_careers_page");
     // The blocked company is reported as a non-fatal issue.
@@ -94,14 +116,15 @@ async fn a_dry_run_scores_every_job_and_accounts_for_every_company() {
         "{structured} structured, {described} from text"
     );
 
-    // One model call for the resume, preferences and companies each, one per job, one
-    // per batch of five.
+    // One model call for the resume, preferences and companies each, one for Old Mill's
+    // careers page, one per job, one per batch of five.
     let batches = state.jobs.len().div_ceil(settings.score_batch_size) as u64;
-    assert_eq!(state.spend.calls, 3 + state.jobs.len() as u64 + batches);
+    assert_eq!(state.spend.calls, 4 + state.jobs.len() as u64 + batches);
+    assert_eq!(state.spend.calls_by_step.get("scrape_jobs"), Some(&1));
     assert!(state.spend.cost_usd > 0.0);
     assert_eq!(
         result.critical_path.waves,
-        3 + (state.jobs.len() as u64).div_ceil(8) + batches.div_ceil(8)
+        4 + (state.jobs.len() as u64).div_ceil(8) + batches.div_ceil(8)
     );
 
     // Progress: every step started and finished, every company reported.

@@ -563,7 +563,12 @@ async fn find_companies_records_a_failed_search_with_its_company() {
 
 #[tokio::test]
 async fn scrape_jobs_ends_each_company_in_its_outcome_and_applies_the_limits() {
-    let model = ScriptedModel::new(Vec::new());
+    // Old Mill's page has no job board; the model reads no job off it.
+    let model = ScriptedModel::new(vec![responses::tool_call(
+        "t1",
+        "CareersPageJobs",
+        json!({"jobs": []}),
+    )]);
     let mut rig = Rig::with(&model, |s| {
         s.max_jobs_per_company = 3;
         s.max_jobs = 4;
@@ -681,7 +686,8 @@ async fn scrape_jobs_ends_each_company_in_its_outcome_and_applies_the_limits() {
         .collect();
     assert_eq!(finished, reported);
 
-    // Blocked and failed companies are non-fatal issues naming the company.
+    // Blocked and failed companies, and a careers page no job was read off, are non-fatal
+    // issues naming the company.
     let issues: Vec<(&str, Option<&str>)> = state
         .issues
         .iter()
@@ -690,6 +696,7 @@ async fn scrape_jobs_ends_each_company_in_its_outcome_and_applies_the_limits() {
     assert_eq!(
         issues,
         [
+            ("careers_page", Some("Old Mill Analytics")),
             ("blocked", Some("Stonewall Security")),
             ("blocked", Some("Fortress")),
             ("scrape", Some("Broken Co")),

@@ -1,6 +1,8 @@
-//! The eight steps of the pipeline, one module each.
+//! The eight steps of the pipeline, one module each, and [`careers_page`], the reading
+//! of a careers page without a known job board that `scrape_jobs` uses.
 
 pub mod aggregate;
+pub mod careers_page;
 pub mod find_companies;
 pub mod notify;
 pub mod parse_prefs;

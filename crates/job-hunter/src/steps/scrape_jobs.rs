@@ -1,5 +1,8 @@
 //! Step 4: fetch every company's postings, concurrently, each company ending in a typed
 //! outcome; then de-duplicate and apply the limits.
+//!
+//! A careers page with no job board we know is read by the fast model, every job it
+//! reads checked against the page ([`careers_page`](super::careers_page)).
 
 use std::collections::{HashMap, HashSet};
 
@@ -10,6 +13,7 @@ use job_capabilities::ats::{AtsBoard, AtsError, AtsKind, detect_ats, detect_ats_
 use job_capabilities::fetch::FetchError;
 
 use super::StepEnv;
+use super::careers_page::{self, PageIssue, PageRead};
 use crate::events::HuntEvent;
 use crate::models::{Company, CompanyOutcome, CompanyReport};
 use crate::state::HuntState;
@@ -19,6 +23,8 @@ struct Scraped {
     outcome: CompanyOutcome,
     jobs: Vec<RawJob>,
     board: Option<AtsBoard>,
+    /// Problems reading a careers page with the model, recorded as issues.
+    issues: Vec<PageIssue>,
 }
 
 impl Scraped {
@@ -27,6 +33,7 @@ impl Scraped {
             outcome,
             jobs: Vec::new(),
             board: None,
+            issues: Vec::new(),
         }
     }
 }
@@ -63,6 +70,15 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
                 state.record_issue("scrape_jobs", "scrape", reason.clone(), Some(&name), None)
             }
             _ => {}
+        }
+        for issue in &scraped.issues {
+            state.record_issue(
+                "scrape_jobs",
+                issue.kind,
+                issue.message.clone(),
+                Some(&name),
+                issue.job_url.as_deref(),
+            );
         }
         fetched.extend(scraped.jobs);
         reports.push(CompanyReport {
@@ -104,9 +120,19 @@ async fn scrape(company: &Company, env: &StepEnv<'_>, probe: bool) -> Scraped {
         return match env.deps.pages.fetch_page(url).await {
             Ok(page) => match detect_ats(&page.url).or_else(|| detect_ats_in_html(&page.html)) {
                 Some(board) => from_board(board, company, env).await,
-                None => Scraped::empty(CompanyOutcome::UnsupportedAts {
-                    careers_url: page.url,
-                }),
+                None => {
+                    let PageRead {
+                        outcome,
+                        jobs,
+                        issues,
+                    } = careers_page::read(&company.name, &page, env).await;
+                    Scraped {
+                        outcome,
+                        jobs,
+                        board: None,
+                        issues,
+                    }
+                }
             },
             Err(e) => Scraped::empty(fetch_outcome(&e)),
         };
@@ -138,6 +164,7 @@ async fn from_board(board: AtsBoard, company: &Company, env: &StepEnv<'_>) -> Sc
             },
             jobs,
             board: Some(board),
+            issues: Vec::new(),
         },
         Err(e) if e.is_blocked() => Scraped::empty(CompanyOutcome::Blocked {
             reason: format!("{} board: {e}", board.kind),
@@ -175,6 +202,7 @@ async fn probe_boards(company: &Company, env: &StepEnv<'_>) -> Scraped {
                     },
                     jobs,
                     board: Some(board),
+                    issues: Vec::new(),
                 };
             }
             Err(AtsError::BoardNotFound { .. }) => continue,
