@@ -116,15 +116,23 @@ async fn extract(args: &CollectArgs, site: &str, jobs: &mut [CollectedJob]) -> a
         CostMeter::from_env(CostLimits::default())?
     };
     let (model, concurrency): (Arc<dyn ChatModel>, usize) = if args.dry_run {
-        let path = args.responses.clone().unwrap_or_else(|| {
-            Path::new(crate::explore_cmd::RECORDINGS).join(format!("{site}-collect.json"))
-        });
+        let path = match args.responses.clone() {
+            Some(path) => path,
+            None => crate::fixtures::recording(&format!("{site}-collect.json")).context(
+                "finding the recorded answers (give --responses, or run inside the workspace)",
+            )?,
+        };
         println!("Extractor: recorded answers from {}", path.display());
         (crate::explore_cmd::recorded_model(&path, args.latency)?, 1)
     } else {
-        let provider = ProviderConfig::from_env()?.context(
+        let mut provider = ProviderConfig::from_env()?.context(
             "--extract needs an LLM provider: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or add --dry-run",
         )?;
+        provider
+            .discover()
+            .await
+            .context("asking the model server which model it serves")?;
+        println!("LIVE: {}", provider.describe());
         (provider.chat_model(ModelTier::Light)?, 4)
     };
     let metered = MeteredModel::new(model, meter.clone());
@@ -165,6 +173,8 @@ async fn collect_with(
     options.max_jobs = args.max_jobs;
     options.max_pages = args.max_pages;
     options.settle = SETTLE;
+    // Phase 1's pagination control first; detected again only when it is not here.
+    options.pagination = phase1.key_elements.pagination.clone();
     let collection = collect(browser, &options).await?;
     Ok((plan, collection))
 }

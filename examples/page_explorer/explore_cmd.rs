@@ -19,12 +19,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::target::Target;
 
-/// Where the recorded responses for the fixture sites are.
-pub const RECORDINGS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../fixtures/page-explorer/dry-run"
-);
-
 /// Arguments of `explore`.
 #[derive(Debug, clap::Args)]
 pub struct ExploreArgs {
@@ -62,6 +56,9 @@ pub struct ExploreArgs {
     /// Stop when the model calls have cost this many USD.
     #[arg(long)]
     max_usd: Option<f64>,
+    /// Stop when the model calls have used this many tokens (input and output).
+    #[arg(long)]
+    max_tokens: Option<u64>,
     /// Each observation's token budget.
     #[arg(long, default_value_t = DEFAULT_BUDGET_TOKENS)]
     budget: usize,
@@ -76,21 +73,31 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<ExitCode> {
     let target = Target::resolve(&args.url).await?;
     let limits = CostLimits {
         max_usd: args.max_usd,
+        max_tokens: args.max_tokens,
         ..CostLimits::default()
     };
     let models = if args.dry_run {
         let meter = recorded_meter(limits);
-        let path = args
-            .responses
-            .clone()
-            .unwrap_or_else(|| Path::new(RECORDINGS).join(format!("{}.json", target.name())));
+        let path = match args.responses.clone() {
+            Some(path) => path,
+            None => crate::fixtures::recording(&format!("{}.json", target.name())).context(
+                "finding the recorded answers (give --responses, or run inside the workspace)",
+            )?,
+        };
         let model = recorded_model(&path, args.latency)?;
         println!("dry run: model answers from {}", path.display());
         ExplorerModels::single(model, meter)
     } else {
-        let provider = ProviderConfig::from_env()?.context(
+        let mut provider = ProviderConfig::from_env()?.context(
             "no LLM provider is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or use --dry-run",
         )?;
+        // A local server says which model it serves, its context window and its slots:
+        // the tiers then name the model that answers.
+        provider
+            .discover()
+            .await
+            .context("asking the model server which model it serves")?;
+        println!("LIVE: {}", provider.describe());
         ExplorerModels::from_provider(&provider, CostMeter::from_env(limits)?)?
     };
     let mut options = ExploreOptions::new(args.task.clone());

@@ -17,6 +17,7 @@
 
 mod collect_cmd;
 mod explore_cmd;
+mod fixtures;
 mod target;
 
 use std::time::Duration;

@@ -15,10 +15,19 @@ pub struct Target {
 }
 
 impl Target {
-    /// `http(s)://...` is used as given; an existing directory is served on `127.0.0.1`.
+    /// `http(s)://...` is used as given; a directory is served on `127.0.0.1`. A relative
+    /// directory (e.g. `fixtures/sites/board-spa`) is looked for in the current directory
+    /// and then its parents.
     pub async fn resolve(argument: &str) -> anyhow::Result<Self> {
-        let path = Path::new(argument);
-        if !argument.contains("://") && path.is_dir() {
+        let located = if argument.contains("://") {
+            None
+        } else {
+            Some(
+                crate::fixtures::locate(Path::new(argument))
+                    .with_context(|| format!("{argument} is neither a URL nor a directory"))?,
+            )
+        };
+        if let Some(path) = located.as_deref().filter(|p| p.is_dir()) {
             let server = serve_dir(path.to_path_buf())
                 .await
                 .with_context(|| format!("serving {argument}"))?;

@@ -30,8 +30,14 @@ fn site(name: &str) -> String {
 }
 
 async fn run(args: Vec<String>) -> Output {
+    run_in(Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf(), args).await
+}
+
+/// Runs the example in `dir` as its current directory.
+async fn run_in(dir: PathBuf, args: Vec<String>) -> Output {
     tokio::task::spawn_blocking(move || {
         Command::new(binary())
+            .current_dir(dir)
             .args(args)
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("OPENAI_API_KEY")
@@ -192,7 +198,7 @@ async fn the_extractor_splits_title_and_company_from_the_panel_text() {
     let first = &jobs[0];
     assert_eq!(first["title"], "Rust Engineer");
     assert_eq!(first["company"], "Acme");
-    assert_eq!(first["apply_kind"], "easy_apply");
+    assert_eq!(first["apply_type"], "easy_apply");
     assert_eq!(first["description"], "Build the billing platform in Rust.");
     assert!(
         jobs.iter()
@@ -236,5 +242,73 @@ async fn exploring_without_a_provider_says_what_to_do() {
         text(&missing.stderr).contains("/nonexistent/phase1.json"),
         "{}",
         text(&missing.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fixtures_are_found_from_the_current_directory_and_its_parents_not_the_build_clone() {
+    // From a directory inside the workspace, relative fixture paths resolve upwards.
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = tempfile::tempdir().unwrap();
+    let explored = run_in(
+        workspace.join("crates"),
+        args(&[
+            "explore",
+            "fixtures/sites/board-spa",
+            "--dry-run",
+            "--out",
+            out.path().to_str().unwrap(),
+        ]),
+    )
+    .await;
+    let stdout = text(&explored.stdout);
+    assert_eq!(
+        explored.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&explored.stderr)
+    );
+    let recording = workspace
+        .join("crates/../fixtures/page-explorer/dry-run/board-spa.json")
+        .canonicalize()
+        .unwrap();
+    let said = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("dry run: model answers from "))
+        .unwrap();
+    assert_eq!(
+        Path::new(said).canonicalize().unwrap(),
+        recording,
+        "{stdout}"
+    );
+
+    // Outside any clone, the recording is not found, and the error says where it looked.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let lost = run_in(
+        elsewhere.path().to_path_buf(),
+        args(&["explore", &site("board-spa"), "--dry-run"]),
+    )
+    .await;
+    assert_eq!(lost.status.code(), Some(1));
+    let stderr = text(&lost.stderr);
+    assert!(
+        stderr.contains("fixtures/page-explorer/dry-run/board-spa.json was not found"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&elsewhere.path().join("fixtures").display().to_string()),
+        "{stderr}"
+    );
+    // A relative site that exists nowhere up the tree is named too.
+    let no_site = run_in(
+        elsewhere.path().to_path_buf(),
+        args(&["observe", "fixtures/sites/board-spa"]),
+    )
+    .await;
+    assert_eq!(no_site.status.code(), Some(1));
+    let stderr = text(&no_site.stderr);
+    assert!(
+        stderr.contains("fixtures/sites/board-spa was not found"),
+        "{stderr}"
     );
 }

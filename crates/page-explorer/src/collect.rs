@@ -30,16 +30,12 @@ pub struct CollectedJob {
     pub salary_text: String,
     /// Where to apply: an absolute URL (`mailto:` for email).
     pub apply_url: String,
-    /// `"external"` (another site), `"internal"` (the board's own site) or `"email"`.
-    pub apply_type: String,
+    /// How applying works, in the spec's words (`easy_apply`, `external`, `unknown`).
+    pub apply_type: ApplyType,
     /// The date posted, as written.
     pub posted_date: Option<String>,
     /// The URL of the listing page the job was found on.
     pub source_page: String,
-    /// How applying works as the Extractor read it (`easy_apply`, `external`, `unknown`;
-    /// the spec's `applyType`), when it ran.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub apply_kind: Option<String>,
     /// A short description, when the Extractor gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
@@ -47,6 +43,39 @@ pub struct CollectedJob {
     /// the Extractor; not written out.
     #[serde(skip)]
     pub details_text: String,
+}
+
+/// How applying to a job works: the spec's `applyType`, the one vocabulary of the
+/// Collector, the Extractor and the output files.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ApplyType {
+    /// On the board itself (an apply control on the board's own site).
+    EasyApply,
+    /// Elsewhere: another site, or by email.
+    External,
+    /// Not known (e.g. only the job's own page on the board is linked).
+    #[default]
+    Unknown,
+}
+
+impl ApplyType {
+    /// The spec's spelling: `easy_apply`, `external` or `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApplyType::EasyApply => "easy_apply",
+            ApplyType::External => "external",
+            ApplyType::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for ApplyType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// How to collect.
@@ -65,6 +94,8 @@ pub struct CollectOptions {
     pub max_pages: usize,
     /// How long to wait for a page to settle.
     pub settle: Duration,
+    /// Phase 1's pagination control, tried before the next control is detected again.
+    pub pagination: Option<String>,
 }
 
 impl CollectOptions {
@@ -77,6 +108,7 @@ impl CollectOptions {
             max_jobs: 100,
             max_pages: 10,
             settle: Duration::from_secs(5),
+            pagination: None,
         }
     }
 }
@@ -174,8 +206,9 @@ pub async fn collect(
     options: &CollectOptions,
 ) -> Result<Collection, BrowserError> {
     browser.wait_for_settle(options.settle).await?;
-    let mut paginator =
-        Paginator::new(options.listing.item.clone(), options.max_pages).with_settle(options.settle);
+    let mut paginator = Paginator::new(options.listing.item.clone(), options.max_pages)
+        .with_settle(options.settle)
+        .with_known_next(options.pagination.clone());
     let mut seen = Seen::default();
     let mut jobs = Vec::new();
     let mut duplicates = 0;
@@ -188,7 +221,7 @@ pub async fn collect(
         let listings = extract_listings(browser, &options.listing).await?;
         for (index, raw) in listings.into_iter().enumerate() {
             let mut job = CollectedJob {
-                apply_type: apply_type(&raw.link, host.as_deref()).to_owned(),
+                apply_type: apply_type(&raw.link, host.as_deref(), false),
                 title: raw.title,
                 company: raw.company,
                 location: raw.location,
@@ -196,7 +229,6 @@ pub async fn collect(
                 apply_url: raw.link,
                 posted_date: (!raw.posted.is_empty()).then_some(raw.posted),
                 source_page: page.clone(),
-                apply_kind: None,
                 description: None,
                 details_text: raw.body,
             };
@@ -336,7 +368,8 @@ async fn read_detail(
     settle: Duration,
 ) -> Result<(), BrowserError> {
     // Another site's page is the employer's, not one the selectors were made for.
-    if !job.apply_url.starts_with("http") || job.apply_type != "internal" {
+    let own_site = host_of(&job.apply_url).is_some_and(|h| Some(h) == host_of(&job.source_page));
+    if !job.apply_url.starts_with("http") || !own_site {
         return Ok(());
     }
     browser.open(&job.apply_url).await?;
@@ -362,7 +395,7 @@ fn apply_details(job: &mut CollectedJob, found: RawListing, board_host: Option<&
         job.posted_date = Some(found.posted);
     }
     if !found.link.is_empty() {
-        job.apply_type = apply_type(&found.link, board_host).to_owned();
+        job.apply_type = apply_type(&found.link, board_host, true);
         job.apply_url = found.link;
     }
     if !found.body.is_empty() {
@@ -377,14 +410,23 @@ fn host_of(url: &str) -> Option<String> {
     Some(host.rsplit('@').next().unwrap_or(host).to_lowercase())
 }
 
-/// `"email"` for `mailto:`, `"internal"` on the board's own host, else `"external"`.
-pub fn apply_type(url: &str, board_host: Option<&str>) -> &'static str {
-    if url.to_lowercase().starts_with("mailto:") {
-        "email"
+/// How applying at `url` works: `external` for `mailto:` or another host; on the board's
+/// own host `easy_apply` when `url` was found as the apply control (`apply_control`), else
+/// `unknown` (it is the job's own page there); `unknown` for no URL.
+pub fn apply_type(url: &str, board_host: Option<&str>, apply_control: bool) -> ApplyType {
+    let url = url.trim();
+    if url.is_empty() {
+        ApplyType::Unknown
+    } else if url.to_lowercase().starts_with("mailto:") {
+        ApplyType::External
     } else if board_host.is_some() && host_of(url).as_deref() == board_host {
-        "internal"
+        if apply_control {
+            ApplyType::EasyApply
+        } else {
+            ApplyType::Unknown
+        }
     } else {
-        "external"
+        ApplyType::External
     }
 }
 
@@ -437,7 +479,7 @@ pub fn write_csv(jobs: &[CollectedJob], path: &Path) -> Result<(), WriteError> {
                 safe(&job.location),
                 safe(&job.salary_text),
                 safe(&job.apply_url),
-                job.apply_type.clone(),
+                job.apply_type.as_str().to_owned(),
                 safe(job.posted_date.as_deref().unwrap_or("")),
                 safe(&job.source_page),
             ])
@@ -448,19 +490,23 @@ pub fn write_csv(jobs: &[CollectedJob], path: &Path) -> Result<(), WriteError> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
     fn apply_types() {
         let host = host_of("http://127.0.0.1:8080/index.html");
-        assert_eq!(apply_type("mailto:a@b.c", host.as_deref()), "email");
+        let host = host.as_deref();
+        assert_eq!(apply_type("mailto:a@b.c", host, false), ApplyType::External);
+        let own = "http://127.0.0.1:8080/jobs/1.html";
+        assert_eq!(apply_type(own, host, false), ApplyType::Unknown);
+        assert_eq!(apply_type(own, host, true), ApplyType::EasyApply);
+        let other = "https://careers.example.com/1";
+        assert_eq!(apply_type(other, host, true), ApplyType::External);
+        assert_eq!(apply_type("", host, true), ApplyType::Unknown);
         assert_eq!(
-            apply_type("http://127.0.0.1:8080/jobs/1.html", host.as_deref()),
-            "internal"
-        );
-        assert_eq!(
-            apply_type("https://careers.example.com/1", host.as_deref()),
-            "external"
+            serde_json::to_value(ApplyType::EasyApply).unwrap(),
+            "easy_apply"
         );
     }
 
@@ -472,10 +518,9 @@ mod tests {
             location: String::new(),
             salary_text: String::new(),
             apply_url: url.into(),
-            apply_type: "external".into(),
+            apply_type: ApplyType::External,
             posted_date: None,
             source_page: String::new(),
-            apply_kind: None,
             description: None,
             details_text: String::new(),
         };

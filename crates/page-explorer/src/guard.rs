@@ -158,6 +158,11 @@ impl LoopGuard {
         self.pages.len()
     }
 
+    /// When the wall-time breaker trips (a model call in flight is cut off there).
+    pub fn deadline(&self) -> Instant {
+        self.started + self.breakers.max_duration
+    }
+
     /// Checks only the time limit (useful between actions, e.g. while waiting on the model).
     pub fn check_time(&self) -> Result<(), Stop> {
         let elapsed = self.started.elapsed();

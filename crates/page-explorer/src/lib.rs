@@ -29,8 +29,8 @@ pub mod site_server;
 
 pub use browser::{Browser, BrowserError, ChromiumBrowser, LaunchOptions};
 pub use collect::{
-    CollectEnd, CollectOptions, CollectedJob, Collection, DetailSelectors, ListingSelectors,
-    collect,
+    ApplyType, CollectEnd, CollectOptions, CollectedJob, Collection, DetailSelectors,
+    ListingSelectors, collect,
 };
 pub use dom::{
     Changes, DEFAULT_BUDGET_TOKENS, Element, ElementKind, ElementState, Observation, observe,
@@ -42,7 +42,11 @@ pub use memory::{
     ChangeObservation, Classification, Edge, MemoryStore, NavAction, PageChange, PageNode,
     PathStep, Pattern, PatternStatus, Transition,
 };
-pub use orchestrator::{Exploration, ExploreError, ExploreOptions, PageScreenshot, explore};
+pub use orchestrator::{
+    Exploration, ExploreError, ExploreOptions, ExploreStop, PageScreenshot, explore,
+};
 pub use paginate::{Advance, PaginationKind, Paginator, StopReason};
-pub use phase1::{BehaviorSummary, KeyElements, PageSummary, Phase1Output};
+pub use phase1::{
+    BehaviorSummary, KeyElements, PageSummary, Phase1Output, SelectorCheck, Unverified,
+};
 pub use report::ExploreEvent;

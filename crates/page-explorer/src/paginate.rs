@@ -75,19 +75,29 @@ pub struct Paginator {
     max_pages: usize,
     settle: Duration,
     patience: Duration,
+    known_next: Option<String>,
     pages: usize,
     visited: HashSet<(String, String)>,
 }
 
 /// The JavaScript that finds the next control and marks it with [`MARK`]; returns the kind
 /// as JSON or `null`.
-const DETECT_JS: &str = r#"(() => {
+const DETECT_JS: &str = r#"((KNOWN) => {
     const MARK = 'data-pe-paginate';
     document.querySelectorAll('[' + MARK + ']').forEach(e => e.removeAttribute(MARK));
     const visible = e => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';
     const disabled = e => e.disabled || e.getAttribute('aria-disabled') === 'true'
         || /\bdisabled\b/i.test(e.className || '');
     const text = e => (e.innerText || e.textContent || '').replace(/\s+/g, ' ').trim();
+    if (KNOWN) {
+        let known = null;
+        try { known = Array.from(document.querySelectorAll(KNOWN)).find(e => visible(e) && !disabled(e)); } catch (e) {}
+        if (known) {
+            const kind = /^((load|show|see|view) more|more )/i.test(text(known) || known.value || '') ? 'load_more' : 'next';
+            known.setAttribute(MARK, '1');
+            return kind === 'next' ? { kind, label: text(known) || 'next' } : { kind, label: text(known) || 'load more' };
+        }
+    }
     const controls = Array.from(document.querySelectorAll('a[href], button, [role=button], input[type=button], input[type=submit]'))
         .filter(e => visible(e) && !disabled(e));
     const mark = (e, kind) => { e.setAttribute(MARK, '1'); return kind; };
@@ -110,7 +120,7 @@ const DETECT_JS: &str = r#"(() => {
         if (numbered) return mark(numbered, { kind: 'numbered', page: current + 1 });
     }
     return null;
-})()"#;
+})"#;
 
 /// The JavaScript that reads the identity of every listing: its text and first link.
 fn fingerprint_js(item_selector: &str) -> String {
@@ -134,6 +144,7 @@ impl Paginator {
             patience: Duration::from_millis(1500),
             pages: 1,
             visited: HashSet::new(),
+            known_next: None,
         }
     }
 
@@ -146,6 +157,14 @@ impl Paginator {
     /// How long to keep looking for new listings after the page settled (1.5 s by default).
     pub fn with_patience(mut self, patience: Duration) -> Self {
         self.patience = patience;
+        self
+    }
+
+    /// Tries `selector` (Phase 1's pagination control) first, before detecting the next
+    /// control again; when it matches no visible, enabled element, detection goes on as
+    /// without it.
+    pub fn with_known_next(mut self, selector: Option<String>) -> Self {
+        self.known_next = selector.filter(|s| !s.trim().is_empty());
         self
     }
 
@@ -175,7 +194,8 @@ impl Paginator {
         &self,
         browser: &dyn Browser,
     ) -> Result<Option<PaginationKind>, BrowserError> {
-        let found = browser.evaluate(DETECT_JS).await?;
+        let known = Value::from(self.known_next.clone()).to_string();
+        let found = browser.evaluate(&format!("{DETECT_JS}({known})")).await?;
         if !found.is_null() {
             return serde_json::from_value(found)
                 .map(Some)

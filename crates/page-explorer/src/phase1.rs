@@ -159,6 +159,55 @@ pub struct Phase1Output {
     /// Why exploring ended before the Explorer called `done` (a circuit breaker, an error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// The kind of [`stopped`](Self::stopped)'s reason, e.g. `breaker`, `done_refused`
+    /// (see [`ExploreStop::kind`](crate::orchestrator::ExploreStop::kind)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_kind: Option<String>,
+    /// The key selectors of the Explorer's `done`, as checked in the browser.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub selector_checks: Vec<SelectorCheck>,
+    /// What the Explorer reported that was not observed: left out of the key elements and
+    /// the findings above, never reported as fact.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unverified: Vec<Unverified>,
+}
+
+/// A key selector the Explorer's `done` named, checked in the browser.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SelectorCheck {
+    /// What it is for (`pagination`, `job_listing`, ...).
+    pub purpose: String,
+    /// The selector.
+    pub selector: String,
+    /// The page it was checked on.
+    pub url: String,
+    /// How many elements it matched there (-1: not a valid selector).
+    pub matches: i64,
+    /// Whether an action on it succeeded during the run.
+    pub acted_on: bool,
+}
+
+impl SelectorCheck {
+    /// Observed: it matched an element when checked, or was acted on during the run.
+    pub fn verified(&self) -> bool {
+        self.matches > 0 || self.acted_on
+    }
+}
+
+/// A selector or finding the Explorer reported that the run did not observe.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Unverified {
+    /// `selector` or `finding`.
+    pub kind: String,
+    /// The purpose or behaviour it claims (`pagination`, `job_listing`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<String>,
+    /// The selector or the finding's text.
+    pub value: String,
+    /// Why it is not taken as fact.
+    pub why: String,
 }
 
 /// Reading a Phase 1 file failed.

@@ -8,8 +8,8 @@ use support::{open, with_browser};
 
 use page_explorer::collect::{write_csv, write_json};
 use page_explorer::{
-    Advance, CollectEnd, CollectOptions, DetailSelectors, ListingSelectors, PaginationKind,
-    Paginator, StopReason, collect,
+    Advance, ApplyType, CollectEnd, CollectOptions, DetailSelectors, ListingSelectors,
+    PaginationKind, Paginator, StopReason, collect,
 };
 
 fn board_selectors() -> ListingSelectors {
@@ -51,7 +51,8 @@ async fn collects_every_job_of_the_paged_board_exactly_once() {
         assert_eq!(found.end, CollectEnd::Pages(StopReason::NoNextControl));
         for (i, job) in found.jobs.iter().enumerate() {
             assert_eq!(job.apply_url, format!("{base}jobs/{}.html", i + 1));
-            assert_eq!(job.apply_type, "internal");
+            // Only the job's own page on the board is linked: how to apply is not known.
+            assert_eq!(job.apply_type, ApplyType::Unknown);
             assert!(job.source_page.starts_with(&base), "{}", job.source_page);
         }
         assert_eq!(found.jobs[0].company, "Acme");
@@ -118,7 +119,7 @@ async fn reads_fields_from_detail_pages() {
             "{}",
             first.apply_url
         );
-        assert_eq!(first.apply_type, "email");
+        assert_eq!(first.apply_type, ApplyType::External);
     })
     .await;
 }
@@ -174,7 +175,7 @@ async fn load_more_collects_every_item_and_stops() {
         assert!(matches!(found.end, CollectEnd::Pages(_)), "{:?}", found.end);
         assert_eq!(found.jobs[14].title, "Load Job 15");
         assert_eq!(found.jobs[14].location, "City 15");
-        assert_eq!(found.jobs[14].apply_type, "external");
+        assert_eq!(found.jobs[14].apply_type, ApplyType::External);
         assert!(found.duplicates >= 5, "{}", found.duplicates);
     })
     .await;
@@ -216,7 +217,38 @@ async fn a_next_link_to_itself_does_not_loop() {
             "{:?}",
             found.end
         );
-        assert_eq!(found.jobs[0].apply_type, "email");
+        assert_eq!(found.jobs[0].apply_type, ApplyType::External);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn phase_one_pagination_selector_is_used_before_detecting_again() {
+    let base = support::serve(support::site("board-odd-next")).await;
+    with_browser(async |browser| {
+        // Detection alone does not know "Onward".
+        open(browser, &base).await;
+        let alone = Paginator::new("li.job", 10);
+        assert_eq!(alone.detect(browser).await.unwrap(), None);
+        // Phase 1's selector finds it; one that matches nothing falls back to detecting.
+        let mut known = Paginator::new("li.job", 10).with_known_next(Some("a.fwd".into()));
+        assert!(
+            matches!(known.advance(browser).await.unwrap(), Advance::Moved { .. }),
+            "the known control was not followed"
+        );
+        let here = page_explorer::Browser::url(browser).await.unwrap();
+        assert_eq!(here, format!("{base}page2.html"));
+        open(browser, &base).await;
+        let mut options = CollectOptions::new(ListingSelectors {
+            item: "li.job".into(),
+            title: "a".into(),
+            link: "a".into(),
+            ..ListingSelectors::default()
+        });
+        options.pagination = Some("a.fwd".into());
+        let found = collect(browser, &options).await.unwrap();
+        assert_eq!(found.jobs.len(), 3);
+        assert_eq!(found.pages, 2);
     })
     .await;
 }

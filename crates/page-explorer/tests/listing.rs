@@ -10,8 +10,8 @@ use support::{SETTLE, open, strings, with_browser};
 use page_explorer::collect::DetailMode;
 use page_explorer::listing::{infer_detail_page, infer_panel};
 use page_explorer::{
-    Browser, ChromiumBrowser, CollectEnd, CollectOptions, ListingSelectors, StopReason, collect,
-    infer_listing,
+    ApplyType, Browser, ChromiumBrowser, CollectEnd, CollectOptions, ListingSelectors, StopReason,
+    collect, infer_listing,
 };
 use serde_json::Value;
 
@@ -133,7 +133,7 @@ async fn collects_the_paged_board_with_inferred_selectors() {
         let found = collect(browser, &options).await.unwrap();
         assert_eq!(found.jobs[1].title, "Backend Developer");
         assert_eq!(found.jobs[1].company, "Globex");
-        assert_eq!(found.jobs[1].apply_type, "email");
+        assert_eq!(found.jobs[1].apply_type, ApplyType::External);
         assert!(found.jobs[1].apply_url.starts_with("mailto:"));
     })
     .await;
@@ -162,7 +162,8 @@ async fn collects_the_single_page_board_through_its_details_panel() {
         assert_eq!(found.pages, 1);
         for (i, job) in found.jobs.iter().enumerate() {
             assert_eq!(job.apply_url, format!("{base}#apply-{}", i + 1));
-            assert_eq!(job.apply_type, "internal");
+            // The panel's apply control on the board itself.
+            assert_eq!(job.apply_type, ApplyType::EasyApply);
             assert_eq!(job.source_page, base);
         }
         assert_eq!(titles[0], "Rust Engineer at Acme");

@@ -157,10 +157,9 @@ async fn extractor_request() {
         location: String::new(),
         salary_text: String::new(),
         apply_url: "https://board.test/#apply-1".into(),
-        apply_type: "internal".into(),
+        apply_type: page_explorer::ApplyType::Unknown,
         posted_date: None,
         source_page: "https://board.test/".into(),
-        apply_kind: None,
         description: None,
         details_text: "Rust Engineer at Acme Build the billing platform in Rust. Load salaries Apply to Rust Engineer".into(),
     };

@@ -22,17 +22,8 @@ pub const EXTRACT_JOB_DESCRIPTION: &str = "Give the job's fields exactly as the 
 /// The job's text is cut to this many characters.
 const TEXT_CHARS: usize = 6_000;
 
-/// How applying works, as the spec's `JobData.applyType` says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ApplyKind {
-    /// On the board itself.
-    EasyApply,
-    /// On another site.
-    External,
-    /// The text does not tell.
-    Unknown,
-}
+/// How applying works: the Collector's [`ApplyType`] (the spec's vocabulary).
+pub use crate::collect::ApplyType as ApplyKind;
 
 /// The Extractor's answer (the spec's `JobData`, without the apply URL, which comes from
 /// the page's links).
@@ -155,14 +146,10 @@ pub fn merge(job: &mut CollectedJob, data: JobData) -> (usize, Vec<String>) {
     let mut posted = job.posted_date.clone().unwrap_or_default();
     take("posted_date", &mut posted, data.posted_date);
     job.posted_date = (!posted.is_empty()).then_some(posted);
-    job.apply_kind = Some(
-        match data.apply_type {
-            ApplyKind::EasyApply => "easy_apply",
-            ApplyKind::External => "external",
-            ApplyKind::Unknown => "unknown",
-        }
-        .to_owned(),
-    );
+    // The text's word on applying wins, unless it does not tell.
+    if data.apply_type != ApplyKind::Unknown {
+        job.apply_type = data.apply_type;
+    }
     if let Some(description) = data.description.filter(|d| !d.trim().is_empty()) {
         job.description = Some(description.trim().to_owned());
     }
@@ -223,10 +210,9 @@ mod tests {
             location: String::new(),
             salary_text: String::new(),
             apply_url: "https://board.test/#apply-1".into(),
-            apply_type: "internal".into(),
+            apply_type: ApplyKind::Unknown,
             posted_date: None,
             source_page: "https://board.test/".into(),
-            apply_kind: None,
             description: None,
             details_text:
                 "Rust Engineer at Acme Build the billing platform in Rust. Berlin, €90,000 a year"
@@ -259,6 +245,6 @@ mod tests {
         assert_eq!(refused, ["Rust Engineer at Acme: posted_date=2 days ago"]);
         assert_eq!(changed, 4);
         assert_eq!(j.description.as_deref(), Some("Builds billing in Rust."));
-        assert_eq!(j.apply_kind.as_deref(), Some("easy_apply"));
+        assert_eq!(j.apply_type, ApplyKind::EasyApply);
     }
 }

@@ -554,6 +554,15 @@ impl MemoryStore {
         &self.selectors
     }
 
+    /// Whether acting on `element_type` (folded by
+    /// [`canonical_purpose`](crate::phase1::canonical_purpose)) was seen to do something
+    /// during the run.
+    pub fn behavior_observed(&self, element_type: &str) -> bool {
+        self.behaviors
+            .get(&canonical_purpose(element_type))
+            .is_some_and(|seen| !seen.is_empty())
+    }
+
     /// The Explorer's key findings.
     pub fn key_findings(&self) -> &[String] {
         &self.key_findings
@@ -621,7 +630,7 @@ impl MemoryStore {
             key_findings: self.key_findings.clone(),
             pages,
             listing,
-            stopped: None,
+            ..Phase1Output::default()
         }
     }
 }

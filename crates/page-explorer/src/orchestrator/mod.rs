@@ -24,7 +24,13 @@
 //! ```
 
 mod step;
+mod stop;
+mod verify;
 
+pub use stop::ExploreStop;
+pub use verify::claimed_behavior;
+
+use std::collections::HashSet;
 use std::time::Duration;
 
 use agent_llm::{ChatRequest, ContentBlock, LlmError};
@@ -39,7 +45,7 @@ use crate::browser::{Browser, BrowserError};
 use crate::dom::{DEFAULT_BUDGET_TOKENS, Observation, observe};
 use crate::guard::{Breakers, LoopGuard};
 use crate::memory::{Classification, MemoryStore, PageChange, Transition};
-use crate::phase1::Phase1Output;
+use crate::phase1::{Phase1Output, SelectorCheck, Unverified};
 use crate::report::ExploreEvent;
 
 /// How to explore.
@@ -59,11 +65,16 @@ pub struct ExploreOptions {
     pub rounds_per_page: u32,
     /// How many of its recent actions the Explorer is reminded of in a fresh context.
     pub recent_actions: usize,
+    /// How many times a `done` (or a final answer) before any browser action is refused,
+    /// the Explorer told to explore first; the last refusal stops exploring
+    /// ([`ExploreStop::DoneRefused`]).
+    pub done_refusals: u32,
 }
 
 impl ExploreOptions {
     /// Options for `task` with the default breakers, an 8,000-token budget, 5 s to settle,
-    /// screenshots, 30 model calls per page and the last 8 actions recalled.
+    /// screenshots, 30 model calls per page, the last 8 actions recalled and 2 refusals of
+    /// a `done` before any action.
     pub fn new(task: impl Into<String>) -> Self {
         ExploreOptions {
             task: task.into(),
@@ -73,6 +84,7 @@ impl ExploreOptions {
             screenshots: true,
             rounds_per_page: 30,
             recent_actions: 8,
+            done_refusals: 2,
         }
     }
 }
@@ -99,8 +111,10 @@ pub struct Exploration {
     pub screenshots: Vec<PageScreenshot>,
     /// Browser actions taken.
     pub actions: usize,
-    /// Whether the Explorer called `done`.
+    /// Whether the Explorer's `done` was taken.
     pub completed: bool,
+    /// Why exploring stopped early, if it did.
+    pub stop: Option<ExploreStop>,
     /// What the model calls cost.
     pub cost: CostSnapshot,
 }
@@ -117,6 +131,11 @@ pub enum ExploreError {
         source: BrowserError,
     },
 }
+
+/// What the Explorer is told when it finishes before acting.
+const EXPLORE_FIRST: &str = "not accepted: you have not clicked, typed or scrolled yet. Explore \
+     the page first: open a job listing, try the next-page control or the filters; then call \
+     done with what you saw";
 
 /// How a tool call ended the Explorer's turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,7 +166,15 @@ struct Explore<'a> {
     screenshots: Vec<PageScreenshot>,
     /// Where job listings were seen first (Phase 2 starts there).
     listing_url: Option<String>,
-    stopped: Option<String>,
+    stopped: Option<ExploreStop>,
+    /// `done`s refused because nothing had been done yet.
+    refusals: u32,
+    /// Selectors acted on successfully.
+    acted: HashSet<String>,
+    /// The key selectors of `done`, checked.
+    checks: Vec<SelectorCheck>,
+    /// What was reported but not observed.
+    unverified: Vec<Unverified>,
     completed: bool,
     /// The Explorer ended with text and no `done`: its last words.
     final_text: Option<String>,
@@ -193,6 +220,10 @@ pub async fn explore(
         screenshots: Vec::new(),
         listing_url: None,
         stopped: None,
+        refusals: 0,
+        acted: HashSet::new(),
+        checks: Vec::new(),
+        unverified: Vec::new(),
         completed: false,
         final_text: None,
     };
@@ -213,7 +244,7 @@ impl Explore<'_> {
         self.emit(ExploreEvent::Warning { message });
     }
 
-    fn stop(&mut self, reason: String) {
+    fn stop(&mut self, reason: ExploreStop) {
         if self.stopped.is_none() {
             tracing::info!(%reason, "exploring stops");
             self.stopped = Some(reason);
@@ -223,9 +254,11 @@ impl Explore<'_> {
     /// Whether time is up or the run was cancelled (then it is stopped).
     fn interrupted(&mut self) -> bool {
         if self.cancel.is_cancelled() {
-            self.stop("cancelled".to_owned());
+            self.stop(ExploreStop::Cancelled);
         } else if let Err(stop) = self.guard.check_time() {
-            self.stop(stop.to_string());
+            self.stop(ExploreStop::Breaker {
+                reason: stop.to_string(),
+            });
         }
         self.stopped.is_some()
     }
@@ -235,18 +268,32 @@ impl Explore<'_> {
     where
         F: Future<Output = Result<T, LlmError>>,
     {
+        // A model call in flight is cut off by the wall-time breaker too: a slow model
+        // cannot keep exploring past its limit.
+        let deadline = self.guard.deadline();
         let answer = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => Err(LlmError::Cancelled),
+            _ = tokio::time::sleep_until(deadline) => {
+                let reason = match self.guard.check_time() {
+                    Err(stop) => stop.to_string(),
+                    Ok(()) => format!(
+                        "time limit of {:?} reached while waiting on the model",
+                        self.guard.breakers().max_duration
+                    ),
+                };
+                self.stop(ExploreStop::Breaker { reason });
+                return None;
+            }
             answer = call => answer,
         };
         match answer {
             Err(LlmError::Cancelled) => {
-                self.stop("cancelled".to_owned());
+                self.stop(ExploreStop::Cancelled);
                 None
             }
             Err(LlmError::LimitExceeded(reason)) => {
-                self.stop(format!("cost limit: {reason}"));
+                self.stop(ExploreStop::CostLimit { reason });
                 None
             }
             other => Some(other),
@@ -353,7 +400,9 @@ impl Explore<'_> {
                 None => return,
                 Some(Ok(response)) => run.on_model_response(response),
                 Some(Err(error)) => {
-                    self.stop(format!("the Explorer's model failed: {error}"));
+                    self.stop(ExploreStop::ModelFailed {
+                        reason: error.to_string(),
+                    });
                     return;
                 }
             }
@@ -361,18 +410,44 @@ impl Explore<'_> {
     }
 
     /// The Explorer's run ended without a handoff: it answered in text, or ran out of rounds.
+    /// A final answer before any action is refused like an early `done`: the next context
+    /// tells the Explorer to explore first.
     fn after_explorer_run(&mut self, run: &AgentRun) {
         match run.final_text() {
+            Some(_) if self.actions == 0 => {
+                if self.refuse_early_done() {
+                    self.recent
+                        .push(format!("(answered without acting) ✗ {EXPLORE_FIRST}"));
+                }
+            }
             Some(text) => {
                 self.warn("the Explorer answered without calling done; taken as done".to_owned());
                 self.final_text = Some(text.trim().to_owned());
                 self.completed = true;
             }
-            None => self.stop(format!(
-                "the Explorer made {} model calls on [{}] without finishing",
-                run.rounds(),
-                self.memory.current_page_id().unwrap_or("page")
-            )),
+            None => self.stop(ExploreStop::OutOfRounds {
+                rounds: run.rounds(),
+                page: self.memory.current_page_id().unwrap_or("page").to_owned(),
+            }),
+        }
+    }
+
+    /// Counts a `done` (or final answer) before any action: `true` when the Explorer is to
+    /// be told to explore first, `false` when that was the last refusal and exploring
+    /// stopped.
+    fn refuse_early_done(&mut self) -> bool {
+        self.refusals += 1;
+        if self.refusals >= self.options.done_refusals.max(1) {
+            self.stop(ExploreStop::DoneRefused {
+                refusals: self.refusals,
+            });
+            false
+        } else {
+            self.warn(format!(
+                "the Explorer finished before acting on the page; refused ({} of {})",
+                self.refusals, self.options.done_refusals
+            ));
+            true
         }
     }
 
@@ -473,11 +548,14 @@ impl Explore<'_> {
         };
         if let Some(reason) = &self.stopped {
             self.emit(ExploreEvent::Stopped {
-                reason: reason.clone(),
+                reason: reason.to_string(),
             });
         }
         let mut output = self.memory.phase1_output(start_url, listing);
-        output.stopped = self.stopped.clone();
+        output.stopped = self.stopped.as_ref().map(ToString::to_string);
+        output.stop_kind = self.stopped.as_ref().map(|s| s.kind().to_owned());
+        output.selector_checks = std::mem::take(&mut self.checks);
+        output.unverified = std::mem::take(&mut self.unverified);
         let cost = self.models.meter.snapshot();
         self.emit(ExploreEvent::Finished {
             page_type: output.page_type.clone(),
@@ -493,6 +571,7 @@ impl Explore<'_> {
             screenshots: self.screenshots,
             actions: self.actions,
             completed: self.completed,
+            stop: self.stopped,
             cost,
         }
     }

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use super::{Explore, Handoff};
+use super::{EXPLORE_FIRST, Explore, ExploreStop, Handoff};
 use crate::agents::change_analyzer::{ActionDescription, analyze_change, describe_change};
 use crate::agents::classifier::{ClassifierInput, classify};
 use crate::agents::clip;
@@ -36,6 +36,9 @@ pub(super) enum CallError {
     /// The page could not be read.
     #[error("the page could not be read: {0}")]
     Unreadable(BrowserError),
+    /// `done` was refused.
+    #[error("{0}")]
+    Refused(&'static str),
     /// The browser action failed.
     #[error("{tool} failed: {error}")]
     Action {
@@ -108,7 +111,7 @@ impl Explore<'_> {
             Err(error) => return (Err(error.into()), Handoff::None),
         };
         match call {
-            ExplorerCall::Observe(_) => (self.observe_now().await, Handoff::None),
+            ExplorerCall::Observe(_) => self.observe_now().await,
             ExplorerCall::Done(args) => self.done(args).await,
             ExplorerCall::Click(args) => self.act(Act::Click(args.selector), &args.reason).await,
             ExplorerCall::TypeText(args) => {
@@ -119,51 +122,55 @@ impl Explore<'_> {
         }
     }
 
-    /// `observe`: the page now (no memory update).
-    async fn observe_now(&mut self) -> Result<Value, CallError> {
-        let page = observe(self.browser, Some(&self.page), self.options.budget_tokens)
-            .await
-            .map_err(CallError::Unreadable)?;
-        self.page = page;
-        Ok(json!({ "dom": self.page.text, "url": self.page.url, "title": self.page.title }))
+    /// `observe`: the page now. When its URL is not the one last seen (the page moved on by
+    /// itself: a redirect, a late navigation), the Classifier runs on it as on any URL
+    /// change and the Explorer starts again with fresh context.
+    async fn observe_now(&mut self) -> (Result<Value, CallError>, Handoff) {
+        let page = match observe(self.browser, Some(&self.page), self.options.budget_tokens).await {
+            Ok(page) => page,
+            Err(error) => return (Err(CallError::Unreadable(error)), Handoff::None),
+        };
+        let before = std::mem::replace(&mut self.page, page);
+        let mut result =
+            json!({ "dom": self.page.text, "url": self.page.url, "title": self.page.title });
+        if before.url == self.page.url {
+            return (Ok(result), Handoff::None);
+        }
+        result["url_changed"] = json!(true);
+        if self.stopped.is_none() {
+            let after = self.page.clone();
+            self.classify_new_url(
+                NavAction::Navigate,
+                None,
+                "observe (the page had moved on)".to_owned(),
+                &before,
+                &after,
+            )
+            .await;
+        }
+        (Ok(result), Handoff::PageChanged)
     }
 
-    /// `done`: records the Explorer's understanding and key elements; selectors that match
-    /// nothing on the page shown are reported (they may belong to another page).
+    /// `done`: refused (the Explorer told to explore first) before any browser action, up
+    /// to the refusal limit; else checked against what was observed (see
+    /// [`verify_done`](Explore::verify_done)) and what holds recorded.
     async fn done(&mut self, args: DoneArgs) -> (Result<Value, CallError>, Handoff) {
-        let mut unmatched = Vec::new();
-        for selector in args.key_elements.selectors() {
-            if selector.contains(">>>") {
-                continue;
-            }
-            let js = format!(
-                "(() => {{ try {{ return document.querySelectorAll({}).length; }} catch (e) {{ return -1; }} }})()",
-                json!(selector)
-            );
-            let count = self
-                .browser
-                .evaluate(&js)
-                .await
-                .ok()
-                .and_then(|v| v.as_i64());
-            if count.is_none_or(|n| n < 1) {
-                unmatched.push(selector.to_owned());
-            }
+        if self.actions == 0 {
+            let handoff = if self.refuse_early_done() {
+                Handoff::None
+            } else {
+                Handoff::Stop
+            };
+            return (Err(CallError::Refused(EXPLORE_FIRST)), handoff);
         }
-        if !unmatched.is_empty() {
-            self.warn(format!(
-                "done named selectors that match nothing on {}: {}",
-                self.page.url,
-                unmatched.join(", ")
-            ));
-        }
+        let verified = self.verify_done(&args).await;
         self.memory.finish(
             &args.understanding,
             &args.page_type,
-            &args.key_findings,
-            &args.key_elements.by_purpose(),
+            &verified.findings,
+            &verified.elements,
         );
-        for text in &args.key_findings {
+        for text in &verified.findings {
             self.emit(ExploreEvent::Finding { text: text.clone() });
         }
         self.completed = true;
@@ -210,14 +217,17 @@ impl Explore<'_> {
         let after = match self.look_after(&before).await {
             Ok(after) => after,
             Err(error) => {
-                self.stop(format!(
-                    "the page could not be read after {}: {error}",
-                    act.tool()
-                ));
+                self.stop(ExploreStop::Unreadable {
+                    tool: act.tool().to_owned(),
+                    reason: error.to_string(),
+                });
                 return (Err(CallError::Unreadable(error)), Handoff::Stop);
             }
         };
         let url_changed = after.url != before.url;
+        if let Some(selector) = act.selector() {
+            self.acted.insert(selector.to_owned());
+        }
         self.emit(ExploreEvent::Action {
             step,
             tool: act.tool().to_owned(),
@@ -254,7 +264,9 @@ impl Explore<'_> {
         let handoff = if url_changed {
             result["new_url"] = json!(after.url);
             if self.stopped.is_none() {
-                self.classify_new_url(&act, &before, &after).await;
+                let action = format!("{} {}", act.tool(), act.target());
+                self.classify_new_url(act.nav(), act.selector(), action, &before, &after)
+                    .await;
             }
             Handoff::PageChanged
         } else {
@@ -285,7 +297,9 @@ impl Explore<'_> {
         match self.guard.record(record) {
             Ok(()) => Handoff::None,
             Err(stop) => {
-                self.stop(stop.to_string());
+                self.stop(ExploreStop::Breaker {
+                    reason: stop.to_string(),
+                });
                 Handoff::Stop
             }
         }
@@ -384,7 +398,14 @@ impl Explore<'_> {
 
     /// The URL changed: the Classifier compares the old and new page; leaving a page, the
     /// Summarizer condenses it first; then the memory moves to the page.
-    async fn classify_new_url(&mut self, act: &Act, before: &Observation, after: &Observation) {
+    async fn classify_new_url(
+        &mut self,
+        nav: NavAction,
+        selector: Option<&str>,
+        action: String,
+        before: &Observation,
+        after: &Observation,
+    ) {
         let known: Vec<String> = self
             .memory
             .page_ids()
@@ -393,7 +414,6 @@ impl Explore<'_> {
             .collect();
         let known: Vec<&str> = known.iter().map(String::as_str).collect();
         let current = self.memory.current_page_id().map(str::to_owned);
-        let action = format!("{} {}", act.tool(), act.target());
         let input = ClassifierInput {
             old_url: Some(&before.url),
             new_url: &after.url,
@@ -431,11 +451,11 @@ impl Explore<'_> {
         if let Some(id) = leaving.map(str::to_owned) {
             self.summarize_page(&id).await;
         }
-        let described = match act.selector() {
-            Some(selector) => format!("{} {selector}", act.tool()),
+        let described = match selector {
+            Some(selector) => format!("{} {selector}", nav.as_str()),
             None => action.clone(),
         };
-        let via = Transition::new(act.nav(), act.selector(), &described);
+        let via = Transition::new(nav, selector, &described);
         self.enter(&classification, after, Some(&via)).await;
     }
 }

@@ -3,6 +3,8 @@
 //! much later), and a Chromium launcher.
 #![allow(dead_code)]
 
+pub mod script;
+
 use std::path::PathBuf;
 
 use page_explorer::site_server::serve_dir;
