@@ -14,12 +14,15 @@
 
 use agent_llm::testing::FixtureModel;
 use agent_llm::{
-    ChatModel, ChatRequest, ChatResponse, ChatStream, ContentBlock, ExtractOptions, LlmError,
-    Message, ModelTier, ProviderConfig, Role, StreamAccumulator, StreamEvent, StructuredOutputMode,
-    ToolDefinition, collect_stream, extract_with,
+    ChatModel, ChatRequest, ChatResponse, ChatStream, ExtractOptions, LlmError, ModelTier,
+    ProviderConfig, StreamAccumulator, StreamEvent, StructuredOutputMode, collect_stream,
+    extract_with,
 };
-use agent_runtime::{CostLimits, CostMeter};
-use anyhow::{Context, bail};
+use agent_runtime::{
+    AgentConfig, AgentContext, AgentIdentity, AgentLoop, CostLimits, CostMeter, Session, StopCause,
+    ToolError, tool,
+};
+use anyhow::bail;
 use async_trait::async_trait;
 use clap::Parser;
 use futures::StreamExt;
@@ -82,23 +85,48 @@ fn summary_of(meter: &CostMeter) -> Value {
     })
 }
 
-/// Makes `chat` go through the provider's streaming endpoint, so `--stream --extract`
-/// streams too.
-struct ViaStream(Arc<dyn ChatModel>);
+/// Makes `chat` go through the provider's streaming endpoint, printing the answer's text
+/// as it arrives when `echo` is set, so `--stream` streams the tool loop and `--extract`.
+struct ViaStream {
+    model: Arc<dyn ChatModel>,
+    echo: bool,
+}
 
 #[async_trait]
 impl ChatModel for ViaStream {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        collect_stream(self.0.chat_stream(request).await?).await
+        let stream = self.model.chat_stream(request).await?;
+        if !self.echo {
+            return collect_stream(stream).await;
+        }
+        let mut stream = stream;
+        let mut response = StreamAccumulator::default();
+        let mut printed = false;
+        while let Some(event) = stream.next().await {
+            let event = event?;
+            if let StreamEvent::TextDelta { text, .. } = &event {
+                print!("{text}");
+                let _ = std::io::stdout().flush();
+                printed |= !text.is_empty();
+            }
+            response.push(event);
+        }
+        if printed {
+            println!();
+        }
+        response.finish()
     }
     async fn chat_stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
-        self.0.chat_stream(request).await
+        self.model.chat_stream(request).await
     }
     fn structured_output_mode(&self) -> StructuredOutputMode {
-        self.0.structured_output_mode()
+        self.model.structured_output_mode()
     }
     fn default_model(&self) -> Option<String> {
-        self.0.default_model()
+        self.model.default_model()
+    }
+    fn context_window(&self) -> Option<u32> {
+        self.model.context_window()
     }
 }
 
@@ -140,7 +168,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
         }
     };
     let model: Arc<dyn ChatModel> = if args.stream {
-        Arc::new(ViaStream(model))
+        Arc::new(ViaStream {
+            model,
+            echo: !args.extract,
+        })
     } else {
         model
     };
@@ -150,7 +181,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let mut summary = if args.extract {
         ask_typed(model.as_ref(), &args, &meter).await?
     } else {
-        let text = chat_with_tools(model.as_ref(), &args, &meter).await?;
+        let text = chat_with_tools(Arc::clone(&model), &args, &meter).await?;
         json!({ "text": text })
     };
     if let (Value::Object(fields), Value::Object(figures)) = (&mut summary, summary_of(&meter)) {
@@ -161,85 +192,54 @@ async fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Sends the prompt with `get_time`, runs the tool calls, and returns the final text.
+/// Runs the prompt through the runtime's agent loop with `get_time` as its one tool, and
+/// returns the final text. The loop refuses a call that repeats the previous turn's,
+/// re-asks an answer cut off at the output limit, and stops at `--max-rounds`.
 async fn chat_with_tools(
-    model: &dyn ChatModel,
+    model: Arc<dyn ChatModel>,
     args: &Args,
     meter: &CostMeter,
 ) -> anyhow::Result<String> {
-    let tool =
-        ToolDefinition::for_type::<GetTime>("get_time", "The current date and time in a timezone.");
-    let mut messages = vec![Message::user(&args.prompt)];
-    for _ in 0..args.max_rounds {
-        let request = ChatRequest::new(messages.clone())
-            .with_system(SYSTEM_PROMPT)
-            .with_tool(tool.clone())
-            .with_max_tokens(args.max_tokens);
-        let response = if args.stream {
-            stream_to_stdout(model, request).await?
-        } else {
-            model.chat(&request).await?
-        };
-        meter.record(&response.model, response.usage);
-        let calls = response.tool_calls();
-        if calls.is_empty() {
-            let text = response.text();
+    let mut config: AgentConfig<(), ()> =
+        AgentConfig::new(AgentIdentity::new("chat", "llm_chat"), SYSTEM_PROMPT)
+            .with_tool(tool(
+                "get_time",
+                "The current date and time in a timezone.",
+                |args: GetTime, _ctx: AgentContext<(), ()>| async move {
+                    let outcome = current_time(&args.timezone);
+                    match &outcome {
+                        Ok(result) => println!("[tool] get_time({}) -> {result}", args.timezone),
+                        Err(message) => {
+                            println!("[tool] get_time({}) failed: {message}", args.timezone)
+                        }
+                    }
+                    outcome.map_err(ToolError::Failed)
+                },
+            ))
+            .with_max_rounds(args.max_rounds);
+    config.max_tokens = Some(args.max_tokens);
+    let session = Session::new("llm_chat", ()).with_meter(meter.clone());
+    let agent = AgentLoop::new(config, model);
+    let result = agent
+        .run(
+            &session.context(agent.identity().clone()),
+            args.prompt.as_str(),
+        )
+        .await;
+    match result.stop {
+        StopCause::Completed => {
+            let text = result.final_text.unwrap_or_default();
             if !args.stream {
                 println!("{text}");
             }
-            return Ok(text);
+            Ok(text)
         }
-        let results = calls
-            .iter()
-            .map(|(id, name, input)| run_tool(id, name, input))
-            .collect();
-        messages.push(response.to_message());
-        messages.push(Message::new(Role::User, results));
-    }
-    bail!(
-        "the model was still calling tools after {} rounds",
-        args.max_rounds
-    )
-}
-
-/// Streams one call, printing text as it arrives, and returns the whole response.
-async fn stream_to_stdout(
-    model: &dyn ChatModel,
-    request: ChatRequest,
-) -> anyhow::Result<ChatResponse> {
-    let mut stream = model.chat_stream(&request).await?;
-    let mut response = StreamAccumulator::default();
-    let mut printed = false;
-    while let Some(event) = stream.next().await {
-        let event = event?;
-        if let StreamEvent::TextDelta { text, .. } = &event {
-            print!("{text}");
-            std::io::stdout().flush().context("writing to stdout")?;
-            printed |= !text.is_empty();
-        }
-        response.push(event);
-    }
-    if printed {
-        println!();
-    }
-    Ok(response.finish()?)
-}
-
-/// Runs one tool call; failures go back to the model as error results.
-fn run_tool(id: &str, name: &str, input: &Value) -> ContentBlock {
-    let outcome = match name {
-        "get_time" => serde_json::from_value::<GetTime>(input.clone())
-            .map_err(|e| format!("invalid arguments for get_time: {e}"))
-            .and_then(|args| current_time(&args.timezone)),
-        other => Err(format!("unknown tool {other:?}; the only tool is get_time")),
-    };
-    match &outcome {
-        Ok(result) => println!("[tool] {name}({input}) -> {result}"),
-        Err(message) => println!("[tool] {name}({input}) failed: {message}"),
-    }
-    match outcome {
-        Ok(result) => ContentBlock::tool_result(id, result.to_string()),
-        Err(message) => ContentBlock::tool_error(id, message),
+        StopCause::MaxRounds => bail!(
+            "the model was still calling tools after {} rounds",
+            args.max_rounds
+        ),
+        StopCause::ModelError(error) => Err(error.into()),
+        other => bail!("the chat stopped: {other:?}"),
     }
 }
 

@@ -16,7 +16,7 @@ use support::examples::example;
 use support::local_model::local_model;
 
 /// Tokens a session may use: enough for several phases, bounded so the test is quick.
-const BUDGET_TOKENS: &str = "12000";
+const BUDGET_TOKENS: &str = "9000";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_session_keeps_its_limits_reports_progress_and_ends_with_a_reason() {

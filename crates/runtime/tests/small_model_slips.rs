@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use agent_llm::testing::{ScriptedModel, responses};
-use agent_llm::{ChatResponse, ContentBlock, Role, StopReason};
+use agent_llm::{ChatResponse, ContentBlock, Role, StopReason, ToolChoice};
 use agent_runtime::{
     AgentConfig, AgentContext, AgentIdentity, AgentLoop, Session, StopCause, ToolError, tool,
 };
@@ -120,8 +120,16 @@ async fn the_same_call_made_again_right_after_is_not_run_twice() {
         responses::tool_call("d", "lookup", json!({"city": "Bergen"})),
         responses::text("Done."),
     ]);
-    let result = run(&agent(model, runs.clone())).await;
+    let result = run(&agent(model.clone(), runs.clone())).await;
     assert_eq!(result.stop, StopCause::Completed);
+    // After a turn that only repeated, the next answer is asked for without tools; the
+    // one after gets the tools back.
+    let choices: Vec<Option<ToolChoice>> = model
+        .requests()
+        .iter()
+        .map(|r| r.tool_choice.clone())
+        .collect();
+    assert_eq!(choices, [None, None, Some(ToolChoice::None), None]);
     // Oslo once, the repeat refused, then Bergen.
     assert_eq!(runs.load(Ordering::SeqCst), 2);
     let refused = &result.transcript[4].content[0];

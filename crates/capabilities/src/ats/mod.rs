@@ -157,7 +157,10 @@ impl AtsEndpoints {
         AtsEndpoints {
             greenhouse: read("GREENHOUSE_API_BASE").unwrap_or(defaults.greenhouse),
             lever: read("LEVER_API_BASE").unwrap_or(defaults.lever),
-            lever_eu: read("LEVER_EU_API_BASE").unwrap_or(defaults.lever_eu),
+            // A replaced global base (a local server in tests) stands in for the EU one too.
+            lever_eu: read("LEVER_EU_API_BASE")
+                .or_else(|| read("LEVER_API_BASE"))
+                .unwrap_or(defaults.lever_eu),
             ashby: read("ASHBY_API_BASE").unwrap_or(defaults.ashby),
             workday: read("WORKDAY_API_BASE"),
         }
@@ -247,11 +250,21 @@ impl JobBoardClient for AtsClient {
             AtsKind::Lever => {
                 let postings =
                     |base: &str| api_url(base, &["v0", "postings", token], &[("mode", "json")]);
-                let body = match get(&self.http, postings(&self.endpoints.lever)?, board).await {
+                let endpoints = &self.endpoints;
+                let body = match get(&self.http, postings(&endpoints.lever)?, board).await {
                     // Boards hosted in the EU (`jobs.eu.lever.co`) live on the EU API only.
-                    Err(AtsError::BoardNotFound { .. }) => {
+                    Err(not_found @ AtsError::BoardNotFound { .. })
+                        if endpoints.lever_eu != endpoints.lever =>
+                    {
                         tracing::debug!(token, "no such Lever board; asking Lever's EU API");
-                        get(&self.http, postings(&self.endpoints.lever_eu)?, board).await?
+                        match get(&self.http, postings(&endpoints.lever_eu)?, board).await {
+                            Ok(body) => body,
+                            Err(error @ AtsError::BoardNotFound { .. }) => return Err(error),
+                            Err(error) => {
+                                tracing::warn!(token, %error, "Lever's EU API could not be asked; the board is taken as missing");
+                                return Err(not_found);
+                            }
+                        }
                     }
                     other => other?,
                 };
@@ -435,6 +448,9 @@ mod tests {
             _ => None,
         });
         assert_eq!(custom.lever, "http://127.0.0.1:9/lever");
+        // A replaced global Lever base stands in for the EU one: no request leaves a test.
+        assert_eq!(custom.lever_eu, custom.lever);
+        assert_eq!(defaults.lever_eu, "https://api.eu.lever.co");
         assert_eq!(custom.workday.as_deref(), Some("http://127.0.0.1:9"));
         assert_eq!(custom.ashby, "https://api.ashbyhq.com");
     }

@@ -4,7 +4,9 @@ use super::compaction::{Compacted, compact};
 use super::text_calls::tool_calls_in_text;
 use crate::config::Compaction;
 use crate::result::StopCause;
-use agent_llm::{ChatRequest, ChatResponse, ContentBlock, Message, Role, StopReason, Usage};
+use agent_llm::{
+    ChatRequest, ChatResponse, ContentBlock, Message, Role, StopReason, ToolChoice, Usage,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -109,6 +111,10 @@ pub struct AgentRun {
     /// Answers in a row cut off at the output-token limit.
     #[serde(default)]
     cut_offs: u32,
+    /// The tool choice to restore once the model answered without tools, after it
+    /// repeated every call of its previous turn.
+    #[serde(default)]
+    answer_without_tools: Option<Option<ToolChoice>>,
     #[serde(skip)]
     stop: Option<StopCause>,
 }
@@ -127,6 +133,7 @@ impl AgentRun {
             compacted: 0,
             completed: false,
             cut_offs: 0,
+            answer_without_tools: None,
             stop: None,
         }
     }
@@ -151,7 +158,9 @@ impl AgentRun {
     /// Takes the model's answer: its tool calls become pending, or, with none, the run
     /// completes with its text.
     ///
-    /// Two slips of small models are handled here. Tool calls written as text
+    /// Three slips of small models are handled here. A turn that only repeats the
+    /// previous turn's calls (which the driver refuses) gets its next answer asked for
+    /// without tools. Tool calls written as text
     /// (`<tool_call>{"name": ..., "arguments": ...}</tool_call>`, or an answer that is only
     /// such an object) naming an offered tool are taken as calls. An answer cut off at the
     /// output-token limit is not taken as final: the model is asked again, shorter, up to
@@ -160,6 +169,9 @@ impl AgentRun {
         self.rounds += 1;
         self.usage += response.usage;
         self.round_usage.push(response.usage);
+        if let Some(choice) = self.answer_without_tools.take() {
+            self.request.tool_choice = choice;
+        }
         let mut calls_tools = response
             .content
             .iter()
@@ -182,6 +194,18 @@ impl AgentRun {
             .messages
             .push(Message::new(Role::Assistant, response.content));
         let Some(text) = text else {
+            // Every call repeats the previous turn's (each is refused): the model goes round
+            // in circles, so its next answer is asked for without tools.
+            if self
+                .pending_calls()
+                .is_some_and(|calls| calls.iter().all(|call| calls.repeats(&call)))
+            {
+                tracing::warn!(
+                    "the model repeated all its previous calls; its next answer is asked for without tools"
+                );
+                self.answer_without_tools =
+                    Some(self.request.tool_choice.replace(ToolChoice::None));
+            }
             return;
         };
         if !cut_off {
