@@ -71,6 +71,12 @@ impl std::fmt::Debug for PipelineLlm {
     }
 }
 
+/// The output limit of a call's first attempt. Every answer of the pipeline fits in it; a
+/// small model that runs on (repeating itself to the limit) is cut off early, and an answer
+/// that really needs more room is asked again with twice as much (`extract_with`), up to
+/// four times this.
+pub const FIRST_ANSWER_TOKENS: u32 = 1536;
+
 impl PipelineLlm {
     /// Calls through `model`, priced by `pricing`, under the settings' limits, starting from `spent` (a resumed
     /// run keeps counting), warning through `events` once the threshold is passed.
@@ -246,7 +252,7 @@ impl PipelineLlm {
         let request = ChatRequest::from_prompt(prompt)
             .with_model(model_id.clone())
             .with_system(system)
-            .with_max_tokens(4096);
+            .with_max_tokens(FIRST_ANSWER_TOKENS);
         let options = ExtractOptions {
             max_attempts: self.max_attempts,
             ..ExtractOptions::default()
