@@ -149,6 +149,82 @@ pub fn is_placeholder(value: &str) -> bool {
         .all(|w| PLACEHOLDER_WORDS.contains(&w.as_str()))
 }
 
+/// Languages and technologies a small model puts among the companies ("roles in Rust or
+/// Go" read as the companies Rust and Go).
+const TECHNOLOGIES: &[&str] = &[
+    "rust",
+    "go",
+    "golang",
+    "python",
+    "java",
+    "javascript",
+    "typescript",
+    "kotlin",
+    "scala",
+    "c",
+    "c++",
+    "c#",
+    "ruby",
+    "php",
+    "swift",
+    "elixir",
+    "erlang",
+    "haskell",
+    "clojure",
+    "sql",
+    "postgresql",
+    "postgres",
+    "mysql",
+    "kafka",
+    "kubernetes",
+    "k8s",
+    "docker",
+    "aws",
+    "gcp",
+    "azure",
+    "terraform",
+    "linux",
+    "react",
+    "node",
+    "nodejs",
+    "node.js",
+    "graphql",
+    "spark",
+    "backend",
+    "frontend",
+    "platform",
+    "devops",
+    "remote",
+    "hybrid",
+];
+
+/// Whether `value` is a language or technology rather than a company name.
+///
+/// ```
+/// use job_hunter::grounding::is_technology;
+/// assert!(is_technology(" Go ") && is_technology("Rust"));
+/// assert!(!is_technology("Northwind Robotics"));
+/// ```
+pub fn is_technology(value: &str) -> bool {
+    TECHNOLOGIES.contains(&value.trim().to_lowercase().as_str())
+}
+
+/// Drops the companies of `list` that are technologies, recording why.
+fn without_technologies(
+    list: Vec<String>,
+    field: &'static str,
+    dropped: &mut Vec<Dropped>,
+) -> Vec<String> {
+    let (technologies, companies): (Vec<String>, Vec<String>) =
+        list.into_iter().partition(|value| is_technology(value));
+    dropped.extend(technologies.into_iter().map(|value| Dropped {
+        field,
+        value,
+        reason: "a programming language or technology, not a company",
+    }));
+    companies
+}
+
 /// Where `needle` starts in `haystack`, word by word, using `eq` for each word.
 fn find_phrase(haystack: &[String], needle: &[String], eq: fn(&str, &str) -> bool) -> bool {
     !needle.is_empty()
@@ -356,8 +432,9 @@ pub fn ground_preferences(
     let source = SourceText::new(text);
     let mut dropped = Vec::new();
     let not_in_text = "the text never mentions it";
+    let companies = without_technologies(prefs.target_companies, "target_companies", &mut dropped);
     let target_companies = keep_grounded(
-        prefs.target_companies,
+        companies,
         "target_companies",
         "the text never names it",
         |v| source.names(v),
@@ -384,8 +461,10 @@ pub fn ground_preferences(
         |v| source.mentions(v),
         &mut dropped,
     );
+    let excluded =
+        without_technologies(prefs.excluded_companies, "excluded_companies", &mut dropped);
     let excluded_companies = keep_grounded(
-        prefs.excluded_companies,
+        excluded,
         "excluded_companies",
         "the text does not exclude it",
         |v| source.excludes(v),
@@ -441,6 +520,40 @@ mod tests {
         assert!(!text.excludes("Northwind Robotics"));
         assert!(!text.excludes("Quill Labs"));
         assert!(!text.excludes("fintech"));
+    }
+
+    #[test]
+    fn languages_read_as_companies_are_dropped_with_the_reason() {
+        // Seen live: "roles in Rust or Go" answered with the companies Rust and Go.
+        let prefs = SearchPreferences {
+            target_titles: Vec::new(),
+            target_companies: vec!["Rust".into(), "Go".into()],
+            industries: Vec::new(),
+            locations: Vec::new(),
+            remote: crate::models::RemotePreference::Any,
+            min_salary: None,
+            salary_currency: None,
+            excluded_companies: Vec::new(),
+        };
+        let (kept, dropped) = ground_preferences(
+            "Senior backend roles in Rust or Go, remote in Europe.",
+            prefs,
+        );
+        assert!(kept.target_companies.is_empty());
+        let reasons: Vec<(&str, &str)> = dropped
+            .iter()
+            .map(|d| (d.value.as_str(), d.reason))
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                (
+                    "Rust",
+                    "a programming language or technology, not a company"
+                ),
+                ("Go", "a programming language or technology, not a company")
+            ]
+        );
     }
 
     #[test]
