@@ -62,6 +62,7 @@ async fn suggested_companies_are_kept_only_once_their_job_board_is_found() {
             suggestion("Quill Labs", None),
             suggestion("Crypto Casino", None),
             suggestion("Lumen", Some("https://www.lumenhealth.example")),
+            suggestion("Golang", None),
         ]}),
     )]);
     let mut rig = Rig::with(&model, |s| s.max_companies = 5);
@@ -118,7 +119,8 @@ async fn suggested_companies_are_kept_only_once_their_job_board_is_found() {
             .iter()
             .all(|c| matches!(c.origin, CompanyOrigin::Suggested { .. }))
     );
-    // The one without a board is left out and said so; the excluded one never asked.
+    // The one without a board is left out and said so; the excluded one and the language
+    // never asked.
     let [issue] = &state.issues[..] else {
         panic!("{:#?}", state.issues)
     };
@@ -140,6 +142,8 @@ async fn suggested_companies_are_kept_only_once_their_job_board_is_found() {
         .collect();
     assert!(asked.iter().any(|p| p.contains("imaginary")), "{asked:?}");
     assert!(!asked.iter().any(|p| p.contains("crypto")), "{asked:?}");
+    // A language suggested as a company is never probed.
+    assert!(!asked.iter().any(|p| p.contains("golang")), "{asked:?}");
     assert_eq!(state.search_note.as_deref(), Some(NO_SEARCH_SUGGESTED_NOTE));
     assert!(rig.events.events().iter().any(
         |e| matches!(e, HuntEvent::Notice { message } if message == NO_SEARCH_SUGGESTED_NOTE)

@@ -169,8 +169,10 @@ async fn suggest(
         .filter_map(|mut candidate| {
             candidate.name = candidate.name.trim().to_owned();
             let key = candidate.name.to_lowercase();
+            // A small model suggests languages as companies ("Golang"): never probed.
             let fresh = !candidate.name.is_empty()
                 && !seen.contains(&key)
+                && !crate::grounding::is_technology(&candidate.name)
                 && !is_excluded(&candidate.name, prefs);
             seen.push(key);
             fresh.then_some(candidate)
