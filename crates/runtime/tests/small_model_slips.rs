@@ -164,3 +164,20 @@ async fn calls_beyond_the_per_turn_cap_are_told_to_wait_for_the_next_turn() {
         .count();
     assert_eq!(refused, 3);
 }
+
+#[tokio::test]
+async fn an_answer_asked_for_without_tools_is_text_even_when_it_writes_a_call() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let call = || responses::tool_call("c", "lookup", json!({"city": "Oslo"}));
+    let model = ScriptedModel::new(vec![
+        call(),
+        call(),
+        responses::text(
+            "<tool_call>{\"name\": \"lookup\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call>",
+        ),
+    ]);
+    let result = run(&agent(model, runs.clone())).await;
+    assert_eq!(result.stop, StopCause::Completed);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert!(result.final_text.unwrap().contains("<tool_call>"));
+}

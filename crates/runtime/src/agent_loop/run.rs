@@ -169,6 +169,8 @@ impl AgentRun {
         self.rounds += 1;
         self.usage += response.usage;
         self.round_usage.push(response.usage);
+        // An answer asked for without tools is taken as text, whatever it writes.
+        let tools_forbidden = self.answer_without_tools.is_some();
         if let Some(choice) = self.answer_without_tools.take() {
             self.request.tool_choice = choice;
         }
@@ -176,7 +178,7 @@ impl AgentRun {
             .content
             .iter()
             .any(|block| matches!(block, ContentBlock::ToolUse { .. }));
-        if !calls_tools {
+        if !calls_tools && !tools_forbidden {
             let written = tool_calls_in_text(&response.text(), &self.request.tools, self.rounds);
             if !written.is_empty() {
                 tracing::warn!(
