@@ -11,14 +11,14 @@
 //! Writes that must survive a crash (saving a checkpoint, recording a journal entry) sync
 //! the database file before they return (`synchronous = FULL` for that commit).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use agent_runtime::checkpoint::{
     Checkpoint, CheckpointDecoder, CheckpointEncoder, CheckpointError, CheckpointStore,
-    EncodedCheckpoint, SnapshotPolicy,
+    EncodedCheckpoint, RecentRuns, SnapshotPolicy,
 };
 use agent_runtime::sessions::StoreError;
 use async_trait::async_trait;
@@ -30,9 +30,6 @@ use sqlx::{Connection, Row, Sqlite};
 
 use crate::SqliteSessionStore;
 use crate::sqlite_schema::timestamp;
-
-/// How many runs' latest checkpoints are kept in memory to encode the next as a delta.
-const HEAD_CACHE_RUNS: usize = 256;
 
 /// The records of a run from the nearest full snapshot at or before seq `?2` up to it.
 const CHAIN: &str = "SELECT seq, record FROM checkpoints \
@@ -89,36 +86,7 @@ const STALE_RUNS: &str = "SELECT c.run_id FROM checkpoints AS c \
 pub struct SqliteCheckpointStore {
     db: SqliteSessionStore,
     snapshot_policy: SnapshotPolicy,
-    heads: Arc<Mutex<HeadCache>>,
-}
-
-/// The encoders of the runs written to last, each holding its run's latest checkpoint.
-#[derive(Debug, Default)]
-struct HeadCache {
-    encoders: HashMap<String, CheckpointEncoder>,
-    order: VecDeque<String>,
-}
-
-impl HeadCache {
-    fn insert(&mut self, run_id: &str, encoder: CheckpointEncoder) {
-        if self.encoders.insert(run_id.to_owned(), encoder).is_none() {
-            self.order.push_back(run_id.to_owned());
-        }
-        while self.encoders.len() > HEAD_CACHE_RUNS {
-            match self.order.pop_front() {
-                Some(old) => {
-                    self.encoders.remove(&old);
-                }
-                None => break,
-            }
-        }
-    }
-
-    fn take(&mut self, run_id: &str) -> Option<CheckpointEncoder> {
-        let encoder = self.encoders.remove(run_id)?;
-        self.order.retain(|r| r != run_id);
-        Some(encoder)
-    }
+    heads: Arc<Mutex<RecentRuns<CheckpointEncoder>>>,
 }
 
 impl std::fmt::Debug for SqliteCheckpointStore {
@@ -194,7 +162,7 @@ impl SqliteCheckpointStore {
         self.db.pool()
     }
 
-    fn heads(&self) -> MutexGuard<'_, HeadCache> {
+    fn heads(&self) -> MutexGuard<'_, RecentRuns<CheckpointEncoder>> {
         self.heads.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

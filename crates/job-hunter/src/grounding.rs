@@ -14,9 +14,9 @@ const STOP_WORDS: &[&str] = &[
     "by",
 ];
 
-/// Words that, alone, say nothing: a value made only of them is a placeholder (`any`,
+/// Words that, alone, say nothing: a value made only of them is a non-answer (`any`,
 /// `n/a`, `none specified`, `all companies`).
-const PLACEHOLDER_WORDS: &[&str] = &[
+const EMPTY_WORDS: &[&str] = &[
     "any",
     "all",
     "none",
@@ -143,10 +143,10 @@ fn content_words(value: &str) -> Vec<String> {
 }
 
 /// Whether `value` says nothing (`any`, `N/A`, `none specified`, empty).
-pub fn is_placeholder(value: &str) -> bool {
+pub fn says_nothing(value: &str) -> bool {
     content_words(value)
         .iter()
-        .all(|w| PLACEHOLDER_WORDS.contains(&w.as_str()))
+        .all(|w| EMPTY_WORDS.contains(&w.as_str()))
 }
 
 /// Languages and technologies a small model puts among the companies ("roles in Rust or
@@ -293,9 +293,9 @@ impl SourceText {
     }
 
     /// Whether the text names `company`: its words in a row (a legal form such as `GmbH`
-    /// may be left out), and not a placeholder.
+    /// may be left out), and not a non-answer.
     pub fn names(&self, company: &str) -> bool {
-        if is_placeholder(company) {
+        if says_nothing(company) {
             return false;
         }
         let mut name = words(company);
@@ -313,13 +313,13 @@ impl SourceText {
     /// industry), in any order.
     pub fn mentions(&self, value: &str) -> bool {
         let content = content_words(value);
-        !is_placeholder(value) && content.iter().all(|w| self.has_word(w))
+        !says_nothing(value) && content.iter().all(|w| self.has_word(w))
     }
 
     /// Whether the text mentions the title `value`: every meaningful word, except role
     /// nouns such as `engineer` when the title has other words the text mentions.
     pub fn mentions_title(&self, value: &str) -> bool {
-        if is_placeholder(value) {
+        if says_nothing(value) {
             return false;
         }
         let content = content_words(value);
@@ -336,7 +336,7 @@ impl SourceText {
     /// Whether the text excludes `value`: a clause mentions every meaningful word of it,
     /// after a word such as `no`, `not`, `avoid` or `except`.
     pub fn excludes(&self, value: &str) -> bool {
-        if is_placeholder(value) {
+        if says_nothing(value) {
             return false;
         }
         let content = content_words(value);
@@ -401,7 +401,7 @@ fn keep_grounded(
 }
 
 /// Keeps the values of `prefs` that `text` supports: companies it names (never a
-/// placeholder such as `any`), titles, industries and locations it mentions, and
+/// non-answer such as `any`), titles, industries and locations it mentions, and
 /// exclusions it states as such (a company the text only names as wanted is not
 /// excluded). Returns the grounded preferences and what was dropped.
 ///

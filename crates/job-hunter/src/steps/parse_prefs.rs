@@ -1,7 +1,7 @@
 //! Step 2: parse the free-text preferences into a search (fast model).
 //!
 //! The answer is grounded in the text ([`ground_preferences`]): a company, title,
-//! industry or location the text never mentions, a placeholder such as `any`, or an
+//! industry or location the text never mentions, a non-answer such as `any`, or an
 //! exclusion the text does not state is dropped. When the first answer had any, the model
 //! is asked once more, told which values were wrong; values of either answer that the
 //! text supports are kept, and what was dropped is recorded as a `validation` issue.

@@ -1,6 +1,6 @@
 //! A checkpoint store in a directory: one JSON file per checkpoint, written atomically.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -13,11 +13,9 @@ use serde_json::Value;
 
 use super::delta::{Body, Head, Rebuilder, StoredCheckpoint};
 use super::{
-    CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore, SnapshotPolicy, cutoff,
+    CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore, RecentRuns,
+    SnapshotPolicy, cutoff,
 };
-
-/// How many runs' latest states are cached to encode the next checkpoint as a delta.
-const HEAD_CACHE_RUNS: usize = 256;
 
 /// Keeps checkpoints as JSON files in one directory.
 ///
@@ -50,14 +48,8 @@ const HEAD_CACHE_RUNS: usize = 256;
 pub struct FileCheckpointStore {
     dir: Arc<Path>,
     snapshot_policy: SnapshotPolicy,
-    heads: Mutex<HeadCache>,
+    heads: Mutex<RecentRuns<Head>>,
     journal_lock: tokio::sync::Mutex<()>,
-}
-
-#[derive(Debug, Default)]
-struct HeadCache {
-    heads: HashMap<String, Head>,
-    order: VecDeque<String>,
 }
 
 impl FileCheckpointStore {
@@ -66,7 +58,7 @@ impl FileCheckpointStore {
         Self {
             dir: Arc::from(dir.into()),
             snapshot_policy: SnapshotPolicy::default(),
-            heads: Mutex::new(HeadCache::default()),
+            heads: Mutex::new(RecentRuns::default()),
             journal_lock: tokio::sync::Mutex::new(()),
         }
     }
@@ -111,31 +103,10 @@ impl FileCheckpointStore {
         format!("{run_id}--{seq:010}-{node}.json")
     }
 
-    fn heads(&self) -> MutexGuard<'_, HeadCache> {
+    fn heads(&self) -> MutexGuard<'_, RecentRuns<Head>> {
         self.heads
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-impl HeadCache {
-    fn insert(&mut self, run_id: &str, head: Head) {
-        if self.heads.insert(run_id.to_owned(), head).is_none() {
-            self.order.push_back(run_id.to_owned());
-        }
-        while self.heads.len() > HEAD_CACHE_RUNS {
-            match self.order.pop_front() {
-                Some(old) => {
-                    self.heads.remove(&old);
-                }
-                None => break,
-            }
-        }
-    }
-
-    fn remove(&mut self, run_id: &str) {
-        self.heads.remove(run_id);
-        self.order.retain(|r| r != run_id);
     }
 }
 
@@ -455,7 +426,7 @@ impl CheckpointStore for FileCheckpointStore {
         let run_id = checkpoint.run_id.as_str();
         let (stored, head) = {
             let mut cache = self.heads();
-            if let Some(h) = cache.heads.get(run_id)
+            if let Some(h) = cache.get(run_id)
                 && checkpoint.seq <= h.seq
             {
                 return Err(CheckpointError::OutOfOrder {
@@ -466,7 +437,7 @@ impl CheckpointStore for FileCheckpointStore {
             }
             // Taken out while the file is written: a failed write leaves no head, and the
             // next checkpoint is written in full.
-            let mut head = cache.heads.remove(run_id);
+            let mut head = cache.take(run_id);
             let stored = StoredCheckpoint::encode(checkpoint, &mut head, self.snapshot_policy);
             (stored, head)
         };
@@ -476,7 +447,9 @@ impl CheckpointStore for FileCheckpointStore {
         let mut cache = self.heads();
         match (&written, head) {
             (Ok(()), Some(head)) if checkpoint.next.is_some() => cache.insert(run_id, head),
-            _ => cache.remove(run_id),
+            _ => {
+                cache.take(run_id);
+            }
         }
         written
     }
@@ -552,7 +525,7 @@ impl CheckpointStore for FileCheckpointStore {
         let dir = self.dir.clone();
         let owned = run_id.to_owned();
         if keep_latest == 0 {
-            self.heads().remove(run_id);
+            self.heads().take(run_id);
             let _writer = self.journal_lock.lock().await;
             return blocking(move || remove_run(&dir, &owned)).await;
         }
@@ -568,7 +541,7 @@ impl CheckpointStore for FileCheckpointStore {
         let removed = blocking(move || prune_stale(&dir, cutoff)).await?;
         let mut cache = self.heads();
         for run in &removed {
-            cache.remove(run);
+            cache.take(run);
         }
         Ok(removed.len())
     }

@@ -37,10 +37,12 @@ mod delta;
 mod encoding;
 mod file;
 mod memory;
+mod recent_runs;
 
 pub use encoding::{CheckpointDecoder, CheckpointEncoder, EncodedCheckpoint};
 pub use file::FileCheckpointStore;
 pub use memory::{DEFAULT_KEEP_LATEST, DEFAULT_MAX_RUNS, InMemoryCheckpointStore};
+pub use recent_runs::{RECENT_RUNS, RecentRuns};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
