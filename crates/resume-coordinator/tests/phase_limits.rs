@@ -144,3 +144,30 @@ async fn a_model_on_a_server_with_slots_reports_its_calls_as_progress() {
         "{progress:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_research_correction_becomes_a_note_the_later_phases_read() {
+    let recorded = Arc::new(
+        dry_run::recorded_model(&fixtures())
+            .unwrap()
+            .with_request_log(true),
+    );
+    let product = Arc::new(ResumeProduct::new(recorded.clone(), dry_run::router()));
+    let server = TestServer::with_product(product).await;
+    let session = server.start(sample_body()).await;
+    let correction = "Northwind Freight moves containers by rail, not by sea.";
+    let events = server
+        .drive(&session, |name, payload| match name {
+            "research_validation" => json!({"approved": false, "feedback": correction}),
+            _ => approve_all(name, payload),
+        })
+        .await;
+    assert_eq!(events.last().unwrap().event, "session_complete");
+    // The blueprint is designed with the candidate's correction among the research notes.
+    let note = format!("The candidate corrects the research: {correction}");
+    let read = recorded
+        .requests()
+        .iter()
+        .any(|r| r.messages.iter().any(|m| m.text().contains(&note)));
+    assert!(read, "no later request carries the correction");
+}
