@@ -2,23 +2,26 @@
 //! generalizes the job listings it named into selectors for every listing (unless Phase 1
 //! already did), walks the pages with the paginator, reads each job's details panel (a
 //! single-page board) or its own page on the board's site, and writes `jobs.json` and
-//! `jobs.csv`.
+//! `jobs.csv`. A checkpoint is kept in `<out>/checkpoints` after every page: `--resume`
+//! goes on from it after an interruption.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use agent_llm::{ChatModel, ModelTier, ProviderConfig};
+use agent_runtime::checkpoint::FileCheckpointStore;
 use agent_runtime::{CostLimits, CostMeter, MeteredModel};
 use anyhow::Context as _;
 use page_explorer::CollectedJob;
 use page_explorer::agents::extractor::extract_jobs;
 use page_explorer::collect::{DetailMode, write_csv, write_json};
 use page_explorer::listing::{infer_detail_page, infer_panel};
+use page_explorer::search::search;
 use page_explorer::{
-    Browser, ChromiumBrowser, CollectEnd, CollectOptions, Collection, DetailSelectors, FilterError,
-    LaunchOptions, ListingSelectors, Phase1Output, StopReason, apply_filters, collect,
-    infer_listing,
+    Browser, ChromiumBrowser, CollectCheckpoints, CollectEnd, CollectOptions, Collection,
+    DetailSelectors, FilterError, LaunchOptions, ListingSelectors, Phase1Output, StopReason,
+    apply_filters, collect_checkpointed, infer_listing, resume_collection,
 };
 use serde_json::Value;
 use std::sync::Arc;
@@ -55,6 +58,15 @@ pub struct CollectArgs {
     /// filters Phase 1's filter button opens (or on the page when it names none). Repeatable.
     #[arg(long = "filter", value_name = "LABEL")]
     filters: Vec<String>,
+    /// Search for QUERY first, in Phase 1's search box (or one detected when Phase 1 named
+    /// none that is here).
+    #[arg(long, value_name = "QUERY")]
+    search: Option<String>,
+    /// Go on with the collection interrupted in --out (its checkpoints) instead of starting
+    /// afresh; the board is opened, searched and filtered as asked, then the collection
+    /// continues from the page it stopped on.
+    #[arg(long)]
+    resume: bool,
     /// Run the Extractor agent over every job's text: it corrects and completes the fields
     /// the selectors read (values not in the text are refused). Uses the configured
     /// provider, or recorded answers with --dry-run.
@@ -100,7 +112,14 @@ pub async fn run(args: CollectArgs) -> anyhow::Result<ExitCode> {
     write_json(&collection.jobs, &json)?;
     write_csv(&collection.jobs, &csv)?;
     print_summary(target.url(), &plan, &collection, &[&json, &csv]);
-    Ok(if collection.jobs.is_empty() {
+    let stopped_early = matches!(
+        collection.end,
+        CollectEnd::TooManyErrors | CollectEnd::CheckpointFailed
+    );
+    if stopped_early {
+        println!("  go on with: the same command and --resume");
+    }
+    Ok(if collection.jobs.is_empty() || stopped_early {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
@@ -167,6 +186,21 @@ async fn collect_with(
     open(browser, url).await?;
     let plan = plan(browser, args, phase1, url).await?;
     filter(browser, args, phase1).await?;
+    if let Some(query) = &args.search {
+        let known = phase1.key_elements.search_input.as_deref();
+        let searched = search(browser, known, query, SETTLE)
+            .await
+            .with_context(|| format!("searching for {query:?}"))?;
+        let from = if searched.detected {
+            "detected"
+        } else {
+            "Phase 1's"
+        };
+        println!(
+            "Searched {query:?} in {} ({from}; {:?})",
+            searched.selector, searched.submitted
+        );
+    }
     let mut options = CollectOptions::new(plan.listing.clone());
     options.detail = plan.detail.clone();
     options.detail_mode = DetailMode::Auto;
@@ -175,7 +209,13 @@ async fn collect_with(
     options.settle = SETTLE;
     // Phase 1's pagination control first; detected again only when it is not here.
     options.pagination = phase1.key_elements.pagination.clone();
-    let collection = collect(browser, &options).await?;
+    let store = FileCheckpointStore::new(args.out.join("checkpoints"));
+    let checkpoints = CollectCheckpoints::new(Arc::new(store), "collect");
+    let collection = if args.resume {
+        resume_collection(browser, &options, &checkpoints).await?
+    } else {
+        collect_checkpointed(browser, &options, &checkpoints).await?
+    };
     Ok((plan, collection))
 }
 
@@ -389,6 +429,18 @@ fn print_summary(url: &str, plan: &Plan, collection: &Collection, files: &[&Path
     println!("  details:    {}", plan.detail_from);
     println!("  duplicates: {} skipped", collection.duplicates);
     println!("  ended:      {}", ended(collection.end));
+    if collection.resumed_jobs > 0 {
+        println!(
+            "  resumed:    {} job(s) from the checkpoint",
+            collection.resumed_jobs
+        );
+    }
+    if !collection.errors.is_empty() {
+        println!("  failures:   {} (retried)", collection.errors.len());
+        for error in collection.errors.iter().rev().take(3).rev() {
+            println!("    {error}");
+        }
+    }
     let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     println!("  wrote:      {}", files.join(", "));
     for (i, job) in collection.jobs.iter().take(SHOWN).enumerate() {
@@ -417,5 +469,7 @@ fn ended(end: CollectEnd) -> &'static str {
         CollectEnd::Pages(StopReason::NoNextControl) => "no next page",
         CollectEnd::Pages(StopReason::Unchanged) => "the listings stopped changing",
         CollectEnd::Pages(StopReason::Revisited) => "a page came round again",
+        CollectEnd::TooManyErrors => "too many failures in a row (the jobs so far are kept)",
+        CollectEnd::CheckpointFailed => "a checkpoint could not be written",
     }
 }

@@ -312,3 +312,67 @@ async fn fixtures_are_found_from_the_current_directory_and_its_parents_not_the_b
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn collect_searches_first_when_asked() {
+    let (_, _, jobs) =
+        explore_then_collect("board-spa", &["--search", "rust", "--no-details"]).await;
+    let titles = titles(&jobs);
+    assert_eq!(
+        titles,
+        ["Embedded Engineer — Cyberdyne", "Rust Engineer — Acme"],
+        "{jobs:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_finished_collection_resumed_is_written_again_without_browsing_anew() {
+    let dir = tempfile::tempdir().unwrap();
+    let phase1 = dir.path().join("phase1.json");
+    std::fs::write(
+        &phase1,
+        serde_json::json!({
+            "pageType": "job_search",
+            "keyElements": {},
+            "understanding": "A paged list of jobs.",
+            "listing": { "item": "li.job", "title": "a", "link": "a" },
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = dir.path().join("jobs");
+    let collect = |resume: bool| {
+        let mut list = args(&[
+            "collect",
+            &site("board-pages"),
+            "--phase1",
+            phase1.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--no-details",
+        ]);
+        if resume {
+            list.push("--resume".into());
+        }
+        list
+    };
+    let first = run(collect(false)).await;
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    assert!(out.join("checkpoints").is_dir());
+    std::fs::remove_file(out.join("jobs.json")).unwrap();
+    let again = run(collect(true)).await;
+    let stdout = text(&again.stdout);
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&again.stderr)
+    );
+    assert!(
+        stdout.contains("resumed:    12 job(s) from the checkpoint"),
+        "{stdout}"
+    );
+    let jobs: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(out.join("jobs.json")).unwrap()).unwrap();
+    assert_eq!(jobs.len(), 12);
+}

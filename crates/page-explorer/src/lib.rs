@@ -24,13 +24,15 @@ pub mod orchestrator;
 pub mod paginate;
 pub mod phase1;
 pub mod report;
+pub mod search;
 mod selectors;
 pub mod site_server;
 
 pub use browser::{Browser, BrowserError, ChromiumBrowser, LaunchOptions};
 pub use collect::{
-    ApplyType, CollectEnd, CollectOptions, CollectedJob, Collection, DetailSelectors,
-    ListingSelectors, collect,
+    ApplyType, CollectCheckpoints, CollectEnd, CollectError, CollectOptions, CollectStep,
+    CollectedJob, Collection, DetailSelectors, ListingSelectors, PageError, collect,
+    collect_checkpointed, resume_collection,
 };
 pub use dom::{
     Changes, DEFAULT_BUDGET_TOKENS, Element, ElementKind, ElementState, Observation, observe,

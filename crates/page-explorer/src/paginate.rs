@@ -168,6 +168,13 @@ impl Paginator {
         self
     }
 
+    /// Counts `pages` pages as seen already (at least 1): a collection resumed on a later
+    /// page keeps its page limit.
+    pub fn with_pages_seen(mut self, pages: usize) -> Self {
+        self.pages = pages.max(1);
+        self
+    }
+
     /// How many pages have been seen (the first counts).
     pub fn pages(&self) -> usize {
         self.pages

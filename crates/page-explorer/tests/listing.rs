@@ -106,9 +106,7 @@ async fn collects_the_paged_board_with_inferred_selectors() {
         open(browser, &base).await;
         let examples = strings(&["#jobs > li:nth-child(2) > a"]);
         let listing = infer_listing(browser, &examples).await.unwrap().unwrap();
-        let found = collect(browser, &CollectOptions::new(listing.clone()))
-            .await
-            .unwrap();
+        let found = collect(browser, &CollectOptions::new(listing.clone())).await;
         assert_eq!(found.jobs.len(), 12);
         assert_eq!(found.pages, 3);
         assert_eq!(found.duplicates, 0);
@@ -130,7 +128,7 @@ async fn collects_the_paged_board_with_inferred_selectors() {
         let mut options = CollectOptions::new(listing);
         options.detail = Some(detail);
         options.max_jobs = 2;
-        let found = collect(browser, &options).await.unwrap();
+        let found = collect(browser, &options).await;
         assert_eq!(found.jobs[1].title, "Backend Developer");
         assert_eq!(found.jobs[1].company, "Globex");
         assert_eq!(found.jobs[1].apply_type, ApplyType::External);
@@ -155,7 +153,7 @@ async fn collects_the_single_page_board_through_its_details_panel() {
         open(browser, &base).await;
         let mut options = CollectOptions::new(listing);
         options.detail = Some(panel);
-        let found = collect(browser, &options).await.unwrap();
+        let found = collect(browser, &options).await;
         let titles: Vec<&str> = found.jobs.iter().map(|j| j.title.as_str()).collect();
         assert_eq!(found.jobs.len(), 12, "{titles:?}");
         assert_eq!(found.duplicates, 0);
@@ -173,7 +171,7 @@ async fn collects_the_single_page_board_through_its_details_panel() {
         open(browser, &base).await;
         options.detail_mode = DetailMode::Panel;
         options.max_jobs = 3;
-        let found = collect(browser, &options).await.unwrap();
+        let found = collect(browser, &options).await;
         assert_eq!(found.jobs.len(), 3);
         assert_eq!(found.end, CollectEnd::MaxJobs);
         assert_eq!(found.jobs[2].apply_url, format!("{base}#apply-3"));
@@ -189,9 +187,7 @@ async fn infers_location_and_collects_a_load_more_board() {
         let examples = strings(&["#jobs > li:nth-child(3) > a"]);
         let listing = infer_listing(browser, &examples).await.unwrap().unwrap();
         assert!(listing.location.is_some(), "{listing:?}");
-        let found = collect(browser, &CollectOptions::new(listing))
-            .await
-            .unwrap();
+        let found = collect(browser, &CollectOptions::new(listing)).await;
         assert_eq!(found.jobs.len(), 15);
         assert_eq!(found.jobs[14].title, "Load Job 15");
         assert_eq!(found.jobs[14].company, "Company 15");

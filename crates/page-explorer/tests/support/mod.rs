@@ -3,6 +3,7 @@
 //! much later), and a Chromium launcher.
 #![allow(dead_code)]
 
+pub mod flaky;
 pub mod script;
 
 use std::path::PathBuf;

@@ -1,0 +1,499 @@
+//! The walk over a board: listing page after listing page, then the jobs' own pages, with
+//! every failed step recorded and retried, a stop after too many failures in a row, and a
+//! checkpoint after every page when the walk has a [`Saver`].
+
+use std::collections::{HashSet, VecDeque};
+use std::time::Duration;
+
+use super::progress::{Progress, Saver, Stage};
+use super::read::{apply_details, apply_type, extract_listings, host_of, read_detail, uses_panel};
+use super::{CollectEnd, CollectOptions, CollectStep, CollectedJob, Collection, PageError};
+use crate::browser::{Browser, BrowserError};
+use crate::listing::{PanelListing, read_panel};
+use crate::paginate::{Advance, PaginationKind, Paginator};
+use crate::selectors::RawListing;
+
+/// How long to wait before retrying a failed step, per failure in a row.
+const RETRY_PAUSE: Duration = Duration::from_millis(500);
+
+/// Why a walk stopped before its end: too many failures in a row, or a checkpoint that
+/// could not be written.
+struct Halt(CollectEnd);
+
+/// One collection under way.
+pub(crate) struct Walk<'a> {
+    browser: &'a dyn Browser,
+    options: &'a CollectOptions,
+    /// Where to go on from, and what a checkpoint taken now resumes.
+    resume_at: Stage,
+    jobs: Vec<CollectedJob>,
+    pages: usize,
+    duplicates: usize,
+    errors: Vec<PageError>,
+    /// The jobs (by index) whose own page is still to be read.
+    detail_pending: VecDeque<usize>,
+    seen: Seen,
+    /// The jobs carried over from the checkpoint resumed: met again, they are skipped
+    /// without counting as duplicates.
+    carried: Seen,
+    resumed_jobs: usize,
+    /// The listings read on the page shown, so that a listing that grows in place (load
+    /// more, infinite scroll) is not read twice.
+    read_here: HashSet<(String, String, String)>,
+    /// The details panel last read, to notice one that did not change.
+    last_panel: Option<RawListing>,
+    /// Failed steps in a row.
+    failures: usize,
+    saver: Option<Saver>,
+}
+
+impl<'a> Walk<'a> {
+    /// A walk starting on the page shown now.
+    pub(crate) fn fresh(
+        browser: &'a dyn Browser,
+        options: &'a CollectOptions,
+        saver: Option<Saver>,
+    ) -> Self {
+        Walk {
+            browser,
+            options,
+            resume_at: Stage::Listings {
+                url: None,
+                in_place: false,
+            },
+            jobs: Vec::new(),
+            pages: 1,
+            duplicates: 0,
+            errors: Vec::new(),
+            detail_pending: VecDeque::new(),
+            seen: Seen::default(),
+            carried: Seen::default(),
+            resumed_jobs: 0,
+            read_here: HashSet::new(),
+            last_panel: None,
+            failures: 0,
+            saver,
+        }
+    }
+
+    /// A walk going on from a checkpoint's `progress`.
+    pub(crate) fn resumed(
+        browser: &'a dyn Browser,
+        options: &'a CollectOptions,
+        saver: Saver,
+        mut progress: Progress,
+    ) -> Self {
+        let jobs = progress.take_jobs();
+        let mut seen = Seen::default();
+        for job in &jobs {
+            seen.insert(job);
+        }
+        let mut walk = Walk::fresh(browser, options, Some(saver));
+        walk.carried = seen.clone();
+        walk.seen = seen;
+        walk.resumed_jobs = jobs.len();
+        walk.jobs = jobs;
+        walk.resume_at = progress.stage;
+        walk.pages = progress.pages;
+        walk.duplicates = progress.duplicates;
+        walk.errors = progress.errors;
+        walk.detail_pending = progress.detail_pending;
+        walk
+    }
+
+    /// Walks to the end (or to a halt) and returns what was collected.
+    pub(crate) async fn run(mut self) -> Collection {
+        if let Stage::Done { end } = self.resume_at {
+            return self.into_collection(end);
+        }
+        let end = match self.walk().await {
+            Ok(end) => end,
+            Err(Halt(end)) => {
+                if end != CollectEnd::CheckpointFailed {
+                    // Where it stopped, with the failures recorded, for a resume.
+                    let _ = self.save().await;
+                }
+                return self.into_collection(end);
+            }
+        };
+        self.resume_at = Stage::Done { end };
+        match self.save().await {
+            Ok(()) => self.into_collection(end),
+            Err(Halt(stopped)) => self.into_collection(stopped),
+        }
+    }
+
+    async fn walk(&mut self) -> Result<CollectEnd, Halt> {
+        let end = match self.resume_at.clone() {
+            Stage::Listings { url, in_place } => self.listings(url, in_place).await?,
+            Stage::Details { end } | Stage::Done { end } => end,
+        };
+        self.details(end).await?;
+        Ok(end)
+    }
+
+    /// Reads the listing pages from `url` (the page shown when `None`) on.
+    async fn listings(
+        &mut self,
+        url: Option<String>,
+        mut in_place: bool,
+    ) -> Result<CollectEnd, Halt> {
+        let (browser, options) = (self.browser, self.options);
+        let settle = options.settle;
+        let mut shown = match url {
+            // Not opened again when shown already: a listing that grows in place keeps
+            // the search and filters the caller set up on it.
+            Some(url) => {
+                self.attempt(CollectStep::Open, &url, async || {
+                    if browser.url().await? != url {
+                        browser.open(&url).await?;
+                    }
+                    browser.wait_for_settle(settle).await
+                })
+                .await?;
+                url
+            }
+            None => {
+                self.attempt(CollectStep::Open, "", async || {
+                    browser.wait_for_settle(settle).await
+                })
+                .await?;
+                self.attempt(CollectStep::Open, "", async || browser.url().await)
+                    .await?
+            }
+        };
+        self.resume_at = Stage::Listings {
+            url: Some(shown.clone()),
+            in_place,
+        };
+        let seen_already = if in_place { 1 } else { self.pages };
+        let mut paginator = Paginator::new(options.listing.item.clone(), options.max_pages)
+            .with_settle(settle)
+            .with_known_next(options.pagination.clone())
+            .with_pages_seen(seen_already);
+        loop {
+            let listings = self
+                .attempt(CollectStep::Listings, &shown, async || {
+                    extract_listings(browser, &options.listing).await
+                })
+                .await?;
+            let page = self
+                .attempt(CollectStep::Listings, &shown, async || browser.url().await)
+                .await?;
+            if self.take_listings(listings, &page).await? {
+                return Ok(CollectEnd::MaxJobs);
+            }
+            // A move that failed half way may have left the page: a page of its own is
+            // opened again before the retry, so that no page is skipped.
+            let mut retry = false;
+            let addressable = !in_place;
+            let advance = self
+                .attempt(CollectStep::NextPage, &page, async || {
+                    if std::mem::replace(&mut retry, true) && addressable {
+                        browser.open(&page).await?;
+                        browser.wait_for_settle(settle).await?;
+                    }
+                    paginator.advance(browser).await
+                })
+                .await?;
+            self.pages = self.pages.max(paginator.pages());
+            match advance {
+                Advance::Moved {
+                    kind,
+                    url,
+                    new_items,
+                } => {
+                    tracing::info!(?kind, %url, new_items, "next page of listings");
+                    let grew = matches!(
+                        kind,
+                        PaginationKind::LoadMore { .. } | PaginationKind::InfiniteScroll
+                    );
+                    if !grew {
+                        self.read_here.clear();
+                    }
+                    in_place = grew;
+                    self.resume_at = Stage::Listings {
+                        url: Some(url.clone()),
+                        in_place: grew,
+                    };
+                    self.save().await?;
+                    shown = url;
+                }
+                Advance::Stopped(reason) => return Ok(CollectEnd::Pages(reason)),
+            }
+        }
+    }
+
+    /// Takes the listings read on `page`; true once `max_jobs` jobs are collected.
+    async fn take_listings(&mut self, listings: Vec<RawListing>, page: &str) -> Result<bool, Halt> {
+        let host = host_of(page);
+        for (index, raw) in listings.into_iter().enumerate() {
+            let read = (raw.title.clone(), raw.link.clone(), raw.body.clone());
+            if !self.read_here.insert(read) {
+                continue;
+            }
+            let mut job = CollectedJob {
+                apply_type: apply_type(&raw.link, host.as_deref(), false),
+                title: raw.title,
+                company: raw.company,
+                location: raw.location,
+                salary_text: raw.salary,
+                apply_url: raw.link,
+                posted_date: (!raw.posted.is_empty()).then_some(raw.posted),
+                source_page: page.to_owned(),
+                description: None,
+                details_text: raw.body,
+            };
+            if (job.title.is_empty() && job.apply_url.is_empty()) || self.carried.contains(&job) {
+                continue;
+            }
+            if self.seen.contains(&job) {
+                self.duplicates += 1;
+                continue;
+            }
+            if self.jobs.len() >= self.options.max_jobs {
+                return Ok(true);
+            }
+            let panel = uses_panel(self.options.detail_mode, &job);
+            if panel {
+                self.read_panel(&mut job, index, page).await?;
+            }
+            if !self.seen.insert(&job) {
+                self.duplicates += 1;
+                continue;
+            }
+            if !panel && self.options.detail.is_some() {
+                self.detail_pending.push_back(self.jobs.len());
+            }
+            self.jobs.push(job);
+        }
+        Ok(self.jobs.len() >= self.options.max_jobs)
+    }
+
+    /// Reads the job's details from the panel its listing (the `index`-th on `page`) fills.
+    async fn read_panel(
+        &mut self,
+        job: &mut CollectedJob,
+        index: usize,
+        page: &str,
+    ) -> Result<(), Halt> {
+        let Some(detail) = &self.options.detail else {
+            return Ok(());
+        };
+        let at = PanelListing {
+            selectors: &self.options.listing,
+            index,
+            page,
+        };
+        match read_panel(self.browser, &at, detail, self.options.settle).await {
+            Ok(Some(found)) if self.last_panel.as_ref() == Some(&found) => {
+                tracing::warn!(title = %job.title, "the panel did not change: not read");
+            }
+            Ok(Some(found)) => {
+                self.last_panel = Some(found.clone());
+                apply_details(job, found, host_of(page).as_deref());
+            }
+            Ok(None) => tracing::warn!(index, "the listing to click is gone"),
+            Err(error) => return self.record(CollectStep::Details, page, &error),
+        }
+        self.failures = 0;
+        Ok(())
+    }
+
+    /// Reads the jobs' own pages still to be read, after every listing is.
+    async fn details(&mut self, end: CollectEnd) -> Result<(), Halt> {
+        let Some(detail) = &self.options.detail else {
+            return Ok(());
+        };
+        if self.detail_pending.is_empty() {
+            return Ok(());
+        }
+        tracing::info!(
+            jobs = self.jobs.len(),
+            ?end,
+            "listings collected; reading the jobs' pages"
+        );
+        self.resume_at = Stage::Details { end };
+        self.save().await?;
+        // The jobs that failed since the last success: read again on resume when the
+        // failures end the walk, gone past when a success follows.
+        let mut streak = Vec::new();
+        while let Some(&index) = self.detail_pending.front() {
+            if let Some(job) = self.jobs.get_mut(index) {
+                let url = job.apply_url.clone();
+                match read_detail(self.browser, job, detail, self.options.settle).await {
+                    Ok(()) => {
+                        self.failures = 0;
+                        streak.clear();
+                    }
+                    Err(error) => {
+                        if let Err(halt) = self.record(CollectStep::Details, &url, &error) {
+                            for failed in streak.into_iter().rev() {
+                                self.detail_pending.push_front(failed);
+                            }
+                            return Err(halt);
+                        }
+                        streak.push(index);
+                    }
+                }
+            }
+            self.detail_pending.pop_front();
+            self.save().await?;
+        }
+        Ok(())
+    }
+
+    /// Runs `step` until it succeeds, pausing longer after each failure; a halt once
+    /// failures in a row reach the limit.
+    async fn attempt<T>(
+        &mut self,
+        step: CollectStep,
+        url: &str,
+        mut run: impl AsyncFnMut() -> Result<T, BrowserError>,
+    ) -> Result<T, Halt> {
+        loop {
+            match run().await {
+                Ok(value) => {
+                    self.failures = 0;
+                    return Ok(value);
+                }
+                Err(error) => {
+                    self.record(step, url, &error)?;
+                    tokio::time::sleep(RETRY_PAUSE * self.failures as u32).await;
+                }
+            }
+        }
+    }
+
+    /// Records a failed step; a halt when it makes too many in a row.
+    fn record(&mut self, step: CollectStep, url: &str, error: &BrowserError) -> Result<(), Halt> {
+        tracing::warn!(?step, url, %error, "a collecting step failed");
+        self.errors.push(PageError {
+            step,
+            url: url.to_owned(),
+            error: error.to_string(),
+        });
+        self.failures += 1;
+        if self.failures >= self.options.max_consecutive_errors.max(1) {
+            tracing::warn!(
+                failures = self.failures,
+                "too many failures in a row: stopping"
+            );
+            return Err(Halt(CollectEnd::TooManyErrors));
+        }
+        Ok(())
+    }
+
+    /// Saves a checkpoint of where the walk stands, when it keeps them.
+    async fn save(&mut self) -> Result<(), Halt> {
+        let Some(saver) = &mut self.saver else {
+            return Ok(());
+        };
+        let progress = Progress {
+            stage: self.resume_at.clone(),
+            jobs: self.jobs.clone(),
+            details_texts: self
+                .jobs
+                .iter()
+                .map(|job| job.details_text.clone())
+                .collect(),
+            pages: self.pages,
+            duplicates: self.duplicates,
+            errors: self.errors.clone(),
+            detail_pending: self.detail_pending.clone(),
+        };
+        if let Err(error) = saver.save(&progress).await {
+            tracing::warn!(%error, "the collection's checkpoint could not be written: stopping");
+            self.errors.push(PageError {
+                step: CollectStep::Checkpoint,
+                url: String::new(),
+                error: error.to_string(),
+            });
+            return Err(Halt(CollectEnd::CheckpointFailed));
+        }
+        Ok(())
+    }
+
+    fn into_collection(self, end: CollectEnd) -> Collection {
+        Collection {
+            jobs: self.jobs,
+            pages: self.pages,
+            duplicates: self.duplicates,
+            end,
+            errors: self.errors,
+            resumed_jobs: self.resumed_jobs,
+        }
+    }
+}
+
+/// Tracks what has been collected, to drop duplicates.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Seen {
+    urls: HashSet<String>,
+    keys: HashSet<(String, String, String)>,
+}
+
+impl Seen {
+    /// Whether `job` (its apply URL, or its title, company and location) was seen already.
+    fn contains(&self, job: &CollectedJob) -> bool {
+        let (url, key) = Self::identity(job);
+        (!url.is_empty() && self.urls.contains(&url)) || self.keys.contains(&key)
+    }
+
+    fn identity(job: &CollectedJob) -> (String, (String, String, String)) {
+        let key = (
+            normalize(&job.title),
+            normalize(&job.company),
+            normalize(&job.location),
+        );
+        (job.apply_url.trim_end_matches('/').to_owned(), key)
+    }
+
+    /// Records `job`; false when it was seen already.
+    fn insert(&mut self, job: &CollectedJob) -> bool {
+        if self.contains(job) {
+            return false;
+        }
+        let (url, key) = Self::identity(job);
+        if !url.is_empty() {
+            self.urls.insert(url);
+        }
+        self.keys.insert(key);
+        true
+    }
+}
+
+fn normalize(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::collect::ApplyType;
+
+    #[test]
+    fn duplicates_by_url_or_by_title_company_location() {
+        let job = |title: &str, url: &str| CollectedJob {
+            title: title.into(),
+            company: "Acme".into(),
+            location: String::new(),
+            salary_text: String::new(),
+            apply_url: url.into(),
+            apply_type: ApplyType::External,
+            posted_date: None,
+            source_page: String::new(),
+            description: None,
+            details_text: String::new(),
+        };
+        let mut seen = Seen::default();
+        assert!(seen.insert(&job("Rust", "https://x/1")));
+        assert!(!seen.insert(&job("Other", "https://x/1/")));
+        assert!(!seen.insert(&job(" rust ", "https://x/2")));
+        assert!(seen.insert(&job("Go", "https://x/3")));
+    }
+}
