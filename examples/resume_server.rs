@@ -99,11 +99,15 @@ async fn main() -> anyhow::Result<()> {
         max_tokens: args.max_tokens,
         ..CostLimits::default()
     };
-    let product = product.with_flags(Flags::from_env()?).with_limits(limits);
     let store = SqliteSessionStore::open(&args.db)
         .await
         .with_context(|| format!("opening the session store {}", args.db.display()))?;
-    // One database: sessions, events and gates, and the runs' checkpoints beside them.
+    // One database: sessions, events and gates, the runs' checkpoints and the users'
+    // master resumes beside them.
+    let product = product
+        .with_flags(Flags::from_env()?)
+        .with_limits(limits)
+        .with_documents(Arc::new(store.documents()));
     let checkpoints = store.checkpoints();
     let server = AgentServer::new(Arc::new(store))
         .with_checkpoints(Arc::new(checkpoints))

@@ -197,7 +197,7 @@ impl SqliteSessionStore {
     }
 
     /// A transaction holding the write lock from its start.
-    async fn write(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
+    pub(crate) async fn write(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
         self.pool
             .begin_with("BEGIN IMMEDIATE")
             .await
@@ -205,7 +205,7 @@ impl SqliteSessionStore {
     }
 
     /// A read transaction: one consistent snapshot.
-    async fn read(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
+    pub(crate) async fn read(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
         self.pool.begin().await.map_err(backend)
     }
 }

@@ -94,8 +94,20 @@ ALTER TABLE sessions ADD COLUMN resume_attempts INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN resume_events INTEGER NOT NULL DEFAULT 0;
 "#;
 
+/// Version 4: documents that outlive sessions (agent-runtime's `DocumentStore`), JSON by
+/// namespace and key.
+const DOCUMENTS: &str = r#"
+CREATE TABLE IF NOT EXISTS documents (
+    namespace   TEXT NOT NULL,
+    key         TEXT NOT NULL,
+    value       TEXT NOT NULL,
+    updated_at  TEXT NOT NULL,
+    PRIMARY KEY (namespace, key)
+) WITHOUT ROWID;
+"#;
+
 /// Migration `i` brings version `i` to `i + 1`.
-const MIGRATIONS: [&str; 3] = [SESSIONS, CHECKPOINTS, LIFECYCLE];
+const MIGRATIONS: [&str; 4] = [SESSIONS, CHECKPOINTS, LIFECYCLE, DOCUMENTS];
 
 /// Checks the schema version and runs the missing migrations, on a connection inside a
 /// write transaction (the caller commits). `location` names the database in messages.

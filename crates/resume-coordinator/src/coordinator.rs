@@ -21,11 +21,12 @@ use crate::docx::{base64, build_docx, verify_docx};
 use crate::gates::{ARCHITECT_REVIEW, QUALITY_REVIEW, RESEARCH_VALIDATION};
 use crate::intake::read_resume;
 use crate::llm::Llm;
+use crate::master::MasterResumes;
 use crate::producer::{self, tools::assemble_markdown, tools::ats_check};
 use crate::strategist;
 use crate::types::{
-    DOMAIN, PipelineError, ResumeEvent, ResumeOutput, ResumeState, Stage, StartRequest, TokenUsage,
-    UsageTotals,
+    DOMAIN, Evidence, PipelineError, ResumeEvent, ResumeOutput, ResumeState, Stage, StartRequest,
+    TokenUsage, UsageTotals,
 };
 
 /// The coordinator's name in gate ids (`coordinator:architect_review:1`).
@@ -73,8 +74,14 @@ pub async fn run(
     meter: CostMeter,
     handle: SessionHandle,
     request: StartRequest,
+    masters: Option<MasterResumes>,
 ) -> Result<ResumeOutput, PipelineError> {
-    let session = Session::new(handle.id(), ResumeState::new(&request))
+    let user = request.user_id.as_deref().zip(masters.as_ref());
+    let mut state = ResumeState::new(&request);
+    if let Some((user, masters)) = user {
+        state.earlier_evidence = earlier_evidence(masters, user, &request.resume_text).await;
+    }
+    let session = Session::new(handle.id(), state)
         .with_gates(handle.gates().clone())
         .with_event_sink(handle.event_sink())
         .with_bus(Arc::new(InMemoryBus::new()))
@@ -101,10 +108,26 @@ pub async fn run(
     }
     .map_err(unreadable)?;
     match result.status {
-        RunStatus::Success => result
-            .state
-            .result
-            .ok_or_else(|| PipelineError("the pipeline ended without a result".to_owned())),
+        RunStatus::Success => {
+            if let Some((user, masters)) = user {
+                // The resume is made: a store that fails now costs the next session its
+                // head start, not this one its result.
+                match masters.record(user, handle.id(), &result.state).await {
+                    Ok(master) => tracing::info!(
+                        items = master.evidence.len(),
+                        sessions = master.sessions.len(),
+                        "the user's master resume is updated"
+                    ),
+                    Err(error) => {
+                        tracing::warn!(%error, "the user's master resume could not be updated")
+                    }
+                }
+            }
+            result
+                .state
+                .result
+                .ok_or_else(|| PipelineError("the pipeline ended without a result".to_owned()))
+        }
         _ => Err(PipelineError(
             result
                 .errors
@@ -113,6 +136,30 @@ pub async fn run(
                 .or(result.reason)
                 .unwrap_or_else(|| "the pipeline stopped".to_owned()),
         )),
+    }
+}
+
+/// A returning user's earlier evidence for a session on `resume_text` (`M*` items,
+/// without what the resume says already); none for a new user, or when the store fails
+/// (the session goes on without it, and says so in the log).
+async fn earlier_evidence(masters: &MasterResumes, user: &str, resume_text: &str) -> Vec<Evidence> {
+    match masters.load(user).await {
+        Ok(Some(master)) => {
+            let current = read_resume(resume_text)
+                .map(|intake| intake.evidence)
+                .unwrap_or_default();
+            let earlier = master.session_evidence(&current);
+            tracing::info!(
+                items = earlier.len(),
+                "a returning user: earlier evidence given"
+            );
+            earlier
+        }
+        Ok(None) => Vec::new(),
+        Err(error) => {
+            tracing::warn!(%error, "the user's master resume could not be read; going on without it");
+            Vec::new()
+        }
     }
 }
 
@@ -456,10 +503,11 @@ fn intake(ctx: &Ctx) -> Result<(), String> {
     ctx.update(|s| {
         s.candidate_name = intake.candidate_name.clone();
         s.evidence = intake.evidence.clone();
+        s.evidence.extend(s.earlier_evidence.iter().cloned());
     });
     ctx.emit(ResumeEvent::IntakeComplete {
         candidate_name: intake.candidate_name,
-        evidence: intake.evidence,
+        evidence: ctx.read(|s| s.evidence.clone()),
     });
     Ok(())
 }

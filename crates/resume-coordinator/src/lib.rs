@@ -29,6 +29,7 @@ pub mod flags;
 pub mod gates;
 pub mod intake;
 pub mod llm;
+pub mod master;
 pub mod messages;
 pub mod producer;
 pub mod product;

@@ -32,6 +32,12 @@ pub fn build_strategist_message(state: &ResumeState, phase: StrategistPhase) -> 
         state.job_description.trim(),
         evidence_block(state),
     );
+    if let Some(last) = state.earlier_evidence.last() {
+        out.push_str(&format!(
+            "Returning user: M1..{} are the candidate's own facts from earlier sessions; use them as evidence and do not ask again what they answer.\n",
+            last.id
+        ));
+    }
     if let Some(jd) = &state.jd_analysis {
         out.push_str(&format!(
             "\nJob analysis: {} at {}; must-haves: {}\n",

@@ -2,6 +2,7 @@
 
 use agent_llm::testing::LatencyModel;
 use agent_llm::{ChatModel, ModelPrice, ModelRouter, ModelTier, PricingTable};
+use agent_runtime::documents::DocumentStore;
 use agent_runtime::{AnswerError, CostLimits, CostMeter, GateSpec, read_as};
 use agent_server::{Product, SessionHandle};
 use async_trait::async_trait;
@@ -14,6 +15,7 @@ use crate::coordinator;
 use crate::dry_run::{self, DryRunError};
 use crate::gates;
 use crate::llm::Llm;
+use crate::master::MasterResumes;
 use crate::types::{Flags, PipelineError, ResumeEvent, ResumeOutput, StartRequest};
 
 /// The longest `resume_text` and `job_description`, in characters.
@@ -28,6 +30,7 @@ pub struct ResumeProduct {
     pricing: PricingTable,
     limits: CostLimits,
     flags: Flags,
+    masters: Option<MasterResumes>,
 }
 
 impl std::fmt::Debug for ResumeProduct {
@@ -48,7 +51,17 @@ impl ResumeProduct {
             pricing: PricingTable::default(),
             limits: CostLimits::default(),
             flags: Flags::default(),
+            masters: None,
         }
+    }
+
+    /// Keeps users' master resumes in `documents` (the deployment's database, e.g.
+    /// `SqliteSessionStore::documents`): a start request naming a `user_id` gets that
+    /// user's evidence from their finished sessions, and adds its own when it finishes.
+    /// Without it, `user_id` is accepted and not used.
+    pub fn with_documents(mut self, documents: Arc<dyn DocumentStore>) -> Self {
+        self.masters = Some(MasterResumes::new(documents));
+        self
     }
 
     /// Limits every session's spending: a session that reaches one fails with a
@@ -120,6 +133,15 @@ pub fn check_start(start: &StartRequest) -> Result<(), AnswerError> {
     if start.job_description.trim().is_empty() {
         return Err(refuse("job_description", "must not be empty".to_owned()));
     }
+    if let Some(user) = &start.user_id {
+        let allowed = |c: char| c.is_ascii_alphanumeric() || "._@+-".contains(c);
+        if user.is_empty() || user.chars().count() > 128 || !user.chars().all(allowed) {
+            return Err(refuse(
+                "user_id",
+                "must be 1 to 128 letters, digits and ._@+-".to_owned(),
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -152,7 +174,16 @@ impl Product for ResumeProduct {
     ) -> Result<ResumeOutput, PipelineError> {
         start.flags = start.flags.narrowed_by(self.flags);
         let meter = CostMeter::with_pricing(self.limits.clone(), self.pricing.clone());
-        coordinator::run(self.llm.clone(), self.router.clone(), meter, session, start).await
+        let masters = self.masters.clone();
+        coordinator::run(
+            self.llm.clone(),
+            self.router.clone(),
+            meter,
+            session,
+            start,
+            masters,
+        )
+        .await
     }
 
     fn gates(&self) -> Vec<GateSpec> {
@@ -205,6 +236,16 @@ mod tests {
                 json!({"resume_text": "x", "job_description": "y", "flags": {"intake_quiz": 1}}),
                 "flags.intake_quiz",
                 "invalid type",
+            ),
+            (
+                json!({"resume_text": "x", "job_description": "y", "user_id": "../etc"}),
+                "user_id",
+                "letters, digits",
+            ),
+            (
+                json!({"resume_text": "x", "job_description": "y", "user_id": ""}),
+                "user_id",
+                "1 to 128",
             ),
         ];
         for (body, path, message) in cases {

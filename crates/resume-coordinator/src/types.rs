@@ -34,6 +34,11 @@ pub struct StartRequest {
     /// Optional interaction points.
     #[serde(default, deserialize_with = "null_as_default")]
     pub flags: Flags,
+    /// The user, as the deployment identifies them (1 to 128 letters, digits and
+    /// `._@+-`): a returning user's earlier evidence is used, and this session's is kept
+    /// for their next one. The server trusts it: put it behind the application's sign-in.
+    #[serde(default)]
+    pub user_id: Option<String>,
 }
 
 /// `null` reads as the default, as an absent field does.
@@ -285,8 +290,13 @@ pub struct ResumeState {
     pub stage: Stage,
     /// The candidate's name (the resume's first line).
     pub candidate_name: String,
-    /// The evidence library: `R*` then `A*` items.
+    /// The evidence library: `R*`, then `M*` (a returning user's earlier evidence), then
+    /// `A*` items.
     pub evidence: Vec<Evidence>,
+    /// A returning user's earlier evidence (`M*`), given at the start and added to the
+    /// library at intake.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_evidence: Vec<Evidence>,
     /// The job description's analysis.
     pub jd_analysis: Option<JdAnalysis>,
     /// Company research notes.
@@ -424,7 +434,7 @@ pub enum ResumeEvent {
     IntakeComplete {
         /// The candidate's name.
         candidate_name: String,
-        /// The `R*` items.
+        /// The `R*` items, then a returning user's `M*` items.
         evidence: Vec<Evidence>,
     },
     /// The job description was analyzed.

@@ -29,3 +29,26 @@ fn the_strategist_opening_message() {
         build_strategist_message(&state, StrategistPhase::Research)
     );
 }
+
+#[test]
+fn the_strategist_opening_message_for_a_returning_user() {
+    let request: StartRequest = serde_json::from_value(common::sample_body()).unwrap();
+    let mut state = ResumeState::new(&request);
+    let intake = read_resume(&state.resume_text).unwrap();
+    state.candidate_name = intake.candidate_name;
+    state.earlier_evidence = vec![resume_coordinator::types::Evidence {
+        id: "M1".into(),
+        text: "Led 4 engineers (asked: How large was your team?)".into(),
+    }];
+    state.evidence = intake.evidence;
+    state.evidence.extend(state.earlier_evidence.clone());
+    let message = build_strategist_message(&state, StrategistPhase::Research);
+    assert!(
+        message.contains("M1: Led 4 engineers (asked: How large was your team?)\n"),
+        "{message}"
+    );
+    assert!(
+        message.contains("Returning user: M1..M1 are the candidate's own facts"),
+        "{message}"
+    );
+}

@@ -8,6 +8,7 @@
 
 pub mod bus;
 pub mod checkpoint;
+pub mod documents;
 pub mod graph;
 #[cfg(feature = "otel")]
 pub mod otel;

@@ -1,0 +1,92 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! One behaviour suite for agent-runtime's `DocumentStore`: the in-memory store and the
+//! SQLite one (a file, reopened).
+
+use std::sync::Arc;
+
+use agent_backends::SqliteSessionStore;
+use agent_runtime::documents::{DocumentStore, InMemoryDocumentStore};
+use serde_json::{Value, json};
+
+async fn behaves(store: Arc<dyn DocumentStore>) {
+    assert_eq!(store.get("resume.master", "ada").await.unwrap(), None);
+    store
+        .put("resume.master", "ada", &json!({"n": 1}))
+        .await
+        .unwrap();
+    store
+        .put("resume.master", "bob", &json!({"n": 7}))
+        .await
+        .unwrap();
+    store
+        .put("other", "ada", &json!("elsewhere"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get("resume.master", "ada").await.unwrap(),
+        Some(json!({"n": 1}))
+    );
+    assert_eq!(
+        store.get("other", "ada").await.unwrap(),
+        Some(json!("elsewhere"))
+    );
+    store
+        .put("resume.master", "ada", &json!({"n": 2}))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get("resume.master", "ada").await.unwrap(),
+        Some(json!({"n": 2}))
+    );
+
+    // Concurrent updates of one document all land.
+    let increments = (0..20).map(|_| {
+        let store = store.clone();
+        tokio::spawn(async move {
+            store
+                .update(
+                    "counter",
+                    "shared",
+                    Box::new(|now: Option<Value>| {
+                        json!(now.and_then(|v| v.as_i64()).unwrap_or(0) + 1)
+                    }),
+                )
+                .await
+                .unwrap()
+        })
+    });
+    for increment in increments {
+        increment.await.unwrap();
+    }
+    assert_eq!(
+        store.get("counter", "shared").await.unwrap(),
+        Some(json!(20))
+    );
+
+    assert!(store.delete("resume.master", "bob").await.unwrap());
+    assert!(!store.delete("resume.master", "bob").await.unwrap());
+    assert_eq!(store.get("resume.master", "bob").await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn in_memory_documents() {
+    behaves(Arc::new(InMemoryDocumentStore::default())).await;
+}
+
+#[tokio::test]
+async fn sqlite_documents_persist_beside_the_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agent.db");
+    let sessions = SqliteSessionStore::open(&path).await.unwrap();
+    behaves(Arc::new(sessions.documents())).await;
+    sessions.close().await;
+    let reopened = SqliteSessionStore::open(&path).await.unwrap().documents();
+    assert_eq!(
+        reopened.get("resume.master", "ada").await.unwrap(),
+        Some(json!({"n": 2}))
+    );
+    assert_eq!(
+        reopened.get("counter", "shared").await.unwrap(),
+        Some(json!(20))
+    );
+}
