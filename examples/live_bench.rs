@@ -6,6 +6,7 @@
 //! eval "$(../shared/tools/local-llm/local-llm start)"
 //! cargo build --release -p examples --examples
 //! cargo run --release -p examples --example live_bench -- [--only llm_chat,job_hunter,resume,page_explorer]
+//!     [--runs N] [--prefs TEXT] [--any-board]
 //! ```
 //!
 //! Every product runs as its example binary, as a user runs it. Its model calls go
@@ -53,6 +54,20 @@ struct Args {
     /// Longest a run may take before it is stopped and reported as a hang.
     #[arg(long, default_value_t = 1800)]
     deadline_secs: u64,
+    /// Runs of each product, one after another.
+    #[arg(long, default_value_t = 1)]
+    runs: u32,
+    /// The job hunter's preferences (the default names two companies with recorded boards).
+    #[arg(
+        long,
+        default_value = "Backend engineering roles, remote within Europe, at Northwind Robotics or Quill Labs."
+    )]
+    prefs: String,
+    /// Answer every board token with one of the vendor's recorded boards (picked by the
+    /// token), so that companies the model suggests have boards here too; otherwise only
+    /// the recorded tokens have one and the rest are the vendor's 404.
+    #[arg(long)]
+    any_board: bool,
 }
 
 /// What the model server was asked during one run.
@@ -69,6 +84,7 @@ struct Proxy {
     client: reqwest::Client,
     meter: Arc<Mutex<Meter>>,
     boards: PathBuf,
+    any_board: bool,
 }
 
 impl Proxy {
@@ -121,9 +137,20 @@ async fn forward(
     response
 }
 
-/// A recorded job board, or the vendor's 404.
+/// A recorded job board, or the vendor's 404 (with `--any-board`, one of the vendor's
+/// recorded boards for any token).
 async fn board(proxy: &Proxy, vendor: &str, token: &str) -> Response {
-    let file = proxy.boards.join(vendor).join(format!("{token}.json"));
+    let mut file = proxy.boards.join(vendor).join(format!("{token}.json"));
+    if proxy.any_board && !file.is_file() {
+        let mut recorded: Vec<PathBuf> = std::fs::read_dir(proxy.boards.join(vendor))
+            .map(|dir| dir.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        recorded.sort();
+        let pick = token.bytes().map(usize::from).sum::<usize>();
+        if let Some(chosen) = recorded.get(pick % recorded.len().max(1)) {
+            file = chosen.clone();
+        }
+    }
     match tokio::fs::read(&file).await {
         Ok(bytes) => ([("content-type", "application/json")], bytes).into_response(),
         Err(_) => (StatusCode::NOT_FOUND, "{\"error\": \"not found\"}").into_response(),
@@ -191,7 +218,8 @@ fn example(name: &str) -> anyhow::Result<PathBuf> {
 }
 
 /// Runs `command` to its end (or its deadline); the exit code and its last line.
-async fn finish(mut command: Command, deadline: Duration) -> anyhow::Result<Outcome> {
+/// Runs `command` to its end or `deadline`; its output is kept in `log`.
+async fn finish(mut command: Command, deadline: Duration, log: &Path) -> anyhow::Result<Outcome> {
     let started = Instant::now();
     let output = tokio::time::timeout(
         deadline,
@@ -208,10 +236,14 @@ async fn finish(mut command: Command, deadline: Duration) -> anyhow::Result<Outc
         Ok(output) => {
             let output = output?;
             let stdout = String::from_utf8_lossy(&output.stdout);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            std::fs::write(log, format!("{stdout}\n--- stderr ---\n{stderr}"))
+                .with_context(|| format!("writing {}", log.display()))?;
+            // The stated reason of a failure, else the last line printed.
             let last = stdout
                 .lines()
-                .rev()
-                .find(|line| !line.trim().is_empty())
+                .find(|line| line.trim_start().starts_with("reason: "))
+                .or_else(|| stdout.lines().rev().find(|line| !line.trim().is_empty()))
                 .unwrap_or_default()
                 .trim()
                 .chars()
@@ -223,19 +255,25 @@ async fn finish(mut command: Command, deadline: Duration) -> anyhow::Result<Outc
     Ok(Outcome { ended, wall })
 }
 
-async fn run_llm_chat(env: &[(String, String)], deadline: Duration) -> anyhow::Result<Outcome> {
+async fn run_llm_chat(
+    env: &[(String, String)],
+    deadline: Duration,
+    log: &Path,
+) -> anyhow::Result<Outcome> {
     let mut command = Command::new(example("llm_chat")?);
     command
         .arg("What time is it in Tokyo? Use the tool.")
         .envs(env.iter().cloned());
-    finish(command, deadline).await
+    finish(command, deadline, log).await
 }
 
 async fn run_job_hunter(
     env: &[(String, String)],
     proxy: &str,
     work: &Path,
+    prefs: &str,
     deadline: Duration,
+    log: &Path,
 ) -> anyhow::Result<Outcome> {
     let mut command = Command::new(example("job_hunter")?);
     command
@@ -245,23 +283,21 @@ async fn run_job_hunter(
             "fixtures/job-hunter/resume.txt",
             "--prefs",
         ])
-        .arg(
-            "Backend engineering roles, remote within Europe, at Northwind Robotics or Quill Labs.",
-        )
+        .arg(prefs)
         .arg("--output-dir")
-        .arg(work.join("job-hunter"))
+        .arg(work)
         .args(["--run-id", "bench"])
         .envs(env.iter().cloned())
         .env("GREENHOUSE_API_BASE", format!("{proxy}/greenhouse"))
         .env("LEVER_API_BASE", format!("{proxy}/lever"))
         .env("ASHBY_API_BASE", format!("{proxy}/ashby"))
-        .env("JH_CHECKPOINT_DIR", work.join("job-hunter-checkpoints"))
+        .env("JH_CHECKPOINT_DIR", work.join("checkpoints"))
         .env("JH_MAX_COMPANIES", "3")
         .env("JH_MAX_JOBS", "6")
         .env("JH_HOST_INTERVAL_MS", "0")
         .env("BRAVE_API_KEY", "")
         .env("SMTP_URL", "");
-    finish(command, deadline).await
+    finish(command, deadline, log).await
 }
 
 async fn run_resume(
@@ -269,6 +305,7 @@ async fn run_resume(
     work: &Path,
     max_tokens: u64,
     deadline: Duration,
+    log: &Path,
 ) -> anyhow::Result<Outcome> {
     let mut server = Command::new(example("resume_server")?)
         .args([
@@ -301,7 +338,7 @@ async fn run_resume(
         .arg(&base)
         .args(["fixtures/resume/resume.txt", "fixtures/resume/job.txt"])
         .arg(work.join("resume.docx"));
-    let outcome = finish(client, deadline).await;
+    let outcome = finish(client, deadline, log).await;
     server.kill().await.ok();
     outcome
 }
@@ -310,6 +347,7 @@ async fn run_page_explorer(
     env: &[(String, String)],
     work: &Path,
     deadline: Duration,
+    log: &Path,
 ) -> anyhow::Result<Outcome> {
     let mut command = Command::new(example("page_explorer")?);
     command
@@ -322,7 +360,7 @@ async fn run_page_explorer(
         ])
         .arg(work.join("page-explorer"))
         .envs(env.iter().cloned());
-    finish(command, deadline).await
+    finish(command, deadline, log).await
 }
 
 #[tokio::main]
@@ -342,6 +380,7 @@ async fn main() -> anyhow::Result<()> {
             .build()?,
         meter: Arc::default(),
         boards: PathBuf::from("fixtures/job-hunter/ats"),
+        any_board: args.any_board,
     };
     let address = proxy_server(proxy.clone()).await?;
     let env = vec![
@@ -359,13 +398,18 @@ async fn main() -> anyhow::Result<()> {
         "{:<14} {:>6} {:>10} {:>10} {:>9}  outcome",
         "product", "calls", "tokens in", "tokens out", "wall s"
     );
-    for product in &args.only {
+    let runs = (1..=args.runs.max(1)).flat_map(|run| args.only.iter().map(move |p| (p, run)));
+    for (product, run) in runs {
         proxy.take();
+        let log = work.join(format!("{product}-{run}.log"));
         let outcome = match product.as_str() {
-            "llm_chat" => run_llm_chat(&env, deadline).await,
-            "job_hunter" => run_job_hunter(&env, &address, &work, deadline).await,
-            "resume" => run_resume(&env, &work, args.resume_max_tokens, deadline).await,
-            "page_explorer" => run_page_explorer(&env, &work, deadline).await,
+            "llm_chat" => run_llm_chat(&env, deadline, &log).await,
+            "job_hunter" => {
+                let out = work.join(format!("job-hunter-{run}"));
+                run_job_hunter(&env, &address, &out, &args.prefs, deadline, &log).await
+            }
+            "resume" => run_resume(&env, &work, args.resume_max_tokens, deadline, &log).await,
+            "page_explorer" => run_page_explorer(&env, &work, deadline, &log).await,
             other => bail!("unknown product {other} (llm_chat, job_hunter, resume, page_explorer)"),
         };
         let meter = proxy.take();
@@ -373,8 +417,13 @@ async fn main() -> anyhow::Result<()> {
             Ok(outcome) => (outcome.ended, outcome.wall),
             Err(error) => (format!("could not run: {error:#}"), Duration::ZERO),
         };
+        let label = if args.runs > 1 {
+            format!("{product} #{run}")
+        } else {
+            product.clone()
+        };
         println!(
-            "{product:<14} {:>6} {:>10} {:>10} {:>9.1}  {ended}",
+            "{label:<14} {:>6} {:>10} {:>10} {:>9.1}  {ended}",
             meter.calls,
             meter.input_tokens,
             meter.output_tokens,

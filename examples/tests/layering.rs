@@ -22,7 +22,7 @@ fn layer(name: &str) -> Option<u8> {
         "agent-runtime" => Some(1),
         _ if MIDDLE.contains(&name) => Some(2),
         _ if PRODUCTS.contains(&name) => Some(3),
-        "examples" => Some(4),
+        "examples" | "xtask" => Some(4),
         _ => None,
     }
 }

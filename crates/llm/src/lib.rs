@@ -23,6 +23,8 @@ pub mod context_fit;
 mod error;
 mod guard;
 mod http;
+#[cfg(feature = "local-embeddings")]
+pub mod local_embedding;
 mod model;
 pub mod openai;
 pub mod pricing;
@@ -39,6 +41,8 @@ pub use anthropic::{AnthropicConfig, AnthropicModel, PromptCaching};
 pub use config::ProviderConfig;
 pub use error::LlmError;
 pub use http::HttpSettings;
+#[cfg(feature = "local-embeddings")]
+pub use local_embedding::{LocalEmbeddingError, LocalEmbeddingModel};
 pub use model::{
     ChatModel, EmbeddingModel, EmbeddingRequest, EmbeddingResponse, StructuredOutputMode,
 };

