@@ -106,8 +106,38 @@ CREATE TABLE IF NOT EXISTS documents (
 ) WITHOUT ROWID;
 "#;
 
+/// Version 5: embedded texts (agent-runtime's `VectorStore`): the embedding as
+/// little-endian `f32`s, metadata as JSON, and an FTS5 index of the text (Porter stems)
+/// kept in step by triggers.
+const VECTORS: &str = r#"
+CREATE TABLE IF NOT EXISTS vectors (
+    row         INTEGER PRIMARY KEY,
+    collection  TEXT NOT NULL,
+    tenant      TEXT NOT NULL,
+    id          TEXT NOT NULL,
+    dims        INTEGER NOT NULL,
+    embedding   BLOB NOT NULL,
+    text        TEXT NOT NULL,
+    metadata    TEXT NOT NULL,
+    UNIQUE (collection, tenant, id)
+);
+CREATE INDEX IF NOT EXISTS vectors_by_tenant ON vectors (collection, tenant, dims);
+CREATE VIRTUAL TABLE IF NOT EXISTS vectors_text
+    USING fts5(text, content='vectors', content_rowid='row', tokenize='porter unicode61');
+CREATE TRIGGER IF NOT EXISTS vectors_inserted AFTER INSERT ON vectors BEGIN
+    INSERT INTO vectors_text (rowid, text) VALUES (new.row, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS vectors_deleted AFTER DELETE ON vectors BEGIN
+    INSERT INTO vectors_text (vectors_text, rowid, text) VALUES ('delete', old.row, old.text);
+END;
+CREATE TRIGGER IF NOT EXISTS vectors_updated AFTER UPDATE ON vectors BEGIN
+    INSERT INTO vectors_text (vectors_text, rowid, text) VALUES ('delete', old.row, old.text);
+    INSERT INTO vectors_text (rowid, text) VALUES (new.row, new.text);
+END;
+"#;
+
 /// Migration `i` brings version `i` to `i + 1`.
-const MIGRATIONS: [&str; 4] = [SESSIONS, CHECKPOINTS, LIFECYCLE, DOCUMENTS];
+const MIGRATIONS: [&str; 5] = [SESSIONS, CHECKPOINTS, LIFECYCLE, DOCUMENTS, VECTORS];
 
 /// Checks the schema version and runs the missing migrations, on a connection inside a
 /// write transaction (the caller commits). `location` names the database in messages.

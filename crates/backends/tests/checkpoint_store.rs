@@ -659,15 +659,15 @@ async fn an_older_database_is_migrated_and_a_newer_one_refused() {
         .fetch_one(&mut conn)
         .await
         .unwrap();
-    assert_eq!(version, 4);
-    sqlx::query("PRAGMA user_version = 5")
+    assert_eq!(version, 5);
+    sqlx::query("PRAGMA user_version = 6")
         .execute(&mut conn)
         .await
         .unwrap();
     conn.close().await.unwrap();
     assert_corrupt(
         SqliteCheckpointStore::open(&path).await,
-        &["agent.db", "schema version 5", "newer"],
+        &["agent.db", "schema version 6", "newer"],
     );
 }
 

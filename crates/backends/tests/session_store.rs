@@ -876,7 +876,7 @@ async fn newer_schema_version_is_refused() {
         .fetch_one(&mut conn)
         .await
         .unwrap();
-    assert_eq!(version, 4, "the store stamps its schema version");
+    assert_eq!(version, 5, "the store stamps its schema version");
     sqlx::query("PRAGMA user_version = 99")
         .execute(&mut conn)
         .await
@@ -891,12 +891,12 @@ async fn newer_schema_version_is_refused() {
     // A fresh file stamped by a newer version is refused too.
     let fresh = dir.path().join("fresh.db");
     let mut conn = raw(&fresh).await;
-    sqlx::query("PRAGMA user_version = 5")
+    sqlx::query("PRAGMA user_version = 6")
         .execute(&mut conn)
         .await
         .unwrap();
     conn.close().await.unwrap();
-    assert_corrupt(SqliteSessionStore::open(&fresh).await, &["version 5"]);
+    assert_corrupt(SqliteSessionStore::open(&fresh).await, &["version 6"]);
 }
 
 #[tokio::test]

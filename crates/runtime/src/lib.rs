@@ -13,6 +13,7 @@ pub mod graph;
 #[cfg(feature = "otel")]
 pub mod otel;
 pub mod sessions;
+pub mod vectors;
 
 mod events;
 mod gates;
