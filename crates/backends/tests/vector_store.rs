@@ -1,11 +1,12 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-//! One behaviour suite for agent-runtime's `VectorStore`, run on every store: SQLite here
-//! (a file, reopened), PostgreSQL with pgvector in `vector_store_postgres.rs`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! One behaviour suite for agent-runtime's `VectorStore`, run on every store: SQLite (a
+//! file, reopened) and PostgreSQL with pgvector (the server `cargo xtask test` starts, or
+//! `PGVECTOR_URL`; the test fails without it).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use agent_backends::SqliteSessionStore;
+use agent_backends::{PgVectorStore, SqliteSessionStore};
 use agent_runtime::vectors::{LexicalQuery, VectorQuery, VectorRecord, VectorStore};
 use serde_json::{Value, json};
 
@@ -259,4 +260,45 @@ async fn sqlite_vectors_behave_and_persist() {
         .await
         .unwrap();
     assert_eq!(ids(&hits), ["a3"]);
+}
+
+/// The pgvector server: `PGVECTOR_URL`, else the one `cargo xtask` starts.
+fn pgvector_url() -> String {
+    std::env::var("PGVECTOR_URL")
+        .ok()
+        .filter(|url| !url.is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5433/postgres".to_owned())
+}
+
+#[tokio::test]
+async fn postgres_vectors_behave() {
+    let url = pgvector_url();
+    let store = match PgVectorStore::connect(&url).await {
+        Ok(store) => store,
+        Err(error) => panic!(
+            "{error}\n(the pgvector server is not running: `cargo xtask setup` starts it, or set PGVECTOR_URL)"
+        ),
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let collection = format!("suite_{}_{nanos}", std::process::id());
+    behaves(Arc::new(store), &collection).await;
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    let hnsw: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'vectors_hnsw_3' AND indexdef LIKE '%hnsw%vector_cosine_ops%'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        hnsw, 1,
+        "the 3-dimension vectors have their HNSW cosine index"
+    );
+    sqlx::query("DELETE FROM vectors WHERE collection = $1")
+        .bind(&collection)
+        .execute(&pool)
+        .await
+        .unwrap();
 }
