@@ -71,7 +71,8 @@ tokio::task_local! {
 }
 
 /// Runs `future` with `observer` hearing every call a [`CapacityLimited`] model makes
-/// inside it (in this task; tasks it spawns are not observed).
+/// inside it (in this task; tasks it spawns are not observed). Scopes nest: inside
+/// another `observe_calls`, both observers hear each call, the inner one first.
 ///
 /// ```
 /// use agent_llm::capacity::{CallEvent, CapacityLimited, ModelCapacity, observe_calls};
@@ -89,7 +90,27 @@ tokio::task_local! {
 /// # });
 /// ```
 pub async fn observe_calls<F: Future>(observer: Arc<dyn CallObserver>, future: F) -> F::Output {
+    let observer = match OBSERVER.try_with(Arc::clone) {
+        Ok(outer) => Arc::new(Nested {
+            inner: observer,
+            outer,
+        }),
+        Err(_) => observer,
+    };
     OBSERVER.scope(observer, future).await
+}
+
+/// An observer inside another's scope: both hear every call.
+struct Nested {
+    inner: Arc<dyn CallObserver>,
+    outer: Arc<dyn CallObserver>,
+}
+
+impl CallObserver for Nested {
+    fn on_call(&self, event: &CallEvent) {
+        self.inner.on_call(event);
+        self.outer.on_call(event);
+    }
 }
 
 fn notify(event: CallEvent) {
@@ -280,6 +301,19 @@ mod tests {
         let observer: Arc<dyn CallObserver> =
             Arc::new(move |event: &CallEvent| log.lock().unwrap().push(event.clone()));
         (observer, heard)
+    }
+
+    #[tokio::test]
+    async fn nested_scopes_both_hear_each_call() {
+        let model = CapacityLimited::new(ScriptedModel::from_texts(["hi"]), ModelCapacity::new(1));
+        let (outer, heard_outside) = recorder();
+        let (inner, heard_inside) = recorder();
+        let request = ChatRequest::from_prompt("hello");
+        let call = observe_calls(inner, model.chat(&request));
+        observe_calls(outer, call).await.unwrap();
+        let inside = heard_inside.lock().unwrap().clone();
+        assert_eq!(inside[0], CallEvent::Started);
+        assert_eq!(inside, *heard_outside.lock().unwrap());
     }
 
     #[tokio::test(start_paused = true)]

@@ -342,6 +342,45 @@ async fn a_node_that_times_out_fails_the_run_and_keeps_the_state() {
     assert_eq!(result.node_names(), ["quick", "slow"]);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_nodes_time_queued_for_the_model_server_is_not_work() {
+    use agent_llm::capacity::{CapacityLimited, ModelCapacity};
+    use agent_llm::testing::{LatencyModel, ScriptedModel};
+    use agent_llm::{ChatModel, ChatRequest};
+    // One slot, held for 60 s by a call outside the run; the node's own call takes 2 s.
+    let capacity = ModelCapacity::new(1);
+    let slow = LatencyModel::new(
+        ScriptedModel::from_texts(["busy", "mine"]),
+        Duration::from_secs(60),
+    );
+    let model = Arc::new(CapacityLimited::new(slow, capacity.clone()));
+    let busy = model.clone();
+    let holder = tokio::spawn(async move { busy.chat(&ChatRequest::from_prompt("x")).await });
+    tokio::task::yield_now().await;
+    let quick = Arc::new(CapacityLimited::new(
+        LatencyModel::new(ScriptedModel::from_texts(["mine"]), Duration::from_secs(2)),
+        capacity,
+    ));
+    let calling = node_fn(move |ctx: &NodeContext<Counter>| {
+        let quick = quick.clone();
+        Box::pin(async move {
+            quick
+                .chat(&ChatRequest::from_prompt("mine"))
+                .await
+                .map_err(|e| NodeError::fatal(e.to_string()))?;
+            ctx.update(|s| s.x += 1);
+            Ok(())
+        })
+    });
+    let graph = StateGraph::sequence([("call", calling)]).compile().unwrap();
+    let options = RunOptions::new().with_node_timeout(Duration::from_secs(5));
+    let result = run(&graph, options).await;
+    assert_eq!(result.status, RunStatus::Success, "{:?}", result.reason);
+    assert_eq!(result.state.x, 1);
+    assert!(result.steps[0].elapsed >= Duration::from_secs(60));
+    holder.await.unwrap().unwrap();
+}
+
 fn failing(error: fn() -> NodeError) -> FnNode<Counter> {
     node_fn(move |ctx: &NodeContext<Counter>| {
         Box::pin(async move {

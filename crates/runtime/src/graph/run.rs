@@ -15,6 +15,8 @@ use super::compiled::{CompiledGraph, Target};
 use super::node_context::{NodeContext, NodeProgress};
 use super::{Journal, NodeErrorKind, NodeFailure, RunContext};
 use crate::Session;
+use crate::context::WaitClock;
+use agent_llm::capacity::{CallEvent, CallObserver, observe_calls};
 
 /// A hook called before every node; `Some(reason)` stops the run as
 /// [`Partial`](RunStatus::Partial). A cost meter or a budget plugs in here.
@@ -378,14 +380,18 @@ where
                 r = future => Outcome::Done(r),
                 () = cancelled => Outcome::Cancelled,
             },
-            Some(limit) => tokio::select! {
-                biased;
-                r = tokio::time::timeout(limit, future) => match r {
-                    Ok(r) => Outcome::Done(r),
-                    Err(_) => Outcome::TimedOut(limit),
-                },
-                () = cancelled => Outcome::Cancelled,
-            },
+            // The limit is on working time: waits in a model server's queue are left out,
+            // as in agent loops.
+            Some(limit) => {
+                let clock = Arc::new(WaitClock::default());
+                let future = observe_calls(queue_waits(&clock), future);
+                tokio::select! {
+                    biased;
+                    r = future => Outcome::Done(r),
+                    () = clock.work_for(limit) => Outcome::TimedOut(limit),
+                    () = cancelled => Outcome::Cancelled,
+                }
+            }
         };
         self.steps.push(StepRecord {
             node: node.name.clone(),
@@ -565,4 +571,14 @@ pub(crate) fn unknown_entry(key: &str) -> Stop {
         StopKind::UnknownRoute,
         format!("the router after START returned the unknown key {key:?}"),
     )
+}
+
+/// An observer putting the model calls' waits for a slot on `clock`.
+fn queue_waits(clock: &Arc<WaitClock>) -> Arc<dyn CallObserver> {
+    let clock = clock.clone();
+    Arc::new(move |event: &CallEvent| match event {
+        CallEvent::Queued => clock.enter(),
+        CallEvent::Dequeued { .. } => clock.leave(),
+        _ => {}
+    })
 }
