@@ -205,6 +205,31 @@ impl VectorStore for PgVectorStore {
         Ok(deleted)
     }
 
+    async fn delete_matching(
+        &self,
+        collection: &str,
+        tenant: &str,
+        filter: &MetadataFilter,
+    ) -> Result<u64, VectorStoreError> {
+        if filter.is_empty() {
+            return Err(VectorStoreError::Invalid(
+                "delete_matching needs a filter (delete ids to remove records one by one)".into(),
+            ));
+        }
+        let filter = filter_json(filter)?;
+        let deleted = sqlx::query(
+            "DELETE FROM vectors WHERE collection = $1 AND tenant = $2 AND metadata @> $3",
+        )
+        .bind(collection)
+        .bind(tenant)
+        .bind(filter)
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?
+        .rows_affected();
+        Ok(deleted)
+    }
+
     async fn query(
         &self,
         collection: &str,

@@ -152,6 +152,35 @@ impl VectorStore for SqliteVectorStore {
         Ok(deleted)
     }
 
+    async fn delete_matching(
+        &self,
+        collection: &str,
+        tenant: &str,
+        filter: &MetadataFilter,
+    ) -> Result<u64, VectorStoreError> {
+        if filter.is_empty() {
+            return Err(VectorStoreError::Invalid(
+                "delete_matching needs a filter (delete ids to remove records one by one)".into(),
+            ));
+        }
+        let mut args = SqliteArguments::default();
+        args.add(collection).map_err(backend)?;
+        args.add(tenant).map_err(backend)?;
+        let filter = filter_sql(filter, &mut args)?;
+        let sql = format!(
+            "DELETE FROM vectors WHERE row IN (SELECT v.row FROM vectors v \
+             WHERE v.collection = ? AND v.tenant = ?{filter})"
+        );
+        let mut tx = self.db.write().await.map_err(backend)?;
+        let deleted = sqlx::query_with::<Sqlite, _>(&sql, args)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?
+            .rows_affected();
+        tx.commit().await.map_err(backend)?;
+        Ok(deleted)
+    }
+
     async fn query(
         &self,
         collection: &str,

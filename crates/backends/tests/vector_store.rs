@@ -230,6 +230,36 @@ pub async fn behaves(store: Arc<dyn VectorStore>, collection: &str) {
             .is_empty()
     );
 
+    // Deleting by metadata: the tenant's matching records only.
+    store
+        .upsert(
+            collection,
+            &[record(
+                "bob",
+                "b2",
+                &[0.0, 1.0, 0.0],
+                "Skills of Bob",
+                "skills",
+            )],
+        )
+        .await
+        .unwrap();
+    let skills = BTreeMap::from([("section".to_owned(), json!("skills"))]);
+    assert_eq!(
+        store
+            .delete_matching(collection, "ada", &skills)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(store.count(collection, "ada").await.unwrap(), 2);
+    assert_eq!(store.count(collection, "bob").await.unwrap(), 2);
+    let error = store
+        .delete_matching(collection, "ada", &BTreeMap::new())
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("needs a filter"), "{error}");
+
     // Bad requests are refused, naming what is wrong.
     let mut bad = VectorQuery::new("ada", vec![1.0, 0.0, 0.0], 10);
     bad.filter
@@ -251,7 +281,7 @@ async fn sqlite_vectors_behave_and_persist() {
     behaves(Arc::new(sessions.vectors()), "resume_chunks").await;
     sessions.close().await;
     let reopened = SqliteSessionStore::open(&path).await.unwrap().vectors();
-    assert_eq!(reopened.count("resume_chunks", "ada").await.unwrap(), 3);
+    assert_eq!(reopened.count("resume_chunks", "ada").await.unwrap(), 2);
     let hits = reopened
         .query(
             "resume_chunks",
@@ -259,7 +289,7 @@ async fn sqlite_vectors_behave_and_persist() {
         )
         .await
         .unwrap();
-    assert_eq!(ids(&hits), ["a3"]);
+    assert_eq!(ids(&hits), ["a2"], "a2 and a4 are left, a2 the nearer");
 }
 
 /// The pgvector server: `PGVECTOR_URL`, else the one `cargo xtask` starts.

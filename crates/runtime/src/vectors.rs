@@ -120,6 +120,15 @@ pub trait VectorStore: Send + Sync {
         ids: &[String],
     ) -> Result<u64, VectorStoreError>;
 
+    /// Removes the tenant's records whose metadata matches `filter` (e.g. every chunk of
+    /// one document); returns how many there were. An empty filter is refused.
+    async fn delete_matching(
+        &self,
+        collection: &str,
+        tenant: &str,
+        filter: &MetadataFilter,
+    ) -> Result<u64, VectorStoreError>;
+
     /// The tenant's records nearest to the query vector (cosine similarity, highest
     /// first), among those of the same dimension.
     async fn query(
@@ -183,19 +192,33 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
+/// English words too common to search for (both stores' full-text queries leave them
+/// out, so that they rank alike).
+const STOP_WORDS: &[&str] = &[
+    "about", "all", "an", "and", "any", "are", "as", "at", "be", "but", "by", "can", "for", "from",
+    "has", "have", "he", "her", "his", "how", "if", "in", "into", "is", "it", "its", "me", "my",
+    "no", "not", "of", "on", "or", "our", "she", "so", "than", "that", "the", "their", "them",
+    "then", "there", "these", "they", "this", "those", "to", "was", "we", "were", "what", "when",
+    "which", "who", "will", "with", "you", "your",
+];
+
 /// The distinct words of `text` worth searching for, lowercased: runs of letters and
 /// digits (with `+`, `#` and `.` inside, as in "c++", "c#", "node.js"), at least 2
-/// characters, at most 32 words. Stores build their full-text queries from these.
+/// characters, not a common English word, at most 32 words. Stores build their full-text
+/// queries from these.
 ///
 /// ```
 /// use agent_runtime::vectors::query_words;
-/// assert_eq!(query_words("Senior C++ / Rust engineer, Rust!"), ["senior", "c++", "rust", "engineer"]);
+/// assert_eq!(query_words("Senior C++ / Rust engineer, and Rust!"), ["senior", "c++", "rust", "engineer"]);
 /// ```
 pub fn query_words(text: &str) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     for raw in text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '+' | '#' | '.'))) {
         let word = raw.trim_matches('.').to_lowercase();
-        if word.chars().count() >= 2 && !words.contains(&word) {
+        if word.chars().count() >= 2
+            && !STOP_WORDS.contains(&word.as_str())
+            && !words.contains(&word)
+        {
             words.push(word);
         }
         if words.len() == 32 {
