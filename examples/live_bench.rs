@@ -102,11 +102,16 @@ async fn forward(
     body: Bytes,
 ) -> Response {
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    let url = format!(
-        "{}{}",
-        proxy.upstream,
-        path.strip_prefix("/v1").unwrap_or(path)
-    );
+    // `/v1/...` goes under the upstream's base URL; the rest (llama.cpp's `/props`, where
+    // the slots are read) under its origin.
+    let origin = proxy
+        .upstream
+        .strip_suffix("/v1")
+        .unwrap_or(&proxy.upstream);
+    let url = match path.strip_prefix("/v1") {
+        Some(rest) => format!("{}{rest}", proxy.upstream),
+        None => format!("{origin}{path}"),
+    };
     let mut request = proxy.client.request(method, &url).body(body);
     for name in ["authorization", "content-type", "accept"] {
         if let Some(value) = headers.get(name) {

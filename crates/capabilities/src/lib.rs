@@ -16,6 +16,7 @@ pub mod html;
 pub mod http;
 pub mod job;
 pub mod mail;
+pub mod ranking;
 pub mod retrieval;
 pub mod salary;
 pub mod search;

@@ -141,6 +141,16 @@ impl HybridRetriever {
         }
     }
 
+    /// The store.
+    pub fn store(&self) -> &dyn VectorStore {
+        self.store.as_ref()
+    }
+
+    /// The collection.
+    pub fn collection(&self) -> &str {
+        &self.collection
+    }
+
     /// Embeds `texts`, in batches; one vector per text, in order.
     pub async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, RetrievalError> {
         let mut vectors = Vec::with_capacity(texts.len());

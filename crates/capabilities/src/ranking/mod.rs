@@ -1,0 +1,420 @@
+//! Job ranking (spec 004's `RankingService`): saved jobs ranked for a candidate by a
+//! composite score, on top of hybrid retrieval. The jobs are indexed once per tenant
+//! ([`JobRanker::index`]); a ranking takes the jobs hybrid retrieval finds for the
+//! profile (vector similarity and full text fused by rank), then scores each
+//!
+//! - **similarity** (50 %): cosine similarity of the profile's and the job's embeddings;
+//! - **skills** (25 %): the share of the job's skills the profile has (aliases and case
+//!   folded; a profile skill named in the description counts too);
+//! - **location** (15 %): the job's place or remote scope against the places the
+//!   candidate wants ([`location_fit`]);
+//! - **salary** (10 %): the job's pay (parsed from its text) against the candidate's
+//!   floor, converted to yearly euros; unstated pay scores 0.5,
+//!
+//! and says what matched in a justification.
+
+mod location;
+mod skills;
+
+use std::collections::{BTreeMap, HashMap};
+
+use agent_runtime::vectors::{LexicalQuery, MetadataFilter, VectorQuery};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+pub use location::{Place, Region, location_fit, read_place};
+pub use skills::{mentions, normalize_skill, skill_set};
+
+use crate::job::{PayInterval, Salary};
+use crate::retrieval::{HybridRetriever, RetrievalError, RetrievalOptions, fuse};
+
+/// The composite's weights (spec 004: 0.50, 0.25, 0.15, 0.10).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Weights {
+    /// Embedding similarity.
+    pub similarity: f32,
+    /// Skill overlap.
+    pub skills: f32,
+    /// Location fit.
+    pub location: f32,
+    /// Salary fit.
+    pub salary: f32,
+}
+
+impl Default for Weights {
+    fn default() -> Self {
+        Weights {
+            similarity: 0.50,
+            skills: 0.25,
+            location: 0.15,
+            salary: 0.10,
+        }
+    }
+}
+
+/// A pay floor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SalaryFloor {
+    /// The least acceptable pay.
+    pub amount: f64,
+    /// Its currency (ISO 4217).
+    pub currency: String,
+    /// Per what.
+    pub interval: PayInterval,
+}
+
+/// The candidate a ranking is for.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CandidateProfile {
+    /// The profile in prose (a summary, or the resume's first lines).
+    pub summary: String,
+    /// Skills.
+    pub skills: Vec<String>,
+    /// Titles sought.
+    pub titles: Vec<String>,
+    /// Where they want to work: cities ("Lisbon, Portugal") or remote scopes ("Remote
+    /// (Europe)").
+    pub preferred_locations: Vec<String>,
+    /// Whether remote jobs suit them.
+    pub remote_ok: bool,
+    /// Their pay floor.
+    pub min_salary: Option<SalaryFloor>,
+}
+
+impl CandidateProfile {
+    /// The text embedded and searched for the profile: titles, skills, then the summary.
+    pub fn query_text(&self) -> String {
+        format!(
+            "{}. Skills: {}. {}",
+            self.titles.join(", "),
+            self.skills.join(", "),
+            self.summary
+        )
+    }
+}
+
+/// A job to rank.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct JobPosting {
+    /// Its id among the tenant's jobs.
+    pub id: String,
+    /// The title.
+    pub title: String,
+    /// The company.
+    pub company: String,
+    /// Where, as written ("Berlin, Germany", "Remote (Europe)").
+    pub location: String,
+    /// Whether it is fully remote.
+    pub remote: bool,
+    /// The pay as written (parsed with the salary parser).
+    pub salary_text: String,
+    /// The skills it lists.
+    pub skills: Vec<String>,
+    /// The description.
+    pub description: String,
+}
+
+impl JobPosting {
+    /// The text embedded and indexed for the job: title and company, skills, then the
+    /// description (the embedding model reads its first 256 tokens).
+    pub fn text(&self) -> String {
+        format!(
+            "{} at {}. {}. Skills: {}. {}",
+            self.title,
+            self.company,
+            self.location,
+            self.skills.join(", "),
+            self.description
+        )
+    }
+}
+
+/// The composite's parts, each from 0 to 1.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ScoreBreakdown {
+    /// Embedding similarity.
+    pub similarity: f32,
+    /// Skill overlap.
+    pub skills: f32,
+    /// Location fit.
+    pub location: f32,
+    /// Salary fit.
+    pub salary: f32,
+}
+
+/// A job ranked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankedJob {
+    /// The job's id.
+    pub job_id: String,
+    /// The composite score, from 0 to 1.
+    pub score: f32,
+    /// Its parts.
+    pub breakdown: ScoreBreakdown,
+    /// The profile's skills the job asks for, as the job names them.
+    pub matched_skills: Vec<String>,
+    /// The job's skills the profile lacks.
+    pub missing_skills: Vec<String>,
+    /// What matched, in a sentence.
+    pub justification: String,
+}
+
+/// Rough yearly euros per unit of a currency, for comparing pay (rates of late 2026,
+/// good to a few percent: enough for a floor).
+fn to_euros(amount: f64, currency: &str) -> Option<f64> {
+    let rate = match currency.to_uppercase().as_str() {
+        "EUR" => 1.0,
+        "USD" => 0.93,
+        "GBP" => 1.17,
+        "CHF" => 1.05,
+        "CAD" => 0.68,
+        "AUD" => 0.61,
+        "INR" => 0.011,
+        "SEK" => 0.088,
+        "NOK" => 0.086,
+        "DKK" => 0.134,
+        "PLN" => 0.23,
+        "JPY" => 0.0062,
+        "SGD" => 0.69,
+        "BRL" => 0.17,
+        "MXN" => 0.051,
+        _ => return None,
+    };
+    Some(amount * rate)
+}
+
+/// How the job's pay meets the floor: 1 at or above it, falling to 0 at 70 % of it; 0.5
+/// when the pay is not stated or not comparable; with why.
+fn salary_fit(job: Option<&Salary>, floor: Option<&SalaryFloor>, written: &str) -> (f32, String) {
+    let Some(floor) = floor else {
+        return (1.0, String::new());
+    };
+    let Some(wanted) = to_euros(floor.amount * floor.interval.per_year(), &floor.currency) else {
+        return (
+            0.5,
+            format!("your floor's currency {} is not known", floor.currency),
+        );
+    };
+    let Some(salary) = job else {
+        return (0.5, "pay not stated".into());
+    };
+    let best = salary.annual_max().or(salary.annual_min());
+    let Some(offered) = best.and_then(|v| to_euros(v, &salary.currency)) else {
+        return (0.5, "pay not comparable".into());
+    };
+    let ratio = offered / wanted.max(1.0);
+    let score = ((ratio - 0.7) / 0.3).clamp(0.0, 1.0) as f32;
+    let verdict = if ratio >= 1.0 { "meets" } else { "is below" };
+    (score, format!("{} {verdict} your floor", written.trim()))
+}
+
+/// Ranks saved jobs for candidates: indexes them in a [`HybridRetriever`]'s collection,
+/// per tenant, and ranks them by the composite.
+#[derive(Debug, Clone)]
+pub struct JobRanker {
+    retriever: HybridRetriever,
+    weights: Weights,
+    /// Candidates taken from hybrid retrieval before scoring.
+    candidates: usize,
+}
+
+impl JobRanker {
+    /// A ranker over `retriever`'s collection, with spec 004's weights and 50 candidates.
+    pub fn new(retriever: HybridRetriever) -> Self {
+        JobRanker {
+            retriever,
+            weights: Weights::default(),
+            candidates: 50,
+        }
+    }
+
+    /// Other weights.
+    pub fn with_weights(mut self, weights: Weights) -> Self {
+        self.weights = weights;
+        self
+    }
+
+    /// How many jobs hybrid retrieval hands to the composite (50 by default).
+    pub fn with_candidates(mut self, candidates: usize) -> Self {
+        self.candidates = candidates.max(1);
+        self
+    }
+
+    /// Indexes (or re-indexes) the tenant's jobs, one embedding each.
+    pub async fn index(&self, tenant: &str, jobs: &[JobPosting]) -> Result<usize, RetrievalError> {
+        let texts: Vec<String> = jobs.iter().map(JobPosting::text).collect();
+        let vectors = self.retriever.embed(&texts).await?;
+        let records = jobs
+            .iter()
+            .zip(vectors)
+            .map(|(job, vector)| agent_runtime::vectors::VectorRecord {
+                tenant: tenant.to_owned(),
+                id: job.id.clone(),
+                vector,
+                text: job.text(),
+                metadata: BTreeMap::from([("document".to_owned(), json!(job.id))]),
+            })
+            .collect::<Vec<_>>();
+        self.retriever
+            .store()
+            .upsert(self.retriever.collection(), &records)
+            .await?;
+        Ok(records.len())
+    }
+
+    /// The tenant's jobs (of `jobs`, by id) best for `profile`, best first, at most
+    /// `top_k`: the candidates hybrid retrieval finds, scored by the composite.
+    pub async fn rank(
+        &self,
+        tenant: &str,
+        profile: &CandidateProfile,
+        jobs: &[JobPosting],
+        top_k: usize,
+    ) -> Result<Vec<RankedJob>, RetrievalError> {
+        let query = profile.query_text();
+        let vector = self
+            .retriever
+            .embed(std::slice::from_ref(&query))
+            .await?
+            .pop()
+            .unwrap_or_default();
+        let store = self.retriever.store();
+        let collection = self.retriever.collection();
+        let nearest = store
+            .query(
+                collection,
+                &VectorQuery::new(tenant, vector, self.candidates),
+            )
+            .await?;
+        let matching = store
+            .lexical(
+                collection,
+                &LexicalQuery {
+                    tenant: tenant.to_owned(),
+                    text: query,
+                    top_k: self.candidates,
+                    filter: MetadataFilter::new(),
+                },
+            )
+            .await?;
+        let similarity: HashMap<&str, f32> = nearest
+            .iter()
+            .map(|hit| (hit.id.as_str(), hit.score))
+            .collect();
+        let options = RetrievalOptions {
+            top_k: self.candidates,
+            min_similarity: -1.0,
+            candidates: self.candidates,
+            filter: MetadataFilter::new(),
+            duplicate_overlap: 1.1,
+        };
+        let by_id: HashMap<&str, &JobPosting> = jobs.iter().map(|j| (j.id.as_str(), j)).collect();
+        let mut ranked: Vec<RankedJob> = fuse(&nearest, &matching, &options)
+            .iter()
+            .filter_map(|found| by_id.get(found.id.as_str()))
+            .map(|job| {
+                let sim = similarity.get(job.id.as_str()).copied().unwrap_or(0.0);
+                score_job(profile, job, sim, self.weights)
+            })
+            .collect();
+        ranked.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.job_id.cmp(&b.job_id))
+        });
+        ranked.truncate(top_k);
+        Ok(ranked)
+    }
+}
+
+/// The composite of one job for `profile`, given its embedding similarity to the profile.
+///
+/// ```
+/// use job_capabilities::ranking::{CandidateProfile, JobPosting, Weights, score_job};
+/// let profile = CandidateProfile { skills: vec!["Kubernetes".into(), "Go".into()], ..Default::default() };
+/// let job = JobPosting { skills: vec!["k8s".into(), "Golang".into()], ..Default::default() };
+/// let ranked = score_job(&profile, &job, 0.5, Weights::default());
+/// assert_eq!(ranked.breakdown.skills, 1.0);
+/// assert_eq!(ranked.matched_skills, ["k8s", "Golang"]);
+/// ```
+pub fn score_job(
+    profile: &CandidateProfile,
+    job: &JobPosting,
+    similarity: f32,
+    weights: Weights,
+) -> RankedJob {
+    let similarity = similarity.clamp(0.0, 1.0);
+    let wanted = skill_set(&profile.skills);
+    let asked: Vec<(&String, String)> =
+        job.skills.iter().map(|s| (s, normalize_skill(s))).collect();
+    let (matched, missing): (Vec<_>, Vec<_>) = asked
+        .iter()
+        .partition(|(_, canonical)| wanted.contains(canonical));
+    let named_in_text: Vec<&String> = wanted
+        .iter()
+        .filter(|skill| {
+            !asked.iter().any(|(_, c)| c == *skill) && mentions(&job.description, skill)
+        })
+        .collect();
+    let skills = if asked.is_empty() {
+        (named_in_text.len() as f32 / wanted.len().max(1) as f32).min(1.0)
+    } else {
+        ((matched.len() + named_in_text.len()) as f32 / (asked.len() + named_in_text.len()) as f32)
+            .min(1.0)
+    };
+    let places: Vec<Place> = profile
+        .preferred_locations
+        .iter()
+        .map(|p| read_place(p))
+        .collect();
+    let (location, where_) = location_fit(
+        &read_place(&job.location),
+        job.remote,
+        &places,
+        profile.remote_ok,
+    );
+    let salary_parsed = crate::salary::parse_salary_text(&job.salary_text);
+    let (salary, pay) = salary_fit(
+        salary_parsed.as_ref(),
+        profile.min_salary.as_ref(),
+        &job.salary_text,
+    );
+    let w = weights;
+    let score =
+        w.similarity * similarity + w.skills * skills + w.location * location + w.salary * salary;
+    let matched_skills: Vec<String> = matched
+        .iter()
+        .map(|(s, _)| (*s).clone())
+        .chain(named_in_text.iter().map(|s| (*s).clone()))
+        .collect();
+    let missing_skills: Vec<String> = missing.iter().map(|(s, _)| (*s).clone()).collect();
+    let mut reasons = Vec::new();
+    if matched_skills.is_empty() {
+        reasons.push("no listed skill in common".to_owned());
+    } else {
+        reasons.push(format!(
+            "skills {} ({} of {} asked)",
+            matched_skills.join(", "),
+            matched.len(),
+            asked.len()
+        ));
+    }
+    reasons.push(format!("location: {where_}"));
+    if !pay.is_empty() {
+        reasons.push(format!("pay: {pay}"));
+    }
+    reasons.push(format!("similarity {similarity:.2}"));
+    RankedJob {
+        job_id: job.id.clone(),
+        score,
+        breakdown: ScoreBreakdown {
+            similarity,
+            skills,
+            location,
+            salary,
+        },
+        matched_skills,
+        missing_skills,
+        justification: reasons.join("; "),
+    }
+}
