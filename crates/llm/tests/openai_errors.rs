@@ -248,6 +248,59 @@ async fn embeddings_from_the_cassette() {
     assert_eq!(request_count(&server).await, 1);
 }
 
+/// Answers an embeddings request with one vector per input: `[position, batch size]`.
+struct EchoEmbeddings;
+
+impl wiremock::Respond for EchoEmbeddings {
+    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
+        let body: Value = request.body_json().unwrap();
+        let inputs = body["input"].as_array().unwrap();
+        let data: Vec<Value> = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                let at: f64 = text.as_str().unwrap().parse().unwrap();
+                json!({"object": "embedding", "index": i, "embedding": [at, inputs.len() as f64]})
+            })
+            .collect();
+        ResponseTemplate::new(200).set_body_json(json!({
+            "object": "list",
+            "data": data,
+            "model": "text-embedding-3-small",
+            "usage": {"prompt_tokens": inputs.len(), "total_tokens": inputs.len()},
+        }))
+    }
+}
+
+#[tokio::test]
+async fn many_inputs_are_embedded_in_batches_in_order() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/embeddings"))
+        .respond_with(EchoEmbeddings)
+        .mount(&server)
+        .await;
+    let inputs: Vec<String> = (0..600).map(|i| i.to_string()).collect();
+    let response = model(&server)
+        .embed(EmbeddingRequest {
+            inputs,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(response.vectors.len(), 600);
+    for (i, vector) in response.vectors.iter().enumerate() {
+        assert_eq!(vector[0], i as f32, "in input order");
+    }
+    let sizes: Vec<f32> = [0, 256, 512]
+        .iter()
+        .map(|&i| response.vectors[i][1])
+        .collect();
+    assert_eq!(sizes, [256.0, 256.0, 88.0]);
+    assert_eq!(response.usage.input_tokens, 600);
+    assert_eq!(request_count(&server).await, 3);
+}
+
 #[test]
 fn yaml_folding_matches_the_recorded_json() {
     let folded = yaml_single_quoted("{\"a\": \"it''s a\n        b\"}\n\n\n        next'");

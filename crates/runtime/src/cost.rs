@@ -1,8 +1,9 @@
-//! Cost and budget guards: a meter any chat model can report to, and a wrapper that does.
+//! Cost and budget guards: a meter any chat or embedding model can report to, and a wrapper
+//! that does.
 
 use agent_llm::{
-    ChatModel, ChatRequest, ChatResponse, ChatStream, LlmError, PricingTable, StreamEvent,
-    StructuredOutputMode, Usage,
+    ChatModel, ChatRequest, ChatResponse, ChatStream, EmbeddingModel, EmbeddingRequest,
+    EmbeddingResponse, LlmError, PricingTable, StreamEvent, StructuredOutputMode, Usage,
 };
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -375,10 +376,62 @@ impl<M: ChatModel> ChatModel for MeteredModel<M> {
     }
 }
 
+/// Embeddings are metered on the same path: checked before, recorded after.
+#[async_trait]
+impl<M: EmbeddingModel> EmbeddingModel for MeteredModel<M> {
+    async fn embed(&self, request: EmbeddingRequest) -> Result<EmbeddingResponse, LlmError> {
+        self.meter.check()?;
+        let asked = request.model.clone();
+        let response = self.inner.embed(request).await?;
+        let model = if response.model.is_empty() {
+            asked.unwrap_or_default()
+        } else {
+            response.model.clone()
+        };
+        self.meter.record(&model, response.usage);
+        Ok(response)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// An embedding model answering one zero vector per input, a token each.
+    struct Zeros;
+
+    #[async_trait]
+    impl EmbeddingModel for Zeros {
+        async fn embed(&self, request: EmbeddingRequest) -> Result<EmbeddingResponse, LlmError> {
+            Ok(EmbeddingResponse {
+                model: "text-embedding-3-small".into(),
+                vectors: vec![vec![0.0; 4]; request.inputs.len()],
+                usage: tokens(request.inputs.len() as u64),
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn embeddings_are_metered_and_priced() {
+        let meter = CostMeter::new(CostLimits {
+            max_tokens: Some(3),
+            ..Default::default()
+        });
+        let model = MeteredModel::new(Zeros, meter.clone());
+        let request = EmbeddingRequest {
+            inputs: vec!["a".into(), "b".into(), "c".into()],
+            ..Default::default()
+        };
+        model.embed(request.clone()).await.unwrap();
+        let spent = meter.snapshot();
+        assert_eq!((spent.calls, spent.usage.input_tokens), (1, 3));
+        assert!(spent.usd > 0.0, "text-embedding-3-small has a price");
+        assert!(matches!(
+            model.embed(request).await,
+            Err(LlmError::LimitExceeded(_))
+        ));
+    }
 
     fn tokens(n: u64) -> Usage {
         Usage {

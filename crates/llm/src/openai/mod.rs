@@ -26,6 +26,9 @@ use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use wire::BodyOptions;
 
+/// Inputs per embeddings request.
+const EMBEDDING_BATCH: usize = 256;
+
 /// OpenAI's and Azure's default chat and embedding models.
 const OPENAI_MODELS: (&str, &str) = ("gpt-4.1-mini", "text-embedding-3-small");
 
@@ -379,10 +382,27 @@ impl EmbeddingModel for OpenAiModel {
             });
         }
         let url = self.url("embeddings", model)?;
-        let body = wire::embedding_body(&request, model);
-        tracing::debug!(model, inputs = request.inputs.len(), "embeddings");
-        let answer = self.http.post_json(&url, &self.headers, &body).await?;
-        wire::parse_embeddings(answer, request.inputs.len(), model)
+        // Large requests go in batches (OpenAI takes at most 2,048 inputs and 300,000
+        // tokens per request); each batch is retried on its own.
+        let mut whole: Option<EmbeddingResponse> = None;
+        for batch in request.inputs.chunks(EMBEDDING_BATCH) {
+            let part = EmbeddingRequest {
+                inputs: batch.to_vec(),
+                ..request.clone()
+            };
+            let body = wire::embedding_body(&part, model);
+            tracing::debug!(model, inputs = batch.len(), "embeddings");
+            let answer = self.http.post_json(&url, &self.headers, &body).await?;
+            let answer = wire::parse_embeddings(answer, batch.len(), model)?;
+            match &mut whole {
+                None => whole = Some(answer),
+                Some(whole) => {
+                    whole.vectors.extend(answer.vectors);
+                    whole.usage.input_tokens += answer.usage.input_tokens;
+                }
+            }
+        }
+        whole.ok_or_else(|| LlmError::InvalidResponse("no embeddings came back".into()))
     }
 }
 
