@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use agent_runtime::vectors::{
     LexicalQuery, MetadataFilter, VectorHit, VectorQuery, VectorRecord, VectorStore,
-    VectorStoreError, check_name, query_words,
+    VectorStoreError, check_name, check_upsert, query_words,
 };
 use async_trait::async_trait;
 use serde_json::Value;
@@ -148,17 +148,8 @@ impl VectorStore for PgVectorStore {
         collection: &str,
         records: &[VectorRecord],
     ) -> Result<(), VectorStoreError> {
-        check_name("collection", collection)?;
-        let mut dims = HashSet::new();
-        for record in records {
-            if record.vector.is_empty() {
-                return Err(VectorStoreError::Invalid(format!(
-                    "record {:?} has an empty vector",
-                    record.id
-                )));
-            }
-            dims.insert(record.vector.len());
-        }
+        check_upsert(collection, records)?;
+        let dims: HashSet<usize> = records.iter().map(|r| r.vector.len()).collect();
         for dims in dims {
             self.index(dims).await?;
         }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use agent_runtime::vectors::{
     LexicalQuery, MetadataFilter, VectorHit, VectorQuery, VectorRecord, VectorStore,
-    VectorStoreError, check_name, cosine, query_words,
+    VectorStoreError, check_name, check_upsert, cosine, query_words,
 };
 use async_trait::async_trait;
 use futures::TryStreamExt as _;
@@ -97,15 +97,9 @@ impl VectorStore for SqliteVectorStore {
         collection: &str,
         records: &[VectorRecord],
     ) -> Result<(), VectorStoreError> {
-        check_name("collection", collection)?;
+        check_upsert(collection, records)?;
         let mut tx = self.db.write().await.map_err(backend)?;
         for record in records {
-            if record.vector.is_empty() {
-                return Err(VectorStoreError::Invalid(format!(
-                    "record {:?} has an empty vector",
-                    record.id
-                )));
-            }
             let metadata = serde_json::to_string(&record.metadata).map_err(backend)?;
             sqlx::query(
                 "INSERT INTO vectors (collection, tenant, id, dims, embedding, text, metadata) \

@@ -171,6 +171,19 @@ pub fn check_name(what: &str, name: &str) -> Result<(), VectorStoreError> {
     }
 }
 
+/// Checks an upsert before any of it is written: the collection's name, and no record with
+/// an empty vector.
+pub fn check_upsert(collection: &str, records: &[VectorRecord]) -> Result<(), VectorStoreError> {
+    check_name("collection", collection)?;
+    match records.iter().find(|record| record.vector.is_empty()) {
+        Some(record) => Err(VectorStoreError::Invalid(format!(
+            "record {:?} has an empty vector",
+            record.id
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The cosine similarity of two vectors of one dimension (0 when either is zero).
 ///
 /// ```
