@@ -28,7 +28,7 @@ use agent_runtime::vectors::{LexicalQuery, MetadataFilter, VectorQuery, VectorSt
 use anyhow::Context as _;
 use clap::Parser;
 use job_capabilities::PayInterval;
-use job_capabilities::ranking::{CandidateProfile, JobPosting, JobRanker, SalaryFloor};
+use job_capabilities::ranking::{CandidateProfile, JobPosting, JobRanker, SalaryFloor, Seniority};
 use job_capabilities::retrieval::{HybridRetriever, RetrievalOptions, fuse};
 use serde::Deserialize;
 
@@ -47,6 +47,9 @@ struct Args {
     /// Print each profile's figures too.
     #[arg(long)]
     per_profile: bool,
+    /// Print the composite's top 10 for this profile, with grades and justifications.
+    #[arg(long, value_name = "PROFILE")]
+    explain: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -83,6 +86,8 @@ struct Profile {
     #[serde(default)]
     remote_ok: bool,
     min_salary: Option<Floor>,
+    #[serde(default)]
+    seniority: Option<Seniority>,
 }
 
 /// Grades by profile, then job.
@@ -130,6 +135,7 @@ fn candidate(profile: &Profile) -> CandidateProfile {
             currency: floor.currency.clone(),
             interval: interval(&floor.period),
         }),
+        seniority: profile.seniority,
     }
 }
 
@@ -248,12 +254,18 @@ async fn main() -> anyhow::Result<()> {
             .into_iter()
             .map(|r| r.id)
             .collect();
-        let composite: Vec<String> = ranker
-            .rank(tenant, &candidate, &jobs, all)
-            .await?
-            .into_iter()
-            .map(|r| r.job_id)
-            .collect();
+        let ranked = ranker.rank(tenant, &candidate, &jobs, all).await?;
+        if args.explain.as_deref() == Some(profile.id.as_str()) {
+            println!("{}: the composite's top 10", profile.id);
+            for r in ranked.iter().take(10) {
+                let grade = grades.get(&r.job_id).copied().unwrap_or(0);
+                println!(
+                    "  {} grade {grade} score {:.3}: {}",
+                    r.job_id, r.score, r.justification
+                );
+            }
+        }
+        let composite: Vec<String> = ranked.into_iter().map(|r| r.job_id).collect();
         let rankings = [ids(&nearest), ids(&matching), hybrid, composite];
         let mut line = format!("{:<8}", profile.id);
         for (name, ranked) in RANKERS.iter().zip(&rankings) {

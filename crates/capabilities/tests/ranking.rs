@@ -32,6 +32,7 @@ fn profile() -> CandidateProfile {
             currency: "EUR".into(),
             interval: PayInterval::Year,
         }),
+        seniority: None,
     }
 }
 
@@ -117,6 +118,34 @@ fn the_parts_of_the_composite() {
     );
 }
 
+#[test]
+fn what_the_profile_rules_out_is_named() {
+    let w = Weights::default();
+    let us_only = score_job(&profile(), &job("b", "Remote (US only)", true, ""), 0.6, w);
+    assert_eq!(us_only.deal_breakers, ["remote only from US"]);
+    assert!(
+        us_only
+            .justification
+            .contains("ranked lower: remote only from US")
+    );
+    let cheap = score_job(
+        &profile(),
+        &job("g", "Remote (Europe)", true, "€50,000 a year"),
+        0.6,
+        w,
+    );
+    assert_eq!(cheap.deal_breakers, ["pay well below your floor"]);
+    let mut intern = job("i", "Remote (Europe)", true, "");
+    intern.title = "Backend Engineering Intern (Rust)".into();
+    let intern = score_job(&profile(), &intern, 0.6, w);
+    assert_eq!(
+        intern.deal_breakers,
+        ["a intern role for a senior candidate"]
+    );
+    let fine = score_job(&profile(), &job("a", "Remote (Europe)", true, ""), 0.6, w);
+    assert!(fine.deal_breakers.is_empty());
+}
+
 #[tokio::test]
 async fn look_alike_jobs_are_told_apart_by_place_and_pay() {
     let embedder = Arc::new(
@@ -140,7 +169,13 @@ async fn look_alike_jobs_are_told_apart_by_place_and_pay() {
     let ranked = ranker.rank("ada", &profile(), &jobs, 10).await.unwrap();
     let order: Vec<&str> = ranked.iter().map(|r| r.job_id.as_str()).collect();
     assert_eq!(order[0], "fit", "{ranked:#?}");
-    assert_eq!(order.last(), Some(&"coffee"), "{ranked:#?}");
+    // Everything else is ruled out by the profile (a place, the pay: the barista's too),
+    // and ranked by its score after the fit: the barista last.
+    assert!(
+        ranked[1..].iter().all(|r| !r.deal_breakers.is_empty()),
+        "{ranked:#?}"
+    );
+    assert_eq!(order.last(), Some(&"coffee"), "{order:?}");
     assert!(ranked.iter().all(|r| !r.justification.is_empty()));
     // Another tenant has none of these jobs.
     assert!(

@@ -11,9 +11,13 @@
 //! - **salary** (10 %): the job's pay (parsed from its text) against the candidate's
 //!   floor, converted to yearly euros; unstated pay scores 0.5,
 //!
-//! and says what matched in a justification.
+//! and says what matched in a justification. What the profile rules out (a place the
+//! candidate cannot work from, pay well below the floor, a level two or more steps away)
+//! is named as a deal breaker, and such jobs rank after the others whatever their score:
+//! a recruiter does not put a job the candidate said no to above one they can take.
 
 mod location;
+mod seniority;
 mod skills;
 
 use std::collections::{BTreeMap, HashMap};
@@ -23,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 pub use location::{Place, Region, location_fit, read_place};
+pub use seniority::Seniority;
 pub use skills::{mentions, normalize_skill, skill_set};
 
 use crate::job::{PayInterval, Salary};
@@ -79,6 +84,9 @@ pub struct CandidateProfile {
     pub remote_ok: bool,
     /// Their pay floor.
     pub min_salary: Option<SalaryFloor>,
+    /// Their level; read from `titles` when not given.
+    #[serde(default)]
+    pub seniority: Option<Seniority>,
 }
 
 impl CandidateProfile {
@@ -155,6 +163,10 @@ pub struct RankedJob {
     pub matched_skills: Vec<String>,
     /// The job's skills the profile lacks.
     pub missing_skills: Vec<String>,
+    /// What rules the job out as the profile states it (a place the candidate cannot
+    /// work from, pay well below the floor, a level two or more steps away); jobs with
+    /// any rank after those without.
+    pub deal_breakers: Vec<String>,
     /// What matched, in a sentence.
     pub justification: String,
 }
@@ -318,8 +330,11 @@ impl JobRanker {
             })
             .collect();
         ranked.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
+            a.deal_breakers
+                .is_empty()
+                .cmp(&b.deal_breakers.is_empty())
+                .reverse()
+                .then_with(|| b.score.total_cmp(&a.score))
                 .then_with(|| a.job_id.cmp(&b.job_id))
         });
         ranked.truncate(top_k);
@@ -404,6 +419,26 @@ pub fn score_job(
         reasons.push(format!("pay: {pay}"));
     }
     reasons.push(format!("similarity {similarity:.2}"));
+    let mut deal_breakers = Vec::new();
+    if location == 0.0 && !places.is_empty() {
+        deal_breakers.push(where_.clone());
+    }
+    if salary < SALARY_DEAL_BREAKER {
+        deal_breakers.push("pay well below your floor".to_owned());
+    }
+    let level = profile
+        .seniority
+        .or_else(|| profile.titles.iter().map(|t| Seniority::of_title(t)).max());
+    let job_level = Seniority::of_title(&job.title);
+    if let Some(level) = level
+        && level.distance(job_level) >= 2
+    {
+        deal_breakers
+            .push(format!("a {job_level:?} role for a {level:?} candidate").to_lowercase());
+    }
+    if !deal_breakers.is_empty() {
+        reasons.push(format!("ranked lower: {}", deal_breakers.join(", ")));
+    }
     RankedJob {
         job_id: job.id.clone(),
         score,
@@ -415,6 +450,10 @@ pub fn score_job(
         },
         matched_skills,
         missing_skills,
+        deal_breakers,
         justification: reasons.join("; "),
     }
 }
+
+/// A salary score below this (pay under about 76 % of the floor) rules the job out.
+const SALARY_DEAL_BREAKER: f32 = 0.2;
