@@ -364,7 +364,7 @@ pub fn score_job(
         job.skills.iter().map(|s| (s, normalize_skill(s))).collect();
     let (matched, missing): (Vec<_>, Vec<_>) = asked
         .iter()
-        .partition(|(_, canonical)| wanted.contains(canonical));
+        .partition(|(_, canonical)| wanted.iter().any(|skill| same_skill(skill, canonical)));
     let named_in_text: Vec<&String> = wanted
         .iter()
         .filter(|skill| {
@@ -455,5 +455,28 @@ pub fn score_job(
     }
 }
 
+/// Whether two canonical skills name the same thing: equal, or one is the other with
+/// words added ("owasp" and "owasp top 10", "aws" and "aws iam").
+fn same_skill(a: &str, b: &str) -> bool {
+    let contains = |long: &str, short: &str| {
+        short.len() >= 2 && format!(" {long} ").contains(&format!(" {short} "))
+    };
+    a == b || contains(a, b) || contains(b, a)
+}
+
 /// A salary score below this (pay under about 76 % of the floor) rules the job out.
 const SALARY_DEAL_BREAKER: f32 = 0.2;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_skill_with_words_added_is_the_same_skill() {
+        assert!(same_skill("owasp", "owasp top 10"));
+        assert!(same_skill("aws iam", "aws"));
+        assert!(same_skill("go", "go"));
+        assert!(!same_skill("go", "google cloud"), "whole words only");
+        assert!(!same_skill("java", "javascript"));
+    }
+}
