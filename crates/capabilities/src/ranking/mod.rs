@@ -359,24 +359,8 @@ pub fn score_job(
     weights: Weights,
 ) -> RankedJob {
     let similarity = similarity.clamp(0.0, 1.0);
-    let wanted = skill_set(&profile.skills);
-    let asked: Vec<(&String, String)> =
-        job.skills.iter().map(|s| (s, normalize_skill(s))).collect();
-    let (matched, missing): (Vec<_>, Vec<_>) = asked
-        .iter()
-        .partition(|(_, canonical)| wanted.iter().any(|skill| same_skill(skill, canonical)));
-    let named_in_text: Vec<&String> = wanted
-        .iter()
-        .filter(|skill| {
-            !asked.iter().any(|(_, c)| c == *skill) && mentions(&job.description, skill)
-        })
-        .collect();
-    let skills = if asked.is_empty() {
-        (named_in_text.len() as f32 / wanted.len().max(1) as f32).min(1.0)
-    } else {
-        ((matched.len() + named_in_text.len()) as f32 / (asked.len() + named_in_text.len()) as f32)
-            .min(1.0)
-    };
+    let fit = SkillFit::of(profile, job);
+    let skills = fit.score;
     let places: Vec<Place> = profile
         .preferred_locations
         .iter()
@@ -397,21 +381,15 @@ pub fn score_job(
     let w = weights;
     let score =
         w.similarity * similarity + w.skills * skills + w.location * location + w.salary * salary;
-    let matched_skills: Vec<String> = matched
-        .iter()
-        .map(|(s, _)| (*s).clone())
-        .chain(named_in_text.iter().map(|s| (*s).clone()))
-        .collect();
-    let missing_skills: Vec<String> = missing.iter().map(|(s, _)| (*s).clone()).collect();
     let mut reasons = Vec::new();
-    if matched_skills.is_empty() {
+    if fit.matched.is_empty() {
         reasons.push("no listed skill in common".to_owned());
     } else {
         reasons.push(format!(
             "skills {} ({} of {} asked)",
-            matched_skills.join(", "),
-            matched.len(),
-            asked.len()
+            fit.matched.join(", "),
+            fit.matched_listed,
+            job.skills.len()
         ));
     }
     reasons.push(format!("location: {where_}"));
@@ -448,10 +426,50 @@ pub fn score_job(
             location,
             salary,
         },
-        matched_skills,
-        missing_skills,
+        matched_skills: fit.matched,
+        missing_skills: fit.missing,
         deal_breakers,
         justification: reasons.join("; "),
+    }
+}
+
+/// How a job's skills meet a profile's.
+struct SkillFit {
+    /// The share of the job's skills the profile has (counting profile skills the job's
+    /// description names), from 0 to 1.
+    score: f32,
+    /// The profile's skills the job asks for, as the job names them, then those its
+    /// description names.
+    matched: Vec<String>,
+    /// How many of the job's listed skills matched.
+    matched_listed: usize,
+    /// The job's listed skills the profile lacks.
+    missing: Vec<String>,
+}
+
+impl SkillFit {
+    fn of(profile: &CandidateProfile, job: &JobPosting) -> SkillFit {
+        let wanted = skill_set(&profile.skills);
+        let has = |canonical: &str| wanted.iter().any(|skill| same_skill(skill, canonical));
+        let (matched, missing): (Vec<&String>, Vec<&String>) =
+            job.skills.iter().partition(|s| has(&normalize_skill(s)));
+        let listed: Vec<String> = job.skills.iter().map(|s| normalize_skill(s)).collect();
+        let named_in_text: Vec<&String> = wanted
+            .iter()
+            .filter(|skill| !listed.contains(skill) && mentions(&job.description, skill))
+            .collect();
+        let score = if listed.is_empty() {
+            named_in_text.len() as f32 / wanted.len().max(1) as f32
+        } else {
+            (matched.len() + named_in_text.len()) as f32
+                / (listed.len() + named_in_text.len()) as f32
+        };
+        SkillFit {
+            score: score.min(1.0),
+            matched_listed: matched.len(),
+            matched: matched.into_iter().chain(named_in_text).cloned().collect(),
+            missing: missing.into_iter().cloned().collect(),
+        }
     }
 }
 
