@@ -4,7 +4,7 @@
 //! NDCG@10 (gains `2^grade - 1`) and recall@20 (relevant: grade 2 or 3) per ranker.
 //!
 //! ```text
-//! cargo run --release -p examples --example ranking_eval -- [--data fixtures/ranking]
+//! cargo run --release -p examples --features retrieval --example ranking_eval -- [--data fixtures/ranking]
 //!     [--embeddings local|provider] [--postgres URL] [--per-profile]
 //! ```
 //!

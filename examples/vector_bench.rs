@@ -3,7 +3,7 @@
 //! PostgreSQL + pgvector (HNSW). Prints the figures `docs/BENCHMARKS.md` records.
 //!
 //! ```text
-//! cargo run --release -p examples --example vector_bench -- [--vectors 50000] [--postgres URL]
+//! cargo run --release -p examples --features retrieval --example vector_bench -- [--vectors 50000] [--postgres URL]
 //! ```
 //!
 //! Needs `LOCAL_EMBEDDING_MODEL_DIR` (`cargo xtask setup` prints it); without
