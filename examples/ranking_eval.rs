@@ -245,7 +245,7 @@ async fn main() -> anyhow::Result<()> {
             min_similarity: -1.0,
             candidates: all,
             filter: MetadataFilter::new(),
-            duplicate_overlap: 1.1,
+            duplicate_overlap: f32::INFINITY,
         };
         let ids = |hits: &[agent_runtime::vectors::VectorHit]| -> Vec<String> {
             hits.iter().map(|h| h.id.clone()).collect()

@@ -271,6 +271,19 @@ pub async fn behaves(store: Arc<dyn VectorStore>, collection: &str) {
         .await
         .unwrap_err();
     assert!(error.to_string().contains("empty"), "{error}");
+    let error = store
+        .upsert(
+            collection,
+            &[record("ada", "a9", &[], "No vector", "skills")],
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("\"a9\" has an empty vector"),
+        "{error}"
+    );
+    let error = store.upsert("bad name!", &ada).await.unwrap_err();
+    assert!(error.to_string().contains("collection"), "{error}");
 }
 
 #[tokio::test]

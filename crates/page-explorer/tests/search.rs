@@ -79,3 +79,20 @@ async fn a_board_without_a_search_box_says_so() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_form_with_no_script_is_submitted() {
+    let base = support::serve(support::site("board-form")).await;
+    with_browser(async |browser| {
+        open(browser, &base).await;
+        let searched = search(browser, None, "rust", support::SETTLE)
+            .await
+            .unwrap();
+        assert_eq!(searched.selector, "#q");
+        assert!(searched.detected);
+        assert_eq!(searched.submitted, Submitted::Form);
+        let url = browser.url().await.unwrap();
+        assert!(url.ends_with("index.html?q=rust"), "{url}");
+    })
+    .await;
+}

@@ -22,7 +22,7 @@ mod skills;
 
 use std::collections::{BTreeMap, HashMap};
 
-use agent_runtime::vectors::{LexicalQuery, MetadataFilter, VectorQuery};
+use agent_runtime::vectors::MetadataFilter;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -31,7 +31,7 @@ pub use seniority::Seniority;
 pub use skills::{mentions, normalize_skill, skill_set};
 
 use crate::job::{PayInterval, Salary};
-use crate::retrieval::{HybridRetriever, RetrievalError, RetrievalOptions, fuse};
+use crate::retrieval::{HybridRetriever, RetrievalError, RetrievalOptions};
 
 /// The composite's weights (spec 004: 0.50, 0.25, 0.15, 0.10).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -283,50 +283,30 @@ impl JobRanker {
         jobs: &[JobPosting],
         top_k: usize,
     ) -> Result<Vec<RankedJob>, RetrievalError> {
-        let query = profile.query_text();
-        let vector = self
-            .retriever
-            .embed(std::slice::from_ref(&query))
-            .await?
-            .pop()
-            .unwrap_or_default();
-        let store = self.retriever.store();
-        let collection = self.retriever.collection();
-        let nearest = store
-            .query(
-                collection,
-                &VectorQuery::new(tenant, vector, self.candidates),
-            )
-            .await?;
-        let matching = store
-            .lexical(
-                collection,
-                &LexicalQuery {
-                    tenant: tenant.to_owned(),
-                    text: query,
-                    top_k: self.candidates,
-                    filter: MetadataFilter::new(),
-                },
-            )
-            .await?;
-        let similarity: HashMap<&str, f32> = nearest
-            .iter()
-            .map(|hit| (hit.id.as_str(), hit.score))
-            .collect();
+        // Every candidate keeps its similarity (no floor), and distinct jobs that read
+        // alike all stay (overlap never exceeds 1).
         let options = RetrievalOptions {
             top_k: self.candidates,
             min_similarity: -1.0,
             candidates: self.candidates,
             filter: MetadataFilter::new(),
-            duplicate_overlap: 1.1,
+            duplicate_overlap: f32::INFINITY,
         };
+        let found = self
+            .retriever
+            .search(tenant, &profile.query_text(), &options)
+            .await?;
         let by_id: HashMap<&str, &JobPosting> = jobs.iter().map(|j| (j.id.as_str(), j)).collect();
-        let mut ranked: Vec<RankedJob> = fuse(&nearest, &matching, &options)
+        let mut ranked: Vec<RankedJob> = found
             .iter()
-            .filter_map(|found| by_id.get(found.id.as_str()))
-            .map(|job| {
-                let sim = similarity.get(job.id.as_str()).copied().unwrap_or(0.0);
-                score_job(profile, job, sim, self.weights)
+            .filter_map(|hit| {
+                let job = by_id.get(hit.id.as_str())?;
+                Some(score_job(
+                    profile,
+                    job,
+                    hit.similarity.unwrap_or(0.0),
+                    self.weights,
+                ))
             })
             .collect();
         ranked.sort_by(|a, b| {
