@@ -146,6 +146,75 @@ fn what_the_profile_rules_out_is_named() {
     assert!(fine.deal_breakers.is_empty());
 }
 
+#[test]
+fn the_role_and_level_scale_the_composite() {
+    let w = Weights::default();
+    let sought = score_job(&profile(), &job("a", "Remote (Europe)", true, ""), 0.6, w);
+    assert_eq!(sought.breakdown.role, 1.0);
+    assert!(
+        sought
+            .justification
+            .starts_with("role: Senior Backend Engineer;"),
+        "{}",
+        sought.justification
+    );
+
+    // The same skills under a title the candidate did not name keep 80 % of the score.
+    let mut sre = job("s", "Remote (Europe)", true, "");
+    sre.title = "Senior SRE".into();
+    let sre = score_job(&profile(), &sre, 0.6, w);
+    assert_eq!(sre.breakdown.role, 0.0);
+    assert!((sre.score - 0.8 * sought.score).abs() < 1e-6);
+    assert!(sre.justification.starts_with("role: not one you named;"));
+
+    // A level one step away, stated in the title, keeps 90 %; an unstated level is no step.
+    let mut staff = job("t", "Remote (Europe)", true, "");
+    staff.title = "Staff Backend Engineer".into();
+    let staff = score_job(&profile(), &staff, 0.6, w);
+    assert!((staff.score - 0.9 * sought.score).abs() < 1e-6);
+    assert!(
+        staff
+            .justification
+            .contains("level: staff for a senior candidate"),
+        "{}",
+        staff.justification
+    );
+    assert!(staff.deal_breakers.is_empty());
+    let mut unstated = job("u", "Remote (Europe)", true, "");
+    unstated.title = "Backend Engineer".into();
+    let unstated = score_job(&profile(), &unstated, 0.6, w);
+    assert_eq!(unstated.score, sought.score);
+}
+
+#[test]
+fn pay_known_to_be_short_scores_below_pay_not_stated() {
+    let w = Weights::default();
+    let unstated = score_job(&profile(), &job("a", "Remote (Europe)", true, ""), 0.6, w);
+    let short = score_job(
+        &profile(),
+        &job("b", "Remote (Europe)", true, "€85,000 a year"),
+        0.6,
+        w,
+    );
+    assert!(short.breakdown.salary < unstated.breakdown.salary);
+    assert!(
+        short.deal_breakers.is_empty(),
+        "94 % of the floor is near it"
+    );
+    // A bare `$` in a text that writes CAD is Canadian dollars.
+    let canadian = score_job(
+        &profile(),
+        &job("c", "Remote (Europe)", true, "$125,000/year CAD"),
+        0.6,
+        w,
+    );
+    assert!(
+        canadian.justification.contains("is below your floor"),
+        "CA$125k is about €85k, US$125k about €116k: {}",
+        canadian.justification
+    );
+}
+
 #[tokio::test]
 async fn look_alike_jobs_are_told_apart_by_place_and_pay() {
     let embedder = Arc::new(

@@ -90,6 +90,10 @@ fn positives() -> Vec<Case> {
             range(110_000.0, 130_000.0, "CAD", Year),
         ),
         (
+            "$20–$22/hour CAD (about $40,000–$44,000 a year)",
+            range(20.0, 22.0, "CAD", Hour),
+        ),
+        (
             "CHF 120'000 - 140'000",
             range(120_000.0, 140_000.0, "CHF", Year),
         ),

@@ -11,12 +11,17 @@
 //! - **salary** (10 %): the job's pay (parsed from its text) against the candidate's
 //!   floor, converted to yearly euros; unstated pay scores 0.5,
 //!
-//! and says what matched in a justification. What the profile rules out (a place the
+//! and says what matched in a justification. Two fit factors then scale the composite the
+//! way a recruiter discounts a job: a title that names none of the roles the candidate
+//! seeks keeps 80 % of it ([`role_fit`]: "Senior SRE" for a backend engineer who shares
+//! its skills), and a level one step from theirs keeps 90 % ("Staff" for a senior).
+//! What the profile rules out (a place the
 //! candidate cannot work from, pay well below the floor, a level two or more steps away)
 //! is named as a deal breaker, and such jobs rank after the others whatever their score:
 //! a recruiter does not put a job the candidate said no to above one they can take.
 
 mod location;
+mod role;
 mod seniority;
 mod skills;
 
@@ -27,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 pub use location::{Place, Region, location_fit, read_place};
+pub use role::{RoleFit, role_fit, role_words};
 pub use seniority::Seniority;
 pub use skills::{mentions, normalize_skill, skill_set};
 
@@ -148,7 +154,18 @@ pub struct ScoreBreakdown {
     pub location: f32,
     /// Salary fit.
     pub salary: f32,
+    /// How well the job's title names a role the candidate seeks ([`role_fit`]); it
+    /// scales the composite (a role not sought keeps [`ROLE_FLOOR`] of it).
+    pub role: f32,
 }
+
+/// The share of its composite a job keeps when its title names no role the candidate
+/// seeks.
+pub const ROLE_FLOOR: f32 = 0.8;
+
+/// The share of its composite a job keeps when its level is one step from the
+/// candidate's (two or more steps is a deal breaker).
+pub const NEAR_LEVEL: f32 = 0.9;
 
 /// A job ranked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -195,8 +212,9 @@ fn to_euros(amount: f64, currency: &str) -> Option<f64> {
     Some(amount * rate)
 }
 
-/// How the job's pay meets the floor: 1 at or above it, falling to 0 at 70 % of it; 0.5
-/// when the pay is not stated or not comparable; with why.
+/// How the job's pay meets the floor: 1 at or above it; 0.5 when the pay is not stated or
+/// not comparable (it may meet the floor); below the floor under that, falling from 0.5
+/// to 0 at 70 % of it (pay known to be short is worse than pay unknown); with why.
 fn salary_fit(job: Option<&Salary>, floor: Option<&SalaryFloor>, written: &str) -> (f32, String) {
     let Some(floor) = floor else {
         return (1.0, String::new());
@@ -215,7 +233,11 @@ fn salary_fit(job: Option<&Salary>, floor: Option<&SalaryFloor>, written: &str) 
         return (0.5, "pay not comparable".into());
     };
     let ratio = offered / wanted.max(1.0);
-    let score = ((ratio - 0.7) / 0.3).clamp(0.0, 1.0) as f32;
+    let score = if ratio >= 1.0 {
+        1.0
+    } else {
+        0.5 * ((ratio - 0.7) / 0.3).clamp(0.0, 1.0) as f32
+    };
     let verdict = if ratio >= 1.0 { "meets" } else { "is below" };
     (score, format!("{} {verdict} your floor", written.trim()))
 }
@@ -358,10 +380,32 @@ pub fn score_job(
         profile.min_salary.as_ref(),
         &job.salary_text,
     );
+    let level = profile
+        .seniority
+        .or_else(|| profile.titles.iter().map(|t| Seniority::of_title(t)).max());
+    let job_level = Seniority::of_title(&job.title);
+    let steps = level.map(|level| level.distance(job_level));
+    // One step away only counts when the title says so: "Data Scientist" may be hired
+    // at the candidate's level.
+    let near_level = level
+        .zip(Seniority::stated_in(&job.title))
+        .is_some_and(|(level, stated)| level.distance(stated) == 1);
+    let wanted_skills: Vec<String> = skill_set(&profile.skills).into_iter().collect();
+    let role = role_fit(&job.title, &profile.titles, &wanted_skills);
     let w = weights;
-    let score =
+    let parts =
         w.similarity * similarity + w.skills * skills + w.location * location + w.salary * salary;
+    let level_factor = if near_level { NEAR_LEVEL } else { 1.0 };
+    let score = parts * (ROLE_FLOOR + (1.0 - ROLE_FLOOR) * role.score) * level_factor;
     let mut reasons = Vec::new();
+    match &role.matched {
+        Some(sought) if role.score >= 1.0 => reasons.push(format!("role: {sought}")),
+        Some(sought) => reasons.push(format!("role: partly {sought}")),
+        None if !profile.titles.is_empty() => {
+            reasons.push("role: not one you named".to_owned());
+        }
+        None => {}
+    }
     if fit.matched.is_empty() {
         reasons.push("no listed skill in common".to_owned());
     } else {
@@ -377,6 +421,9 @@ pub fn score_job(
         reasons.push(format!("pay: {pay}"));
     }
     reasons.push(format!("similarity {similarity:.2}"));
+    if let Some(level) = level.filter(|_| near_level) {
+        reasons.push(format!("level: {job_level:?} for a {level:?} candidate").to_lowercase());
+    }
     let mut deal_breakers = Vec::new();
     if location == 0.0 && !places.is_empty() {
         deal_breakers.push(where_.clone());
@@ -384,12 +431,8 @@ pub fn score_job(
     if salary < SALARY_DEAL_BREAKER {
         deal_breakers.push("pay well below your floor".to_owned());
     }
-    let level = profile
-        .seniority
-        .or_else(|| profile.titles.iter().map(|t| Seniority::of_title(t)).max());
-    let job_level = Seniority::of_title(&job.title);
     if let Some(level) = level
-        && level.distance(job_level) >= 2
+        && steps.is_some_and(|steps| steps >= 2)
     {
         deal_breakers
             .push(format!("a {job_level:?} role for a {level:?} candidate").to_lowercase());
@@ -405,6 +448,7 @@ pub fn score_job(
             skills,
             location,
             salary,
+            role: role.score,
         },
         matched_skills: fit.matched,
         missing_skills: fit.missing,
@@ -462,8 +506,8 @@ fn same_skill(a: &str, b: &str) -> bool {
     a == b || contains(a, b) || contains(b, a)
 }
 
-/// A salary score below this (pay under about 76 % of the floor) rules the job out.
-const SALARY_DEAL_BREAKER: f32 = 0.2;
+/// A salary score below this (pay under 76 % of the floor) rules the job out.
+const SALARY_DEAL_BREAKER: f32 = 0.1;
 
 #[cfg(test)]
 mod tests {

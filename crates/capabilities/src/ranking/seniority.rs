@@ -34,6 +34,21 @@ impl Seniority {
     /// assert_eq!(Seniority::of_title("Director of Platform Engineering"), Seniority::Director);
     /// ```
     pub fn of_title(title: &str) -> Seniority {
+        Seniority::stated_in(title).unwrap_or(Seniority::Mid)
+    }
+
+    /// The level a title states, if it states one: "Data Scientist" states none (a
+    /// posting often leaves the level to the interview), "Engineer II" and "Mid-level
+    /// Engineer" state `Mid`.
+    ///
+    /// ```
+    /// use job_capabilities::ranking::Seniority;
+    /// assert_eq!(Seniority::stated_in("Data Scientist"), None);
+    /// assert_eq!(Seniority::stated_in("Site Reliability Engineer II"), Some(Seniority::Mid));
+    /// assert_eq!(Seniority::stated_in("Frontend Developer I"), Some(Seniority::Junior));
+    /// assert_eq!(Seniority::stated_in("Staff Engineer"), Some(Seniority::Staff));
+    /// ```
+    pub fn stated_in(title: &str) -> Option<Seniority> {
         let words: Vec<String> = title
             .split(|c: char| !c.is_alphanumeric())
             .filter(|w| !w.is_empty())
@@ -49,25 +64,27 @@ impl Seniority {
             "trainee",
             "werkstudent",
         ]) {
-            Seniority::Intern
+            Some(Seniority::Intern)
         } else if has(&["director", "vp", "chief", "cto", "cio"])
             || lowered.contains("head of")
             || lowered.contains("vice president")
         {
-            Seniority::Director
+            Some(Seniority::Director)
         } else if has(&["manager"])
             && !lowered.contains("product manager")
             && !lowered.contains("project manager")
         {
-            Seniority::Manager
+            Some(Seniority::Manager)
         } else if has(&["staff", "principal", "lead", "architect", "distinguished"]) {
-            Seniority::Staff
-        } else if has(&["senior", "sr"]) {
-            Seniority::Senior
-        } else if has(&["junior", "jr", "graduate", "entry", "associate"]) {
-            Seniority::Junior
+            Some(Seniority::Staff)
+        } else if has(&["senior", "sr", "iii"]) {
+            Some(Seniority::Senior)
+        } else if has(&["junior", "jr", "graduate", "entry", "associate", "i"]) {
+            Some(Seniority::Junior)
+        } else if has(&["mid", "intermediate", "ii"]) {
+            Some(Seniority::Mid)
         } else {
-            Seniority::Mid
+            None
         }
     }
 

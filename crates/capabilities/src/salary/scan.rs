@@ -170,7 +170,11 @@ fn evaluate(tokens: &[Token], candidate: &Candidate) -> Option<Found> {
         share_thousands(&mut low, h);
     }
 
-    let currency = resolve_currency(&candidate.low, candidate.high.as_ref())?;
+    let currency = resolve_currency(
+        &candidate.low,
+        candidate.high.as_ref(),
+        written_dollar_code(tokens),
+    )?;
     if mentions_not_pay(tokens, candidate) {
         return None;
     }
@@ -224,9 +228,25 @@ fn share_thousands(low: &mut Amount, high: &mut Amount) {
     }
 }
 
+/// The one dollar code the text writes anywhere (`$20/hour CAD`: `CAD`), when it writes
+/// exactly one; a bare `$` with no code of its own is that currency.
+fn written_dollar_code(tokens: &[Token]) -> Option<&'static str> {
+    let mut codes = tokens.iter().filter_map(|t| match &t.tok {
+        Tok::Currency(c) if !c.bare_dollar && DOLLARS.contains(&c.code) => Some(c.code),
+        _ => None,
+    });
+    let first = codes.next()?;
+    codes.all(|code| code == first).then_some(first)
+}
+
 /// The one currency the markers agree on. A bare `$` agrees with any dollar code
-/// (`$130,000 CAD`); two different symbols or codes do not agree.
-fn resolve_currency(low: &Money, high: Option<&Money>) -> Option<&'static str> {
+/// (`$130,000 CAD`), and alone it is `bare_dollar` (the dollar code the text writes
+/// elsewhere, else USD); two different symbols or codes do not agree.
+fn resolve_currency(
+    low: &Money,
+    high: Option<&Money>,
+    bare_dollar_code: Option<&'static str>,
+) -> Option<&'static str> {
     let markers = low
         .currencies
         .iter()
@@ -245,7 +265,7 @@ fn resolve_currency(low: &Money, high: Option<&Money>) -> Option<&'static str> {
     match named {
         Some(code) if bare_dollar && !DOLLARS.contains(&code) => None,
         Some(code) => Some(code),
-        None if bare_dollar => Some("USD"),
+        None if bare_dollar => Some(bare_dollar_code.unwrap_or("USD")),
         None => None,
     }
 }
