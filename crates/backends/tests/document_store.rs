@@ -1,6 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! One behaviour suite for agent-runtime's `DocumentStore`: the in-memory store and the
-//! SQLite one (a file, reopened).
+//! SQLite one (a file, reopened) and the PostgreSQL one, written from two instances.
+
+mod pg;
 
 use std::sync::Arc;
 
@@ -89,4 +91,41 @@ async fn sqlite_documents_persist_beside_the_sessions() {
         reopened.get("counter", "shared").await.unwrap(),
         Some(json!(20))
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_documents_are_shared_by_instances() {
+    let fixture = pg::Fixture::new().await;
+    behaves(Arc::new(fixture.store.documents())).await;
+    let other = fixture.second_instance().await.documents();
+    assert_eq!(
+        other.get("resume.master", "ada").await.unwrap(),
+        Some(json!({"n": 2}))
+    );
+    // Updates from two instances at once all land.
+    let stores: [Arc<dyn DocumentStore>; 2] =
+        [Arc::new(fixture.store.documents()), Arc::new(other)];
+    let increments = (0..20).map(|i| {
+        let store = stores[i % 2].clone();
+        tokio::spawn(async move {
+            store
+                .update(
+                    "counter",
+                    "two instances",
+                    Box::new(|now: Option<Value>| {
+                        json!(now.and_then(|v| v.as_i64()).unwrap_or(0) + 1)
+                    }),
+                )
+                .await
+                .unwrap()
+        })
+    });
+    for increment in increments {
+        increment.await.unwrap();
+    }
+    assert_eq!(
+        stores[0].get("counter", "two instances").await.unwrap(),
+        Some(json!(20))
+    );
+    fixture.cleanup().await;
 }
