@@ -1,10 +1,12 @@
 //! What every session route checks first: the path, the query, the session and its token.
 
 use agent_runtime::sessions::SessionRecord;
-use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::auth::{bearer, token_matches};
 use crate::error::ApiError;
@@ -79,4 +81,24 @@ pub(crate) async fn authorized(
         record,
         query,
     })
+}
+
+/// Reads a JSON body: 413 when over the limit, 400 when it is not JSON.
+pub(crate) fn json_body(
+    body: Result<Bytes, BytesRejection>,
+    limit: usize,
+) -> Result<Value, ApiError> {
+    let bytes = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                format!("the body is larger than {limit} bytes"),
+            )
+        } else {
+            ApiError::bad_request(format!("could not read the body: {rejection}"))
+        }
+    })?;
+    serde_json::from_slice(&bytes)
+        .map_err(|error| ApiError::bad_request(format!("the body is not valid JSON: {error}")))
 }

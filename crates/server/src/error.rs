@@ -4,13 +4,14 @@ use agent_runtime::sessions::StoreError;
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde_json::{Value, json};
+use std::borrow::Cow;
 
 /// An error answered to a client.
 #[derive(Debug)]
 pub(crate) struct ApiError {
     status: StatusCode,
-    code: &'static str,
+    code: Cow<'static, str>,
     message: String,
     /// The path of the request field at fault, when one is.
     field: Option<String>,
@@ -20,7 +21,7 @@ impl ApiError {
     pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         ApiError {
             status,
-            code,
+            code: Cow::Borrowed(code),
             message: message.into(),
             field: None,
         }
@@ -69,6 +70,14 @@ impl ApiError {
         ApiError::new(StatusCode::CONFLICT, code, message)
     }
 
+    pub(crate) fn unavailable(message: impl Into<String>) -> Self {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "instance_unreachable",
+            message,
+        )
+    }
+
     pub(crate) fn store(error: &StoreError) -> Self {
         tracing::error!(%error, "session store failed");
         ApiError::new(
@@ -79,12 +88,38 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// The error as JSON, to send it to the instance that forwarded the request.
+    pub(crate) fn to_json(&self) -> Value {
+        json!({
+            "status": self.status.as_u16(),
+            "code": self.code,
+            "message": self.message,
+            "field": self.field,
+        })
+    }
+
+    /// An error another instance answered with ([`to_json`](Self::to_json)).
+    pub(crate) fn from_json(value: &Value) -> Option<ApiError> {
+        let status = value.get("status")?.as_u64()?;
+        Some(ApiError {
+            status: StatusCode::from_u16(u16::try_from(status).ok()?).ok()?,
+            code: Cow::Owned(value.get("code")?.as_str()?.to_owned()),
+            message: value.get("message")?.as_str()?.to_owned(),
+            field: value
+                .get("field")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        })
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         if self.status.is_server_error() {
-            tracing::warn!(status = %self.status, code = self.code, "request failed");
+            tracing::warn!(status = %self.status, code = %self.code, "request failed");
         } else {
-            tracing::debug!(status = %self.status, code = self.code, message = %self.message, "request refused");
+            tracing::debug!(status = %self.status, code = %self.code, message = %self.message, "request refused");
         }
         let mut error = json!({"code": self.code, "message": self.message});
         if let Some(field) = self.field {

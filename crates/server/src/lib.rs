@@ -104,10 +104,12 @@
 
 mod access;
 mod auth;
+mod control;
 mod error;
 mod hosted;
 mod openapi;
 mod product;
+mod respond;
 mod routes;
 mod server;
 mod stream;

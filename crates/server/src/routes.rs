@@ -1,6 +1,5 @@
 //! The HTTP routes.
 
-use agent_runtime::GateError;
 use agent_runtime::sessions::{NewSession, SessionOutcome};
 use axum::Json;
 use axum::Router;
@@ -13,12 +12,13 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 use tower_http::trace::TraceLayer;
 
-use crate::access::{Authorized, TokenQuery, authorize, authorized, path, session_of};
-use crate::auth::{bearer, hash_token, new_token};
+use crate::access::{Authorized, TokenQuery, authorized, json_body, path, session_of};
+use crate::auth::{hash_token, new_token};
+use crate::control::Op;
 use crate::error::ApiError;
+use crate::respond::respond;
 use crate::server::AgentServer;
 use crate::stream::stream;
-use crate::writer::Write;
 
 impl AgentServer {
     /// The routes, ready to serve or to [`nest`](axum::Router::nest)/
@@ -77,23 +77,6 @@ async fn page(State(server): State<AgentServer>) -> Result<Response, ApiError> {
         .ok_or_else(|| ApiError::not_found("not_found", "no product serves a page"))
 }
 
-/// Reads a JSON body: 413 when over the limit, 400 when it is not JSON.
-fn json_body(body: Result<Bytes, BytesRejection>, limit: usize) -> Result<Value, ApiError> {
-    let bytes = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "payload_too_large",
-                format!("the body is larger than {limit} bytes"),
-            )
-        } else {
-            ApiError::bad_request(format!("could not read the body: {rejection}"))
-        }
-    })?;
-    serde_json::from_slice(&bytes)
-        .map_err(|error| ApiError::bad_request(format!("the body is not valid JSON: {error}")))
-}
-
 /// `POST /api/{product}/start`.
 async fn start(
     State(server): State<AgentServer>,
@@ -138,142 +121,6 @@ async fn start(
         "status_url": format!("/api/{name}/{id}"),
     });
     Ok((StatusCode::CREATED, Json(body)).into_response())
-}
-
-/// `POST /api/{product}/respond`: `{"session_id", "gate", "answer"}`, token as a bearer
-/// header or a `"token"` field.
-async fn respond(
-    State(server): State<AgentServer>,
-    headers: HeaderMap,
-    product: Result<Path<String>, PathRejection>,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
-    let name = path(product)?;
-    if server.product(&name).is_none() {
-        return Err(ApiError::unknown_product(&name));
-    }
-    let body = json_body(body, server.inner.config.max_body_bytes)?;
-    let Some(fields) = body.as_object() else {
-        return Err(ApiError::invalid("the answer must be a JSON object"));
-    };
-    let text = |key: &str| -> Result<&str, ApiError> {
-        fields
-            .get(key)
-            .and_then(Value::as_str)
-            .ok_or_else(|| ApiError::invalid(format!("\"{key}\" must be a string")))
-    };
-    let session_id = text("session_id")?;
-    let gate = text("gate")?;
-    let Some(answer) = fields.get("answer") else {
-        return Err(ApiError::invalid("\"answer\" is missing"));
-    };
-    let body_token = match fields.get("token") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(token)) => Some(token.as_str()),
-        Some(_) => return Err(ApiError::invalid("\"token\" must be a string")),
-    };
-
-    let record = session_of(&server, &name, session_id).await?;
-    authorize(&record, bearer(&headers).or(body_token))?;
-    let Some(live) = server.inner.live.get(session_id) else {
-        return Err(ApiError::conflict(
-            "session_not_running",
-            format!(
-                "session {session_id:?} is {}; it takes no answer",
-                record.status.as_str()
-            ),
-        ));
-    };
-
-    let _one_at_a_time = live.respond_lock.lock().await;
-    if let Some(reason) = live.cancel_reason() {
-        return Err(ApiError::conflict(
-            "session_cancelled",
-            format!("session {session_id:?} was cancelled ({reason}); it takes no answer"),
-        ));
-    }
-    let kind = live
-        .gates
-        .pending()
-        .into_iter()
-        .find(|g| g.id == gate)
-        .map(|g| g.kind)
-        .or_else(|| live.restored.lock().get(gate).map(|g| g.kind.clone()));
-    if let Some(spec) = kind.and_then(|kind| server.product(&name)?.gate(&kind)) {
-        spec.check(answer).map_err(|error| {
-            ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_answer",
-                format!("the answer to {gate:?} does not fit: {error}"),
-            )
-            .with_field(&error.path)
-        })?;
-    }
-    match live.gates.respond(gate, answer.clone()) {
-        Ok(()) => {}
-        Err(GateError::Unknown(_)) => {
-            // Pending before a restart, and not reached again by the rerun yet: the
-            // answer is recorded now and passes the gate when the rerun reaches it.
-            let restored = live.restored.lock().remove(gate);
-            if restored.is_none() {
-                // Answered before a restart (or before the rerun reached it again)?
-                let stored = server
-                    .inner
-                    .store
-                    .gates(session_id)
-                    .await
-                    .map_err(|error| ApiError::store(&error))?;
-                if let Some(stored) = stored.iter().find(|g| g.id == gate) {
-                    if stored.answer.is_some() {
-                        return Err(already_answered(gate));
-                    }
-                    if let Some(reason) = &stored.closed {
-                        return Err(ApiError::conflict(
-                            "gate_closed",
-                            format!("gate {gate:?} closed without an answer ({reason})"),
-                        ));
-                    }
-                }
-                return Err(ApiError::not_found(
-                    "unknown_gate",
-                    format!("session {session_id:?} has no pending gate {gate:?}"),
-                ));
-            }
-            live.gates.restore([(gate.to_owned(), answer.clone())]);
-            // The rerun may have reached the gate in between: then it waits, and this
-            // answers it (the listener records it).
-            match live.gates.respond(gate, answer.clone()) {
-                Ok(()) => {}
-                Err(_) => {
-                    let write = Write::GateAnswered {
-                        id: gate.to_owned(),
-                        answer: answer.clone(),
-                    };
-                    if live.writer.send(write).is_err() {
-                        return Err(ApiError::conflict(
-                            "session_not_running",
-                            format!("session {session_id:?} has ended"),
-                        ));
-                    }
-                }
-            }
-        }
-        Err(GateError::AlreadyAnswered(_)) => return Err(already_answered(gate)),
-        Err(error) => {
-            return Err(ApiError::conflict("gate_closed", error.to_string()));
-        }
-    }
-    // The answer is stored before the client hears it was taken.
-    live.flush().await;
-    tracing::info!(session = %session_id, gate, "gate answered");
-    Ok(Json(json!({"ok": true})).into_response())
-}
-
-fn already_answered(gate: &str) -> ApiError {
-    ApiError::conflict(
-        "already_answered",
-        format!("gate {gate:?} was already answered"),
-    )
 }
 
 /// `GET /api/{product}/{session}`: status, stage, pending gates, event count, outcome.
@@ -378,8 +225,11 @@ async fn cancel(
         ));
     }
     let reason = "cancelled by its user";
-    if !server.cancel(&id, reason).await {
-        // Unfinished but not running here (its resume failed): end it in the store.
+    let cancel = Op::Cancel {
+        reason: reason.to_owned(),
+    };
+    if !server.cancel(&id, reason).await && server.forward(&id, &cancel).await?.is_none() {
+        // Unfinished but running nowhere (its resume failed): end it in the store.
         server
             .end_not_running(&id, SessionOutcome::Cancelled(reason.to_owned()))
             .await

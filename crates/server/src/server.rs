@@ -3,8 +3,8 @@
 use agent_runtime::GateRegistry;
 use agent_runtime::checkpoint::{CheckpointStore, InMemoryCheckpointStore};
 use agent_runtime::sessions::{
-    EventFanout, InProcessFanout, InProcessLeases, SessionLeases, SessionOutcome, SessionStatus,
-    SessionStore, StoreError, StoredGate,
+    EventFanout, InProcessControl, InProcessFanout, InProcessLeases, SessionControl, SessionLeases,
+    SessionOutcome, SessionStatus, SessionStore, StoreError, StoredGate,
 };
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -72,6 +72,8 @@ pub(crate) struct Inner {
     pub(crate) leases: Arc<dyn SessionLeases>,
     /// Where stored events go to the streams that follow them.
     pub(crate) fanout: Arc<dyn EventFanout>,
+    /// How a request reaches the instance that runs a session.
+    pub(crate) control: Arc<dyn SessionControl>,
     /// This instance, as a lease holder.
     pub(crate) instance: String,
 }
@@ -170,6 +172,7 @@ impl AgentServer {
                 shutting_down: Arc::default(),
                 leases: Arc::new(InProcessLeases::default()),
                 fanout: Arc::new(InProcessFanout::default()),
+                control: Arc::new(InProcessControl::default()),
                 instance: uuid::Uuid::new_v4().to_string(),
             }),
         }
@@ -223,6 +226,17 @@ impl AgentServer {
     pub fn with_fanout(self, fanout: Arc<dyn EventFanout>) -> Self {
         let mut inner = Arc::unwrap_or_clone(self.inner);
         inner.fanout = fanout;
+        AgentServer {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// Uses this control to reach the instance that runs a session (in-process by
+    /// default): a gate's answer or a cancellation taken by an instance that does not run
+    /// the session is passed to the one that does.
+    pub fn with_control(self, control: Arc<dyn SessionControl>) -> Self {
+        let mut inner = Arc::unwrap_or_clone(self.inner);
+        inner.control = control;
         AgentServer {
             inner: Arc::new(inner),
         }
@@ -464,6 +478,17 @@ impl AgentServer {
             }
             map.insert(id.clone(), live);
         }
+        // Other instances reach the run from now on.
+        let control = match self.serve_control(&id).await {
+            Ok(task) => task,
+            Err(error) => {
+                self.inner.live.lock().remove(&id);
+                if let Err(error) = leases.release(&id, &instance).await {
+                    tracing::warn!(%error, "lease not released");
+                }
+                return Err(error);
+            }
+        };
 
         let writer = Writer {
             store: Arc::clone(&self.inner.store),
@@ -548,6 +573,7 @@ impl AgentServer {
                     let _ = written.await;
                 }
                 renewing.abort();
+                control.abort();
                 if let Err(error) = leases.release(&id, &instance).await {
                     tracing::warn!(%error, "lease not released");
                 }

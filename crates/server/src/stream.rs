@@ -42,12 +42,21 @@ pub(crate) async fn stream(
     };
 
     // Subscribe before reading the store: an event stored meanwhile arrives on both and
-    // is sent once (by its number); none falls in between.
-    let live = server
-        .inner
-        .live
-        .get(&id)
-        .map(|_| server.inner.fanout.subscribe(&id));
+    // is sent once (by its number); none falls in between. The run may be here or on
+    // another instance.
+    let running = server.inner.live.get(&id).is_some()
+        || (!record.status.is_finished() && server.runs_elsewhere(&id).await);
+    let live = match running {
+        true => Some(
+            server
+                .inner
+                .fanout
+                .subscribe(&id)
+                .await
+                .map_err(|error| ApiError::store(&error))?,
+        ),
+        false => None,
+    };
     let replay = server
         .inner
         .store

@@ -1,8 +1,10 @@
 //! What several server instances need to share one set of sessions: a lease per running
-//! session (one instance runs it at a time) and the fan-out of its events to whichever
-//! instance holds a client's stream. The in-process implementations here serve a single
-//! process; a multi-instance deployment implements the same traits on its coordination
-//! service (NATS JetStream, Redis).
+//! session (one instance runs it at a time), the fan-out of its events to whichever
+//! instance holds a client's stream, and a way to reach the instance that runs a session
+//! (to answer its gates, to cancel it) from any other. The in-process implementations
+//! here serve a single process (or several servers in one, as tests run them); a
+//! multi-instance deployment implements the same traits on its coordination service
+//! (PostgreSQL, NATS).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -11,7 +13,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::StoreError;
@@ -114,12 +116,16 @@ pub enum Fanned {
 
 /// Carries a session's events, as they are stored, to every stream that follows it, on
 /// whichever instance that stream is served.
+#[async_trait]
 pub trait EventFanout: Send + Sync {
-    /// Sends a stored event (numbered `seq`) to the session's subscribers.
+    /// Sends a stored event (numbered `seq`) to the session's subscribers. Events of one
+    /// session are delivered in the order they are published.
     fn publish(&self, session: &str, seq: u64, event: Arc<Value>);
 
     /// The session's events from now on, until [`close`](Self::close) (the stream ends).
-    fn subscribe(&self, session: &str) -> BoxStream<'static, Fanned>;
+    /// The subscription is in place when this returns: an event published afterwards
+    /// reaches it.
+    async fn subscribe(&self, session: &str) -> Result<BoxStream<'static, Fanned>, StoreError>;
 
     /// The session's run has ended here: its subscribers' streams end.
     fn close(&self, session: &str);
@@ -133,12 +139,13 @@ pub trait EventFanout: Send + Sync {
 /// use std::sync::Arc;
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let fanout = InProcessFanout::default();
-/// let mut events = fanout.subscribe("s1");
+/// let mut events = fanout.subscribe("s1").await?;
 /// fanout.publish("s1", 1, Arc::new(serde_json::json!({"type": "started"})));
 /// fanout.close("s1");
 /// assert!(matches!(events.next().await, Some(Fanned::Event(1, _))));
 /// assert_eq!(events.next().await, None);
-/// # });
+/// # Ok::<(), agent_runtime::sessions::StoreError>(())
+/// # }).unwrap();
 /// ```
 #[derive(Debug)]
 pub struct InProcessFanout {
@@ -177,15 +184,16 @@ impl InProcessFanout {
     }
 }
 
+#[async_trait]
 impl EventFanout for InProcessFanout {
     fn publish(&self, session: &str, seq: u64, event: Arc<Value>) {
         // No subscriber is not an error.
         let _ = self.sender(session).send((seq, event));
     }
 
-    fn subscribe(&self, session: &str) -> BoxStream<'static, Fanned> {
+    async fn subscribe(&self, session: &str) -> Result<BoxStream<'static, Fanned>, StoreError> {
         let receiver = self.sender(session).subscribe();
-        Box::pin(futures::stream::unfold(
+        Ok(Box::pin(futures::stream::unfold(
             receiver,
             |mut receiver| async move {
                 match receiver.recv().await {
@@ -194,10 +202,138 @@ impl EventFanout for InProcessFanout {
                     Err(broadcast::error::RecvError::Closed) => None,
                 }
             },
-        ))
+        )))
     }
 
     fn close(&self, session: &str) {
         self.lock().remove(session);
+    }
+}
+
+/// A request for the instance that runs a session, with the way back for its reply. What
+/// the body means is the server's business (answer a gate, cancel, are you there).
+#[derive(Debug)]
+pub struct ControlRequest {
+    /// The request.
+    pub body: Value,
+    /// Where the reply goes; dropping it leaves the asker without one (it times out).
+    pub reply: oneshot::Sender<Value>,
+}
+
+/// Reaches the instance that runs a session from any other: an instance that takes a
+/// gate's answer or a cancellation for a session it does not run asks the one that does.
+#[async_trait]
+pub trait SessionControl: Send + Sync {
+    /// Sends `body` to the instance that runs `session` and waits up to `timeout` for its
+    /// reply; `Ok(None)` when no instance serves the session.
+    async fn ask(
+        &self,
+        session: &str,
+        body: Value,
+        timeout: Duration,
+    ) -> Result<Option<Value>, StoreError>;
+
+    /// The requests for `session`, which this instance runs now, until the stream is
+    /// dropped. The subscription is in place when this returns.
+    async fn serve(&self, session: &str) -> Result<BoxStream<'static, ControlRequest>, StoreError>;
+}
+
+/// Who serves each session in this process, with a number telling a registration apart
+/// from a later one for the same session.
+type Served = HashMap<String, (u64, mpsc::UnboundedSender<ControlRequest>)>;
+
+/// Session control within one process: servers sharing it reach each other's sessions.
+///
+/// ```
+/// use agent_runtime::sessions::{InProcessControl, SessionControl};
+/// use futures::StreamExt;
+/// use std::time::Duration;
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let control = InProcessControl::default();
+/// let second = Duration::from_secs(1);
+/// assert_eq!(control.ask("s1", serde_json::json!("ping"), second).await?, None);
+/// let mut requests = control.serve("s1").await?;
+/// tokio::spawn(async move {
+///     while let Some(request) = requests.next().await {
+///         let _ = request.reply.send(serde_json::json!("pong"));
+///     }
+/// });
+/// let reply = control.ask("s1", serde_json::json!("ping"), second).await?;
+/// assert_eq!(reply, Some(serde_json::json!("pong")));
+/// # Ok::<(), agent_runtime::sessions::StoreError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug, Default)]
+pub struct InProcessControl {
+    served: Arc<Mutex<Served>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+fn lock_served(served: &Mutex<Served>) -> MutexGuard<'_, Served> {
+    served.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Ends a registration when the stream serving it is dropped.
+struct Registration {
+    served: Arc<Mutex<Served>>,
+    session: String,
+    number: u64,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut served = lock_served(&self.served);
+        if served
+            .get(&self.session)
+            .is_some_and(|(number, _)| *number == self.number)
+        {
+            served.remove(&self.session);
+        }
+    }
+}
+
+#[async_trait]
+impl SessionControl for InProcessControl {
+    async fn ask(
+        &self,
+        session: &str,
+        body: Value,
+        timeout: Duration,
+    ) -> Result<Option<Value>, StoreError> {
+        let sender = lock_served(&self.served)
+            .get(session)
+            .map(|(_, sender)| sender.clone());
+        let Some(sender) = sender else {
+            return Ok(None);
+        };
+        let (reply, replied) = oneshot::channel();
+        if sender.send(ControlRequest { body, reply }).is_err() {
+            return Ok(None);
+        }
+        match tokio::time::timeout(timeout, replied).await {
+            Ok(Ok(reply)) => Ok(Some(reply)),
+            Ok(Err(_)) => Ok(None),
+            Err(_) => Err(StoreError::Backend(format!(
+                "the instance running session {session:?} did not reply within {timeout:?}"
+            ))),
+        }
+    }
+
+    async fn serve(&self, session: &str) -> Result<BoxStream<'static, ControlRequest>, StoreError> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let number = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock_served(&self.served).insert(session.to_owned(), (number, sender));
+        let registration = Registration {
+            served: Arc::clone(&self.served),
+            session: session.to_owned(),
+            number,
+        };
+        Ok(Box::pin(futures::stream::unfold(
+            (receiver, registration),
+            |(mut receiver, registration)| async move {
+                let request = receiver.recv().await?;
+                Some((request, (receiver, registration)))
+            },
+        )))
     }
 }

@@ -5,7 +5,10 @@
 mod coordination;
 mod memory;
 
-pub use coordination::{EventFanout, Fanned, InProcessFanout, InProcessLeases, SessionLeases};
+pub use coordination::{
+    ControlRequest, EventFanout, Fanned, InProcessControl, InProcessFanout, InProcessLeases,
+    SessionControl, SessionLeases,
+};
 pub use memory::InMemorySessionStore;
 
 use async_trait::async_trait;

@@ -1,0 +1,190 @@
+//! `POST /api/{product}/respond`: a gate's answer, taken by the instance that runs the
+//! session, or passed on to it ([`AgentServer::forward`]).
+
+use agent_runtime::GateError;
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, PathRejection};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::access::{authorize, json_body, path, session_of};
+use crate::auth::bearer;
+use crate::control::Op;
+use crate::error::ApiError;
+use crate::server::{AgentServer, LiveSession};
+use crate::writer::Write;
+
+/// `POST /api/{product}/respond`: `{"session_id", "gate", "answer"}`, token as a bearer
+/// header or a `"token"` field.
+pub(crate) async fn respond(
+    State(server): State<AgentServer>,
+    headers: HeaderMap,
+    product: Result<Path<String>, PathRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let name = path(product)?;
+    if server.product(&name).is_none() {
+        return Err(ApiError::unknown_product(&name));
+    }
+    let body = json_body(body, server.inner.config.max_body_bytes)?;
+    let Some(fields) = body.as_object() else {
+        return Err(ApiError::invalid("the answer must be a JSON object"));
+    };
+    let text = |key: &str| -> Result<&str, ApiError> {
+        fields
+            .get(key)
+            .and_then(Value::as_str)
+            .ok_or_else(|| ApiError::invalid(format!("\"{key}\" must be a string")))
+    };
+    let session_id = text("session_id")?;
+    let gate = text("gate")?;
+    let Some(answer) = fields.get("answer") else {
+        return Err(ApiError::invalid("\"answer\" is missing"));
+    };
+    let body_token = match fields.get("token") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(token)) => Some(token.as_str()),
+        Some(_) => return Err(ApiError::invalid("\"token\" must be a string")),
+    };
+
+    let record = session_of(&server, &name, session_id).await?;
+    authorize(&record, bearer(&headers).or(body_token))?;
+    match server.inner.live.get(session_id) {
+        Some(live) => {
+            server
+                .answer_here(&live, &name, session_id, gate, answer)
+                .await?;
+        }
+        None => {
+            let op = Op::Respond {
+                product: name.clone(),
+                gate: gate.to_owned(),
+                answer: answer.clone(),
+            };
+            if server.forward(session_id, &op).await?.is_none() {
+                return Err(ApiError::conflict(
+                    "session_not_running",
+                    format!(
+                        "session {session_id:?} is {}; it takes no answer",
+                        record.status.as_str()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(Json(json!({"ok": true})).into_response())
+}
+
+fn already_answered(gate: &str) -> ApiError {
+    ApiError::conflict(
+        "already_answered",
+        format!("gate {gate:?} was already answered"),
+    )
+}
+
+impl AgentServer {
+    /// Answers a gate of a session whose run is live here: checked against the gate's
+    /// declared shape, recorded, and stored before this returns.
+    pub(crate) async fn answer_here(
+        &self,
+        live: &LiveSession,
+        product: &str,
+        session_id: &str,
+        gate: &str,
+        answer: &Value,
+    ) -> Result<(), ApiError> {
+        let _one_at_a_time = live.respond_lock.lock().await;
+        if let Some(reason) = live.cancel_reason() {
+            return Err(ApiError::conflict(
+                "session_cancelled",
+                format!("session {session_id:?} was cancelled ({reason}); it takes no answer"),
+            ));
+        }
+        let kind = live
+            .gates
+            .pending()
+            .into_iter()
+            .find(|g| g.id == gate)
+            .map(|g| g.kind)
+            .or_else(|| live.restored.lock().get(gate).map(|g| g.kind.clone()));
+        if let Some(spec) = kind.and_then(|kind| self.product(product)?.gate(&kind)) {
+            spec.check(answer).map_err(|error| {
+                ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_answer",
+                    format!("the answer to {gate:?} does not fit: {error}"),
+                )
+                .with_field(&error.path)
+            })?;
+        }
+        match live.gates.respond(gate, answer.clone()) {
+            Ok(()) => {}
+            Err(GateError::Unknown(_)) => {
+                self.answer_restored(live, session_id, gate, answer).await?
+            }
+            Err(GateError::AlreadyAnswered(_)) => return Err(already_answered(gate)),
+            Err(error) => {
+                return Err(ApiError::conflict("gate_closed", error.to_string()));
+            }
+        }
+        // The answer is stored before the client hears it was taken.
+        live.flush().await;
+        tracing::info!(session = %session_id, gate, "gate answered");
+        Ok(())
+    }
+
+    /// Answers a gate the run has not reached (again) since a restart: pending before
+    /// it, the answer is recorded now and passes the gate when the rerun reaches it.
+    async fn answer_restored(
+        &self,
+        live: &LiveSession,
+        session_id: &str,
+        gate: &str,
+        answer: &Value,
+    ) -> Result<(), ApiError> {
+        let restored = live.restored.lock().remove(gate);
+        if restored.is_none() {
+            // Answered before a restart (or before the rerun reached it again)?
+            let stored = self
+                .inner
+                .store
+                .gates(session_id)
+                .await
+                .map_err(|error| ApiError::store(&error))?;
+            if let Some(stored) = stored.iter().find(|g| g.id == gate) {
+                if stored.answer.is_some() {
+                    return Err(already_answered(gate));
+                }
+                if let Some(reason) = &stored.closed {
+                    return Err(ApiError::conflict(
+                        "gate_closed",
+                        format!("gate {gate:?} closed without an answer ({reason})"),
+                    ));
+                }
+            }
+            return Err(ApiError::not_found(
+                "unknown_gate",
+                format!("session {session_id:?} has no pending gate {gate:?}"),
+            ));
+        }
+        live.gates.restore([(gate.to_owned(), answer.clone())]);
+        // The rerun may have reached the gate in between: then it waits, and this
+        // answers it (the listener records it).
+        if live.gates.respond(gate, answer.clone()).is_err() {
+            let write = Write::GateAnswered {
+                id: gate.to_owned(),
+                answer: answer.clone(),
+            };
+            if live.writer.send(write).is_err() {
+                return Err(ApiError::conflict(
+                    "session_not_running",
+                    format!("session {session_id:?} has ended"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
