@@ -13,10 +13,12 @@
 //! [`PgLeases`] (which instance runs each session) and [`PgVectorStore`] (pgvector).
 //!
 //! With the `nats` feature, [`NatsCoordination`]: live events and session control between
-//! the instances, on NATS.
+//! the instances, on NATS; and [`JetStreamRunQueue`], the work queue of runs.
 
 #[cfg(feature = "nats")]
 mod nats_coordination;
+#[cfg(feature = "nats")]
+mod nats_run_queue;
 #[cfg(feature = "postgres")]
 mod pg_checkpoints;
 #[cfg(feature = "postgres")]
@@ -41,6 +43,8 @@ mod sqlite_vectors;
 
 #[cfg(feature = "nats")]
 pub use nats_coordination::NatsCoordination;
+#[cfg(feature = "nats")]
+pub use nats_run_queue::JetStreamRunQueue;
 #[cfg(feature = "postgres")]
 pub use pg_checkpoints::PgCheckpointStore;
 #[cfg(feature = "postgres")]

@@ -56,7 +56,7 @@ impl std::fmt::Debug for NatsCoordination {
 
 /// A session id as one subject token: letters, digits, `-` and `_` kept, anything else
 /// escaped as `~` and its code point in hex.
-fn token(session: &str) -> String {
+pub(crate) fn token(session: &str) -> String {
     let mut out = String::with_capacity(session.len());
     for c in session.chars() {
         if c.is_ascii_alphanumeric() || c == '-' || c == '_' {

@@ -337,3 +337,54 @@ impl SessionControl for InProcessControl {
         )))
     }
 }
+
+/// A run a worker took from a [`RunQueue`]: which session, how many times it has been
+/// handed out, and the ticket that settles it.
+pub struct QueuedRun {
+    /// The session to run (or resume).
+    pub session: String,
+    /// Its product.
+    pub product: String,
+    /// How many times the queue has handed this run out, this time included.
+    pub deliveries: u64,
+    /// Settles the run with the queue.
+    pub ticket: Box<dyn RunTicket>,
+}
+
+impl std::fmt::Debug for QueuedRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueuedRun")
+            .field("session", &self.session)
+            .field("product", &self.product)
+            .field("deliveries", &self.deliveries)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a worker settles a run it took: a run not settled, and whose worker stops saying
+/// it is working on it, is handed to another worker.
+#[async_trait]
+pub trait RunTicket: Send + Sync {
+    /// The worker is still on it (sent regularly while the run goes on).
+    async fn working(&self) -> Result<(), StoreError>;
+    /// The run is over (finished, or nothing left to run): it leaves the queue.
+    async fn done(self: Box<Self>) -> Result<(), StoreError>;
+    /// Hand it out again after `delay` (the session is leased elsewhere, or this
+    /// instance is shutting down).
+    async fn retry_after(self: Box<Self>, delay: Duration) -> Result<(), StoreError>;
+    /// The run keeps failing: it leaves the queue for the dead letters, with why.
+    async fn dead(self: Box<Self>, reason: &str) -> Result<(), StoreError>;
+}
+
+/// The queue of runs several instances' workers take from: starting a session enqueues
+/// its run; any instance's worker takes it, says it is working while the run goes on,
+/// and settles it when it ends.
+#[async_trait]
+pub trait RunQueue: Send + Sync {
+    /// Enqueues the run of `session` (of `product`). Enqueuing a session already queued
+    /// and not yet taken adds nothing.
+    async fn enqueue(&self, product: &str, session: &str) -> Result<(), StoreError>;
+
+    /// The runs handed to this instance's worker, as they come.
+    async fn take(&self) -> Result<BoxStream<'static, QueuedRun>, StoreError>;
+}

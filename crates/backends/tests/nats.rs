@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-//! Live events and session control on the real NATS server (`NATS_URL`, else
+//! Live events, session control and the run queue on the real NATS server (`NATS_URL`, else
 //! `nats://127.0.0.1:4222`, which `cargo xtask test` starts when it is down); each test
 //! on subjects of its own. Fails, never skips, without the server.
 
@@ -171,4 +171,126 @@ async fn an_unreachable_server_or_a_bad_prefix_is_a_clear_error() {
         .await
         .unwrap_err();
     assert!(error.to_string().contains("subject prefix"), "{error}");
+}
+
+// ---------------------------------------------------------------------------------------
+// The JetStream run queue.
+
+use agent_backends::JetStreamRunQueue;
+use agent_runtime::sessions::{QueuedRun, RunQueue};
+
+/// The next run handed out, within `wait`.
+async fn next_run(
+    runs: &mut futures::stream::BoxStream<'static, QueuedRun>,
+    wait: Duration,
+) -> Option<QueuedRun> {
+    tokio::time::timeout(wait, runs.next()).await.ok().flatten()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_run_goes_to_one_worker_and_leaves_when_done() {
+    let (a, b) = two_instances().await;
+    let ack_wait = Duration::from_secs(2);
+    let queue_a = JetStreamRunQueue::new(&a, ack_wait).await.unwrap();
+    let queue_b = JetStreamRunQueue::new(&b, ack_wait).await.unwrap();
+    queue_a.enqueue("resume", "s1").await.unwrap();
+    queue_a.enqueue("resume", "s1").await.unwrap(); // the same run: one message
+    let mut worker_a = queue_a.take().await.unwrap();
+    let mut worker_b = queue_b.take().await.unwrap();
+    let run = tokio::select! {
+        Some(run) = worker_a.next() => run,
+        Some(run) = worker_b.next() => run,
+    };
+    assert_eq!(
+        (run.session.as_str(), run.product.as_str(), run.deliveries),
+        ("s1", "resume", 1)
+    );
+    run.ticket.done().await.unwrap();
+    assert!(
+        next_run(&mut worker_a, Duration::from_secs(3))
+            .await
+            .is_none()
+    );
+    assert!(
+        next_run(&mut worker_b, Duration::from_millis(100))
+            .await
+            .is_none()
+    );
+    queue_a.delete_streams().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_worker_goes_quiet_is_handed_to_another_and_one_kept_alive_is_not() {
+    let (a, b) = two_instances().await;
+    let ack_wait = Duration::from_secs(1);
+    let queue_a = JetStreamRunQueue::new(&a, ack_wait).await.unwrap();
+    let queue_b = JetStreamRunQueue::new(&b, ack_wait).await.unwrap();
+    let mut worker_a = queue_a.take().await.unwrap();
+    queue_a.enqueue("resume", "kept").await.unwrap();
+    let kept = next_run(&mut worker_a, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(kept.session, "kept");
+    // a says it is working for three ack waits: nobody else gets the run.
+    let mut worker_b = queue_b.take().await.unwrap();
+    for _ in 0..6 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        kept.ticket.working().await.unwrap();
+    }
+    assert!(
+        next_run(&mut worker_b, Duration::from_millis(200))
+            .await
+            .is_none()
+    );
+    kept.ticket.done().await.unwrap();
+
+    // a takes the next run and dies (goes quiet): b gets it after the ack wait.
+    queue_a.enqueue("resume", "orphan").await.unwrap();
+    let taken = tokio::select! {
+        Some(run) = worker_a.next() => run,
+        Some(run) = worker_b.next() => run,
+    };
+    assert_eq!((taken.session.as_str(), taken.deliveries), ("orphan", 1));
+    drop(worker_a);
+    std::mem::forget(taken); // neither settled nor kept alive: a crashed worker
+    let again = next_run(&mut worker_b, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!((again.session.as_str(), again.deliveries), ("orphan", 2));
+    again.ticket.done().await.unwrap();
+    queue_a.delete_streams().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_put_back_returns_after_its_delay_and_a_dead_one_never_does() {
+    let (a, _) = two_instances().await;
+    let queue = JetStreamRunQueue::new(&a, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let mut worker = queue.take().await.unwrap();
+    queue.enqueue("resume", "later").await.unwrap();
+    let run = next_run(&mut worker, Duration::from_secs(5)).await.unwrap();
+    run.ticket
+        .retry_after(Duration::from_millis(300))
+        .await
+        .unwrap();
+    let again = next_run(&mut worker, Duration::from_secs(5)).await.unwrap();
+    assert_eq!((again.session.as_str(), again.deliveries), ("later", 2));
+    again
+        .ticket
+        .dead("delivered 2 times without finishing")
+        .await
+        .unwrap();
+    assert!(
+        next_run(&mut worker, Duration::from_secs(2))
+            .await
+            .is_none()
+    );
+    assert_eq!(
+        queue.dead_letters().await.unwrap(),
+        [
+            json!({"session": "later", "product": "resume", "reason": "delivered 2 times without finishing"})
+        ]
+    );
+    queue.delete_streams().await.unwrap();
 }
