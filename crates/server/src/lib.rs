@@ -110,9 +110,11 @@ mod hosted;
 mod openapi;
 mod product;
 mod respond;
+mod resume;
 mod routes;
 mod server;
 mod stream;
+mod worker;
 mod writer;
 
 pub use product::{Product, SessionHandle};

@@ -3,8 +3,8 @@
 use agent_runtime::GateRegistry;
 use agent_runtime::checkpoint::{CheckpointStore, InMemoryCheckpointStore};
 use agent_runtime::sessions::{
-    EventFanout, InProcessControl, InProcessFanout, InProcessLeases, SessionControl, SessionLeases,
-    SessionOutcome, SessionStatus, SessionStore, StoreError, StoredGate,
+    EventFanout, InProcessControl, InProcessFanout, InProcessLeases, RunQueue, SessionControl,
+    SessionLeases, SessionOutcome, SessionStatus, SessionStore, StoreError, StoredGate,
 };
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -17,7 +17,7 @@ use tracing::Instrument;
 
 use crate::hosted::Hosted;
 use crate::product::{HandleParts, Product, SessionHandle};
-use crate::writer::{Listener, RestoredGates, Write, Writer, is_reserved_type, terminal_event};
+use crate::writer::{Listener, RestoredGates, Write, Writer};
 
 /// Limits and timings of the HTTP host.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +36,12 @@ pub struct ServerConfig {
     /// How long a run's lease on its session lasts unless renewed; it is renewed every
     /// third of it. Default 30 s.
     pub lease_ttl: Duration,
+    /// With a run queue: how often a worker tells the queue it still works on a run
+    /// (well under the queue's ack wait). Default 5 s.
+    pub queue_heartbeat: Duration,
+    /// With a run queue: how many times a run may be handed out before it goes to the
+    /// dead letters (and its session fails). Default 5.
+    pub max_deliveries: u64,
 }
 
 impl Default for ServerConfig {
@@ -46,6 +52,8 @@ impl Default for ServerConfig {
             max_resume_attempts: 3,
             park_timeout: Duration::from_secs(10),
             lease_ttl: Duration::from_secs(30),
+            queue_heartbeat: Duration::from_secs(5),
+            max_deliveries: 5,
         }
     }
 }
@@ -74,6 +82,9 @@ pub(crate) struct Inner {
     pub(crate) fanout: Arc<dyn EventFanout>,
     /// How a request reaches the instance that runs a session.
     pub(crate) control: Arc<dyn SessionControl>,
+    /// Where started sessions' runs wait for a worker; `None`: they run where they
+    /// start.
+    pub(crate) run_queue: Option<Arc<dyn RunQueue>>,
     /// This instance, as a lease holder.
     pub(crate) instance: String,
 }
@@ -147,15 +158,15 @@ impl LiveSession {
 }
 
 /// What a run starts from.
-struct Launch {
-    product: Arc<dyn Hosted>,
-    id: String,
-    request: Value,
-    status: SessionStatus,
-    saved_state: Option<Value>,
-    gates: Vec<StoredGate>,
+pub(crate) struct Launch {
+    pub(crate) product: Arc<dyn Hosted>,
+    pub(crate) id: String,
+    pub(crate) request: Value,
+    pub(crate) status: SessionStatus,
+    pub(crate) saved_state: Option<Value>,
+    pub(crate) gates: Vec<StoredGate>,
     /// Product events stored before this run, in order.
-    replayed: Vec<Value>,
+    pub(crate) replayed: Vec<Value>,
 }
 
 impl AgentServer {
@@ -173,6 +184,7 @@ impl AgentServer {
                 leases: Arc::new(InProcessLeases::default()),
                 fanout: Arc::new(InProcessFanout::default()),
                 control: Arc::new(InProcessControl::default()),
+                run_queue: None,
                 instance: uuid::Uuid::new_v4().to_string(),
             }),
         }
@@ -242,6 +254,18 @@ impl AgentServer {
         }
     }
 
+    /// Queues started sessions' runs in `queue` instead of running them where they
+    /// start: the workers of every instance ([`serve_until`](Self::serve_until) starts
+    /// this one's, or [`run_worker`](Self::run_worker)) take them, and a run whose
+    /// instance dies goes to another.
+    pub fn with_run_queue(self, queue: Arc<dyn RunQueue>) -> Self {
+        let mut inner = Arc::unwrap_or_clone(self.inner);
+        inner.run_queue = Some(queue);
+        AgentServer {
+            inner: Arc::new(inner),
+        }
+    }
+
     /// Sets the limits and timings.
     pub fn with_config(self, config: ServerConfig) -> Self {
         let mut inner = Arc::unwrap_or_clone(self.inner);
@@ -267,6 +291,14 @@ impl AgentServer {
         if let Ok(address) = listener.local_addr() {
             tracing::info!(%address, "agent server listening");
         }
+        let worker = self.inner.run_queue.is_some().then(|| {
+            let server = self.clone();
+            tokio::spawn(async move {
+                if let Err(error) = server.run_worker().await {
+                    tracing::error!(%error, "the run queue's worker stopped");
+                }
+            })
+        });
         let stop = CancellationToken::new();
         let stopping = stop.clone();
         let server = self.clone();
@@ -280,6 +312,9 @@ impl AgentServer {
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await;
         parked.abort();
+        if let Some(worker) = worker {
+            worker.abort();
+        }
         served
     }
 
@@ -319,76 +354,6 @@ impl AgentServer {
         true
     }
 
-    /// After a restart: reruns every unfinished session (running or waiting) of every
-    /// hosted product whose run is not live here already, with its saved state and the
-    /// answers of its answered gates restored. Gates that were pending stay listed (and
-    /// answerable) until the rerun reaches them again. Returns how many runs it started.
-    pub async fn resume_unfinished(&self) -> Result<usize, StoreError> {
-        let mut resumed = 0;
-        for product in &self.inner.products {
-            for record in self.inner.store.unfinished(product.name()).await? {
-                if self.inner.live.get(&record.id).is_some() {
-                    continue;
-                }
-                let stored = self.inner.store.events_after(&record.id, 0).await?;
-                let events = stored.len() as u64;
-                let attempts = self.inner.store.note_resume(&record.id, events).await?;
-                let limit = self.inner.config.max_resume_attempts;
-                if attempts > limit {
-                    let reason = format!(
-                        "gave up: {limit} restarts in a row resumed the session without progress"
-                    );
-                    tracing::warn!(session = %record.id, %reason, "not resuming");
-                    self.end_not_running(&record.id, SessionOutcome::Failed(reason))
-                        .await?;
-                    continue;
-                }
-                let gates = self.inner.store.gates(&record.id).await?;
-                let saved_state = self.inner.store.load_state(&record.id).await?;
-                let replayed: Vec<Value> = stored
-                    .into_iter()
-                    .map(|stored| stored.event)
-                    .filter(|event| {
-                        event
-                            .get("type")
-                            .and_then(Value::as_str)
-                            .is_none_or(|kind| !is_reserved_type(kind))
-                    })
-                    .collect();
-                tracing::info!(session = %record.id, product = product.name(), "resuming");
-                let launched = self
-                    .launch(Launch {
-                        product: Arc::clone(product),
-                        id: record.id,
-                        request: record.request,
-                        status: record.status,
-                        saved_state,
-                        gates,
-                        replayed,
-                    })
-                    .await?;
-                if launched {
-                    resumed += 1;
-                }
-            }
-        }
-        Ok(resumed)
-    }
-
-    /// Ends a session that no run holds here: its outcome and terminal event, stored.
-    pub(crate) async fn end_not_running(
-        &self,
-        id: &str,
-        outcome: SessionOutcome,
-    ) -> Result<(), StoreError> {
-        self.inner.store.finish(id, outcome.clone()).await?;
-        self.inner
-            .store
-            .append_event(id, &terminal_event(&outcome))
-            .await
-            .map(|_| ())
-    }
-
     pub(crate) fn product(&self, name: &str) -> Option<&Arc<dyn Hosted>> {
         self.inner.products.iter().find(|p| p.name() == name)
     }
@@ -400,6 +365,9 @@ impl AgentServer {
         id: String,
         request: Value,
     ) -> Result<(), StoreError> {
+        if let Some(queue) = &self.inner.run_queue {
+            return queue.enqueue(product.name(), &id).await;
+        }
         self.launch(Launch {
             product,
             id,
@@ -415,7 +383,7 @@ impl AgentServer {
 
     /// Starts a run unless one is live for this session or another instance holds its
     /// lease. Returns whether it started one.
-    async fn launch(&self, launch: Launch) -> Result<bool, StoreError> {
+    pub(crate) async fn launch(&self, launch: Launch) -> Result<bool, StoreError> {
         let Launch {
             product,
             id,

@@ -7,10 +7,13 @@ mod common;
 
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use agent_runtime::sessions::{
-    InMemorySessionStore, InProcessControl, InProcessFanout, InProcessLeases, SessionStore,
+    InMemorySessionStore, InProcessControl, InProcessFanout, InProcessLeases, InProcessRunQueue,
+    SessionLeases, SessionStore,
 };
-use agent_server::AgentServer;
+use agent_server::{AgentServer, ServerConfig};
 use common::{Echo, TestServer, names};
 use serde_json::json;
 
@@ -118,4 +121,164 @@ async fn a_session_is_cancelled_through_the_instance_that_does_not_run_it() {
     // A gate answer after that is refused.
     let (code, _) = b.respond(&session, FIRST, json!("late")).await;
     assert_eq!(code, 409);
+}
+
+// ---------------------------------------------------------------------------------------
+// With a run queue: the workers of both instances take the runs.
+
+struct Queued {
+    store: Arc<InMemorySessionStore>,
+    leases: Arc<InProcessLeases>,
+    queue: InProcessRunQueue,
+    echoes: [Arc<Echo>; 2],
+    servers: [AgentServer; 2],
+    http: [TestServer; 2],
+}
+
+async fn two_instances_on_a_queue(config: ServerConfig) -> Queued {
+    let store = Arc::new(InMemorySessionStore::new());
+    let leases = Arc::new(InProcessLeases::default());
+    let fanout = Arc::new(InProcessFanout::default());
+    let control = Arc::new(InProcessControl::default());
+    let queue = InProcessRunQueue::default();
+    let echoes = [Arc::new(Echo::new("echo")), Arc::new(Echo::new("echo"))];
+    let servers = echoes.clone().map(|echo| {
+        AgentServer::new(store.clone())
+            .with_product(echo)
+            .with_leases(leases.clone())
+            .with_fanout(fanout.clone())
+            .with_control(control.clone())
+            .with_run_queue(Arc::new(queue.clone()))
+            .with_config(config.clone())
+    });
+    let a = TestServer::spawn(servers[0].clone()).await;
+    let b = TestServer::spawn(servers[1].clone()).await;
+    Queued {
+        store,
+        leases,
+        queue,
+        echoes,
+        servers,
+        http: [a, b],
+    }
+}
+
+/// Which instance runs the session (the one whose echo has a run), once one does.
+async fn runner(echoes: &[Arc<Echo>; 2]) -> usize {
+    for _ in 0..200 {
+        for (i, echo) in echoes.iter().enumerate() {
+            if !echo.runs.lock().unwrap().is_empty() {
+                return i;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no instance took the run");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_started_session_is_run_by_a_worker_and_finishes() {
+    let q = two_instances_on_a_queue(ServerConfig::default()).await;
+    let session = q.http[0].start("echo", json!({"text": "queued"})).await;
+    let mut stream = q.http[1].stream(&session, None).await;
+    let opened = stream.until("gate_open").await;
+    assert_eq!(names(&opened), [(1, "started"), (2, "gate_open")]);
+    let running = runner(&q.echoes).await;
+    assert_eq!(
+        q.echoes[1 - running].runs.lock().unwrap().len(),
+        0,
+        "one run"
+    );
+    for (i, gate) in [FIRST, SECOND].into_iter().enumerate() {
+        assert_eq!(
+            q.http[i].respond_when_open(&session, gate, json!(i)).await,
+            200
+        );
+    }
+    let rest = stream.rest().await;
+    assert_eq!(rest.last().unwrap().event, "session_complete");
+    assert!(q.queue.dead_letters().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_that_shuts_down_hands_its_run_to_the_other() {
+    let q = two_instances_on_a_queue(ServerConfig::default()).await;
+    let session = q.http[0].start("echo", json!({"text": "moving"})).await;
+    let mut stream = q.http[0].stream(&session, None).await;
+    stream.until("gate_open").await;
+    assert_eq!(
+        q.http[1].respond(&session, FIRST, json!("first")).await.0,
+        200
+    );
+    stream.until("gate_open").await;
+    let first = runner(&q.echoes).await;
+
+    // The instance running it parks it; the other instance's worker resumes it from the
+    // store, with the first answer and the saved state restored.
+    q.servers[first].park_all().await;
+    let other = 1 - first;
+    assert_eq!(
+        q.http[other]
+            .respond_when_open(&session, SECOND, json!("second"))
+            .await,
+        200
+    );
+    let mut stream = q.http[other].stream(&session, Some(5)).await;
+    let rest = stream.rest().await;
+    assert_eq!(rest.last().unwrap().event, "session_complete");
+    let resumed_with = q.echoes[other].runs.lock().unwrap().clone();
+    assert_eq!(resumed_with, [Some(json!({"first": "first"}))]);
+    let record = q.store.get(&session.id).await.unwrap().unwrap();
+    assert_eq!(record.result.unwrap()["second"], "second");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_never_gets_going_goes_to_the_dead_letters_and_fails() {
+    let config = ServerConfig {
+        max_deliveries: 2,
+        ..ServerConfig::default()
+    };
+    let q = two_instances_on_a_queue(config).await;
+    // A lease held by an instance that never runs it: no worker can start the run.
+    let store: Arc<dyn SessionStore> = q.store.clone();
+    let id = "stuck";
+    store
+        .create(agent_runtime::sessions::NewSession {
+            id: id.into(),
+            product: "echo".into(),
+            token_hash: "x".into(),
+            request: json!({"text": "stuck"}),
+        })
+        .await
+        .unwrap();
+    assert!(
+        q.leases
+            .acquire(id, "ghost", Duration::from_secs(600))
+            .await
+            .unwrap()
+    );
+    agent_runtime::sessions::RunQueue::enqueue(&q.queue, "echo", id)
+        .await
+        .unwrap();
+    let mut dead = Vec::new();
+    for _ in 0..100 {
+        dead = q.queue.dead_letters();
+        if !dead.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        dead,
+        [(
+            id.to_owned(),
+            "handed out 2 times without finishing".to_owned()
+        )]
+    );
+    let record = store.get(id).await.unwrap().unwrap();
+    assert_eq!(record.status.as_str(), "failed");
+    assert_eq!(
+        record.error.as_deref(),
+        Some("handed out 2 times without finishing")
+    );
 }

@@ -388,3 +388,154 @@ pub trait RunQueue: Send + Sync {
     /// The runs handed to this instance's worker, as they come.
     async fn take(&self) -> Result<BoxStream<'static, QueuedRun>, StoreError>;
 }
+
+/// The runs queued in this process, for servers sharing one process (tests, and the
+/// shape of a distributed queue): a run put back returns after its delay, and a run whose
+/// ticket is dropped unsettled (its worker died) is handed out again at once.
+///
+/// ```
+/// use agent_runtime::sessions::{InProcessRunQueue, RunQueue};
+/// use futures::StreamExt;
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let queue = InProcessRunQueue::default();
+/// queue.enqueue("resume", "s1").await?;
+/// let mut runs = queue.take().await?;
+/// let run = runs.next().await.unwrap();
+/// assert_eq!((run.session.as_str(), run.deliveries), ("s1", 1));
+/// drop(run); // unsettled: handed out again
+/// assert_eq!(runs.next().await.unwrap().deliveries, 2);
+/// # Ok::<(), agent_runtime::sessions::StoreError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct InProcessRunQueue {
+    shared: Arc<QueueShared>,
+}
+
+#[derive(Debug, Default)]
+struct QueueShared {
+    /// `(product, session, deliveries so far)`.
+    waiting: Mutex<std::collections::VecDeque<(String, String, u64)>>,
+    arrived: tokio::sync::Notify,
+    dead: Mutex<Vec<(String, String)>>,
+}
+
+impl QueueShared {
+    fn push(&self, product: String, session: String, deliveries: u64) {
+        self.waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push_back((product, session, deliveries));
+        self.arrived.notify_one();
+    }
+
+    fn pop(&self) -> Option<(String, String, u64)> {
+        self.waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front()
+    }
+}
+
+impl InProcessRunQueue {
+    /// The runs sent to the dead letters so far: `(session, reason)`.
+    pub fn dead_letters(&self) -> Vec<(String, String)> {
+        self.shared
+            .dead
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// A run handed out in this process; dropped unsettled, it goes back to the queue.
+struct InProcessTicket {
+    shared: Arc<QueueShared>,
+    /// `(product, session, deliveries)` until settled.
+    run: Option<(String, String, u64)>,
+}
+
+impl Drop for InProcessTicket {
+    fn drop(&mut self) {
+        if let Some((product, session, deliveries)) = self.run.take() {
+            self.shared.push(product, session, deliveries);
+        }
+    }
+}
+
+#[async_trait]
+impl RunTicket for InProcessTicket {
+    async fn working(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    async fn done(mut self: Box<Self>) -> Result<(), StoreError> {
+        self.run = None;
+        Ok(())
+    }
+
+    async fn retry_after(mut self: Box<Self>, delay: Duration) -> Result<(), StoreError> {
+        if let Some((product, session, deliveries)) = self.run.take() {
+            let shared = Arc::clone(&self.shared);
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                shared.push(product, session, deliveries);
+            });
+        }
+        Ok(())
+    }
+
+    async fn dead(mut self: Box<Self>, reason: &str) -> Result<(), StoreError> {
+        if let Some((_, session, _)) = self.run.take() {
+            self.shared
+                .dead
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((session, reason.to_owned()));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl RunQueue for InProcessRunQueue {
+    async fn enqueue(&self, product: &str, session: &str) -> Result<(), StoreError> {
+        let queued = self
+            .shared
+            .waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|(_, s, _)| s == session);
+        if !queued {
+            self.shared.push(product.to_owned(), session.to_owned(), 0);
+        }
+        Ok(())
+    }
+
+    async fn take(&self) -> Result<BoxStream<'static, QueuedRun>, StoreError> {
+        let shared = Arc::clone(&self.shared);
+        Ok(Box::pin(futures::stream::unfold(
+            shared,
+            |shared| async move {
+                loop {
+                    if let Some((product, session, deliveries)) = shared.pop() {
+                        let deliveries = deliveries + 1;
+                        let run = QueuedRun {
+                            ticket: Box::new(InProcessTicket {
+                                shared: Arc::clone(&shared),
+                                run: Some((product.clone(), session.clone(), deliveries)),
+                            }),
+                            session,
+                            product,
+                            deliveries,
+                        };
+                        return Some((run, shared));
+                    }
+                    // A push since the pop left a permit: this returns at once.
+                    shared.arrived.notified().await;
+                }
+            },
+        )))
+    }
+}

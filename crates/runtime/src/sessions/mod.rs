@@ -7,7 +7,7 @@ mod memory;
 
 pub use coordination::{
     ControlRequest, EventFanout, Fanned, InProcessControl, InProcessFanout, InProcessLeases,
-    QueuedRun, RunQueue, RunTicket, SessionControl, SessionLeases,
+    InProcessRunQueue, QueuedRun, RunQueue, RunTicket, SessionControl, SessionLeases,
 };
 pub use memory::InMemorySessionStore;
 

@@ -1,0 +1,110 @@
+//! Running a session again from what the store holds: after a restart
+//! ([`AgentServer::resume_unfinished`]), or when a worker takes a run from the queue
+//! (another instance died running it, or it was just started).
+
+use std::sync::Arc;
+
+use agent_runtime::sessions::{SessionOutcome, SessionRecord, StoreError};
+use serde_json::Value;
+
+use crate::hosted::Hosted;
+use crate::server::{AgentServer, Launch};
+use crate::writer::{is_reserved_type, terminal_event};
+
+/// What [`AgentServer::relaunch`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Relaunch {
+    /// The run started here.
+    Started,
+    /// It runs already (here, or another instance holds its lease).
+    Running,
+    /// It was relaunched too often without progress: ended `failed` with this reason.
+    GaveUp(String),
+}
+
+impl AgentServer {
+    /// After a restart: reruns every unfinished session (running or waiting) of every
+    /// hosted product whose run is not live here already, with its saved state and the
+    /// answers of its answered gates restored. Gates that were pending stay listed (and
+    /// answerable) until the rerun reaches them again. Returns how many runs it started.
+    pub async fn resume_unfinished(&self) -> Result<usize, StoreError> {
+        let mut resumed = 0;
+        for product in &self.inner.products {
+            for record in self.inner.store.unfinished(product.name()).await? {
+                if self.inner.live.get(&record.id).is_some() {
+                    continue;
+                }
+                if self.relaunch(product, record).await? == Relaunch::Started {
+                    resumed += 1;
+                }
+            }
+        }
+        Ok(resumed)
+    }
+
+    /// Runs an unfinished session from the store: its saved state, its gates (answered
+    /// ones restored), the product events it emitted (so a rerun does not repeat them).
+    /// Counts the relaunches that found no new event and gives up past
+    /// [`ServerConfig::max_resume_attempts`](crate::ServerConfig::max_resume_attempts).
+    pub(crate) async fn relaunch(
+        &self,
+        product: &Arc<dyn Hosted>,
+        record: SessionRecord,
+    ) -> Result<Relaunch, StoreError> {
+        let store = &self.inner.store;
+        let stored = store.events_after(&record.id, 0).await?;
+        let attempts = store.note_resume(&record.id, stored.len() as u64).await?;
+        let limit = self.inner.config.max_resume_attempts;
+        if attempts > limit {
+            let reason =
+                format!("gave up: {limit} restarts in a row resumed the session without progress");
+            tracing::warn!(session = %record.id, %reason, "not resuming");
+            self.end_not_running(&record.id, SessionOutcome::Failed(reason.clone()))
+                .await?;
+            return Ok(Relaunch::GaveUp(reason));
+        }
+        let gates = store.gates(&record.id).await?;
+        let saved_state = store.load_state(&record.id).await?;
+        let replayed: Vec<Value> = stored
+            .into_iter()
+            .map(|stored| stored.event)
+            .filter(|event| {
+                event
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .is_none_or(|kind| !is_reserved_type(kind))
+            })
+            .collect();
+        tracing::info!(session = %record.id, product = product.name(), "resuming");
+        let launched = self
+            .launch(Launch {
+                product: Arc::clone(product),
+                id: record.id,
+                request: record.request,
+                status: record.status,
+                saved_state,
+                gates,
+                replayed,
+            })
+            .await?;
+        Ok(if launched {
+            Relaunch::Started
+        } else {
+            Relaunch::Running
+        })
+    }
+
+    /// Ends a session that no run holds here: its outcome and terminal event, stored.
+    pub(crate) async fn end_not_running(
+        &self,
+        id: &str,
+        outcome: SessionOutcome,
+    ) -> Result<(), StoreError> {
+        self.inner.store.finish(id, outcome.clone()).await?;
+        self.inner
+            .store
+            .append_event(id, &terminal_event(&outcome))
+            .await
+            .map(|_| ())
+    }
+}

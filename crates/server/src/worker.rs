@@ -1,0 +1,145 @@
+//! The worker of a server with a run queue: it takes runs from the queue, runs each here
+//! (resuming it from the store: a run another instance died running goes on from its
+//! checkpoints), tells the queue it is still working while the run goes on, and settles
+//! it when the run ends.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use agent_runtime::sessions::{QueuedRun, RunTicket, SessionOutcome, StoreError};
+use futures::StreamExt;
+
+use crate::resume::Relaunch;
+use crate::server::AgentServer;
+
+/// How long a run waits before it is handed out again when its session is leased by
+/// another instance or the store failed.
+const RETRY_DELAY: Duration = Duration::from_secs(2);
+
+/// How a taken run ended here.
+enum Settle {
+    Done,
+    Retry(Duration),
+    Dead(String),
+}
+
+impl AgentServer {
+    /// Takes runs from the server's run queue and runs them, until the queue's stream
+    /// ends or the server shuts down. [`serve_until`](Self::serve_until) runs it.
+    ///
+    /// Errors: [`StoreError::Backend`] when the server has no run queue or the queue
+    /// cannot be read.
+    pub async fn run_worker(&self) -> Result<(), StoreError> {
+        let Some(queue) = self.inner.run_queue.clone() else {
+            return Err(StoreError::Backend(
+                "this server has no run queue".to_owned(),
+            ));
+        };
+        let mut runs = queue.take().await?;
+        tracing::info!(instance = %self.inner.instance, "worker taking runs");
+        while let Some(run) = runs.next().await {
+            if self.inner.shutting_down.load(Ordering::SeqCst) {
+                // Another instance takes it.
+                settle(run.ticket, &run.session, Settle::Retry(Duration::ZERO)).await;
+                break;
+            }
+            let server = self.clone();
+            tokio::spawn(async move {
+                let outcome = server.work_on(&run).await;
+                settle(run.ticket, &run.session, outcome).await;
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs one queued run here, keeping it alive in the queue while it goes on.
+    async fn work_on(&self, run: &QueuedRun) -> Settle {
+        let store = &self.inner.store;
+        let record = match store.get(&run.session).await {
+            Ok(Some(record)) => record,
+            Ok(None) => {
+                tracing::warn!(session = %run.session, "a queued run of no session: dropped");
+                return Settle::Done;
+            }
+            Err(error) => {
+                tracing::warn!(session = %run.session, %error, "the store failed; run put back");
+                return Settle::Retry(RETRY_DELAY);
+            }
+        };
+        if record.status.is_finished() {
+            return Settle::Done;
+        }
+        let Some(product) = self.product(&run.product).cloned() else {
+            return Settle::Dead(format!(
+                "no instance that took it hosts product {:?}",
+                run.product
+            ));
+        };
+        let limit = self.inner.config.max_deliveries;
+        if run.deliveries > limit {
+            let reason = format!("handed out {limit} times without finishing");
+            if let Err(error) = self
+                .end_not_running(&run.session, SessionOutcome::Failed(reason.clone()))
+                .await
+            {
+                tracing::warn!(session = %run.session, %error, "the failed session was not recorded");
+            }
+            return Settle::Dead(reason);
+        }
+        if self.inner.live.get(&run.session).is_none() {
+            match self.relaunch(&product, record).await {
+                Ok(Relaunch::Started) => {}
+                Ok(Relaunch::Running) => return Settle::Retry(RETRY_DELAY),
+                Ok(Relaunch::GaveUp(reason)) => return Settle::Dead(reason),
+                Err(error) => {
+                    tracing::warn!(session = %run.session, %error, "the run did not start; put back");
+                    return Settle::Retry(RETRY_DELAY);
+                }
+            }
+        }
+        let Some(live) = self.inner.live.get(&run.session) else {
+            // It ended already.
+            return self.after_run(&run.session, false).await;
+        };
+        let heartbeat = self.inner.config.queue_heartbeat;
+        loop {
+            tokio::select! {
+                () = live.ended.cancelled() => break,
+                () = tokio::time::sleep(heartbeat) => {
+                    if let Err(error) = run.ticket.working().await {
+                        tracing::warn!(session = %run.session, %error, "progress not reported");
+                    }
+                }
+            }
+        }
+        let parked = live.parked.load(Ordering::SeqCst);
+        drop(live);
+        self.after_run(&run.session, parked).await
+    }
+
+    /// How a run that ended here settles: done when its session finished, back to the
+    /// queue when it parked (this instance shuts down or lost its lease).
+    async fn after_run(&self, session: &str, parked: bool) -> Settle {
+        match self.inner.store.get(session).await {
+            Ok(Some(record)) if record.status.is_finished() => Settle::Done,
+            Ok(None) => Settle::Done,
+            _ if parked => Settle::Retry(Duration::ZERO),
+            _ => Settle::Retry(RETRY_DELAY),
+        }
+    }
+}
+
+async fn settle(ticket: Box<dyn RunTicket>, session: &str, outcome: Settle) {
+    let settled = match outcome {
+        Settle::Done => ticket.done().await,
+        Settle::Retry(delay) => ticket.retry_after(delay).await,
+        Settle::Dead(reason) => {
+            tracing::warn!(session, %reason, "run sent to the dead letters");
+            ticket.dead(&reason).await
+        }
+    };
+    if let Err(error) = settled {
+        // Not settled: the queue hands it out again after its ack wait.
+        tracing::warn!(session, %error, "a run was not settled with the queue");
+    }
+}
