@@ -2,7 +2,14 @@
 //!
 //! ```text
 //! cargo run --release -p examples --example resume_server -- [--port 8080] [--db FILE] [--dry-run]
+//!     [--backend sqlite|postgres+nats] [--schema NAME] [--nats-prefix PREFIX] [--lease-secs 30]
 //! ```
+//!
+//! `--backend postgres+nats` runs one of several instances of a deployment
+//! (`docs/deployment.md`): sessions, events, gates, checkpoints and leases in PostgreSQL
+//! (`DATABASE_URL`), live events, requests between instances and the queue of runs on
+//! NATS with JetStream (`NATS_URL`). Start as many as you like on the same two; any of
+//! them serves any session, and a run whose instance dies goes on in another.
 //!
 //! Open `http://127.0.0.1:8080/` for the web page, or follow `docs/resume-api.md` with
 //! curl. Sessions, events and gates are kept in SQLite (`--db`, default
@@ -21,12 +28,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_backends::SqliteSessionStore;
+use agent_backends::{JetStreamRunQueue, NatsCoordination, PgSessionStore, SqliteSessionStore};
 use agent_llm::{ModelTier, PricingTable, ProviderConfig};
 use agent_runtime::CostLimits;
-use agent_server::AgentServer;
+use agent_server::{AgentServer, ServerConfig};
 use anyhow::Context as _;
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use resume_coordinator::{Flags, ResumeProduct};
 
 /// Serve the resume coordinator.
@@ -59,6 +66,31 @@ struct Args {
     /// Refuse further model calls of a session once it used this many tokens.
     #[arg(long, value_name = "TOKENS")]
     max_tokens: Option<u64>,
+    /// Where sessions live: one process on a SQLite file, or one of several instances on
+    /// PostgreSQL (`DATABASE_URL`) and NATS JetStream (`NATS_URL`).
+    #[arg(long, value_enum, default_value_t = Backend::Sqlite)]
+    backend: Backend,
+    /// With postgres+nats: the PostgreSQL schema of the deployment (created if missing;
+    /// default: the connection's).
+    #[arg(long, value_name = "NAME")]
+    schema: Option<String>,
+    /// With postgres+nats: the NATS subject prefix of the deployment.
+    #[arg(long, default_value = "agent", value_name = "PREFIX")]
+    nats_prefix: String,
+    /// With postgres+nats: how long an instance that stops answering keeps its sessions
+    /// (their lease, and the queue's ack wait) before another takes them over.
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    lease_secs: u64,
+}
+
+/// Where sessions live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Backend {
+    /// One process, a SQLite file (`--db`).
+    Sqlite,
+    /// Several instances on PostgreSQL and NATS JetStream.
+    #[value(name = "postgres+nats")]
+    PostgresNats,
 }
 
 #[tokio::main]
@@ -99,27 +131,32 @@ async fn main() -> anyhow::Result<()> {
         max_tokens: args.max_tokens,
         ..CostLimits::default()
     };
-    let store = SqliteSessionStore::open(&args.db)
-        .await
-        .with_context(|| format!("opening the session store {}", args.db.display()))?;
-    // One database: sessions, events and gates, the runs' checkpoints and the users'
-    // master resumes beside them.
-    let product = product
-        .with_flags(Flags::from_env()?)
-        .with_limits(limits)
-        .with_documents(Arc::new(store.documents()));
-    let checkpoints = store.checkpoints();
-    let server = AgentServer::new(Arc::new(store))
-        .with_checkpoints(Arc::new(checkpoints))
-        .with_product(Arc::new(product));
-    let resumed = server.resume_unfinished().await?;
-    if resumed > 0 {
-        println!("resumed {resumed} unfinished session(s)");
-    }
+    let product = product.with_flags(Flags::from_env()?).with_limits(limits);
+    let (server, location) = match args.backend {
+        Backend::Sqlite => {
+            let store = SqliteSessionStore::open(&args.db)
+                .await
+                .with_context(|| format!("opening the session store {}", args.db.display()))?;
+            // One database: sessions, events and gates, the runs' checkpoints and the
+            // users' master resumes beside them.
+            let product = product.with_documents(Arc::new(store.documents()));
+            let checkpoints = store.checkpoints();
+            let server = AgentServer::new(Arc::new(store))
+                .with_checkpoints(Arc::new(checkpoints))
+                .with_product(Arc::new(product));
+            let resumed = server.resume_unfinished().await?;
+            if resumed > 0 {
+                println!("resumed {resumed} unfinished session(s)");
+            }
+            (server, args.db.display().to_string())
+        }
+        // Unfinished runs wait in the queue: this instance's worker takes its share.
+        Backend::PostgresNats => scale_out(&args, product).await?,
+    };
     let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
         .await
         .with_context(|| format!("binding {}:{}", args.host, args.port))?;
-    println!("sessions in {}", args.db.display());
+    println!("sessions in {location}");
     println!("listening on http://{}", listener.local_addr()?);
     // Ctrl-C parks the running sessions at their next checkpoint; the next start resumes them.
     let shutdown = async {
@@ -127,4 +164,46 @@ async fn main() -> anyhow::Result<()> {
     };
     server.serve_until(listener, shutdown).await?;
     Ok(())
+}
+
+/// One instance of a deployment on PostgreSQL and NATS JetStream.
+async fn scale_out(args: &Args, product: ResumeProduct) -> anyhow::Result<(AgentServer, String)> {
+    let database = std::env::var("DATABASE_URL")
+        .context("--backend postgres+nats needs DATABASE_URL (postgres://user@host:port/db)")?;
+    let nats_url = std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into());
+    let store = match &args.schema {
+        Some(schema) => PgSessionStore::connect_in_schema(&database, schema).await,
+        None => PgSessionStore::connect(&database).await,
+    }
+    .context("connecting to PostgreSQL")?;
+    let nats = NatsCoordination::connect_with_prefix(&nats_url, &args.nats_prefix)
+        .await
+        .context("connecting to NATS")?;
+    let lease = Duration::from_secs(args.lease_secs.max(1));
+    let queue = JetStreamRunQueue::new(&nats, lease)
+        .await
+        .context("opening the run queue (is JetStream enabled on the NATS server?)")?;
+    let nats = Arc::new(nats);
+    let product = product.with_documents(Arc::new(store.documents()));
+    let config = ServerConfig {
+        lease_ttl: lease,
+        queue_heartbeat: lease / 6,
+        ..ServerConfig::default()
+    };
+    let server = AgentServer::new(Arc::new(store.clone()))
+        .with_checkpoints(Arc::new(store.checkpoints()))
+        .with_leases(Arc::new(store.leases()))
+        .with_fanout(nats.clone())
+        .with_control(nats)
+        .with_run_queue(Arc::new(queue))
+        .with_config(config)
+        .with_product(Arc::new(product));
+    let schema = args.schema.as_deref().unwrap_or("default schema");
+    Ok((
+        server,
+        format!(
+            "PostgreSQL ({schema}), NATS {nats_url} (prefix {})",
+            args.nats_prefix
+        ),
+    ))
 }

@@ -89,6 +89,11 @@ impl ApiError {
 }
 
 impl ApiError {
+    /// The error's code (`already_answered`, ...).
+    pub(crate) fn code(&self) -> &str {
+        &self.code
+    }
+
     /// The error as JSON, to send it to the instance that forwarded the request.
     pub(crate) fn to_json(&self) -> Value {
         json!({

@@ -2,6 +2,7 @@
 //! session, or passed on to it ([`AgentServer::forward`]).
 
 use agent_runtime::GateError;
+use agent_runtime::sessions::GateAnswer;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
@@ -15,7 +16,7 @@ use crate::auth::bearer;
 use crate::control::Op;
 use crate::error::ApiError;
 use crate::server::{AgentServer, LiveSession};
-use crate::writer::Write;
+use crate::writer::{GATE_ANSWERED, Write};
 
 /// `POST /api/{product}/respond`: `{"session_id", "gate", "answer"}`, token as a bearer
 /// header or a `"token"` field.
@@ -64,7 +65,24 @@ pub(crate) async fn respond(
                 gate: gate.to_owned(),
                 answer: answer.clone(),
             };
-            if server.forward(session_id, &op).await?.is_none() {
+            let taken = server.forward(session_id, &op).await?.is_some();
+            // With a run queue, an unfinished session running nowhere waits for a
+            // worker (just started, or its instance died): the answer waits in the store.
+            let queued = server.inner.run_queue.is_some() && !record.status.is_finished();
+            if !taken && queued {
+                server
+                    .answer_in_store(&name, session_id, gate, answer)
+                    .await?;
+                // A worker may have taken the run up meanwhile, its gates read before
+                // this answer was stored: it gets the answer too (or has it already).
+                match server.forward(session_id, &op).await {
+                    Ok(_) => {}
+                    Err(error) if error.code() == "already_answered" => {}
+                    Err(error) => {
+                        tracing::warn!(session = %session_id, gate, ?error, "answer stored, not passed on")
+                    }
+                }
+            } else if !taken {
                 return Err(ApiError::conflict(
                     "session_not_running",
                     format!(
@@ -86,6 +104,64 @@ fn already_answered(gate: &str) -> ApiError {
 }
 
 impl AgentServer {
+    /// Answers a pending gate of a session that runs nowhere now, in the store: the run
+    /// that resumes it finds the answer there, as after a restart.
+    async fn answer_in_store(
+        &self,
+        product: &str,
+        session_id: &str,
+        gate: &str,
+        answer: &Value,
+    ) -> Result<(), ApiError> {
+        let store = &self.inner.store;
+        let gates = store
+            .gates(session_id)
+            .await
+            .map_err(|error| ApiError::store(&error))?;
+        let Some(stored) = gates.iter().find(|g| g.id == gate) else {
+            return Err(ApiError::not_found(
+                "unknown_gate",
+                format!("session {session_id:?} has no pending gate {gate:?}"),
+            ));
+        };
+        if let Some(spec) = self.product(product).and_then(|p| p.gate(&stored.kind)) {
+            spec.check(answer).map_err(|error| {
+                ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_answer",
+                    format!("the answer to {gate:?} does not fit: {error}"),
+                )
+                .with_field(&error.path)
+            })?;
+        }
+        match store
+            .answer_gate(session_id, gate, answer)
+            .await
+            .map_err(|error| ApiError::store(&error))?
+        {
+            GateAnswer::Accepted => {}
+            GateAnswer::AlreadyAnswered => return Err(already_answered(gate)),
+            GateAnswer::Closed => {
+                return Err(ApiError::conflict(
+                    "gate_closed",
+                    format!("gate {gate:?} closed without an answer"),
+                ));
+            }
+            GateAnswer::Unknown => {
+                return Err(ApiError::not_found(
+                    "unknown_gate",
+                    format!("session {session_id:?} has no pending gate {gate:?}"),
+                ));
+            }
+        }
+        store
+            .append_event(session_id, &json!({"type": GATE_ANSWERED, "gate_id": gate}))
+            .await
+            .map_err(|error| ApiError::store(&error))?;
+        tracing::info!(session = %session_id, gate, "gate answered in the store");
+        Ok(())
+    }
+
     /// Answers a gate of a session whose run is live here: checked against the gate's
     /// declared shape, recorded, and stored before this returns.
     pub(crate) async fn answer_here(

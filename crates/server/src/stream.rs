@@ -43,9 +43,12 @@ pub(crate) async fn stream(
 
     // Subscribe before reading the store: an event stored meanwhile arrives on both and
     // is sent once (by its number); none falls in between. The run may be here or on
-    // another instance.
+    // another instance; with a run queue, an unfinished session's run is on its way (a
+    // worker takes it up), so the stream waits for it.
+    let unfinished = !record.status.is_finished();
     let running = server.inner.live.get(&id).is_some()
-        || (!record.status.is_finished() && server.runs_elsewhere(&id).await);
+        || (unfinished && server.inner.run_queue.is_some())
+        || (unfinished && server.runs_elsewhere(&id).await);
     let live = match running {
         true => Some(
             server
