@@ -15,6 +15,7 @@
 //! With the `nats` feature, [`NatsCoordination`]: live events and session control between
 //! the instances, on NATS; and [`JetStreamRunQueue`], the work queue of runs.
 
+mod checkpoint_rows;
 #[cfg(feature = "nats")]
 mod nats_coordination;
 #[cfg(feature = "nats")]

@@ -106,10 +106,7 @@ impl PgCheckpointStore {
     }
 
     fn corrupt(&self, what: String, reason: impl Into<String>) -> CheckpointError {
-        CheckpointError::Corrupt {
-            ident: format!("{what} ({})", self.db.location()),
-            reason: reason.into(),
-        }
+        crate::checkpoint_rows::corrupt(what, &self.db.location(), reason)
     }
 
     /// Holds the run's advisory lock until the transaction ends.
@@ -148,24 +145,7 @@ impl PgCheckpointStore {
 
     /// Reads a `seq, record` row back, checking it holds what its columns say.
     fn record(&self, run_id: &str, row: &PgRow) -> Result<EncodedCheckpoint, CheckpointError> {
-        let seq: i64 = row
-            .try_get("seq")
-            .map_err(|e| self.corrupt(format!("run {run_id:?}, a checkpoint"), e.to_string()))?;
-        let what = format!("run {run_id:?} seq {seq}");
-        let text: String = row
-            .try_get("record")
-            .map_err(|e| self.corrupt(what.clone(), e.to_string()))?;
-        let ident = format!("{what} ({})", self.db.location());
-        let record = EncodedCheckpoint::from_json(&text, &ident)?;
-        if record.run_id() != run_id || i64::try_from(record.seq()).ok() != Some(seq) {
-            let reason = format!(
-                "the row holds run {:?} seq {}, not what its columns say",
-                record.run_id(),
-                record.seq()
-            );
-            return Err(self.corrupt(what, reason));
-        }
-        Ok(record)
+        crate::checkpoint_rows::stored_record(row, run_id, &self.db.location())
     }
 
     /// Deletes a run's checkpoints and journal inside `conn`'s transaction; returns how

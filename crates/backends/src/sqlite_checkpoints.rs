@@ -167,10 +167,7 @@ impl SqliteCheckpointStore {
     }
 
     fn corrupt(&self, what: String, reason: impl Into<String>) -> CheckpointError {
-        CheckpointError::Corrupt {
-            ident: format!("{what} ({})", self.db.location()),
-            reason: reason.into(),
-        }
+        crate::checkpoint_rows::corrupt(what, &self.db.location(), reason)
     }
 
     /// A connection that syncs every commit to disk until [`Durable::release`].
@@ -266,24 +263,7 @@ impl SqliteCheckpointStore {
 
     /// Reads a `seq, record` row back, checking it holds what its columns say.
     fn record(&self, run_id: &str, row: &SqliteRow) -> Result<EncodedCheckpoint, CheckpointError> {
-        let seq: i64 = row
-            .try_get("seq")
-            .map_err(|e| self.corrupt(format!("run {run_id:?}, a checkpoint"), e.to_string()))?;
-        let what = format!("run {run_id:?} seq {seq}");
-        let text: String = row
-            .try_get("record")
-            .map_err(|e| self.corrupt(what.clone(), e.to_string()))?;
-        let ident = format!("{what} ({})", self.db.location());
-        let record = EncodedCheckpoint::from_json(&text, &ident)?;
-        if record.run_id() != run_id || i64::try_from(record.seq()).ok() != Some(seq) {
-            let reason = format!(
-                "the row holds run {:?} seq {}, not what its columns say",
-                record.run_id(),
-                record.seq()
-            );
-            return Err(self.corrupt(what, reason));
-        }
-        Ok(record)
+        crate::checkpoint_rows::stored_record(row, run_id, &self.db.location())
     }
 }
 

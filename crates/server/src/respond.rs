@@ -96,6 +96,16 @@ pub(crate) async fn respond(
     Ok(Json(json!({"ok": true})).into_response())
 }
 
+/// 422: the answer does not fit the gate's declared shape (the field at fault named).
+fn invalid_answer(gate: &str, error: &agent_runtime::AnswerError) -> ApiError {
+    ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_answer",
+        format!("the answer to {gate:?} does not fit: {error}"),
+    )
+    .with_field(&error.path)
+}
+
 fn already_answered(gate: &str) -> ApiError {
     ApiError::conflict(
         "already_answered",
@@ -125,14 +135,8 @@ impl AgentServer {
             ));
         };
         if let Some(spec) = self.product(product).and_then(|p| p.gate(&stored.kind)) {
-            spec.check(answer).map_err(|error| {
-                ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "invalid_answer",
-                    format!("the answer to {gate:?} does not fit: {error}"),
-                )
-                .with_field(&error.path)
-            })?;
+            spec.check(answer)
+                .map_err(|error| invalid_answer(gate, &error))?;
         }
         match store
             .answer_gate(session_id, gate, answer)
@@ -187,14 +191,8 @@ impl AgentServer {
             .map(|g| g.kind)
             .or_else(|| live.restored.lock().get(gate).map(|g| g.kind.clone()));
         if let Some(spec) = kind.and_then(|kind| self.product(product)?.gate(&kind)) {
-            spec.check(answer).map_err(|error| {
-                ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "invalid_answer",
-                    format!("the answer to {gate:?} does not fit: {error}"),
-                )
-                .with_field(&error.path)
-            })?;
+            spec.check(answer)
+                .map_err(|error| invalid_answer(gate, &error))?;
         }
         match live.gates.respond(gate, answer.clone()) {
             Ok(()) => {}
