@@ -248,8 +248,12 @@ impl Writer {
     }
 
     async fn gate_answered(&mut self, id: String, answer: Value) {
+        // Answered in the store already: by an instance that took the answer while the
+        // session ran nowhere, and wrote its `gate_answered` then.
+        let mut recorded_elsewhere = false;
         match self.store.answer_gate(&self.session, &id, &answer).await {
             Ok(GateAnswer::Accepted) => {}
+            Ok(GateAnswer::AlreadyAnswered) => recorded_elsewhere = true,
             Ok(other) => {
                 tracing::warn!(session = %self.session, gate = %id, ?other, "stored gate not answered")
             }
@@ -265,8 +269,10 @@ impl Writer {
             SessionStatus::Running
         };
         self.set_status(status, None).await;
-        self.append(json!({"type": GATE_ANSWERED, "gate_id": id}))
-            .await;
+        if !recorded_elsewhere {
+            self.append(json!({"type": GATE_ANSWERED, "gate_id": id}))
+                .await;
+        }
     }
 
     async fn gate_closed(&mut self, id: String, reason: String) {

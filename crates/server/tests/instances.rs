@@ -282,3 +282,33 @@ async fn a_run_that_never_gets_going_goes_to_the_dead_letters_and_fails() {
         Some("handed out 2 times without finishing")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_stored_while_the_session_ran_nowhere_is_announced_once() {
+    let (store, _echoes, [a, _b]) = two_instances().await;
+    let session = a.start("echo", json!({"text": "race"})).await;
+    let mut stream = a.stream(&session, None).await;
+    stream.until("gate_open").await;
+    // What another instance does with an answer while the session runs nowhere: store it
+    // and announce it. The run, which read its gates before, then gets it passed on.
+    let store: Arc<dyn SessionStore> = store;
+    let answered = store
+        .answer_gate(&session.id, FIRST, &json!("stored"))
+        .await
+        .unwrap();
+    assert_eq!(answered, agent_runtime::sessions::GateAnswer::Accepted);
+    store
+        .append_event(
+            &session.id,
+            &json!({"type": "gate_answered", "gate_id": FIRST}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(a.respond(&session, FIRST, json!("stored")).await.0, 200);
+    let next = stream.until("gate_open").await;
+    let announced = next
+        .iter()
+        .filter(|e| e.event == "gate_answered" && e.data["gate_id"] == FIRST)
+        .count();
+    assert_eq!(announced, 1, "{:?}", names(&next));
+}
