@@ -158,8 +158,7 @@ impl AgentServer {
                 ));
             }
         }
-        store
-            .append_event(session_id, &json!({"type": GATE_ANSWERED, "gate_id": gate}))
+        self.append_here(session_id, json!({"type": GATE_ANSWERED, "gate_id": gate}))
             .await
             .map_err(|error| ApiError::store(&error))?;
         tracing::info!(session = %session_id, gate, "gate answered in the store");

@@ -101,10 +101,17 @@ impl AgentServer {
         outcome: SessionOutcome,
     ) -> Result<(), StoreError> {
         self.inner.store.finish(id, outcome.clone()).await?;
-        self.inner
-            .store
-            .append_event(id, &terminal_event(&outcome))
-            .await
-            .map(|_| ())
+        self.append_here(id, terminal_event(&outcome)).await?;
+        // Streams following the session (on any instance) end with it.
+        self.inner.fanout.close(id);
+        Ok(())
+    }
+
+    /// Stores an event of a session that no run holds here and sends it to the streams
+    /// that follow the session, as a run's writer does.
+    pub(crate) async fn append_here(&self, id: &str, event: Value) -> Result<u64, StoreError> {
+        let seq = self.inner.store.append_event(id, &event).await?;
+        self.inner.fanout.publish(id, seq, Arc::new(event));
+        Ok(seq)
     }
 }

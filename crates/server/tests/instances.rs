@@ -242,15 +242,32 @@ async fn a_run_that_never_gets_going_goes_to_the_dead_letters_and_fails() {
     // A lease held by an instance that never runs it: no worker can start the run.
     let store: Arc<dyn SessionStore> = q.store.clone();
     let id = "stuck";
+    let token = "stuck-token";
+    let token_hash: String = {
+        use sha2::Digest;
+        sha2::Sha256::digest(token.as_bytes())
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    };
     store
         .create(agent_runtime::sessions::NewSession {
             id: id.into(),
             product: "echo".into(),
-            token_hash: "x".into(),
+            token_hash,
             request: json!({"text": "stuck"}),
         })
         .await
         .unwrap();
+    // A client follows it: the stream waits for the run, and ends when it is given up.
+    let started = common::Started {
+        product: "echo".into(),
+        id: id.into(),
+        token: token.into(),
+        stream_url: format!("/api/echo/{id}/stream"),
+        status_url: format!("/api/echo/{id}"),
+    };
+    let mut stream = q.http[1].stream(&started, None).await;
     assert!(
         q.leases
             .acquire(id, "ghost", Duration::from_secs(600))
@@ -275,6 +292,8 @@ async fn a_run_that_never_gets_going_goes_to_the_dead_letters_and_fails() {
             "handed out 2 times without finishing".to_owned()
         )]
     );
+    let events = stream.rest().await;
+    assert_eq!(names(&events), [(1, "session_failed")]);
     let record = store.get(id).await.unwrap().unwrap();
     assert_eq!(record.status.as_str(), "failed");
     assert_eq!(
