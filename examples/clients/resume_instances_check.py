@@ -27,43 +27,21 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-spec = importlib.util.spec_from_file_location("resume_client", os.path.join(HERE, "resume_client.py"))
-client = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(client)
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+client = load("resume_client")
+# One way to start a dry-run server, start a session and count model calls.
+restart_check = load("resume_restart_check")
+serve, start, model_calls = restart_check.serve, restart_check.start, restart_check.model_calls
 
 LEASE_SECS = 3
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def serve(binary, log, latency, backend_args, env_extra):
-    port = free_port()
-    env = dict(os.environ, RUST_LOG="agent_llm=info,agent_server=info", NO_COLOR="1", **env_extra)
-    process = subprocess.Popen(
-        [binary, "--dry-run", "--latency", str(latency), "--port", str(port)] + backend_args,
-        stdout=subprocess.DEVNULL, stderr=open(log, "w"), env=env, cwd=ROOT)
-    for _ in range(300):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return process, "http://127.0.0.1:%d" % port
-        except OSError:
-            if process.poll() is not None:
-                raise SystemExit("the server exited: see " + log)
-            time.sleep(0.1)
-    raise SystemExit("the server did not start")
-
-
-def start(base):
-    with open(os.path.join(ROOT, "fixtures/resume/resume.txt")) as r, \
-            open(os.path.join(ROOT, "fixtures/resume/job.txt")) as j:
-        body = {"resume_text": r.read(), "job_description": j.read()}
-    code, session = client.call("POST", base + "/api/resume/start", body=body)
-    assert code == 201, (code, session)
-    return session
 
 
 def answer(bases, session, data, turn):
@@ -93,11 +71,6 @@ def follow(stream_base, answer_bases, session, seen, until=None):
         print("stream from", stream_base, "broke:", type(error).__name__, file=sys.stderr)
         return "disconnected"
     return "ended"
-
-
-def model_calls(log):
-    with open(log) as lines:
-        return sum("recorded model answer" in line for line in lines)
 
 
 def main():

@@ -32,11 +32,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def serve(binary, db, log, latency):
+def serve(binary, log, latency, args, env_extra=None):
+    """Starts `binary --dry-run` with `args` on a free port, its log in `log`; returns
+    the process and its base URL once it listens."""
     port = free_port()
-    env = dict(os.environ, RUST_LOG="agent_llm=info", NO_COLOR="1")
+    env = dict(os.environ, RUST_LOG="agent_llm=info,agent_server=info", NO_COLOR="1",
+               **(env_extra or {}))
     process = subprocess.Popen(
-        [binary, "--dry-run", "--latency", str(latency), "--port", str(port), "--db", db],
+        [binary, "--dry-run", "--latency", str(latency), "--port", str(port)] + args,
         stdout=subprocess.DEVNULL, stderr=open(log, "w"), env=env, cwd=ROOT)
     for _ in range(300):
         try:
@@ -91,7 +94,7 @@ def main():
 
     # An uninterrupted session, for the figures to compare with.
     plain_log = os.path.join(work, "plain.log")
-    server, base = serve(binary, os.path.join(work, "plain.db"), plain_log, latency)
+    server, base = serve(binary, plain_log, latency, ["--db", os.path.join(work, "plain.db")])
     plain = start(base)
     _, outcome = follow(base, plain)
     plain_kinds = [e.get("type") for _, e in client.events(base, plain["stream_url"], plain["token"], 0)]
@@ -103,7 +106,7 @@ def main():
     # The same session, killed in the middle of the writing stage.
     db = os.path.join(work, "killed.db")
     first_log, second_log = os.path.join(work, "first.log"), os.path.join(work, "second.log")
-    server, base = serve(binary, db, first_log, latency)
+    server, base = serve(binary, first_log, latency, ["--db", db])
     session = start(base)
     last_id, _ = follow(base, session, 0, lambda e: e.get("type") == "stage_start" and e.get("stage") == "writing")
     threading.Thread(target=follow, args=(base, session, last_id), daemon=True).start()
@@ -111,7 +114,7 @@ def main():
     os.kill(server.pid, signal.SIGKILL)
     server.wait()
 
-    server, base = serve(binary, db, second_log, latency)
+    server, base = serve(binary, second_log, latency, ["--db", db])
     code, status = client.call("GET", base + session["status_url"], session["token"])
     print("after the restart:", status["status"], status["stage"])
     _, outcome = follow(base, session)

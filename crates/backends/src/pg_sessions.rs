@@ -101,6 +101,19 @@ impl PgSessionStore {
         &self.pool
     }
 
+    /// Answers or closes a pending gate, in a transaction of its own.
+    async fn settle_gate(
+        &self,
+        id: &str,
+        gate_id: &str,
+        settle: pg_gates::Settle<'_>,
+    ) -> Result<GateAnswer, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(backend)?;
+        let outcome = pg_gates::settle(&mut tx, id, gate_id, settle).await?;
+        tx.commit().await.map_err(backend)?;
+        Ok(outcome)
+    }
+
     /// Where the tables are, for messages.
     pub(crate) fn location(&self) -> String {
         match &self.schema {
@@ -355,11 +368,8 @@ impl SessionStore for PgSessionStore {
         gate_id: &str,
         answer: &Value,
     ) -> Result<GateAnswer, StoreError> {
-        let mut tx = self.pool.begin().await.map_err(backend)?;
-        let outcome =
-            pg_gates::settle(&mut tx, id, gate_id, pg_gates::Settle::Answer(answer)).await?;
-        tx.commit().await.map_err(backend)?;
-        Ok(outcome)
+        self.settle_gate(id, gate_id, pg_gates::Settle::Answer(answer))
+            .await
     }
 
     async fn close_gate(
@@ -368,11 +378,8 @@ impl SessionStore for PgSessionStore {
         gate_id: &str,
         reason: &str,
     ) -> Result<GateAnswer, StoreError> {
-        let mut tx = self.pool.begin().await.map_err(backend)?;
-        let outcome =
-            pg_gates::settle(&mut tx, id, gate_id, pg_gates::Settle::Close(reason)).await?;
-        tx.commit().await.map_err(backend)?;
-        Ok(outcome)
+        self.settle_gate(id, gate_id, pg_gates::Settle::Close(reason))
+            .await
     }
 
     async fn gates(&self, id: &str) -> Result<Vec<StoredGate>, StoreError> {

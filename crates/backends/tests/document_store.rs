@@ -10,6 +10,28 @@ use agent_backends::SqliteSessionStore;
 use agent_runtime::documents::{DocumentStore, InMemoryDocumentStore};
 use serde_json::{Value, json};
 
+/// Increments the counter document `key` `times` times at once, through the stores in turn.
+async fn increment_at_once(stores: &[Arc<dyn DocumentStore>], key: &'static str, times: usize) {
+    let increments = (0..times).map(|i| {
+        let store = stores[i % stores.len()].clone();
+        tokio::spawn(async move {
+            store
+                .update(
+                    "counter",
+                    key,
+                    Box::new(|now: Option<Value>| {
+                        json!(now.and_then(|v| v.as_i64()).unwrap_or(0) + 1)
+                    }),
+                )
+                .await
+                .unwrap()
+        })
+    });
+    for increment in increments {
+        increment.await.unwrap();
+    }
+}
+
 async fn behaves(store: Arc<dyn DocumentStore>) {
     assert_eq!(store.get("resume.master", "ada").await.unwrap(), None);
     store
@@ -42,24 +64,7 @@ async fn behaves(store: Arc<dyn DocumentStore>) {
     );
 
     // Concurrent updates of one document all land.
-    let increments = (0..20).map(|_| {
-        let store = store.clone();
-        tokio::spawn(async move {
-            store
-                .update(
-                    "counter",
-                    "shared",
-                    Box::new(|now: Option<Value>| {
-                        json!(now.and_then(|v| v.as_i64()).unwrap_or(0) + 1)
-                    }),
-                )
-                .await
-                .unwrap()
-        })
-    });
-    for increment in increments {
-        increment.await.unwrap();
-    }
+    increment_at_once(std::slice::from_ref(&store), "shared", 20).await;
     assert_eq!(
         store.get("counter", "shared").await.unwrap(),
         Some(json!(20))
@@ -105,24 +110,7 @@ async fn postgres_documents_are_shared_by_instances() {
     // Updates from two instances at once all land.
     let stores: [Arc<dyn DocumentStore>; 2] =
         [Arc::new(fixture.store.documents()), Arc::new(other)];
-    let increments = (0..20).map(|i| {
-        let store = stores[i % 2].clone();
-        tokio::spawn(async move {
-            store
-                .update(
-                    "counter",
-                    "two instances",
-                    Box::new(|now: Option<Value>| {
-                        json!(now.and_then(|v| v.as_i64()).unwrap_or(0) + 1)
-                    }),
-                )
-                .await
-                .unwrap()
-        })
-    });
-    for increment in increments {
-        increment.await.unwrap();
-    }
+    increment_at_once(&stores, "two instances", 20).await;
     assert_eq!(
         stores[0].get("counter", "two instances").await.unwrap(),
         Some(json!(20))

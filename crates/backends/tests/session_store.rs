@@ -1111,3 +1111,24 @@ async fn postgres_unreachable_is_a_clear_backend_error() {
         .unwrap_err();
     assert!(error.to_string().contains("schema name"), "{error}");
 }
+
+#[tokio::test]
+async fn postgres_a_schema_from_a_newer_version_is_refused() {
+    let fixture = pg::Fixture::new().await;
+    let mut conn = sqlx::PgConnection::connect(&pg::url()).await.unwrap();
+    sqlx::raw_sql(&format!(
+        "UPDATE \"{}\".agent_schema SET version = 99",
+        fixture.schema
+    ))
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    let refused = agent_backends::PgSessionStore::connect_in_schema(&pg::url(), &fixture.schema)
+        .await
+        .unwrap_err();
+    let StoreError::Corrupt(message) = refused else {
+        panic!("{refused:?}")
+    };
+    assert!(message.contains("version 99, newer than"), "{message}");
+    fixture.cleanup().await;
+}
