@@ -7,6 +7,7 @@
 //! It depends on `agent-llm` and on no product, web framework or database.
 
 pub mod bus;
+pub mod cache;
 pub mod checkpoint;
 pub mod documents;
 pub mod graph;

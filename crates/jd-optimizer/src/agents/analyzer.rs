@@ -1,0 +1,86 @@
+//! The JD analyzer (spec 003 section 3.2): the description's requirements as structured
+//! output, on the light tier at temperature 0, re-asked once on invalid output; cached
+//! per tenant and JD hash.
+
+use agent_llm::ModelTier;
+use agent_runtime::graph::NodeError;
+
+use crate::analysis::{JdAnalysis, analysis_text, text_hash};
+use crate::cache::{CacheKind, JD_TTL, jd_key};
+use crate::deps::Deps;
+use crate::events::OptimizeEvent;
+use crate::llm::{Ask, CallError, Node};
+
+/// The agent's name in token counts and errors.
+pub const AGENT: &str = "jd_analyzer";
+
+/// The system prompt.
+pub const SYSTEM: &str = "You are the JD Analyzer. Extract the requirements of the job description.
+- hard_skills: technologies, tools, languages, methods named in it (at most 15).
+- soft_skills: interpersonal skills named in it (at most 6).
+- responsibilities: the role's key duties, each a short phrase (at most 8).
+- qualifications: required education, certifications, years of experience.
+- keyword_weights: each hard skill and other key term, weighted 0 to 1 by how often and how early the description says it (required > preferred).
+Use the description's own words. Answer in JSON only.";
+
+/// The user prompt: the description without its boilerplate.
+pub fn prompt(jd_text: &str) -> String {
+    format!("Job description:\n{}", analysis_text(jd_text))
+}
+
+/// Runs the analyzer: from the cache when the tenant analysed this description within
+/// 24 hours, else by the model. An analysis that cannot be had fails the run: nothing
+/// else can be done without it.
+pub async fn run(ctx: &Node, deps: &Deps) -> Result<(), NodeError> {
+    let (tenant, jd_text) = ctx.read(|s| (s.tenant_id.clone(), s.jd_text.clone()));
+    let key = jd_key(&tenant, &text_hash(&jd_text));
+    if let Some(analysis) = deps
+        .cache
+        .get::<JdAnalysis>(CacheKind::JdAnalysis, &key)
+        .await
+    {
+        ctx.update(|s| {
+            s.jd_analysis = Some(analysis);
+            s.cache.jd_analysis = Some(true);
+        });
+        ctx.emit(OptimizeEvent::Cache {
+            what: "jd_analysis".into(),
+            hit: true,
+        });
+        return Ok(());
+    }
+    ctx.update(|s| s.cache.jd_analysis = Some(false));
+    ctx.emit(OptimizeEvent::Cache {
+        what: "jd_analysis".into(),
+        hit: false,
+    });
+    let ask = Ask {
+        agent: AGENT,
+        tier: ModelTier::Light,
+        system: SYSTEM.to_owned(),
+        prompt: prompt(&jd_text),
+        temperature: 0.0,
+        max_tokens: 700,
+    };
+    match deps.caller.ask::<JdAnalysis>(ctx, ask).await {
+        Ok(analysis) => {
+            let analysis = analysis.normalized();
+            if analysis.hard_skills.is_empty() && analysis.responsibilities.is_empty() {
+                let message =
+                    "the analysis found no skill and no responsibility in the job description";
+                ctx.update(|s| s.record_error(AGENT, "empty_analysis", message, false));
+                return Err(NodeError::fatal(message));
+            }
+            deps.cache.put(&key, &analysis, JD_TTL).await;
+            ctx.update(|s| s.jd_analysis = Some(analysis));
+            Ok(())
+        }
+        Err(error) => {
+            ctx.update(|s| s.record_error(AGENT, error.kind(), error.to_string(), false));
+            Err(match error {
+                CallError::Budget { message, .. } => NodeError::limit(message),
+                other => NodeError::fatal(format!("the JD analysis failed: {other}")),
+            })
+        }
+    }
+}

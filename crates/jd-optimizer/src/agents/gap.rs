@@ -1,0 +1,213 @@
+//! The gap analyzer (spec 003 section 3.6), light tier: what rewording cannot close.
+//! The deterministic diff of the description's skills and the resume runs first; when
+//! it finds nothing missing, under budget pressure, or when the model fails, it is the
+//! report.
+
+use std::collections::BTreeMap;
+
+use agent_llm::ModelTier;
+
+use crate::analysis::JdAnalysis;
+use crate::budget::{GAP_MODEL, NOTHING, Spent, affords};
+use crate::deps::Deps;
+use crate::events::OptimizeEvent;
+use crate::llm::{Ask, CallError, Node};
+use crate::state::{Degrade, GapReport, GapSource, OptimizationState, Priority};
+use crate::text::{Found, find_keyword};
+
+/// The agent's name in token counts and errors.
+pub const AGENT: &str = "gap_analyzer";
+
+/// The system prompt.
+pub const SYSTEM: &str = "You are the Gap Analyzer. Compare the job's requirements with the candidate's resume.
+- missing_skills: required skills the resume does not show (start from the list given).
+- transferable_skills: skills the candidate has that partly cover a gap, as \"X (related to Y)\".
+- recommendations: one concrete action per gap (a project, a course, a certification, or experience to mention if the candidate has it).
+- priority: each missing skill as high, medium or low by its weight.
+Answer in JSON only.";
+
+fn priority_of(weight: f64) -> Priority {
+    if weight >= 0.75 {
+        Priority::High
+    } else if weight >= 0.45 {
+        Priority::Medium
+    } else {
+        Priority::Low
+    }
+}
+
+/// The deterministic gap diff: the hard skills `resume` (all of it, the rewritten
+/// bullets and the user's answers) does not mention are missing, prioritised by their
+/// weight; skills it mentions only by related word forms are transferable.
+///
+/// ```
+/// use jd_optimizer::analysis::JdAnalysis;
+/// use jd_optimizer::agents::gap::gap_diff;
+/// let jd = JdAnalysis { hard_skills: vec!["Rust".into(), "Kafka".into()], ..Default::default() }.normalized();
+/// let report = gap_diff(&jd, "Built Rust services");
+/// assert_eq!(report.missing_skills, ["Kafka"]);
+/// ```
+pub fn gap_diff(analysis: &JdAnalysis, resume: &str) -> GapReport {
+    let mut report = GapReport::default();
+    let mut skills: Vec<(&str, f64)> = analysis
+        .hard_skills
+        .iter()
+        .map(|s| {
+            let weight = analysis
+                .keyword_weights
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(s))
+                .map_or(0.5, |(_, w)| *w);
+            (s.as_str(), weight)
+        })
+        .collect();
+    skills.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    for (skill, weight) in skills {
+        match find_keyword(resume, skill) {
+            Found::Exactly => {}
+            Found::ByStem => report
+                .transferable_skills
+                .push(format!("{skill} (related wording in the resume)")),
+            Found::No => {
+                report.missing_skills.push(skill.to_owned());
+                report
+                    .priority
+                    .insert(skill.to_owned(), priority_of(weight));
+                report.recommendations.push(format!(
+                    "Show {skill} if you have used it (a project, a course or a certification); the description weighs it {weight:.2}."
+                ));
+            }
+        }
+    }
+    report
+}
+
+/// Everything the candidate's resume says: its sections, the bullets, the answers.
+fn resume_text(state: &OptimizationState) -> String {
+    state
+        .resume_sections
+        .iter()
+        .map(|c| c.content.as_str())
+        .chain(state.optimized_bullets.iter().map(|b| b.text.as_str()))
+        .chain(state.user_facts.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The gap analyzer's prompt.
+pub fn prompt(state: &OptimizationState, diff: &GapReport) -> String {
+    let analysis = state.jd_analysis.clone().unwrap_or_default();
+    let bullets: Vec<&str> = state
+        .optimized_bullets
+        .iter()
+        .map(|b| b.text.as_str())
+        .collect();
+    let weights: Vec<String> = diff
+        .missing_skills
+        .iter()
+        .map(|s| {
+            let w = analysis
+                .keyword_weights
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(s))
+                .map_or(0.5, |(_, w)| *w);
+            format!("{s} ({w:.2})")
+        })
+        .collect();
+    format!(
+        "Missing by a text check: {}\nSoft skills asked: {}\nQualifications: {}\nResume bullets:\n- {}\n",
+        weights.join(", "),
+        analysis.soft_skills.join(", "),
+        analysis.qualifications.join("; "),
+        bullets.join("\n- ")
+    )
+}
+
+/// Runs the gap analysis.
+pub async fn run(ctx: &Node, deps: &Deps) {
+    let (diff, skip, spent, budget) = ctx.read(|s| {
+        let analysis = s.jd_analysis.clone().unwrap_or_default();
+        (
+            gap_diff(&analysis, &resume_text(s)),
+            s.degrades.contains(&Degrade::SkipGapModel),
+            Spent::of(s),
+            s.config.budget,
+        )
+    });
+    let use_diff = |ctx: &Node, report: GapReport| {
+        ctx.update(|s| {
+            s.gap_report = Some(report);
+            s.gap_source = Some(GapSource::Deterministic);
+        });
+    };
+    if diff.missing_skills.is_empty() || skip {
+        use_diff(ctx, diff);
+        return;
+    }
+    if !affords(&budget, &spent, GAP_MODEL, NOTHING) {
+        crate::nodes::degrade(
+            ctx,
+            Degrade::SkipGapModel,
+            "the budget left does not cover the gap analyzer",
+        );
+        use_diff(ctx, diff);
+        return;
+    }
+    let ask = Ask {
+        agent: AGENT,
+        tier: ModelTier::Light,
+        system: SYSTEM.to_owned(),
+        prompt: ctx.read(|s| prompt(s, &diff)),
+        temperature: 0.2,
+        max_tokens: 500,
+    };
+    match deps.caller.ask::<GapReport>(ctx, ask).await {
+        Ok(mut report) => {
+            // Priorities only for skills reported missing; the text check's for the rest.
+            let missing = report.missing_skills.clone();
+            report.priority.retain(|k, _| missing.contains(k));
+            for skill in &missing {
+                if let Some(p) = diff.priority.get(skill) {
+                    report.priority.entry(skill.clone()).or_insert(*p);
+                }
+            }
+            ctx.update(|s| {
+                s.gap_report = Some(report);
+                s.gap_source = Some(GapSource::Model);
+            });
+        }
+        Err(error) => {
+            if let CallError::Budget { limit, message } = &error {
+                crate::nodes::stop_for_budget(ctx, *limit, message.clone());
+            } else {
+                let message = format!(
+                    "the gap analyzer failed ({error}); the text check's gaps are reported"
+                );
+                ctx.update(|s| s.record_error(AGENT, error.kind(), message.clone(), true));
+                ctx.emit(OptimizeEvent::Warning {
+                    agent: AGENT.into(),
+                    message,
+                });
+            }
+            use_diff(ctx, diff);
+        }
+    }
+}
+
+/// Priorities as the spec's strings (`high`, `medium`, `low`), for displays.
+pub fn priority_names(report: &GapReport) -> BTreeMap<String, &'static str> {
+    report
+        .priority
+        .iter()
+        .map(|(k, p)| {
+            (
+                k.clone(),
+                match p {
+                    Priority::High => "high",
+                    Priority::Medium => "medium",
+                    Priority::Low => "low",
+                },
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,145 @@
+//! Budget guardrails (spec 003 section 4.6.2) and pressure (4.6.3): whether a limit is
+//! reached, and whether what is left pays for the next step as planned.
+
+use crate::config::Budget;
+use crate::state::{BudgetLimit, OptimizationState};
+
+/// What a step is expected to cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Need {
+    /// Tokens, input and output.
+    pub tokens: u64,
+    /// Model calls.
+    pub calls: u64,
+}
+
+/// A full rewrite.
+pub const FULL_REWRITE: Need = Need {
+    tokens: 1_600,
+    calls: 1,
+};
+/// A rewrite asked for fewer, shorter bullets.
+pub const SHORT_REWRITE: Need = Need {
+    tokens: 1_000,
+    calls: 1,
+};
+/// A targeted repair.
+pub const REPAIR: Need = Need {
+    tokens: 900,
+    calls: 1,
+};
+/// The full model scorer.
+pub const FULL_SCORER: Need = Need {
+    tokens: 900,
+    calls: 1,
+};
+/// The compact model scorer.
+pub const COMPACT_SCORER: Need = Need {
+    tokens: 500,
+    calls: 1,
+};
+/// The gap analyzer.
+pub const GAP_MODEL: Need = Need {
+    tokens: 700,
+    calls: 1,
+};
+
+/// A model call is assumed to take this long until one has been timed.
+const FIRST_CALL_MS: u64 = 5_000;
+
+/// What the run has spent so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spent {
+    /// Tokens.
+    pub tokens: u64,
+    /// Model calls.
+    pub calls: u64,
+    /// Wall time, in milliseconds.
+    pub elapsed_ms: u64,
+}
+
+impl Spent {
+    /// What `state` records.
+    pub fn of(state: &OptimizationState) -> Self {
+        Spent {
+            tokens: state.total_tokens_used,
+            calls: state.model_calls,
+            elapsed_ms: state.elapsed_ms(),
+        }
+    }
+
+    fn per_call_ms(&self) -> u64 {
+        self.elapsed_ms
+            .checked_div(self.calls)
+            .unwrap_or(FIRST_CALL_MS)
+    }
+}
+
+/// The limit `spent` has reached, if any, with a message for the user.
+///
+/// ```
+/// use jd_optimizer::budget::{Spent, limit_reached};
+/// use jd_optimizer::{config::Budget, state::BudgetLimit};
+/// let budget = Budget::default();
+/// let spent = Spent { tokens: 7_100, calls: 3, elapsed_ms: 9_000 };
+/// assert_eq!(limit_reached(&budget, &spent).unwrap().0, BudgetLimit::Tokens);
+/// assert!(limit_reached(&budget, &Spent { tokens: 10, calls: 1, elapsed_ms: 10 }).is_none());
+/// ```
+pub fn limit_reached(budget: &Budget, spent: &Spent) -> Option<(BudgetLimit, String)> {
+    if spent.tokens >= budget.max_tokens {
+        Some((
+            BudgetLimit::Tokens,
+            format!(
+                "{} tokens used of {} allowed",
+                spent.tokens, budget.max_tokens
+            ),
+        ))
+    } else if spent.calls >= budget.max_calls {
+        Some((
+            BudgetLimit::Calls,
+            format!(
+                "{} model calls made of {} allowed",
+                spent.calls, budget.max_calls
+            ),
+        ))
+    } else if spent.elapsed_ms >= budget.max_wall_ms {
+        Some((
+            BudgetLimit::WallTime,
+            format!(
+                "{:.1} s spent of {:.1} s allowed",
+                spent.elapsed_ms as f64 / 1000.0,
+                budget.max_wall_ms as f64 / 1000.0
+            ),
+        ))
+    } else {
+        None
+    }
+}
+
+/// Whether what is left of `budget` pays for `need` now and `reserve` after it (the
+/// steps that must still follow), in tokens, calls and time at the pace of the calls so
+/// far.
+///
+/// ```
+/// use jd_optimizer::budget::{FULL_REWRITE, COMPACT_SCORER, Need, Spent, affords};
+/// use jd_optimizer::config::Budget;
+/// let budget = Budget::default();
+/// let early = Spent { tokens: 800, calls: 1, elapsed_ms: 2_000 };
+/// assert!(affords(&budget, &early, FULL_REWRITE, COMPACT_SCORER));
+/// let late = Spent { tokens: 5_500, calls: 4, elapsed_ms: 8_000 };
+/// assert!(!affords(&budget, &late, FULL_REWRITE, COMPACT_SCORER));
+/// ```
+pub fn affords(budget: &Budget, spent: &Spent, need: Need, reserve: Need) -> bool {
+    let tokens = need.tokens + reserve.tokens;
+    let calls = need.calls + reserve.calls;
+    let time = calls * spent.per_call_ms();
+    spent.tokens + tokens <= budget.max_tokens
+        && spent.calls + calls <= budget.max_calls
+        && spent.elapsed_ms + time <= budget.max_wall_ms
+}
+
+/// Nothing more.
+pub const NOTHING: Need = Need {
+    tokens: 0,
+    calls: 0,
+};

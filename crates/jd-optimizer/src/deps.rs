@@ -1,0 +1,17 @@
+//! What the optimization's nodes reach the world through: the model, the resume index
+//! and the caches.
+
+use crate::agents::retriever::ResumeIndex;
+use crate::cache::OptimizerCache;
+use crate::llm::AgentCaller;
+
+/// The nodes' dependencies, shared by every run of a [`crate::JdOptimizer`].
+#[derive(Debug, Clone)]
+pub struct Deps {
+    /// The agents' model calls.
+    pub caller: AgentCaller,
+    /// Where resumes are indexed for retrieval.
+    pub index: ResumeIndex,
+    /// The caches.
+    pub cache: OptimizerCache,
+}

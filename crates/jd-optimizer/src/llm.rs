@@ -1,0 +1,185 @@
+//! The agents' model calls: structured output on the model of a tier, re-asked once on
+//! invalid output, metered through the session's meter, counted per agent in the state,
+//! and bounded by what is left of the wall-time budget.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_llm::{
+    ChatModel, ChatRequest, ExtractError, ExtractOptions, LlmError, ModelRouter, ModelTier,
+    extract_with,
+};
+use agent_runtime::MeteredModel;
+use agent_runtime::graph::NodeContext;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
+use crate::budget::{Spent, limit_reached};
+use crate::events::OptimizeEvent;
+use crate::state::{BudgetLimit, OptimizationState};
+
+/// The context every node runs with.
+pub type Node = NodeContext<OptimizationState, OptimizeEvent>;
+
+/// One structured-output call.
+#[derive(Debug, Clone)]
+pub struct Ask {
+    /// The agent asking (`jd_analyzer`, ...): its tokens are counted under this name.
+    pub agent: &'static str,
+    /// The model tier.
+    pub tier: ModelTier,
+    /// The system prompt.
+    pub system: String,
+    /// The user prompt.
+    pub prompt: String,
+    /// Sampling temperature.
+    pub temperature: f32,
+    /// The answer's token limit.
+    pub max_tokens: u32,
+}
+
+/// A call that gave no value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CallError {
+    /// A budget limit is reached (or was, during the call); nothing more may be spent.
+    #[error("budget reached: {message}")]
+    Budget {
+        /// Which limit.
+        limit: BudgetLimit,
+        /// In words.
+        message: String,
+    },
+    /// The answer did not fit the schema, twice.
+    #[error("invalid output after {attempts} attempt(s): {message}")]
+    InvalidOutput {
+        /// Calls made.
+        attempts: u32,
+        /// The validation error.
+        message: String,
+    },
+    /// The model failed (after the provider's own retries).
+    #[error("model error: {0}")]
+    Model(String),
+    /// The run was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl CallError {
+    /// The `error_type` recorded in the state.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CallError::Budget { .. } => "budget",
+            CallError::InvalidOutput { .. } => "invalid_output",
+            CallError::Model(_) => "model_error",
+            CallError::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Makes the agents' calls on one chat model, picking models by tier.
+#[derive(Clone)]
+pub struct AgentCaller {
+    model: Arc<dyn ChatModel>,
+    router: ModelRouter,
+}
+
+impl std::fmt::Debug for AgentCaller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentCaller")
+            .field("router", &self.router)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentCaller {
+    /// Calls through `model`, on the model `router` names for each tier.
+    pub fn new(model: Arc<dyn ChatModel>, router: ModelRouter) -> Self {
+        AgentCaller { model, router }
+    }
+
+    /// The model id of `tier`.
+    pub fn model_for(&self, tier: ModelTier) -> &str {
+        self.router.model(tier)
+    }
+
+    /// Asks for a `T`. Refused before calling when a budget limit is reached; the call
+    /// is cut at what is left of the wall time; every attempt's tokens are added to the
+    /// agent's count in the state, whatever the outcome.
+    pub async fn ask<T>(&self, ctx: &Node, ask: Ask) -> Result<T, CallError>
+    where
+        T: JsonSchema + DeserializeOwned,
+    {
+        let (spent, budget) = ctx.read(|s| (Spent::of(s), s.config.budget));
+        if let Some((limit, message)) = limit_reached(&budget, &spent) {
+            return Err(CallError::Budget { limit, message });
+        }
+        let left = Duration::from_millis(budget.max_wall_ms.saturating_sub(spent.elapsed_ms));
+
+        let mut request = ChatRequest::from_prompt(ask.prompt);
+        request.system = Some(ask.system);
+        request.model = Some(self.router.model(ask.tier).to_owned());
+        request.temperature = Some(ask.temperature);
+        request.max_tokens = Some(ask.max_tokens);
+        let options = ExtractOptions {
+            max_attempts: 2,
+            ..ExtractOptions::default()
+        };
+        let call = async {
+            match ctx.session().meter() {
+                Some(meter) => {
+                    let metered = MeteredModel::new(Arc::clone(&self.model), meter.clone());
+                    extract_with::<T, _>(&metered, request, options).await
+                }
+                None => extract_with::<T, _>(self.model.as_ref(), request, options).await,
+            }
+        };
+        let cancel = ctx.run().cancellation_token().clone();
+        let outcome = tokio::select! {
+            outcome = tokio::time::timeout(left, call) => outcome,
+            () = cancel.cancelled() => return Err(CallError::Cancelled),
+        };
+        let Ok(outcome) = outcome else {
+            // The call ran past the budget's end; what it used is not known.
+            ctx.update(|s| s.model_calls += 1);
+            return Err(CallError::Budget {
+                limit: BudgetLimit::WallTime,
+                message: format!(
+                    "a {} call ran past the wall-time budget of {:.1} s",
+                    ask.agent,
+                    budget.max_wall_ms as f64 / 1000.0
+                ),
+            });
+        };
+        let (usage, attempts) = match &outcome {
+            Ok(extracted) => (extracted.total_usage(), extracted.attempts),
+            Err(error) => (error.usage.iter().copied().sum(), error.attempts),
+        };
+        let tokens = usage.input_tokens + usage.output_tokens;
+        ctx.update(|s| {
+            *s.token_usage.entry(ask.agent.to_owned()).or_default() += tokens;
+            s.total_tokens_used += tokens;
+            s.model_calls += u64::from(attempts);
+        });
+        outcome.map(|e| e.value).map_err(call_error)
+    }
+}
+
+fn call_error(error: ExtractError) -> CallError {
+    match error.error {
+        LlmError::InvalidResponse(message) => CallError::InvalidOutput {
+            attempts: error.attempts,
+            message,
+        },
+        LlmError::LimitExceeded(message) => CallError::Budget {
+            limit: if message.contains("call") {
+                BudgetLimit::Calls
+            } else {
+                BudgetLimit::Tokens
+            },
+            message,
+        },
+        LlmError::Cancelled => CallError::Cancelled,
+        other => CallError::Model(other.to_string()),
+    }
+}

@@ -1,0 +1,280 @@
+//! The optimization graph (spec 003 section 4, V2 profile):
+//!
+//! ```text
+//! jd_analysis → resume_retrieval → bullet_rewriting ─┬→ ats_scoring ─┬→ gap_analysis → result_aggregation
+//!                                     ↑              │               ├→ targeted_repair ─┬→ ats_scoring
+//!                                     └─ full_rewrite ┼───────────────┤                   └→ result_aggregation
+//!                                                    └→ result_aggregation (budget)      └→ result_aggregation (budget)
+//! ```
+//!
+//! Every node announces itself (`node_started`, `node_finished` with its tokens and
+//! calls); model nodes check the budget first and degrade under pressure.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use agent_runtime::graph::{CompiledGraph, END, GraphError, NodeError, START, StateGraph};
+use async_trait::async_trait;
+
+use crate::agents::{analyzer, gap, retriever, rewriter, scorer};
+use crate::budget::{
+    COMPACT_SCORER, FULL_REWRITE, NOTHING, SHORT_REWRITE, Spent, affords, limit_reached,
+};
+use crate::deps::Deps;
+use crate::events::OptimizeEvent;
+use crate::llm::Node;
+use crate::repair::repair_targets;
+use crate::result::aggregate;
+use crate::router::decide_route;
+use crate::state::{BudgetLimit, BudgetStop, Degrade, OptimizationState, RouteKey};
+
+/// Bullets a full rewrite asks for, and its answer's token limit.
+const FULL_BULLETS: (usize, u32) = (6, 700);
+/// The same, shortened under budget pressure.
+const SHORT_BULLETS: (usize, u32) = (4, 420);
+
+/// Records that a budget limit was reached (the first one only): a warning, an event,
+/// and the run goes to aggregation at the next branch.
+pub fn stop_for_budget(ctx: &Node, limit: BudgetLimit, message: String) {
+    let first = ctx.update(|s| {
+        if s.budget_stop.is_some() {
+            return false;
+        }
+        s.budget_stop = Some(BudgetStop {
+            limit,
+            at_node: s.current_node.clone(),
+            message: message.clone(),
+        });
+        s.warnings.push(format!("budget reached: {message}"));
+        true
+    });
+    if first {
+        tracing::warn!(%message, "optimization budget reached");
+        ctx.emit(OptimizeEvent::BudgetReached { limit, message });
+    }
+}
+
+/// Records a degrade mode (once) with its reason.
+pub fn degrade(ctx: &Node, mode: Degrade, reason: &str) {
+    let new = ctx.update(|s| {
+        let new = s.degrades.insert(mode);
+        if new {
+            s.warnings.push(format!("degraded ({mode:?}): {reason}"));
+        }
+        new
+    });
+    if new {
+        ctx.emit(OptimizeEvent::Degraded {
+            mode,
+            reason: reason.to_owned(),
+        });
+    }
+}
+
+/// Stops the run for the budget if a limit is already reached; whether it did.
+fn budget_spent(ctx: &Node) -> bool {
+    let (spent, budget) = ctx.read(|s| (Spent::of(s), s.config.budget));
+    match limit_reached(&budget, &spent) {
+        Some((limit, message)) => {
+            stop_for_budget(ctx, limit, message);
+            true
+        }
+        None => ctx.read(|s| s.budget_stop.is_some()),
+    }
+}
+
+/// The graph's steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    JdAnalysis,
+    Retrieval,
+    Rewriting,
+    Scoring,
+    Repair,
+    Gap,
+    Aggregation,
+}
+
+impl Step {
+    fn name(self) -> &'static str {
+        match self {
+            Step::JdAnalysis => "jd_analysis",
+            Step::Retrieval => "resume_retrieval",
+            Step::Rewriting => "bullet_rewriting",
+            Step::Scoring => "ats_scoring",
+            Step::Repair => "targeted_repair",
+            Step::Gap => "gap_analysis",
+            Step::Aggregation => "result_aggregation",
+        }
+    }
+}
+
+struct OptimizerNode {
+    deps: Arc<Deps>,
+    step: Step,
+}
+
+#[async_trait]
+impl agent_runtime::graph::Node<OptimizationState, crate::OptimizeEvent> for OptimizerNode {
+    async fn run(&self, ctx: &Node) -> Result<(), NodeError> {
+        let name = self.step.name();
+        let started = Instant::now();
+        let (tokens_before, calls_before) = ctx.update(|s| {
+            s.current_node = name.to_owned();
+            (s.total_tokens_used, s.model_calls)
+        });
+        ctx.emit(OptimizeEvent::NodeStarted { node: name.into() });
+        let outcome = self.step_run(ctx).await;
+        let (tokens, calls) = ctx.read(|s| {
+            (
+                s.total_tokens_used - tokens_before,
+                s.model_calls - calls_before,
+            )
+        });
+        ctx.emit(OptimizeEvent::NodeFinished {
+            node: name.into(),
+            tokens,
+            calls,
+            elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        });
+        outcome
+    }
+}
+
+impl OptimizerNode {
+    async fn step_run(&self, ctx: &Node) -> Result<(), NodeError> {
+        let deps = &self.deps;
+        match self.step {
+            Step::JdAnalysis => analyzer::run(ctx, deps).await,
+            Step::Retrieval => retriever::run(ctx, deps).await,
+            Step::Rewriting => {
+                if budget_spent(ctx) {
+                    return Ok(());
+                }
+                let (spent, budget) = ctx.read(|s| (Spent::of(s), s.config.budget));
+                let (bullets, max_tokens) =
+                    if ctx.read(|s| s.degrades.contains(&Degrade::ShortRewrite)) {
+                        SHORT_BULLETS
+                    } else if affords(&budget, &spent, FULL_REWRITE, COMPACT_SCORER) {
+                        FULL_BULLETS
+                    } else if affords(&budget, &spent, SHORT_REWRITE, NOTHING) {
+                        degrade(
+                            ctx,
+                            Degrade::ShortRewrite,
+                            "the budget left does not cover a full rewrite and its scoring",
+                        );
+                        SHORT_BULLETS
+                    } else {
+                        stop_for_budget(
+                            ctx,
+                            BudgetLimit::Tokens,
+                            "the budget left does not cover a rewrite".to_owned(),
+                        );
+                        return Ok(());
+                    };
+                rewriter::rewrite(ctx, deps, bullets, max_tokens).await
+            }
+            Step::Scoring => {
+                let rules = scorer::run(ctx, deps).await;
+                let route = ctx.update(|s| {
+                    let targets = repair_targets(s, &rules);
+                    let route = decide_route(s, !targets.is_empty());
+                    s.route = Some(route.clone());
+                    route
+                });
+                ctx.emit(OptimizeEvent::Routed {
+                    next: route.next,
+                    reason: route.reason,
+                });
+                Ok(())
+            }
+            Step::Repair => {
+                if budget_spent(ctx) {
+                    return Ok(());
+                }
+                let targets = ctx.read(|s| repair_targets(s, &scorer::rule_score(s)));
+                rewriter::repair(ctx, deps, &targets).await
+            }
+            Step::Gap => {
+                gap::run(ctx, deps).await;
+                Ok(())
+            }
+            Step::Aggregation => {
+                let result = ctx.update(|s| {
+                    let result = aggregate(s);
+                    s.final_result = Some(result.clone());
+                    result
+                });
+                ctx.emit(OptimizeEvent::OptimizationCompleted {
+                    score: result.ats_score,
+                    tokens_used: result.total_tokens_used,
+                    model_calls: result.model_calls,
+                });
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Where a run goes after writing bullets: scoring, or aggregation once a budget limit
+/// was reached.
+fn after_writing(state: &OptimizationState) -> &'static str {
+    if state.budget_stop.is_some() {
+        RouteKey::BudgetReached.as_str()
+    } else {
+        "score"
+    }
+}
+
+/// The router's decision, recorded by the scoring node.
+fn after_scoring(state: &OptimizationState) -> &'static str {
+    state
+        .route
+        .as_ref()
+        .map_or(RouteKey::ProceedToGap, |r| r.next)
+        .as_str()
+}
+
+/// The optimization graph on `deps`.
+pub fn build_graph(
+    deps: Arc<Deps>,
+) -> Result<CompiledGraph<OptimizationState, OptimizeEvent>, GraphError> {
+    let node = |step: Step| OptimizerNode {
+        deps: Arc::clone(&deps),
+        step,
+    };
+    let after_writing_branches = [
+        ("score", Step::Scoring.name()),
+        (RouteKey::BudgetReached.as_str(), Step::Aggregation.name()),
+    ];
+    StateGraph::new()
+        .add_node(Step::JdAnalysis.name(), node(Step::JdAnalysis))
+        .add_node(Step::Retrieval.name(), node(Step::Retrieval))
+        .add_node(Step::Rewriting.name(), node(Step::Rewriting))
+        .add_node(Step::Scoring.name(), node(Step::Scoring))
+        .add_node(Step::Repair.name(), node(Step::Repair))
+        .add_node(Step::Gap.name(), node(Step::Gap))
+        .add_node(Step::Aggregation.name(), node(Step::Aggregation))
+        .add_edge(START, Step::JdAnalysis.name())
+        .add_edge(Step::JdAnalysis.name(), Step::Retrieval.name())
+        .add_edge(Step::Retrieval.name(), Step::Rewriting.name())
+        .add_conditional_edges(
+            Step::Rewriting.name(),
+            after_writing,
+            after_writing_branches,
+        )
+        .add_conditional_edges(Step::Repair.name(), after_writing, after_writing_branches)
+        .add_conditional_edges(
+            Step::Scoring.name(),
+            after_scoring,
+            [
+                (RouteKey::ProceedToGap.as_str(), Step::Gap.name()),
+                (RouteKey::TargetedRepair.as_str(), Step::Repair.name()),
+                (RouteKey::FullRewrite.as_str(), Step::Rewriting.name()),
+                (RouteKey::BudgetReached.as_str(), Step::Aggregation.name()),
+            ],
+        )
+        .add_edge(Step::Gap.name(), Step::Aggregation.name())
+        .add_edge(Step::Aggregation.name(), END)
+        .compile()
+}

@@ -1,0 +1,225 @@
+//! [`JdOptimizer`]: an optimization request in, the graph run on a session of its own
+//! (or a server's), the result out.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use agent_llm::{ChatModel, ModelRouter, PricingTable};
+use agent_runtime::graph::{CompiledGraph, GraphError, RunOptions, RunStatus};
+use agent_runtime::{CostLimits, CostMeter, EventSink, Session};
+use tokio_util::sync::CancellationToken;
+
+use crate::agents::retriever::ResumeIndex;
+use crate::cache::OptimizerCache;
+use crate::deps::Deps;
+use crate::events::OptimizeEvent;
+use crate::input::{Ids, InputError, OptimizeRequest, resume_chunks};
+use crate::llm::AgentCaller;
+use crate::nodes::build_graph;
+use crate::result::{OptimizationResult, aggregate};
+use crate::state::OptimizationState;
+
+/// Why an optimization gave no result.
+#[derive(Debug, thiserror::Error)]
+pub enum OptimizeError {
+    /// The request was refused before any model call.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The run failed (the JD analysis or the first rewrite could not be had, the run
+    /// was cancelled); the state it reached is kept.
+    #[error("the optimization failed: {reason}")]
+    Failed {
+        /// Why.
+        reason: String,
+        /// The state when it stopped.
+        state: Box<OptimizationState>,
+    },
+    /// The graph is malformed (a bug).
+    #[error(transparent)]
+    Graph(#[from] GraphError),
+}
+
+/// A finished optimization.
+#[derive(Debug, Clone)]
+pub struct Optimization {
+    /// The result.
+    pub result: OptimizationResult,
+    /// The final state.
+    pub state: OptimizationState,
+    /// What the calls cost in USD (0 for models with no price).
+    pub usd: f64,
+    /// The nodes run, in order.
+    pub nodes: Vec<String>,
+}
+
+/// Runs optimizations: the graph of spec 003 on a chat model, a resume index and caches.
+///
+/// ```
+/// use jd_optimizer::{JdOptimizer, OptimizeRequest};
+/// use agent_llm::{ModelRouter, ProviderKind, testing::ScriptedModel};
+/// use std::sync::Arc;
+///
+/// let model = Arc::new(ScriptedModel::from_texts(Vec::<String>::new()));
+/// let optimizer = JdOptimizer::new(model, ModelRouter::for_provider(ProviderKind::OpenAi));
+/// let refused = optimizer.check(&OptimizeRequest::new("Built things", "too short"));
+/// assert!(refused.unwrap_err().to_string().contains("too short"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct JdOptimizer {
+    deps: Arc<Deps>,
+    pricing: PricingTable,
+}
+
+impl JdOptimizer {
+    /// Optimizations on `model`, tiers picked by `router`; no resume index (the raw
+    /// sections are ranked by keywords), caches in process.
+    pub fn new(model: Arc<dyn ChatModel>, router: ModelRouter) -> Self {
+        JdOptimizer {
+            deps: Arc::new(Deps {
+                caller: AgentCaller::new(model, router),
+                index: ResumeIndex::none(),
+                cache: OptimizerCache::default(),
+            }),
+            pricing: PricingTable::default(),
+        }
+    }
+
+    fn edit(mut self, f: impl FnOnce(&mut Deps)) -> Self {
+        f(Arc::make_mut(&mut self.deps));
+        self
+    }
+
+    /// Retrieves from `index`.
+    pub fn with_index(self, index: ResumeIndex) -> Self {
+        self.edit(|d| d.index = index)
+    }
+
+    /// Caches in `cache`.
+    pub fn with_cache(self, cache: OptimizerCache) -> Self {
+        self.edit(|d| d.cache = cache)
+    }
+
+    /// Prices calls with `pricing`.
+    pub fn with_pricing(mut self, pricing: PricingTable) -> Self {
+        self.pricing = pricing;
+        self
+    }
+
+    /// The caches (their hit counts).
+    pub fn cache(&self) -> &OptimizerCache {
+        &self.deps.cache
+    }
+
+    /// The compiled graph.
+    pub fn graph(&self) -> Result<CompiledGraph<OptimizationState, OptimizeEvent>, GraphError> {
+        build_graph(Arc::clone(&self.deps))
+    }
+
+    /// Checks a request before any model call.
+    pub fn check(&self, request: &OptimizeRequest) -> Result<(), InputError> {
+        request.check()
+    }
+
+    /// The first state of `request`'s optimization in session `session_id`.
+    pub fn initial_state(
+        &self,
+        request: &OptimizeRequest,
+        session_id: &str,
+    ) -> Result<OptimizationState, InputError> {
+        request.check()?;
+        let ids = Ids {
+            tenant_id: request.tenant_id.clone(),
+            user_id: request.user_id.clone(),
+            session_id: session_id.to_owned(),
+            resume_id: request.resume_id(),
+        };
+        Ok(OptimizationState::new(
+            ids,
+            request.jd_text.clone(),
+            resume_chunks(&request.resume_text),
+            request.user_facts.clone(),
+            request.config.clone(),
+        ))
+    }
+
+    /// A meter for one optimization: its budget's token and call limits as hard stops
+    /// behind the graph's own checks, prices from the optimizer's table.
+    pub fn meter(&self, request: &OptimizeRequest) -> CostMeter {
+        let limits = CostLimits {
+            max_tokens: Some(request.config.budget.max_tokens),
+            max_calls: Some(request.config.budget.max_calls),
+            ..CostLimits::default()
+        };
+        CostMeter::with_pricing(limits, self.pricing.clone())
+    }
+
+    /// Runs one optimization in a session of its own, events to `events`.
+    pub async fn optimize(
+        &self,
+        request: &OptimizeRequest,
+        session_id: &str,
+        events: Arc<dyn EventSink<OptimizeEvent>>,
+        cancel: CancellationToken,
+    ) -> Result<Optimization, OptimizeError> {
+        let state = self.initial_state(request, session_id)?;
+        let meter = self.meter(request);
+        let session = Session::new(session_id, state)
+            .with_user(request.user_id.clone())
+            .with_event_sink(events)
+            .with_cancellation(cancel.clone())
+            .with_meter(meter.clone());
+        self.run_in(&session, cancel).await
+    }
+
+    /// Runs the optimization whose state `session` holds (a server's session).
+    pub async fn run_in(
+        &self,
+        session: &Session<OptimizationState, OptimizeEvent>,
+        cancel: CancellationToken,
+    ) -> Result<Optimization, OptimizeError> {
+        let graph = self.graph()?;
+        let started = Instant::now();
+        let options = RunOptions::new()
+            .with_run_id(session.id())
+            .with_cancellation(cancel);
+        let run = graph.run_in(session, options).await;
+        let nodes = run.node_names().iter().map(|n| (*n).to_owned()).collect();
+        let usd = session.meter().map_or(0.0, |m| m.snapshot().usd);
+        let mut state = run.state;
+        tracing::info!(
+            session = session.id(),
+            status = run.status.as_str(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            tokens = state.total_tokens_used,
+            calls = state.model_calls,
+            "optimization ended"
+        );
+        match run.status {
+            RunStatus::Success => {}
+            // A limit of the meter stopped a node: what was gathered is aggregated.
+            RunStatus::Partial => {
+                if state.final_result.is_none() {
+                    let reason = run.reason.unwrap_or_else(|| "a limit was reached".into());
+                    state.warnings.push(format!("stopped early: {reason}"));
+                    state.final_result = Some(aggregate(&state));
+                }
+            }
+            RunStatus::Failed => {
+                return Err(OptimizeError::Failed {
+                    reason: run.reason.unwrap_or_else(|| "unknown".into()),
+                    state: Box::new(state),
+                });
+            }
+        }
+        let result = match state.final_result.clone() {
+            Some(result) => result,
+            None => aggregate(&state),
+        };
+        Ok(Optimization {
+            result,
+            state,
+            usd,
+            nodes,
+        })
+    }
+}

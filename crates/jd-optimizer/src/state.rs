@@ -1,0 +1,497 @@
+//! The optimization's typed state (spec 003 section 2.1, `OptimizationState`): the graph
+//! routes on it, every node reads and writes it, checkpoints save it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::JdAnalysis;
+use crate::config::OptimizeConfig;
+use crate::result::OptimizationResult;
+
+/// A piece of the resume (`ResumeChunkDict`): its id is `C` and its place in the resume
+/// (`C1` is the first), so the rewriter can cite it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ResumeChunk {
+    /// `C1`, `C2`, ... in resume order.
+    pub id: String,
+    /// `experience`, `projects`, `skills`, ...
+    pub section_type: String,
+    /// The chunk's text.
+    pub content: String,
+    /// How relevant retrieval found it, 0 to 1 (cosine similarity, or the share of the
+    /// weighted keywords it contains when ranked without embeddings).
+    pub relevance_score: f64,
+}
+
+/// A rewritten bullet and the chunks it rewrites.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RewrittenBullet {
+    /// `B1`, `B2`, ... in order.
+    pub id: String,
+    /// The bullet.
+    pub text: String,
+    /// Ids of the chunks it rewrites (`C3`).
+    pub sources: Vec<String>,
+}
+
+/// A rewritten bullet refused by the fabrication check: never shown as fact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DroppedBullet {
+    /// The bullet as the model wrote it.
+    pub text: String,
+    /// The chunks it named.
+    pub sources: Vec<String>,
+    /// What it introduced that neither its sources nor the user's answers say.
+    pub reason: String,
+}
+
+/// Per-category scores, each 0 to 1 (`ScoreBreakdownDict`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScoreBreakdown {
+    /// JD keywords found in the bullets, by weight.
+    pub keywords: f64,
+    /// Hard and soft skills the bullets show.
+    pub skills: f64,
+    /// JD responsibilities the bullets map to.
+    pub experience: f64,
+    /// Action verbs, numbers, length.
+    pub formatting: f64,
+}
+
+/// The scoring weights of spec 003 section 3.5.
+pub const WEIGHTS: ScoreBreakdown = ScoreBreakdown {
+    keywords: 0.35,
+    skills: 0.30,
+    experience: 0.25,
+    formatting: 0.10,
+};
+
+impl ScoreBreakdown {
+    /// Every value clamped to 0..=1 (a non-number becomes 0.5).
+    pub fn clamped(self) -> Self {
+        let clamp = |v: f64| {
+            if v.is_finite() {
+                v.clamp(0.0, 1.0)
+            } else {
+                0.5
+            }
+        };
+        ScoreBreakdown {
+            keywords: clamp(self.keywords),
+            skills: clamp(self.skills),
+            experience: clamp(self.experience),
+            formatting: clamp(self.formatting),
+        }
+    }
+
+    /// The weighted overall score.
+    ///
+    /// ```
+    /// use jd_optimizer::state::ScoreBreakdown;
+    /// let all = ScoreBreakdown { keywords: 1.0, skills: 1.0, experience: 1.0, formatting: 1.0 };
+    /// assert!((all.overall() - 1.0).abs() < 1e-9);
+    /// ```
+    pub fn overall(&self) -> f64 {
+        let v = self.clamped();
+        v.keywords * WEIGHTS.keywords
+            + v.skills * WEIGHTS.skills
+            + v.experience * WEIGHTS.experience
+            + v.formatting * WEIGHTS.formatting
+    }
+
+    /// The value of `category`.
+    pub fn get(&self, category: Category) -> f64 {
+        match category {
+            Category::Keywords => self.keywords,
+            Category::Skills => self.skills,
+            Category::Experience => self.experience,
+            Category::Formatting => self.formatting,
+        }
+    }
+
+    /// Sets the value of `category`.
+    pub fn set(&mut self, category: Category, value: f64) {
+        match category {
+            Category::Keywords => self.keywords = value,
+            Category::Skills => self.skills = value,
+            Category::Experience => self.experience = value,
+            Category::Formatting => self.formatting = value,
+        }
+    }
+}
+
+/// A scoring category.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    /// Keyword coverage.
+    Keywords,
+    /// Skills alignment.
+    Skills,
+    /// Experience relevance.
+    Experience,
+    /// ATS formatting.
+    Formatting,
+}
+
+impl Category {
+    /// All four, in the spec's order.
+    pub const ALL: [Category; 4] = [
+        Category::Keywords,
+        Category::Skills,
+        Category::Experience,
+        Category::Formatting,
+    ];
+
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Keywords => "keywords",
+            Category::Skills => "skills",
+            Category::Experience => "experience",
+            Category::Formatting => "formatting",
+        }
+    }
+}
+
+/// Which lane gave a score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ScoringLane {
+    /// The deterministic scorer alone (confident, or degraded to it).
+    Rules,
+    /// The rules plus a compact model call on the weak categories.
+    CompactModel,
+    /// The full model scorer.
+    FullModel,
+    /// The model scorer failed twice: 0.5, with the error recorded.
+    Fallback,
+}
+
+/// What produced a set of bullets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptKind {
+    /// The resume as it was, before any rewrite (the baseline).
+    Original,
+    /// A full rewrite.
+    FullRewrite,
+    /// A targeted repair of weak bullets.
+    TargetedRepair,
+}
+
+/// One scoring of a set of bullets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AttemptScore {
+    /// 0 for the baseline, then 1, 2, ...
+    pub attempt: u32,
+    /// What produced the bullets.
+    pub kind: AttemptKind,
+    /// The overall score, 0 to 1.
+    pub score: f64,
+    /// Per category.
+    pub breakdown: ScoreBreakdown,
+    /// Which lane scored it.
+    pub lane: ScoringLane,
+    /// The deterministic scorer's confidence, 0 to 1.
+    pub confidence: f64,
+}
+
+/// How urgent a gap is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Priority {
+    /// Central to the role.
+    High,
+    /// Asked for.
+    Medium,
+    /// Nice to have.
+    Low,
+}
+
+/// The gaps rewording cannot close (`GapReportDict`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GapReport {
+    /// Skills the description requires that the resume does not show.
+    pub missing_skills: Vec<String>,
+    /// What to do about them.
+    pub recommendations: Vec<String>,
+    /// Skills the candidate has that partly cover a gap.
+    pub transferable_skills: Vec<String>,
+    /// Missing skill to urgency.
+    pub priority: BTreeMap<String, Priority>,
+}
+
+/// Who wrote the gap report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GapSource {
+    /// The gap analyzer model.
+    Model,
+    /// The deterministic diff of the description's skills and the resume.
+    Deterministic,
+}
+
+/// A failure the run recorded (`AgentErrorDict`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentErrorRecord {
+    /// The agent that failed (`jd_analyzer`, `ats_scorer`, ...).
+    pub agent_name: String,
+    /// What kind of failure (`invalid_output`, `model_error`, `store_unavailable`, ...).
+    pub error_type: String,
+    /// What happened.
+    pub error_message: String,
+    /// Whether the run went on.
+    pub recoverable: bool,
+}
+
+/// A way the run was degraded under budget pressure (spec 4.6.3), in the order they apply.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Degrade {
+    /// The gap report is the deterministic diff, not the model's.
+    SkipGapModel,
+    /// The rewrite asked for fewer, shorter bullets.
+    ShortRewrite,
+    /// Scores came from the rules alone.
+    RuleScoringOnly,
+}
+
+/// Which budget limit stopped the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetLimit {
+    /// `max_tokens`.
+    Tokens,
+    /// `max_calls`.
+    Calls,
+    /// `max_wall_ms`.
+    WallTime,
+}
+
+/// The run reached a budget limit and went straight to aggregation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BudgetStop {
+    /// The limit reached.
+    pub limit: BudgetLimit,
+    /// The node that found it.
+    pub at_node: String,
+    /// In words.
+    pub message: String,
+}
+
+/// Where the router sends the run after scoring (spec 4.6.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RouteKey {
+    /// Good enough, out of attempts, or on a plateau: on to the gap analysis.
+    ProceedToGap,
+    /// Patch the weak bullets for the weak categories.
+    TargetedRepair,
+    /// Rewrite everything again (only when configured).
+    FullRewrite,
+    /// A budget limit was reached: straight to aggregation.
+    BudgetReached,
+}
+
+impl RouteKey {
+    /// The branch key the graph routes on.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouteKey::ProceedToGap => "proceed_to_gap",
+            RouteKey::TargetedRepair => "targeted_repair",
+            RouteKey::FullRewrite => "full_rewrite",
+            RouteKey::BudgetReached => "budget_reached",
+        }
+    }
+}
+
+/// A routing decision with its reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Route {
+    /// Where to.
+    pub next: RouteKey,
+    /// Why, in words.
+    pub reason: String,
+}
+
+/// How the chunks were found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RetrievalSource {
+    /// Not retrieved yet.
+    #[default]
+    None,
+    /// Hybrid search of the tenant's indexed resume.
+    Hybrid,
+    /// The cache of an earlier identical retrieval.
+    Cache,
+    /// The raw sections ranked by keywords (no embeddings, a store down or empty).
+    RawSections,
+}
+
+/// Cache lookups made by this run: `true` a hit, `false` a miss.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CacheUse {
+    /// The JD analysis.
+    pub jd_analysis: Option<bool>,
+    /// The retrieval.
+    pub retrieval: Option<bool>,
+}
+
+/// The state every node of the optimization shares.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OptimizationState {
+    /// The tenant (every cache key and vector query is scoped by it).
+    pub tenant_id: String,
+    /// The user.
+    pub user_id: String,
+    /// The session.
+    pub session_id: String,
+    /// The resume's id (its text's hash unless given).
+    pub resume_id: String,
+    /// The job description.
+    pub jd_text: String,
+    /// Facts the user added (answers); a rewrite may use them as it uses the resume.
+    pub user_facts: Vec<String>,
+    /// The resume cut into chunks, `C1..` in order.
+    pub resume_sections: Vec<ResumeChunk>,
+    /// The settings.
+    pub config: OptimizeConfig,
+    /// When the optimization started (the wall-time budget counts from here).
+    pub started_at: DateTime<Utc>,
+    /// The JD analysis.
+    pub jd_analysis: Option<JdAnalysis>,
+    /// The chunks retrieved for the rewriter.
+    pub relevant_chunks: Vec<ResumeChunk>,
+    /// How they were found.
+    pub retrieval_source: RetrievalSource,
+    /// The current bullets (accepted by the fabrication check).
+    pub optimized_bullets: Vec<RewrittenBullet>,
+    /// Bullets the fabrication check refused, every attempt's.
+    pub dropped_bullets: Vec<DroppedBullet>,
+    /// What produced the current bullets.
+    pub bullets_from: Option<AttemptKind>,
+    /// Full rewrites made.
+    pub rewrite_attempts: u32,
+    /// Targeted repairs made.
+    pub repair_attempts: u32,
+    /// The latest overall score.
+    pub ats_score: Option<f64>,
+    /// The latest breakdown.
+    pub score_breakdown: Option<ScoreBreakdown>,
+    /// Every scoring: the baseline (attempt 0) and each attempt's.
+    pub attempts: Vec<AttemptScore>,
+    /// The router's latest decision.
+    pub route: Option<Route>,
+    /// The gap report.
+    pub gap_report: Option<GapReport>,
+    /// Who wrote it.
+    pub gap_source: Option<GapSource>,
+    /// The node running.
+    pub current_node: String,
+    /// Failures recorded.
+    pub errors: Vec<AgentErrorRecord>,
+    /// Things the user should know (a fallback taken, a budget reached).
+    pub warnings: Vec<String>,
+    /// Tokens per agent (`jd_analyzer`, `resume_rewriter`, `ats_scorer`, `gap_analyzer`).
+    pub token_usage: BTreeMap<String, u64>,
+    /// Tokens of every model call.
+    pub total_tokens_used: u64,
+    /// Model calls made, re-asks included.
+    pub model_calls: u64,
+    /// Degrade modes applied.
+    pub degrades: BTreeSet<Degrade>,
+    /// The budget limit that stopped the run, if one did.
+    pub budget_stop: Option<BudgetStop>,
+    /// Cache lookups.
+    pub cache: CacheUse,
+    /// The aggregated result.
+    pub final_result: Option<OptimizationResult>,
+}
+
+impl OptimizationState {
+    /// A new optimization's state: the inputs, nothing computed yet.
+    pub fn new(
+        ids: crate::input::Ids,
+        jd_text: String,
+        resume_sections: Vec<ResumeChunk>,
+        user_facts: Vec<String>,
+        config: OptimizeConfig,
+    ) -> Self {
+        OptimizationState {
+            tenant_id: ids.tenant_id,
+            user_id: ids.user_id,
+            session_id: ids.session_id,
+            resume_id: ids.resume_id,
+            jd_text,
+            user_facts,
+            resume_sections,
+            config,
+            started_at: Utc::now(),
+            jd_analysis: None,
+            relevant_chunks: Vec::new(),
+            retrieval_source: RetrievalSource::None,
+            optimized_bullets: Vec::new(),
+            dropped_bullets: Vec::new(),
+            bullets_from: None,
+            rewrite_attempts: 0,
+            repair_attempts: 0,
+            ats_score: None,
+            score_breakdown: None,
+            attempts: Vec::new(),
+            route: None,
+            gap_report: None,
+            gap_source: None,
+            current_node: String::new(),
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            token_usage: BTreeMap::new(),
+            total_tokens_used: 0,
+            model_calls: 0,
+            degrades: BTreeSet::new(),
+            budget_stop: None,
+            cache: CacheUse::default(),
+            final_result: None,
+        }
+    }
+
+    /// Records a failure.
+    pub fn record_error(
+        &mut self,
+        agent: &str,
+        error_type: &str,
+        message: impl Into<String>,
+        recoverable: bool,
+    ) {
+        self.errors.push(AgentErrorRecord {
+            agent_name: agent.to_owned(),
+            error_type: error_type.to_owned(),
+            error_message: message.into(),
+            recoverable,
+        });
+    }
+
+    /// Milliseconds since the optimization started.
+    pub fn elapsed_ms(&self) -> u64 {
+        let elapsed = Utc::now().signed_duration_since(self.started_at);
+        u64::try_from(elapsed.num_milliseconds()).unwrap_or(0)
+    }
+
+    /// The chunks a rewrite may draw on: those retrieved, or every section when
+    /// retrieval gave none.
+    pub fn rewrite_sources(&self) -> &[ResumeChunk] {
+        if self.relevant_chunks.is_empty() {
+            &self.resume_sections
+        } else {
+            &self.relevant_chunks
+        }
+    }
+}

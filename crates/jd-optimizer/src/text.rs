@@ -1,0 +1,238 @@
+//! Reading bullets as an ATS does: keywords found by alias or by stem, content words,
+//! numbers, action verbs.
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use job_capabilities::ranking::{mentions, normalize_skill};
+use rust_stemmers::{Algorithm, Stemmer};
+
+fn stemmer() -> &'static Stemmer {
+    static STEMMER: OnceLock<Stemmer> = OnceLock::new();
+    STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
+}
+
+/// Words that carry no meaning of their own in a bullet or a duty.
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "into", "is", "it",
+    "its", "of", "on", "or", "our", "the", "their", "to", "we", "with", "you", "your", "will",
+    "across", "within", "using", "via", "per", "that", "this", "who", "all", "other", "etc",
+];
+
+/// The words of `text`, lowercased: runs of letters and digits, with `+`, `#`, `.` and `/`
+/// kept inside ("c++", "node.js", "ci/cd").
+pub fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '+' | '#' | '.' | '/')))
+        .map(|w| w.trim_matches(|c| matches!(c, '.' | '/')).to_lowercase())
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// The English stem of a lowercased word ("microservices" and "microservice" meet).
+pub fn stem(word: &str) -> String {
+    stemmer().stem(word).into_owned()
+}
+
+/// The stems of `text`'s content words (stop words and one-letter words left out).
+///
+/// ```
+/// let stems = jd_optimizer::text::content_stems("Designing the payment services");
+/// assert!(stems.contains("design") && stems.contains("servic") && !stems.contains("the"));
+/// ```
+pub fn content_stems(text: &str) -> BTreeSet<String> {
+    words(text)
+        .into_iter()
+        .filter(|w| w.chars().count() > 1 && !STOP_WORDS.contains(&w.as_str()))
+        .map(|w| stem(&w))
+        .collect()
+}
+
+/// How a keyword was found in a text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Found {
+    /// Not there.
+    No,
+    /// Every word of it by stem only ("deployed" for "deployment"): a weaker match.
+    ByStem,
+    /// As written or as one of its aliases ("k8s" for "Kubernetes").
+    Exactly,
+}
+
+/// Whether `text` contains `keyword`: as written or by alias (whole words), else by the
+/// stems of all its words.
+///
+/// ```
+/// use jd_optimizer::text::{Found, find_keyword};
+/// assert_eq!(find_keyword("Ran k8s clusters", "Kubernetes"), Found::Exactly);
+/// assert_eq!(find_keyword("Deployed services weekly", "service deployment"), Found::ByStem);
+/// assert_eq!(find_keyword("A good engineer", "Go"), Found::No);
+/// ```
+pub fn find_keyword(text: &str, keyword: &str) -> Found {
+    let canonical = normalize_skill(keyword);
+    if canonical.is_empty() {
+        return Found::No;
+    }
+    if mentions(text, &canonical) || mentions(text, &keyword.trim().to_lowercase()) {
+        return Found::Exactly;
+    }
+    let wanted = content_stems(keyword);
+    if wanted.is_empty() {
+        return Found::No;
+    }
+    let have = content_stems(text);
+    if wanted.iter().all(|s| have.contains(s)) {
+        Found::ByStem
+    } else {
+        Found::No
+    }
+}
+
+/// The numbers in `text`, as digits only ("40%" → "40", "$1,200" → "1200", "3.5x" → "3.5").
+///
+/// ```
+/// assert_eq!(jd_optimizer::text::numbers("Cut 40% of $1,200 costs in 3.5 weeks"), ["40", "1200", "3.5"]);
+/// ```
+pub fn numbers(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut current = String::new();
+    let chars: Vec<char> = text.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        let next_is_digit = chars.get(i + 1).is_some_and(char::is_ascii_digit);
+        if c.is_ascii_digit() {
+            current.push(c);
+        } else if !current.is_empty() && c == ',' && next_is_digit {
+            // a thousands separator
+        } else if !current.is_empty() && c == '.' && next_is_digit {
+            current.push(c);
+        } else if !current.is_empty() {
+            found.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() {
+        found.push(current);
+    }
+    found
+}
+
+/// Verbs a strong bullet starts with (past tense; present tense forms are accepted too,
+/// by stem).
+const ACTION_VERBS: &[&str] = &[
+    "achieved",
+    "added",
+    "analyzed",
+    "architected",
+    "automated",
+    "built",
+    "championed",
+    "coached",
+    "collaborated",
+    "consolidated",
+    "created",
+    "cut",
+    "debugged",
+    "decreased",
+    "defined",
+    "delivered",
+    "deployed",
+    "designed",
+    "developed",
+    "directed",
+    "drove",
+    "eliminated",
+    "enabled",
+    "engineered",
+    "established",
+    "expanded",
+    "grew",
+    "guided",
+    "implemented",
+    "improved",
+    "increased",
+    "instrumented",
+    "integrated",
+    "introduced",
+    "launched",
+    "led",
+    "maintained",
+    "managed",
+    "mentored",
+    "migrated",
+    "modernized",
+    "monitored",
+    "optimized",
+    "orchestrated",
+    "organized",
+    "owned",
+    "partnered",
+    "planned",
+    "presented",
+    "prototyped",
+    "rebuilt",
+    "redesigned",
+    "reduced",
+    "refactored",
+    "replaced",
+    "resolved",
+    "restructured",
+    "retired",
+    "saved",
+    "scaled",
+    "secured",
+    "shipped",
+    "simplified",
+    "spearheaded",
+    "standardized",
+    "streamlined",
+    "supported",
+    "taught",
+    "tested",
+    "trained",
+    "transformed",
+    "tuned",
+    "upgraded",
+    "wrote",
+];
+
+/// Whether a bullet starts with an action verb ("Built", "Led", "Optimize").
+///
+/// ```
+/// use jd_optimizer::text::starts_with_action_verb;
+/// assert!(starts_with_action_verb("• Led a team of 5"));
+/// assert!(starts_with_action_verb("Optimize queries"));
+/// assert!(!starts_with_action_verb("Responsible for queries"));
+/// ```
+pub fn starts_with_action_verb(bullet: &str) -> bool {
+    let Some(first) = words(bullet).into_iter().next() else {
+        return false;
+    };
+    if ACTION_VERBS.contains(&first.as_str()) {
+        return true;
+    }
+    let first_stem = stem(&first);
+    ACTION_VERBS.iter().any(|verb| stem(verb) == first_stem)
+}
+
+/// A bullet without its list marker.
+pub fn strip_marker(line: &str) -> &str {
+    line.trim()
+        .trim_start_matches(['-', '*', '•', '–', '·'])
+        .trim_start()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_keep_technical_punctuation() {
+        assert_eq!(
+            words("Used C++, Node.js and CI/CD."),
+            ["used", "c++", "node.js", "and", "ci/cd"]
+        );
+    }
+
+    #[test]
+    fn numbers_end_at_sentence_periods() {
+        assert_eq!(numbers("Served 5. Then 12"), ["5", "12"]);
+    }
+}
