@@ -106,15 +106,15 @@ pub fn is_long_jd(jd: &str, analysis: &JdAnalysis) -> bool {
 /// structured output.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct JdAnalysis {
-    /// Technical skills the description names ("Python", "AWS").
+    /// Technical skills.
     pub hard_skills: Vec<String>,
-    /// Interpersonal skills ("leadership", "communication").
+    /// Interpersonal skills.
     pub soft_skills: Vec<String>,
-    /// The role's key duties.
+    /// Key duties.
     pub responsibilities: Vec<String>,
-    /// Required education, certifications, years of experience.
+    /// Education, certifications, years.
     pub qualifications: Vec<String>,
-    /// Keyword to importance, 0 to 1, from how often and where the description says it.
+    /// Keyword to importance, 0 to 1.
     pub keyword_weights: BTreeMap<String, f64>,
 }
 

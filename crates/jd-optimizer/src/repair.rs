@@ -1,5 +1,5 @@
 //! Which bullets a targeted repair can honestly improve (spec 003 section 3.7.3): those
-//! whose sources hold keywords no bullet uses yet, or whose form can be fixed (no action
+//! whose sources (or the skills the candidate lists) hold keywords no bullet uses yet, or whose form can be fixed (no action
 //! verb, too long or short, a number the sources give but the bullet left out).
 
 use serde::{Deserialize, Serialize};
@@ -47,10 +47,11 @@ pub fn repair_targets(state: &OptimizationState, rules: &RuleScore) -> Vec<Repai
 
     let mut targets: Vec<(f64, RepairTarget)> = Vec::new();
     for (index, bullet) in state.optimized_bullets.iter().enumerate() {
-        let source_text: String = bullet
-            .sources
+        // Its own sources, and the skills the candidate lists: a patch may cite those too.
+        let source_text: String = state
+            .rewrite_sources()
             .iter()
-            .filter_map(|id| state.rewrite_sources().iter().find(|c| &c.id == id))
+            .filter(|c| bullet.sources.contains(&c.id) || c.section_type == "skills")
             .map(|c| c.content.as_str())
             .chain(state.user_facts.iter().map(String::as_str))
             .collect::<Vec<_>>()

@@ -45,7 +45,7 @@ pub struct OptimizationResult {
     pub optimized_bullets: Vec<RewrittenBullet>,
     /// Bullets refused by the fabrication check, with why.
     pub dropped_bullets: Vec<DroppedBullet>,
-    /// The resume as it was, scored by the rules (0 to 1).
+    /// The resume's own bullets, scored by the rules (0 to 1).
     pub baseline_score: f64,
     /// The final score (0 to 1).
     pub ats_score: f64,
@@ -120,19 +120,24 @@ pub fn aggregate(state: &OptimizationState) -> OptimizationResult {
     };
     let baseline_score = state.attempts.iter().find(|a| a.attempt == 0).map_or_else(
         || {
-            let originals: Vec<&str> = state
-                .rewrite_sources()
-                .iter()
-                .map(|c| c.content.as_str())
-                .collect();
-            crate::scoring::score_by_rules(&analysis, &originals, state.config.score_threshold)
-                .overall()
+            crate::scoring::score_by_rules(
+                &analysis,
+                &state.original_bullets(),
+                state.config.score_threshold,
+            )
+            .overall()
         },
         |a| a.score,
     );
     let mut warnings = state.warnings.clone();
     if state.optimized_bullets.is_empty() {
         warnings.push("no rewritten bullet passed the fabrication check".to_owned());
+    } else if ats_score + 0.005 < baseline_score {
+        warnings.push(format!(
+            "the rewritten bullets score {:.1} points below the resume's own ({:.1}): keep the original where it reads better",
+            (baseline_score - ats_score) * 100.0,
+            baseline_score * 100.0
+        ));
     }
     OptimizationResult {
         session_id: state.session_id.clone(),

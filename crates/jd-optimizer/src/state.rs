@@ -217,11 +217,11 @@ pub enum Priority {
 /// The gaps rewording cannot close (`GapReportDict`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GapReport {
-    /// Skills the description requires that the resume does not show.
+    /// Required skills the resume does not show.
     pub missing_skills: Vec<String>,
     /// What to do about them.
     pub recommendations: Vec<String>,
-    /// Skills the candidate has that partly cover a gap.
+    /// Skills that partly cover a gap.
     pub transferable_skills: Vec<String>,
     /// Missing skill to urgency.
     pub priority: BTreeMap<String, Priority>,
@@ -483,6 +483,32 @@ impl OptimizationState {
     pub fn elapsed_ms(&self) -> u64 {
         let elapsed = Utc::now().signed_duration_since(self.started_at);
         u64::try_from(elapsed.num_milliseconds()).unwrap_or(0)
+    }
+
+    /// The resume's own bullets among the chunks a rewrite draws on (the lines of its
+    /// experience and project chunks, list markers stripped, role lines left out): what
+    /// the rewritten bullets are compared with.
+    pub fn original_bullets(&self) -> Vec<String> {
+        let sources = self.rewrite_sources();
+        let wanted =
+            |c: &&ResumeChunk| matches!(c.section_type.as_str(), "experience" | "projects");
+        let chosen: Vec<&ResumeChunk> = if sources.iter().any(|c| wanted(&c)) {
+            sources.iter().filter(wanted).collect()
+        } else {
+            sources.iter().collect()
+        };
+        let lines: Vec<&str> = chosen.iter().flat_map(|c| c.content.lines()).collect();
+        let marked = |l: &&str| l.trim_start().starts_with(['-', '*', '•', '–', '·']);
+        let bullets: Vec<&str> = if lines.iter().any(marked) {
+            lines.into_iter().filter(marked).collect()
+        } else {
+            lines
+        };
+        bullets
+            .into_iter()
+            .map(|l| crate::text::strip_marker(l).to_owned())
+            .filter(|l| !l.is_empty())
+            .collect()
     }
 
     /// The chunks a rewrite may draw on: those retrieved, or every section when

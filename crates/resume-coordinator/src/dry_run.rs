@@ -9,7 +9,7 @@
 //! each set of interview answers (`A1..`) the prompt's evidence may hold.
 
 use agent_llm::testing::{RecordedModel, RecordingError};
-use agent_llm::{ModelRouter, ModelTier, ProviderKind};
+use agent_llm::ModelRouter;
 use std::path::Path;
 
 /// The recording could not be read.
@@ -44,8 +44,5 @@ pub fn recorded_model(fixtures_dir: &Path) -> Result<RecordedModel, DryRunError>
 /// assert_eq!(router.model(ModelTier::Primary), "dry-run-primary");
 /// ```
 pub fn router() -> ModelRouter {
-    ModelTier::ALL.into_iter().fold(
-        ModelRouter::for_provider(ProviderKind::Local),
-        |router, tier| router.with_model(tier, format!("dry-run-{tier}")),
-    )
+    agent_llm::testing::dry_run_router()
 }

@@ -153,8 +153,13 @@ fn is_heading(line: &str) -> bool {
     let capitals = !letters.is_empty() && letters.iter().all(|c| c.is_uppercase());
     let colon = line.ends_with(':');
     let markdown = line.starts_with('#');
-    // "Skills", "Work experience": a few words naming a section, nothing else on the line.
-    let names_a_section = words <= 3
+    // "Skills", "Work experience": a few words naming a section, nothing else on the line;
+    // a posting's longer question-headings too ("What you will do", "Who you are").
+    let lowered = line.to_lowercase();
+    let question = ["what ", "who ", "about "]
+        .iter()
+        .any(|start| lowered.starts_with(start));
+    let names_a_section = (words <= 3 || (words <= 5 && question))
         && !line.contains([',', '.', '(', '|'])
         && !line.chars().any(|c| c.is_ascii_digit())
         && SectionKind::of_heading(line) != SectionKind::Other;
@@ -344,6 +349,21 @@ mod tests {
                 SectionKind::Responsibilities,
                 SectionKind::Requirements,
                 SectionKind::Benefits
+            ]
+        );
+    }
+
+    #[test]
+    fn question_headings_of_a_few_more_words_open_sections() {
+        let jd = "SRE at Quayside\n\nWho we are\nWe move money.\n\nWhat you will do\n- Run Kubernetes\n\nWhat we're looking for\n- 5+ years in SRE";
+        let kinds: Vec<SectionKind> = chunk_document("jd", jd).iter().map(|c| c.section).collect();
+        assert_eq!(
+            kinds,
+            [
+                SectionKind::Header,
+                SectionKind::About,
+                SectionKind::Responsibilities,
+                SectionKind::Requirements
             ]
         );
     }

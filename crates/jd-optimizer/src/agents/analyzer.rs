@@ -15,13 +15,7 @@ use crate::llm::{Ask, CallError, Node};
 pub const AGENT: &str = "jd_analyzer";
 
 /// The system prompt.
-pub const SYSTEM: &str = "You are the JD Analyzer. Extract the requirements of the job description.
-- hard_skills: technologies, tools, languages, methods named in it (at most 15).
-- soft_skills: interpersonal skills named in it (at most 6).
-- responsibilities: the role's key duties, each a short phrase (at most 8).
-- qualifications: required education, certifications, years of experience.
-- keyword_weights: each hard skill and other key term, weighted 0 to 1 by how often and how early the description says it (required > preferred).
-Use the description's own words. Answer in JSON only.";
+pub const SYSTEM: &str = "You are the JD Analyzer. Extract the job's requirements in its own words: at most 12 hard skills, 5 soft skills, 6 duties; qualifications; keyword_weights 0 to 1 for the hard skills and key terms (required and early = heavy). JSON only.";
 
 /// The user prompt: the description without its boilerplate.
 pub fn prompt(jd_text: &str) -> String {

@@ -19,12 +19,7 @@ use crate::text::{Found, find_keyword};
 pub const AGENT: &str = "gap_analyzer";
 
 /// The system prompt.
-pub const SYSTEM: &str = "You are the Gap Analyzer. Compare the job's requirements with the candidate's resume.
-- missing_skills: required skills the resume does not show (start from the list given).
-- transferable_skills: skills the candidate has that partly cover a gap, as \"X (related to Y)\".
-- recommendations: one concrete action per gap (a project, a course, a certification, or experience to mention if the candidate has it).
-- priority: each missing skill as high, medium or low by its weight.
-Answer in JSON only.";
+pub const SYSTEM: &str = "You are the Gap Analyzer. From the skills a text check found missing: the ones really missing, transferable skills the candidate has (\"X (related to Y)\"), one concrete recommendation per gap, and each gap's priority (high, medium, low) by its weight. JSON only.";
 
 fn priority_of(weight: f64) -> Priority {
     if weight >= 0.75 {

@@ -25,19 +25,10 @@ const CHARS_PER_TOKEN: usize = 4;
 const MIN_CUT_CHARS: usize = 160;
 
 /// The system prompt of a full rewrite.
-pub const SYSTEM: &str = "You are the Resume Rewriter. Rewrite the candidate's resume chunks as bullets aligned with the target job.
-Rules:
-1. Use the job's keywords where the chunk supports them; never add a skill, employer, title or number the chunks do not state.
-2. Start each bullet with a strong action verb; keep numbers the chunks give.
-3. One bullet per achievement, 12 to 28 words.
-4. sources: the ids of the chunks (C1, C2...) each bullet rewrites.
-Answer in JSON only.";
+pub const SYSTEM: &str = "You are the Resume Rewriter. Rewrite the resume chunks as bullets for the target job: an action verb first, 12 to 28 words, the job's keywords where a chunk supports them, its numbers kept. Never add a skill, employer, title or number the chunks do not state. sources: the chunk ids (C1...) each bullet rewrites. JSON only.";
 
 /// The system prompt of a targeted repair.
-pub const REPAIR_SYSTEM: &str = "You are the Resume Rewriter, repairing weak bullets. Rewrite only the bullets listed, for the weak categories named.
-Use only facts, skills and numbers in each bullet's sources; the missing keywords listed are ones its sources contain.
-Start with an action verb; 12 to 28 words. replaces: the bullet's id. sources: the chunk ids used.
-Answer in JSON only.";
+pub const REPAIR_SYSTEM: &str = "You are the Resume Rewriter, repairing weak bullets. Rewrite only the bullets listed, for the weak categories, with the missing keywords their sources hold; facts only from the sources. An action verb first, 12 to 28 words. replaces: the bullet id; sources: the chunk ids used. JSON only.";
 
 /// A bullet as the model writes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -297,6 +288,17 @@ pub fn repair_prompt(state: &OptimizationState, targets: &[crate::repair::Repair
         .map(|t| t.weak_categories.iter().map(|c| c.as_str()).collect())
         .unwrap_or_default();
     prompt.push_str(&format!("Weak categories: {}\n", weak.join(", ")));
+    for skills in state
+        .rewrite_sources()
+        .iter()
+        .filter(|c| c.section_type == "skills")
+    {
+        prompt.push_str(&format!(
+            "Skills the candidate lists, citable: {}: {}\n",
+            skills.id,
+            skills.content.replace('\n', " ")
+        ));
+    }
     for target in targets {
         let Some(bullet) = state
             .optimized_bullets

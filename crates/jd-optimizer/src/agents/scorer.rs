@@ -1,8 +1,8 @@
 //! The scorer (spec 003 sections 3.5 and 3.7.1): the rules first, then, by their
 //! confidence, no model, a compact model call on the weak categories, or the full model
 //! scorer (light tier, temperature 0; values clamped; 0.5 with a recorded error when the
-//! model fails twice). The first scoring also scores the resume as it was (attempt 0),
-//! by the rules, so the result shows what the rewrite gained.
+//! model fails twice). The first scoring also scores the resume's own bullets (attempt
+//! 0), by the rules, so the result shows what the rewrite gained.
 
 use agent_llm::ModelTier;
 
@@ -20,12 +20,7 @@ use crate::state::{
 pub const AGENT: &str = "ats_scorer";
 
 /// The system prompt.
-pub const SYSTEM: &str = "You are the ATS Scorer. Score the resume bullets against the job's requirements, each asked category from 0.0 to 1.0:
-- keywords: how many of the job's keywords the bullets contain;
-- skills: how well the skills shown match the required skills;
-- experience: how relevant the experience is to the job's duties;
-- formatting: whether the bullets are clear, concise and ATS-parseable.
-Score only the categories asked for. Answer in JSON only.";
+pub const SYSTEM: &str = "You are the ATS Scorer. Score the bullets against the job, 0.0 to 1.0, only in the categories asked: keywords (job keywords present), skills (required skills shown), experience (relevance to the duties), formatting (clear, concise, parseable). JSON only.";
 
 /// The scorer's prompt for `categories`.
 pub fn prompt(state: &OptimizationState, categories: &[Category], rules: &RuleScore) -> String {
@@ -68,19 +63,14 @@ pub fn rule_score(state: &OptimizationState) -> RuleScore {
     score_by_rules(&analysis, &bullets, state.config.score_threshold)
 }
 
-/// Scores the resume as it was (the chunks the rewriter saw), once.
+/// Scores the resume's own bullets (of the chunks the rewriter saw), once.
 fn score_baseline(ctx: &Node) {
     let baseline = ctx.update(|s| {
         if !s.attempts.is_empty() {
             return None;
         }
         let analysis = s.jd_analysis.clone().unwrap_or_default();
-        let originals: Vec<&str> = s
-            .rewrite_sources()
-            .iter()
-            .map(|c| c.content.as_str())
-            .collect();
-        let rules = score_by_rules(&analysis, &originals, s.config.score_threshold);
+        let rules = score_by_rules(&analysis, &s.original_bullets(), s.config.score_threshold);
         let attempt = AttemptScore {
             attempt: 0,
             kind: AttemptKind::Original,

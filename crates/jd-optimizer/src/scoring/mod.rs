@@ -41,16 +41,16 @@ pub fn lane_for(confidence: f64, config: &OptimizeConfig) -> ScoringLane {
 /// The model scorer's answer: a value per category it was asked about, 0 to 1.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ModelScores {
-    /// How many of the description's keywords the bullets contain.
+    /// Keyword coverage.
     #[serde(default)]
     pub keywords: Option<f64>,
-    /// How well the skills shown match the required ones.
+    /// Skills alignment.
     #[serde(default)]
     pub skills: Option<f64>,
-    /// How relevant the experience is to the responsibilities.
+    /// Experience relevance.
     #[serde(default)]
     pub experience: Option<f64>,
-    /// Whether the bullets are clear, concise and ATS-parseable.
+    /// Formatting.
     #[serde(default)]
     pub formatting: Option<f64>,
 }

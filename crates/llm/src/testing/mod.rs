@@ -67,7 +67,7 @@ mod test_model;
 mod wrappers;
 
 pub use fixture::FixtureModel;
-pub use recorded::{RECORDED_MODEL, RecordedModel, RecordingError};
+pub use recorded::{RECORDED_MODEL, RecordedModel, RecordingError, dry_run_router};
 pub use schema_values::value_for_schema;
 pub use scripted::ScriptedModel;
 pub use test_model::TestModel;

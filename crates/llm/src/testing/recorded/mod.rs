@@ -449,3 +449,18 @@ impl ChatModel for RecordedModel {
         )
     }
 }
+
+/// The model router of a dry run: every tier on a `dry-run-<tier>` model id, which has no
+/// price, so reports show what was asked of each tier without inventing a cost.
+///
+/// ```
+/// use agent_llm::ModelTier;
+/// let router = agent_llm::testing::dry_run_router();
+/// assert_eq!(router.model(ModelTier::Light), "dry-run-light");
+/// ```
+pub fn dry_run_router() -> crate::ModelRouter {
+    crate::ModelTier::ALL.into_iter().fold(
+        crate::ModelRouter::for_provider(crate::ProviderKind::Local),
+        |router, tier| router.with_model(tier, format!("dry-run-{tier}")),
+    )
+}
