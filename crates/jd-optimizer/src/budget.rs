@@ -130,12 +130,31 @@ pub fn limit_reached(budget: &Budget, spent: &Spent) -> Option<(BudgetLimit, Str
 /// assert!(!affords(&budget, &late, FULL_REWRITE, COMPACT_SCORER));
 /// ```
 pub fn affords(budget: &Budget, spent: &Spent, need: Need, reserve: Need) -> bool {
+    shortfall(budget, spent, need, reserve).is_none()
+}
+
+/// The first limit that would not pay for `need` and `reserve`, if any.
+///
+/// ```
+/// use jd_optimizer::budget::{FULL_REWRITE, NOTHING, Spent, shortfall};
+/// use jd_optimizer::{config::Budget, state::BudgetLimit};
+/// let budget = Budget { max_wall_ms: 3_000, ..Budget::default() };
+/// let slow = Spent { tokens: 500, calls: 1, elapsed_ms: 2_500 };
+/// assert_eq!(shortfall(&budget, &slow, FULL_REWRITE, NOTHING), Some(BudgetLimit::WallTime));
+/// ```
+pub fn shortfall(budget: &Budget, spent: &Spent, need: Need, reserve: Need) -> Option<BudgetLimit> {
     let tokens = need.tokens + reserve.tokens;
     let calls = need.calls + reserve.calls;
     let time = calls * spent.per_call_ms();
-    spent.tokens + tokens <= budget.max_tokens
-        && spent.calls + calls <= budget.max_calls
-        && spent.elapsed_ms + time <= budget.max_wall_ms
+    if spent.tokens + tokens > budget.max_tokens {
+        Some(BudgetLimit::Tokens)
+    } else if spent.calls + calls > budget.max_calls {
+        Some(BudgetLimit::Calls)
+    } else if spent.elapsed_ms + time > budget.max_wall_ms {
+        Some(BudgetLimit::WallTime)
+    } else {
+        None
+    }
 }
 
 /// Nothing more.

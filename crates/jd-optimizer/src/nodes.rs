@@ -18,7 +18,7 @@ use async_trait::async_trait;
 
 use crate::agents::{analyzer, gap, retriever, rewriter, scorer};
 use crate::budget::{
-    COMPACT_SCORER, FULL_REWRITE, NOTHING, SHORT_REWRITE, Spent, affords, limit_reached,
+    COMPACT_SCORER, FULL_REWRITE, NOTHING, SHORT_REWRITE, Spent, affords, limit_reached, shortfall,
 };
 use crate::deps::Deps;
 use crate::events::OptimizeEvent;
@@ -68,6 +68,14 @@ pub fn degrade(ctx: &Node, mode: Degrade, reason: &str) {
             mode,
             reason: reason.to_owned(),
         });
+    }
+}
+
+fn limit_name(limit: BudgetLimit) -> &'static str {
+    match limit {
+        BudgetLimit::Tokens => "token budget",
+        BudgetLimit::Calls => "call budget",
+        BudgetLimit::WallTime => "time",
     }
 }
 
@@ -157,20 +165,20 @@ impl OptimizerNode {
                         SHORT_BULLETS
                     } else if affords(&budget, &spent, FULL_REWRITE, COMPACT_SCORER) {
                         FULL_BULLETS
-                    } else if affords(&budget, &spent, SHORT_REWRITE, NOTHING) {
+                    } else if let Some(limit) = shortfall(&budget, &spent, SHORT_REWRITE, NOTHING) {
+                        stop_for_budget(
+                            ctx,
+                            limit,
+                            format!("the {} left does not cover a rewrite", limit_name(limit)),
+                        );
+                        return Ok(());
+                    } else {
                         degrade(
                             ctx,
                             Degrade::ShortRewrite,
                             "the budget left does not cover a full rewrite and its scoring",
                         );
                         SHORT_BULLETS
-                    } else {
-                        stop_for_budget(
-                            ctx,
-                            BudgetLimit::Tokens,
-                            "the budget left does not cover a rewrite".to_owned(),
-                        );
-                        return Ok(());
                     };
                 rewriter::rewrite(ctx, deps, bullets, max_tokens).await
             }

@@ -81,3 +81,136 @@ pub fn decide_route(state: &OptimizationState, repairable: bool) -> Route {
     };
     route(RouteKey::ProceedToGap, reason.to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::OptimizeConfig;
+    use crate::input::Ids;
+    use crate::state::{AttemptScore, BudgetLimit, BudgetStop, ScoreBreakdown, ScoringLane};
+
+    fn state(scores: &[(AttemptKind, f64)]) -> OptimizationState {
+        let ids = Ids {
+            tenant_id: "t".into(),
+            user_id: "u".into(),
+            session_id: "s".into(),
+            resume_id: "r".into(),
+        };
+        let mut state = OptimizationState::new(
+            ids,
+            String::new(),
+            Vec::new(),
+            Vec::new(),
+            OptimizeConfig::default(),
+        );
+        for (i, (kind, score)) in scores.iter().enumerate() {
+            state.attempts.push(AttemptScore {
+                attempt: i as u32,
+                kind: *kind,
+                score: *score,
+                breakdown: ScoreBreakdown::default(),
+                lane: ScoringLane::Rules,
+                confidence: 0.9,
+            });
+            match kind {
+                AttemptKind::FullRewrite => state.rewrite_attempts += 1,
+                AttemptKind::TargetedRepair => state.repair_attempts += 1,
+                AttemptKind::Original => {}
+            }
+            state.ats_score = Some(*score);
+        }
+        state
+    }
+
+    #[test]
+    fn a_score_at_the_threshold_proceeds() {
+        let s = state(&[
+            (AttemptKind::Original, 0.5),
+            (AttemptKind::FullRewrite, 0.75),
+        ]);
+        assert_eq!(decide_route(&s, true).next, RouteKey::ProceedToGap);
+    }
+
+    #[test]
+    fn a_low_score_with_something_to_repair_is_repaired() {
+        let s = state(&[
+            (AttemptKind::Original, 0.5),
+            (AttemptKind::FullRewrite, 0.6),
+        ]);
+        let route = decide_route(&s, true);
+        assert_eq!(route.next, RouteKey::TargetedRepair);
+        assert!(route.reason.contains("60.0 is under 75.0"));
+    }
+
+    #[test]
+    fn nothing_to_repair_proceeds_with_the_best_so_far() {
+        let s = state(&[
+            (AttemptKind::Original, 0.5),
+            (AttemptKind::FullRewrite, 0.6),
+        ]);
+        let route = decide_route(&s, false);
+        assert_eq!(route.next, RouteKey::ProceedToGap);
+        assert!(
+            route
+                .reason
+                .contains("no bullet a repair could honestly improve")
+        );
+    }
+
+    #[test]
+    fn a_repair_that_gains_less_than_a_point_is_a_plateau() {
+        let mut s = state(&[
+            (AttemptKind::Original, 0.5),
+            (AttemptKind::FullRewrite, 0.6),
+            (AttemptKind::TargetedRepair, 0.605),
+        ]);
+        s.config.max_repair_attempts = 3;
+        let route = decide_route(&s, true);
+        assert_eq!(route.next, RouteKey::ProceedToGap);
+        assert!(route.reason.starts_with("plateau"), "{}", route.reason);
+        s.attempts.last_mut().unwrap().score = 0.65;
+        assert_eq!(decide_route(&s, true).next, RouteKey::TargetedRepair);
+    }
+
+    #[test]
+    fn repairs_spent_proceed_unless_a_second_full_rewrite_is_configured() {
+        let mut s = state(&[
+            (AttemptKind::Original, 0.5),
+            (AttemptKind::FullRewrite, 0.6),
+            (AttemptKind::TargetedRepair, 0.65),
+        ]);
+        let route = decide_route(&s, true);
+        assert_eq!(route.next, RouteKey::ProceedToGap);
+        assert!(route.reason.starts_with("attempts exhausted"));
+        s.config.second_full_rewrite = true;
+        assert_eq!(decide_route(&s, true).next, RouteKey::FullRewrite);
+        s.rewrite_attempts = 2;
+        assert_eq!(decide_route(&s, true).next, RouteKey::ProceedToGap);
+    }
+
+    #[test]
+    fn a_budget_stop_goes_to_aggregation_whatever_the_score() {
+        let mut s = state(&[
+            (AttemptKind::Original, 0.5),
+            (AttemptKind::FullRewrite, 0.2),
+        ]);
+        s.budget_stop = Some(BudgetStop {
+            limit: BudgetLimit::Tokens,
+            at_node: "ats_scoring".into(),
+            message: "7100 tokens used of 7000 allowed".into(),
+        });
+        assert_eq!(decide_route(&s, true).next, RouteKey::BudgetReached);
+    }
+
+    #[test]
+    fn a_repair_the_budget_cannot_pay_for_is_not_attempted() {
+        let mut s = state(&[
+            (AttemptKind::Original, 0.5),
+            (AttemptKind::FullRewrite, 0.6),
+        ]);
+        s.total_tokens_used = 6_500;
+        let route = decide_route(&s, true);
+        assert_eq!(route.next, RouteKey::ProceedToGap);
+        assert!(route.reason.contains("budget"));
+    }
+}

@@ -69,12 +69,14 @@ pub async fn run(ctx: &Node, deps: &Deps) -> Result<(), NodeError> {
             ctx.update(|s| s.jd_analysis = Some(analysis));
             Ok(())
         }
+        Err(CallError::Budget { limit, message }) => {
+            // Nothing can be rewritten without an analysis: the run ends partial.
+            crate::nodes::stop_for_budget(ctx, limit, message.clone());
+            Err(NodeError::limit(message))
+        }
         Err(error) => {
             ctx.update(|s| s.record_error(AGENT, error.kind(), error.to_string(), false));
-            Err(match error {
-                CallError::Budget { message, .. } => NodeError::limit(message),
-                other => NodeError::fatal(format!("the JD analysis failed: {other}")),
-            })
+            Err(NodeError::fatal(format!("the JD analysis failed: {error}")))
         }
     }
 }

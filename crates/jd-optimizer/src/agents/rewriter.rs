@@ -277,7 +277,9 @@ pub async fn rewrite(
     Ok(())
 }
 
-/// The repair's prompt for the targets (bullet id, issues, keywords its sources hold).
+/// The repair's prompt: the score now, the weak categories, each source once (the
+/// cited chunks and the listed skills), then each bullet to patch with its issues and the
+/// missing keywords its sources hold.
 pub fn repair_prompt(state: &OptimizationState, targets: &[crate::repair::RepairTarget]) -> String {
     let mut prompt = String::new();
     if let Some(breakdown) = state.score_breakdown {
@@ -288,44 +290,39 @@ pub fn repair_prompt(state: &OptimizationState, targets: &[crate::repair::Repair
         .map(|t| t.weak_categories.iter().map(|c| c.as_str()).collect())
         .unwrap_or_default();
     prompt.push_str(&format!("Weak categories: {}\n", weak.join(", ")));
-    for skills in state
+    let bullets: Vec<&RewrittenBullet> = targets
+        .iter()
+        .filter_map(|t| state.optimized_bullets.iter().find(|b| b.id == t.bullet_id))
+        .collect();
+    prompt.push_str("Sources:\n");
+    for chunk in state
         .rewrite_sources()
         .iter()
-        .filter(|c| c.section_type == "skills")
+        .filter(|c| c.section_type == "skills" || bullets.iter().any(|b| b.sources.contains(&c.id)))
     {
         prompt.push_str(&format!(
-            "Skills the candidate lists, citable: {}: {}\n",
-            skills.id,
-            skills.content.replace('\n', " ")
+            "{} ({}): {}\n",
+            chunk.id,
+            chunk.section_type,
+            cut(&chunk.content, state.config.max_chunk_chars).replace('\n', " ")
         ));
     }
-    for target in targets {
-        let Some(bullet) = state
-            .optimized_bullets
-            .iter()
-            .find(|b| b.id == target.bullet_id)
-        else {
-            continue;
+    prompt.push_str("Bullets to repair:\n");
+    for (target, bullet) in targets.iter().zip(&bullets) {
+        let or_none = |items: &[String]| {
+            if items.is_empty() {
+                "none".to_owned()
+            } else {
+                items.join(", ")
+            }
         };
-        let sources = bullet
-            .sources
-            .iter()
-            .filter_map(|id| state.rewrite_sources().iter().find(|c| &c.id == id))
-            .map(|c| {
-                format!(
-                    "{}: {}",
-                    c.id,
-                    cut(&c.content, state.config.max_chunk_chars).replace('\n', " ")
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("\n  ");
         prompt.push_str(&format!(
-            "\n{}: {}\n  issues: {}\n  missing keywords its sources hold: {}\n  sources:\n  {sources}\n",
+            "{}: {}\n  cites {}; issues: {}; missing keywords its sources hold: {}\n",
             bullet.id,
             bullet.text,
-            if target.issues.is_empty() { "none".to_owned() } else { target.issues.join(", ") },
-            if target.keywords.is_empty() { "none".to_owned() } else { target.keywords.join(", ") },
+            bullet.sources.join(", "),
+            or_none(&target.issues),
+            or_none(&target.keywords),
         ));
     }
     prompt
