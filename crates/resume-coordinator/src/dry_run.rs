@@ -8,8 +8,8 @@
 //! are routed by schema name, per section by the prompt's `Section:` line, with bullets for
 //! each set of interview answers (`A1..`) the prompt's evidence may hold.
 
-use agent_llm::testing::{RecordedModel, RecordingError};
 use agent_llm::ModelRouter;
+use agent_llm::testing::{RecordedModel, RecordingError};
 use std::path::Path;
 
 /// The recording could not be read.

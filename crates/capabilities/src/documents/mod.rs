@@ -16,6 +16,7 @@
 //! Inputs above [`MAX_DOCUMENT_BYTES`] are refused before they are read.
 
 mod docx;
+mod docx_writer;
 mod normalize;
 mod pdf;
 mod text;
@@ -25,6 +26,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+pub use docx_writer::{DocxError, build_docx, document_xml, verify_docx};
 pub use normalize::normalize_text;
 
 /// The largest document accepted, in bytes (20 MiB). A resume is far smaller; anything
