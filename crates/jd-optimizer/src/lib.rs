@@ -33,6 +33,7 @@ pub mod budget;
 pub mod cache;
 pub mod config;
 pub mod deps;
+pub mod document;
 pub mod dry_run;
 pub mod events;
 pub mod fabrication;

@@ -98,6 +98,15 @@ impl AgentCaller {
         AgentCaller { model, router }
     }
 
+    /// The same caller on the model `wrap` makes of this one's (a latency or fault
+    /// wrapper, a recorder).
+    pub fn map_model(&self, wrap: impl FnOnce(Arc<dyn ChatModel>) -> Arc<dyn ChatModel>) -> Self {
+        AgentCaller {
+            model: wrap(Arc::clone(&self.model)),
+            router: self.router.clone(),
+        }
+    }
+
     /// The model id of `tier`.
     pub fn model_for(&self, tier: ModelTier) -> &str {
         self.router.model(tier)

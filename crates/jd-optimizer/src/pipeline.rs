@@ -94,6 +94,12 @@ impl JdOptimizer {
         self.edit(|d| d.index = index)
     }
 
+    /// Calls the model `wrap` makes of the current one (for example a
+    /// [`LatencyModel`](agent_llm::testing::LatencyModel) simulating a slow provider).
+    pub fn with_model(self, wrap: impl FnOnce(Arc<dyn ChatModel>) -> Arc<dyn ChatModel>) -> Self {
+        self.edit(|d| d.caller = d.caller.map_model(wrap))
+    }
+
     /// Caches in `cache`.
     pub fn with_cache(self, cache: OptimizerCache) -> Self {
         self.edit(|d| d.cache = cache)

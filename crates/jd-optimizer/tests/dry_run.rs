@@ -109,3 +109,29 @@ async fn a_repair_weaves_in_keywords_the_sources_hold_and_its_invented_patch_is_
     assert!(r.optimized_bullets[1].text.contains("distributed training"));
     assert_eq!(r.optimized_bullets[1].sources, ["C2", "C4"]);
 }
+
+#[tokio::test]
+async fn the_optimized_resume_reads_back_from_its_docx_with_every_bullet() {
+    let optimizer = dry_run::optimizer(&fixtures()).unwrap();
+    for pair in dry_run::pairs(&fixtures()).unwrap() {
+        let done = optimizer
+            .optimize(
+                &OptimizeRequest::new(&pair.resume, &pair.jd),
+                &pair.name,
+                Arc::new(CollectingSink::default()),
+                CancellationToken::new(),
+            )
+            .await
+            .unwrap();
+        let docx = jd_optimizer::document::optimized_docx(&pair.resume, &done.state).unwrap();
+        assert!(docx.bytes.starts_with(b"PK"), "{}", pair.name);
+        assert!((0.0..=1.0).contains(&docx.score));
+        let markdown = jd_optimizer::document::optimized_markdown(&pair.resume, &done.state);
+        assert!(
+            markdown.contains("## Education"),
+            "{}: {markdown}",
+            pair.name
+        );
+        assert!(!markdown.contains("@example.com") || markdown.lines().nth(1).is_some());
+    }
+}

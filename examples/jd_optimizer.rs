@@ -1,0 +1,288 @@
+//! The JD optimizer (spec 003) from the command line.
+//!
+//! ```text
+//! cargo run --release -p examples --example jd_optimizer -- optimize \
+//!     --resume fixtures/jd-optimizer/pairs/senior-sre/resume.txt \
+//!     --jd fixtures/jd-optimizer/pairs/senior-sre/jd.txt --dry-run
+//! ```
+//!
+//! `optimize` reads a resume (PDF, DOCX or TXT) and a job description, runs the
+//! optimization graph with a line per node as it goes, and ends with a summary: the score
+//! of each attempt, tokens and calls against the budget, cost, wall time, cache lookups,
+//! the bullets, what was dropped and why, and the gaps. `--docx OUT` writes the optimized
+//! resume as a Word document, read back and scored again before it is written; `--json`
+//! prints the result as JSON instead of the summary. `--dry-run` answers from the
+//! recorded model answers of `fixtures/jd-optimizer` (the six fixture pairs); otherwise
+//! the provider of the environment answers (`LLM_PROVIDER`, `OPENAI_BASE_URL`, ... as in
+//! the README). `--embeddings provider` indexes the resume with the provider's embedding
+//! model in an SQLite vector store (`--index FILE`, in memory by default); without it the
+//! resume's sections are ranked by keywords. `--latency MS` adds that delay to every
+//! model call (a simulated slow model, for timing).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_backends::SqliteSessionStore;
+use agent_llm::testing::LatencyModel;
+use agent_llm::{ChatModel, ModelTier, PricingTable, ProviderConfig};
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use jd_optimizer::agents::retriever::ResumeIndex;
+use jd_optimizer::document::optimized_docx;
+use jd_optimizer::{JdOptimizer, Optimization, OptimizeError, OptimizeEvent, OptimizeRequest};
+use job_capabilities::documents::read_resume_text;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Parser)]
+#[command(about = "Tune a resume to a job description (spec 003).")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Optimize a resume for a job description.
+    Optimize(OptimizeArgs),
+}
+
+#[derive(clap::Args)]
+struct OptimizeArgs {
+    /// The resume: PDF, DOCX or TXT.
+    #[arg(long)]
+    resume: PathBuf,
+    /// The job description, as text.
+    #[arg(long)]
+    jd: PathBuf,
+    /// The tenant (cache keys and the vector index are scoped by it).
+    #[arg(long, default_value = "default")]
+    tenant: String,
+    /// A fact the resume does not state that rewrites may use (repeatable).
+    #[arg(long = "fact")]
+    facts: Vec<String>,
+    /// Answer from the recorded model answers of the fixtures.
+    #[arg(long)]
+    dry_run: bool,
+    /// The dry run's fixtures.
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/jd-optimizer"))]
+    fixtures: PathBuf,
+    /// Milliseconds added to every model call.
+    #[arg(long)]
+    latency: Option<u64>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Write the optimized resume as a DOCX here.
+    #[arg(long)]
+    docx: Option<PathBuf>,
+    /// Where embeddings come from: `none` (sections ranked by keywords) or `provider`.
+    #[arg(long, default_value = "none")]
+    embeddings: String,
+    /// The SQLite file of the vector index (in memory when not given).
+    #[arg(long)]
+    index: Option<PathBuf>,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let Command::Optimize(args) = Cli::parse().command;
+    match optimize(args).await {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn optimizer(args: &OptimizeArgs) -> anyhow::Result<JdOptimizer> {
+    let (optimizer, provider) = if args.dry_run {
+        (jd_optimizer::dry_run::optimizer(&args.fixtures)?, None)
+    } else {
+        let mut provider = ProviderConfig::from_env()?.context(
+            "no LLM provider configured: set LLM_PROVIDER and its key or base URL, or use --dry-run",
+        )?;
+        provider.discover().await?;
+        eprintln!("{}", provider.describe());
+        let model: Arc<dyn ChatModel> = provider.chat_model(ModelTier::Primary)?;
+        let optimizer = JdOptimizer::new(model, provider.router.clone())
+            .with_pricing(PricingTable::from_env()?);
+        (optimizer, Some(provider))
+    };
+    let optimizer = match args.latency {
+        Some(ms) => optimizer
+            .with_model(|model| Arc::new(LatencyModel::new(model, Duration::from_millis(ms)))),
+        None => optimizer,
+    };
+    match args.embeddings.as_str() {
+        "none" => Ok(optimizer),
+        "provider" => {
+            let provider = provider.context("--embeddings provider needs a live provider")?;
+            let store = match &args.index {
+                Some(path) => SqliteSessionStore::open(path).await?,
+                None => SqliteSessionStore::in_memory().await?,
+            };
+            let index = ResumeIndex::new(provider.embedding_model()?, Arc::new(store.vectors()));
+            Ok(optimizer.with_index(index))
+        }
+        other => anyhow::bail!("--embeddings is none or provider, not {other}"),
+    }
+}
+
+async fn optimize(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
+    let resume = read_resume_text(&args.resume)?;
+    let jd = std::fs::read_to_string(&args.jd)
+        .with_context(|| format!("reading {}", args.jd.display()))?;
+    let mut request = OptimizeRequest::new(resume.clone(), jd).for_tenant(&args.tenant);
+    request.user_facts = args.facts.clone();
+    let optimizer = optimizer(&args).await?;
+
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<OptimizeEvent>();
+    let printer = tokio::spawn(async move {
+        while let Some(event) = receiver.recv().await {
+            eprintln!("{}", event.line());
+        }
+    });
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_ctrl_c.cancel();
+        }
+    });
+    let started = Instant::now();
+    let session = format!("cli-{}", std::process::id());
+    let outcome = optimizer
+        .optimize(&request, &session, Arc::new(sender), cancel)
+        .await;
+    let _ = printer.await;
+    let done = match outcome {
+        Ok(done) => done,
+        Err(OptimizeError::Input(error)) => {
+            eprintln!("refused: {error}");
+            return Ok(ExitCode::from(2));
+        }
+        Err(OptimizeError::Failed { reason, state }) => {
+            eprintln!(
+                "the optimization failed: {reason} ({} tokens in {} calls were spent)",
+                state.total_tokens_used, state.model_calls
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let wall = started.elapsed();
+    let docx_score = match &args.docx {
+        Some(path) => Some(write_docx(&resume, &done, path)?),
+        None => None,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&done.result)?);
+    } else {
+        print_summary(&done, wall, optimizer.cache().stats(), docx_score);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_docx(resume: &str, done: &Optimization, path: &Path) -> anyhow::Result<f64> {
+    let docx = optimized_docx(resume, &done.state)?;
+    std::fs::write(path, &docx.bytes).with_context(|| format!("writing {}", path.display()))?;
+    Ok(docx.score)
+}
+
+fn print_summary(
+    done: &Optimization,
+    wall: Duration,
+    cache: jd_optimizer::cache::CacheStats,
+    docx_score: Option<f64>,
+) {
+    let r = &done.result;
+    println!();
+    for attempt in &r.attempts {
+        println!(
+            "attempt {} ({:?}): {:.1} by {:?}",
+            attempt.attempt,
+            attempt.kind,
+            attempt.score * 100.0,
+            attempt.lane
+        );
+    }
+    println!(
+        "score: {:.1} (the resume's own bullets: {:.1}, {:+.1} points)",
+        r.ats_score * 100.0,
+        r.baseline_score * 100.0,
+        r.gain_points()
+    );
+    let b = &r.budget;
+    println!(
+        "budget: {} of {} tokens, {} of {} calls, {:.1} s of {:.1} s; cost ${:.4}; wall {:.1} s",
+        b.tokens_used,
+        b.limits.max_tokens,
+        b.model_calls,
+        b.limits.max_calls,
+        b.wall_ms as f64 / 1000.0,
+        b.limits.max_wall_ms as f64 / 1000.0,
+        done.usd,
+        wall.as_secs_f64()
+    );
+    if let Some(stop) = &b.stop {
+        println!("stopped early: {}", stop.message);
+    }
+    for degrade in &b.degrades {
+        println!("degraded: {degrade:?}");
+    }
+    let hit = |h: Option<bool>| match h {
+        Some(true) => "hit",
+        Some(false) => "miss",
+        None => "not asked",
+    };
+    println!(
+        "cache: JD analysis {}, retrieval {} (this process: {} JD hits of {})",
+        hit(r.cache.jd_analysis),
+        hit(r.cache.retrieval),
+        cache.jd_hits,
+        cache.jd_hits + cache.jd_misses
+    );
+    println!("\nbullets:");
+    for bullet in &r.optimized_bullets {
+        println!(
+            "  {} [{}] {}",
+            bullet.id,
+            bullet.sources.join(", "),
+            bullet.text
+        );
+    }
+    for dropped in &r.dropped_bullets {
+        println!("  dropped: {} ({})", dropped.text, dropped.reason);
+    }
+    println!("\ngaps ({:?}):", r.gap_source);
+    for skill in &r.gap_report.missing_skills {
+        let priority = r
+            .gap_report
+            .priority
+            .get(skill)
+            .map_or("?".to_owned(), |p| format!("{p:?}").to_lowercase());
+        println!("  {skill} ({priority})");
+    }
+    for recommendation in &r.gap_report.recommendations {
+        println!("  - {recommendation}");
+    }
+    for warning in &r.warnings {
+        println!("warning: {warning}");
+    }
+    if let Some(score) = docx_score {
+        println!(
+            "docx: written, read back, bullets scored {:.1}",
+            score * 100.0
+        );
+    }
+}
