@@ -38,6 +38,7 @@ pub mod dry_run;
 pub mod events;
 pub mod fabrication;
 pub mod input;
+pub mod interview;
 pub mod llm;
 pub mod nodes;
 pub mod pipeline;

@@ -9,10 +9,11 @@ use agent_llm::{
     ChatModel, ChatRequest, ExtractError, ExtractOptions, LlmError, ModelRouter, ModelTier,
     extract_with,
 };
-use agent_runtime::MeteredModel;
 use agent_runtime::graph::NodeContext;
+use agent_runtime::{CostMeter, MeteredModel};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
 
 use crate::budget::{Spent, limit_reached};
 use crate::events::OptimizeEvent;
@@ -77,6 +78,17 @@ impl CallError {
     }
 }
 
+/// A call's outcome with what it used.
+#[derive(Debug)]
+pub struct Called<T> {
+    /// The value, or why there is none.
+    pub outcome: Result<T, CallError>,
+    /// Tokens of every attempt (0 when the call was cut off).
+    pub tokens: u64,
+    /// Calls made, re-asks included.
+    pub calls: u64,
+}
+
 /// Makes the agents' calls on one chat model, picking models by tier.
 #[derive(Clone)]
 pub struct AgentCaller {
@@ -124,7 +136,29 @@ impl AgentCaller {
             return Err(CallError::Budget { limit, message });
         }
         let left = Duration::from_millis(budget.max_wall_ms.saturating_sub(spent.elapsed_ms));
+        let agent = ask.agent;
+        let cancel = ctx.run().cancellation_token().clone();
+        let called = self.call(ask, ctx.session().meter(), left, &cancel).await;
+        ctx.update(|s| {
+            *s.token_usage.entry(agent.to_owned()).or_default() += called.tokens;
+            s.total_tokens_used += called.tokens;
+            s.model_calls += called.calls;
+        });
+        called.outcome
+    }
 
+    /// Makes one structured-output call (re-asked once on invalid output) through
+    /// `meter` when given, cut after `left`, stopped by `cancel`; says what it used.
+    pub async fn call<T>(
+        &self,
+        ask: Ask,
+        meter: Option<&CostMeter>,
+        left: Duration,
+        cancel: &CancellationToken,
+    ) -> Called<T>
+    where
+        T: JsonSchema + DeserializeOwned,
+    {
         let mut request = ChatRequest::from_prompt(ask.prompt);
         request.system = Some(ask.system);
         request.model = Some(self.router.model(ask.tier).to_owned());
@@ -135,7 +169,7 @@ impl AgentCaller {
             ..ExtractOptions::default()
         };
         let call = async {
-            match ctx.session().meter() {
+            match meter {
                 Some(meter) => {
                     let metered = MeteredModel::new(Arc::clone(&self.model), meter.clone());
                     extract_with::<T, _>(&metered, request, options).await
@@ -143,34 +177,36 @@ impl AgentCaller {
                 None => extract_with::<T, _>(self.model.as_ref(), request, options).await,
             }
         };
-        let cancel = ctx.run().cancellation_token().clone();
         let outcome = tokio::select! {
             outcome = tokio::time::timeout(left, call) => outcome,
-            () = cancel.cancelled() => return Err(CallError::Cancelled),
+            () = cancel.cancelled() => {
+                return Called { outcome: Err(CallError::Cancelled), tokens: 0, calls: 1 };
+            }
         };
         let Ok(outcome) = outcome else {
-            // The call ran past the budget's end; what it used is not known.
-            ctx.update(|s| s.model_calls += 1);
-            return Err(CallError::Budget {
-                limit: BudgetLimit::WallTime,
-                message: format!(
-                    "a {} call ran past the wall-time budget of {:.1} s",
-                    ask.agent,
-                    budget.max_wall_ms as f64 / 1000.0
-                ),
-            });
+            // The call ran past its time; what it used is not known.
+            return Called {
+                outcome: Err(CallError::Budget {
+                    limit: BudgetLimit::WallTime,
+                    message: format!(
+                        "a {} call ran past the time left ({:.1} s)",
+                        ask.agent,
+                        left.as_secs_f64()
+                    ),
+                }),
+                tokens: 0,
+                calls: 1,
+            };
         };
         let (usage, attempts) = match &outcome {
             Ok(extracted) => (extracted.total_usage(), extracted.attempts),
             Err(error) => (error.usage.iter().copied().sum(), error.attempts),
         };
-        let tokens = usage.input_tokens + usage.output_tokens;
-        ctx.update(|s| {
-            *s.token_usage.entry(ask.agent.to_owned()).or_default() += tokens;
-            s.total_tokens_used += tokens;
-            s.model_calls += u64::from(attempts);
-        });
-        outcome.map(|e| e.value).map_err(call_error)
+        Called {
+            outcome: outcome.map(|e| e.value).map_err(call_error),
+            tokens: usage.input_tokens + usage.output_tokens,
+            calls: u64::from(attempts),
+        }
     }
 }
 

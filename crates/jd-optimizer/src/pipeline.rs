@@ -14,6 +14,8 @@ use crate::cache::OptimizerCache;
 use crate::deps::Deps;
 use crate::events::OptimizeEvent;
 use crate::input::{Ids, InputError, OptimizeRequest, resume_chunks};
+use crate::interview::Interviewer;
+use crate::interview::memory::MemoryStore;
 use crate::llm::AgentCaller;
 use crate::nodes::build_graph;
 use crate::result::{OptimizationResult, aggregate};
@@ -114,6 +116,12 @@ impl JdOptimizer {
     /// The caches (their hit counts).
     pub fn cache(&self) -> &OptimizerCache {
         &self.deps.cache
+    }
+
+    /// The interview agents on this optimizer's model and caches, remembering profiles
+    /// in `memory` when given.
+    pub fn interviewer(&self, memory: Option<MemoryStore>) -> Interviewer {
+        Interviewer::new(self.deps.caller.clone(), self.deps.cache.clone(), memory)
     }
 
     /// The compiled graph.

@@ -27,6 +27,8 @@ pub fn agent_of(request: &ChatRequest) -> &'static str {
         ("You are the Resume Rewriter", "rewriter"),
         ("You are the ATS Scorer", "scorer"),
         ("You are the Gap Analyzer", "gap"),
+        ("You are the Interview Coach", "questions"),
+        ("You are the Cover Letter Writer", "letter"),
     ] {
         if system.starts_with(prefix) {
             return agent;
