@@ -38,6 +38,12 @@ impl ApiError {
         ApiError::invalid(format!("{what}: {error}")).with_field(&error.path)
     }
 
+    /// A product's refusal of a start request, with its status and code.
+    pub(crate) fn refused(refusal: &crate::product::Refusal) -> Self {
+        let status = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::BAD_REQUEST);
+        ApiError::new(status, refusal.code(), refusal.to_string())
+    }
+
     pub(crate) fn not_found(code: &'static str, message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::NOT_FOUND, code, message)
     }

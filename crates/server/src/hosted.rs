@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::openapi;
-use crate::product::{Product, SessionHandle};
+use crate::product::{Product, Refusal, SessionHandle};
 
 /// What the routes need of a product.
 #[async_trait]
@@ -14,6 +14,8 @@ pub(crate) trait Hosted: Send + Sync {
     fn name(&self) -> &str;
     /// Reads a start body as the product's start type and checks it.
     fn read_start(&self, body: &Value) -> Result<(), AnswerError>;
+    /// Admits a start body (already read) before its session is made.
+    async fn admit(&self, body: &Value) -> Result<(), Refusal>;
     /// Runs a session: its result, or its error's message.
     async fn run(&self, session: SessionHandle) -> Result<Value, String>;
     /// The declared gate of this kind, if any.
@@ -32,6 +34,12 @@ impl<P: Product> Hosted for P {
     fn read_start(&self, body: &Value) -> Result<(), AnswerError> {
         let start: P::Start = read_as(body)?;
         self.check_start(&start)
+    }
+
+    async fn admit(&self, body: &Value) -> Result<(), Refusal> {
+        let start: P::Start = read_as(body)
+            .map_err(|e| Refusal::BadRequest(format!("the start request is invalid: {e}")))?;
+        Product::admit(self, &start).await
     }
 
     async fn run(&self, session: SessionHandle) -> Result<Value, String> {

@@ -13,10 +13,11 @@
 //! Every error is JSON: `{"error": {"code": "...", "message": "...", "field"?: "..."}}`
 //! (`field`: the path of the request field at fault).
 //!
-//! - `POST /api/{product}/start`, body the product's start request:
-//!   `201 {"session_id", "token", "stream_url", "status_url"}`. Unknown product 404,
-//!   malformed JSON 400, a body that does not fit 422 (`invalid_request`, naming the
-//!   field), too large 413.
+//! - `POST /api/{product}/start` (or `POST /api/{product}`), body the product's start
+//!   request: `201 {"session_id", "token", "stream_url", "status_url"}`. Unknown product
+//!   404, malformed JSON 400, a body that does not fit 422 (`invalid_request`, naming the
+//!   field), too large 413; a request the product refuses ([`Product::admit`]) 400
+//!   (`refused`) or 429 (`quota_exceeded`), with no session made.
 //! - `GET /api/{product}/{session}/stream`: Server-Sent Events (`id: <n>`,
 //!   `event: <the event's "type">`, `data: <the JSON>`), the stored events after
 //!   `Last-Event-ID` (header) or `?last_event_id=`, then the live ones, until the terminal
@@ -117,7 +118,10 @@ mod stream;
 mod worker;
 mod writer;
 
-pub use product::{Product, SessionHandle};
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use product::{Product, Refusal, SessionHandle};
 pub use server::{AgentServer, ServerConfig};
 
 /// The session store types a host needs (re-exported from `agent-runtime`).

@@ -193,6 +193,16 @@ pub(crate) fn document<P: Product>(name: &str, gates: &[GateSpec]) -> Value {
     let session =
         json!({"name": "session", "in": "path", "required": true, "schema": {"type": "string"}});
     let secured = json!([{"bearer": []}]);
+    let start = json!({
+        "operationId": "start",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": reference("StartRequest")}}},
+        "responses": {
+            "201": {"description": "Started.", "content": {"application/json": {"schema": reference("Started")}}},
+            "400": error_response("Not JSON, or refused by the product (`refused`)."),
+            "422": error_response("The request does not fit: the message names the field."),
+            "429": error_response("The caller's quota is used up (`quota_exceeded`)."),
+        },
+    });
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -201,14 +211,11 @@ pub(crate) fn document<P: Product>(name: &str, gates: &[GateSpec]) -> Value {
             "description": "Sessions of the product: start one, follow its events (SSE, replay from Last-Event-ID), answer its gates, read its status, cancel it.",
         },
         "paths": {
-            format!("/api/{name}/start"): {"post": {
-                "operationId": "start",
-                "requestBody": {"required": true, "content": {"application/json": {"schema": reference("StartRequest")}}},
-                "responses": {
-                    "201": {"description": "Started.", "content": {"application/json": {"schema": reference("Started")}}},
-                    "400": error_response("Not JSON."),
-                    "422": error_response("The request does not fit: the message names the field."),
-                },
+            format!("/api/{name}/start"): {"post": start.clone()},
+            format!("/api/{name}"): {"post": {
+                "operationId": "start_short",
+                "requestBody": start["requestBody"].clone(),
+                "responses": start["responses"].clone(),
             }},
             format!("/api/{name}/respond"): {"post": {
                 "operationId": "respond",

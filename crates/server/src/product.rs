@@ -80,6 +80,16 @@ pub trait Product: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Admits a start request before its session is created (after it was read and
+    /// checked): a request the product cannot serve as given (400) or a caller over its
+    /// quota (429) is refused with the refusal's code and message, and no session is
+    /// made. A product that counts admissions counts them here. By default every
+    /// request is admitted.
+    async fn admit(&self, start: &Self::Start) -> Result<(), Refusal> {
+        let _ = start;
+        Ok(())
+    }
+
     /// Runs the session and returns its result. A panic is caught and fails the session
     /// like an `Err`.
     async fn run(
@@ -98,6 +108,40 @@ pub trait Product: Send + Sync + 'static {
     /// An HTML page served at `GET /` (the first registered product that has one).
     fn page(&self) -> Option<String> {
         None
+    }
+}
+
+/// Why a product refused a start request ([`Product::admit`]).
+///
+/// ```
+/// let refusal = agent_server::Refusal::QuotaExceeded("20 optimizations a day".into());
+/// assert_eq!((refusal.status(), refusal.code()), (429, "quota_exceeded"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// 400 `refused`: the request cannot be served as given.
+    #[error("{0}")]
+    BadRequest(String),
+    /// 429 `quota_exceeded`: the caller has used up its quota.
+    #[error("{0}")]
+    QuotaExceeded(String),
+}
+
+impl Refusal {
+    /// The HTTP status.
+    pub fn status(&self) -> u16 {
+        match self {
+            Refusal::BadRequest(_) => 400,
+            Refusal::QuotaExceeded(_) => 429,
+        }
+    }
+
+    /// The error code in the body.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Refusal::BadRequest(_) => "refused",
+            Refusal::QuotaExceeded(_) => "quota_exceeded",
+        }
     }
 }
 

@@ -32,6 +32,7 @@ fn router(server: AgentServer) -> Router {
     let limit = server.inner.config.max_body_bytes;
     Router::new()
         .route("/", get(page))
+        .route("/api/{product}", post(start))
         .route("/api/{product}/start", post(start))
         .route("/api/{product}/respond", post(respond))
         .route("/api/{product}/openapi.json", get(openapi))
@@ -77,7 +78,7 @@ async fn page(State(server): State<AgentServer>) -> Result<Response, ApiError> {
         .ok_or_else(|| ApiError::not_found("not_found", "no product serves a page"))
 }
 
-/// `POST /api/{product}/start`.
+/// `POST /api/{product}/start`, or `POST /api/{product}`.
 async fn start(
     State(server): State<AgentServer>,
     product: Result<Path<String>, PathRejection>,
@@ -95,6 +96,10 @@ async fn start(
     product
         .read_start(&request)
         .map_err(|error| ApiError::invalid_at("the start request does not fit", &error))?;
+    product
+        .admit(&request)
+        .await
+        .map_err(|refusal| ApiError::refused(&refusal))?;
 
     let id = uuid::Uuid::new_v4().to_string();
     let token = new_token();

@@ -773,3 +773,41 @@ async fn a_gate_pending_at_a_restart_can_be_answered_before_the_rerun_reaches_it
 async fn a_restarted_server_resumes_from_the_sqlite_file() {
     restart_at_the_second_gate(sqlite_file(), false).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_product_admits_or_refuses_a_start_before_any_session_is_made() {
+    let (store, echo, server) = echo_server();
+    let server = TestServer::spawn(server).await;
+    for (mode, status, code) in [
+        ("refuse", 400, "refused"),
+        ("over_quota", 429, "quota_exceeded"),
+    ] {
+        let response = server
+            .client
+            .post(server.url("/api/echo"))
+            .json(&json!({"text": "hi", "mode": mode}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), status);
+        assert_error(&response.json().await.unwrap(), code);
+    }
+    assert!(echo.runs.lock().unwrap().is_empty());
+    assert!(store.unfinished("echo").await.unwrap().is_empty());
+    // `POST /api/{product}` starts a session as `/start` does.
+    let response = server
+        .client
+        .post(server.url("/api/echo"))
+        .json(&json!({"text": "hi"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let body: Value = response.json().await.unwrap();
+    assert!(
+        body["stream_url"]
+            .as_str()
+            .unwrap()
+            .starts_with("/api/echo/")
+    );
+}

@@ -1,12 +1,11 @@
 //! A resume server on loopback, an SSE reader, and a session driver.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
 
+pub use agent_server::testing::{SseEvent, SseReader};
 use agent_server::{AgentServer, InMemorySessionStore, SessionStore};
-use futures::{Stream, StreamExt};
 use resume_coordinator::ResumeProduct;
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -101,14 +100,7 @@ impl TestServer {
         }
         let response = request.send().await.unwrap();
         assert_eq!(response.status(), 200);
-        SseReader {
-            body: Box::pin(
-                response
-                    .bytes_stream()
-                    .map(|chunk| chunk.map(|b| b.to_vec())),
-            ),
-            buffer: String::new(),
-        }
+        SseReader::new(response).with_patience(PATIENCE)
     }
 
     pub async fn respond(&self, started: &Started, gate: &str, answer: Value) -> u16 {
@@ -188,79 +180,6 @@ pub fn approve_all(name: &str, payload: &Value) -> Value {
         json!({"action": "approve"})
     } else {
         json!({"approved": true})
-    }
-}
-
-/// One SSE message.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SseEvent {
-    pub id: u64,
-    pub event: String,
-    pub data: Value,
-}
-
-/// Reads SSE messages from a response body.
-pub struct SseReader {
-    body: Pin<Box<dyn Stream<Item = reqwest::Result<Vec<u8>>> + Send>>,
-    buffer: String,
-}
-
-impl SseReader {
-    /// The next message, `None` when the stream ends. Panics after [`PATIENCE`].
-    pub async fn next(&mut self) -> Option<SseEvent> {
-        tokio::time::timeout(PATIENCE, self.next_message())
-            .await
-            .expect("no SSE message in time")
-    }
-
-    async fn next_message(&mut self) -> Option<SseEvent> {
-        loop {
-            let block = loop {
-                if let Some(end) = self.buffer.find("\n\n") {
-                    let block = self.buffer[..end].to_owned();
-                    self.buffer.drain(..end + 2);
-                    break block;
-                }
-                let chunk = self.body.next().await?;
-                self.buffer
-                    .push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
-            };
-            let (mut id, mut event, mut data) = (None, None, String::new());
-            for line in block.lines().filter(|l| !l.starts_with(':')) {
-                let (field, value) = line.split_once(':').unwrap_or((line, ""));
-                let value = value.strip_prefix(' ').unwrap_or(value);
-                match field {
-                    "id" => id = Some(value.parse::<u64>().unwrap()),
-                    "event" => event = Some(value.to_owned()),
-                    "data" => data.push_str(value),
-                    other => panic!("unexpected SSE field {other:?}"),
-                }
-            }
-            let (Some(id), Some(event)) = (id, event) else {
-                continue; // a keep-alive comment
-            };
-            return Some(SseEvent {
-                id,
-                event,
-                data: serde_json::from_str(&data).unwrap(),
-            });
-        }
-    }
-
-    /// Reads until (and including) the first message named `event`.
-    pub async fn until(&mut self, event: &str) -> Vec<SseEvent> {
-        let mut seen = Vec::new();
-        loop {
-            let message = self
-                .next()
-                .await
-                .unwrap_or_else(|| panic!("stream ended before {event:?}: {seen:?}"));
-            let done = message.event == event;
-            seen.push(message);
-            if done {
-                return seen;
-            }
-        }
     }
 }
 
