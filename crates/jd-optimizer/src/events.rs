@@ -6,6 +6,20 @@ use serde::{Deserialize, Serialize};
 
 use crate::state::{BudgetLimit, Degrade, RouteKey, ScoreBreakdown, ScoringLane};
 
+/// Where an optimization session stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OptimizationStatus {
+    /// Created, its run not started.
+    Pending,
+    /// Running.
+    Processing,
+    /// Finished with a result.
+    Completed,
+    /// Failed.
+    Failed,
+}
+
 /// One step of an optimization, serialized with a `type` field.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -82,6 +96,11 @@ pub enum OptimizeEvent {
         /// What happened.
         message: String,
     },
+    /// The session's status changed (`processing`, `completed`, `failed`).
+    Status {
+        /// The new status.
+        status: OptimizationStatus,
+    },
     /// The result is ready (the `OptimizationCompleted` domain event).
     OptimizationCompleted {
         /// The final score, 0 to 1.
@@ -134,6 +153,7 @@ impl OptimizeEvent {
             OptimizeEvent::Degraded { mode, reason } => format!("  degraded ({mode:?}): {reason}"),
             OptimizeEvent::BudgetReached { message, .. } => format!("  budget reached: {message}"),
             OptimizeEvent::Warning { agent, message } => format!("  warning ({agent}): {message}"),
+            OptimizeEvent::Status { status } => format!("status: {status:?}"),
             OptimizeEvent::OptimizationCompleted {
                 score,
                 tokens_used,

@@ -42,6 +42,7 @@ pub mod interview;
 pub mod llm;
 pub mod nodes;
 pub mod pipeline;
+pub mod product;
 pub mod repair;
 pub mod result;
 pub mod router;

@@ -2,10 +2,10 @@
 //! (or a server's), the result out.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use agent_llm::{ChatModel, ModelRouter, PricingTable};
-use agent_runtime::graph::{CompiledGraph, GraphError, RunOptions, RunStatus};
+use agent_runtime::checkpoint::{CheckpointError, CheckpointStore};
+use agent_runtime::graph::{CompiledGraph, GraphError, RunOptions, RunResult, RunStatus};
 use agent_runtime::{CostLimits, CostMeter, EventSink, Session};
 use tokio_util::sync::CancellationToken;
 
@@ -39,6 +39,9 @@ pub enum OptimizeError {
     /// The graph is malformed (a bug).
     #[error(transparent)]
     Graph(#[from] GraphError),
+    /// The checkpoints could not be read or written.
+    #[error("the optimization's checkpoints: {0}")]
+    Checkpoint(#[from] CheckpointError),
 }
 
 /// A finished optimization.
@@ -185,55 +188,88 @@ impl JdOptimizer {
         self.run_in(&session, cancel).await
     }
 
-    /// Runs the optimization whose state `session` holds (a server's session).
+    /// Runs the optimization whose state `session` holds, in memory.
     pub async fn run_in(
         &self,
         session: &Session<OptimizationState, OptimizeEvent>,
         cancel: CancellationToken,
     ) -> Result<Optimization, OptimizeError> {
         let graph = self.graph()?;
-        let started = Instant::now();
         let options = RunOptions::new()
             .with_run_id(session.id())
             .with_cancellation(cancel);
         let run = graph.run_in(session, options).await;
-        let nodes = run.node_names().iter().map(|n| (*n).to_owned()).collect();
-        let usd = session.meter().map_or(0.0, |m| m.snapshot().usd);
-        let mut state = run.state;
-        tracing::info!(
-            session = session.id(),
-            status = run.status.as_str(),
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            tokens = state.total_tokens_used,
-            calls = state.model_calls,
-            "optimization ended"
-        );
-        match run.status {
-            RunStatus::Success => {}
-            // A limit of the meter stopped a node: what was gathered is aggregated.
-            RunStatus::Partial => {
-                if state.final_result.is_none() {
-                    let reason = run.reason.unwrap_or_else(|| "a limit was reached".into());
-                    state.warnings.push(format!("stopped early: {reason}"));
-                    state.final_result = Some(aggregate(&state));
-                }
-            }
-            RunStatus::Failed => {
-                return Err(OptimizeError::Failed {
-                    reason: run.reason.unwrap_or_else(|| "unknown".into()),
-                    state: Box::new(state),
-                });
+        Ok(finish(session, run)?)
+    }
+
+    /// Runs the optimization whose state `session` holds with a checkpoint after every
+    /// node in `store` (a server's session), or resumes it from its last checkpoint
+    /// there: a restarted server continues where it stopped.
+    pub async fn run_durable(
+        &self,
+        session: &Session<OptimizationState, OptimizeEvent>,
+        store: Arc<dyn CheckpointStore>,
+        cancel: CancellationToken,
+    ) -> Result<Optimization, OptimizeError> {
+        let graph = self.graph()?;
+        let options = RunOptions::new().with_cancellation(cancel);
+        let run = if store.exists(session.id()).await? {
+            tracing::info!(
+                session = session.id(),
+                "resuming the optimization from its last checkpoint"
+            );
+            graph
+                .resume_in(session, session.id(), store, options)
+                .await?
+        } else {
+            let options = options.with_run_id(session.id());
+            graph.run_checkpointed_in(session, store, options).await?
+        };
+        Ok(finish(session, run)?)
+    }
+}
+
+/// The optimization a graph run gave: its result (aggregated here when a limit stopped
+/// the run first), or why it failed.
+fn finish(
+    session: &Session<OptimizationState, OptimizeEvent>,
+    run: RunResult<OptimizationState>,
+) -> Result<Optimization, OptimizeError> {
+    let nodes = run.node_names().iter().map(|n| (*n).to_owned()).collect();
+    let usd = session.meter().map_or(0.0, |m| m.snapshot().usd);
+    let mut state = run.state;
+    tracing::info!(
+        session = session.id(),
+        status = run.status.as_str(),
+        tokens = state.total_tokens_used,
+        calls = state.model_calls,
+        "optimization ended"
+    );
+    match run.status {
+        RunStatus::Success => {}
+        // A limit of the meter stopped a node: what was gathered is aggregated.
+        RunStatus::Partial => {
+            if state.final_result.is_none() {
+                let reason = run.reason.unwrap_or_else(|| "a limit was reached".into());
+                state.warnings.push(format!("stopped early: {reason}"));
+                state.final_result = Some(aggregate(&state));
             }
         }
-        let result = match state.final_result.clone() {
-            Some(result) => result,
-            None => aggregate(&state),
-        };
-        Ok(Optimization {
-            result,
-            state,
-            usd,
-            nodes,
-        })
+        RunStatus::Failed => {
+            return Err(OptimizeError::Failed {
+                reason: run.reason.unwrap_or_else(|| "unknown".into()),
+                state: Box::new(state),
+            });
+        }
     }
+    let result = match state.final_result.clone() {
+        Some(result) => result,
+        None => aggregate(&state),
+    };
+    Ok(Optimization {
+        result,
+        state,
+        usd,
+        nodes,
+    })
 }
