@@ -199,7 +199,7 @@ impl JdOptimizer {
             .with_run_id(session.id())
             .with_cancellation(cancel);
         let run = graph.run_in(session, options).await;
-        Ok(finish(session, run)?)
+        finish(session, run)
     }
 
     /// Runs the optimization whose state `session` holds with a checkpoint after every
@@ -225,7 +225,7 @@ impl JdOptimizer {
             let options = options.with_run_id(session.id());
             graph.run_checkpointed_in(session, store, options).await?
         };
-        Ok(finish(session, run)?)
+        finish(session, run)
     }
 }
 
