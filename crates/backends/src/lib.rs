@@ -34,6 +34,8 @@ mod pg_schema;
 mod pg_sessions;
 #[cfg(feature = "postgres")]
 mod pg_vectors;
+#[cfg(feature = "redis")]
+mod redis_cache;
 mod sqlite;
 mod sqlite_checkpoints;
 mod sqlite_documents;
@@ -56,6 +58,8 @@ pub use pg_leases::PgLeases;
 pub use pg_sessions::PgSessionStore;
 #[cfg(feature = "postgres")]
 pub use pg_vectors::PgVectorStore;
+#[cfg(feature = "redis")]
+pub use redis_cache::RedisCache;
 pub use sqlite::SqliteSessionStore;
 pub use sqlite_checkpoints::SqliteCheckpointStore;
 pub use sqlite_documents::SqliteDocumentStore;
