@@ -1,0 +1,115 @@
+//! The `jd_optimizer` example as a user runs it on the dry run: `optimize --json` prints
+//! the result, `--docx` writes a document that reads back, `interview --letter` writes
+//! questions and a letter, and a job description that cannot be analysed exits 2 with a
+//! clear message and no model call.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+use support::examples::run_example;
+
+fn pair(name: &str, file: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/jd-optimizer/pairs")
+        .join(name)
+        .join(file)
+        .display()
+        .to_string()
+}
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+#[test]
+fn optimize_prints_the_result_and_writes_a_docx_that_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let docx = dir.path().join("out.docx");
+    let (resume, jd) = (pair("staff-ml", "resume.txt"), pair("staff-ml", "jd.txt"));
+    let run = run_example(
+        "jd_optimizer",
+        &[
+            "optimize",
+            "--resume",
+            &resume,
+            "--jd",
+            &jd,
+            "--dry-run",
+            "--json",
+            "--docx",
+            docx.to_str().unwrap(),
+        ],
+        &[],
+        DEADLINE,
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let result: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(result["repair_attempts"], 1);
+    assert!(result["ats_score"].as_f64().unwrap() >= 0.75);
+    assert_eq!(result["dropped_bullets"].as_array().unwrap().len(), 1);
+    assert!(run.stderr.contains("▶ targeted_repair"), "{}", run.stderr);
+    let text = job_capabilities::documents::read_resume_text(&docx).unwrap();
+    assert!(text.contains("distributed training on 64 GPUs"), "{text}");
+}
+
+#[test]
+fn interview_writes_ten_questions_and_a_letter() {
+    let (resume, jd) = (
+        pair("senior-sre", "resume.txt"),
+        pair("senior-sre", "jd.txt"),
+    );
+    let run = run_example(
+        "jd_optimizer",
+        &[
+            "interview",
+            "--resume",
+            &resume,
+            "--jd",
+            &jd,
+            "--dry-run",
+            "--letter",
+            "--tone",
+            "formal",
+        ],
+        &[],
+        DEADLINE,
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stdout.contains("10. [Situational"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("cover letter (Formal, 291 words)"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_job_description_too_short_exits_2_before_any_model_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let jd = dir.path().join("jd.txt");
+    std::fs::write(&jd, "Rust dev").unwrap();
+    let resume = pair("senior-sre", "resume.txt");
+    let run = run_example(
+        "jd_optimizer",
+        &[
+            "optimize",
+            "--resume",
+            &resume,
+            "--jd",
+            jd.to_str().unwrap(),
+            "--dry-run",
+        ],
+        &[],
+        DEADLINE,
+    );
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("refused: the job description is too short: 8 characters"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("jd_analysis"));
+}
