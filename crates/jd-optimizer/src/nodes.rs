@@ -208,8 +208,10 @@ impl OptimizerNode {
                 Ok(())
             }
             Step::Aggregation => {
+                let stats = deps.cache.stats();
                 let result = ctx.update(|s| {
-                    let result = aggregate(s);
+                    let mut result = aggregate(s);
+                    result.cache_stats = stats;
                     s.final_result = Some(result.clone());
                     result
                 });

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::agents::gap::gap_diff;
 use crate::agents::scorer::rule_score;
 use crate::analysis::JdAnalysis;
+use crate::cache::CacheStats;
 use crate::config::Budget;
 use crate::state::{
     AgentErrorRecord, AttemptScore, BudgetStop, CacheUse, Degrade, DroppedBullet, GapReport,
@@ -73,8 +74,10 @@ pub struct OptimizationResult {
     pub model_calls: u64,
     /// The budget and what it did.
     pub budget: BudgetReport,
-    /// Cache lookups (`true` a hit).
+    /// This run's cache lookups (`true` a hit).
     pub cache: CacheUse,
+    /// The process's cache counts when the run ended (hit rates by kind).
+    pub cache_stats: CacheStats,
     /// Failures recorded (the run went on past the recoverable ones).
     pub errors: Vec<AgentErrorRecord>,
     /// What the user should know.
@@ -88,7 +91,8 @@ impl OptimizationResult {
     }
 }
 
-/// Assembles the result from the state. A run stopped before scoring is scored here by
+/// Assembles the result from the state (the process's cache counts are the caller's to
+/// add). A run stopped before scoring is scored here by
 /// the rules; one stopped before the gap analysis gets the deterministic gap diff; both
 /// cost no model call.
 pub fn aggregate(state: &OptimizationState) -> OptimizationResult {
@@ -167,6 +171,7 @@ pub fn aggregate(state: &OptimizationState) -> OptimizationResult {
             degrades: state.degrades.iter().copied().collect(),
         },
         cache: state.cache.clone(),
+        cache_stats: CacheStats::default(),
         errors: state.errors.clone(),
         warnings,
     }
