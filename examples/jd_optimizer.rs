@@ -133,6 +133,15 @@ struct OptimizeArgs {
     /// Write the optimized resume as a DOCX here.
     #[arg(long)]
     docx: Option<PathBuf>,
+    /// The wall-time budget in seconds (default 55; a small local model needs more).
+    #[arg(long)]
+    max_seconds: Option<u64>,
+    /// The token budget (default 7,000).
+    #[arg(long)]
+    max_tokens: Option<u64>,
+    /// The model-call budget (default 6).
+    #[arg(long)]
+    max_calls: Option<u64>,
     /// Where embeddings come from: `none` (sections ranked by keywords) or `provider`.
     #[arg(long, default_value = "none")]
     embeddings: String,
@@ -298,6 +307,16 @@ async fn optimize(
         .with_context(|| format!("reading {}", args.jd.display()))?;
     let mut request = OptimizeRequest::new(resume.clone(), jd).for_tenant(&args.tenant);
     request.user_facts = args.facts.clone();
+    let budget = &mut request.config.budget;
+    if let Some(seconds) = args.max_seconds {
+        budget.max_wall_ms = seconds.saturating_mul(1000);
+    }
+    if let Some(tokens) = args.max_tokens {
+        budget.max_tokens = tokens;
+    }
+    if let Some(calls) = args.max_calls {
+        budget.max_calls = calls;
+    }
     let optimizer = optimizer(&args).await?;
 
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<OptimizeEvent>();

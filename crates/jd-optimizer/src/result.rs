@@ -97,11 +97,23 @@ impl OptimizationResult {
 /// cost no model call.
 pub fn aggregate(state: &OptimizationState) -> OptimizationResult {
     let analysis = state.jd_analysis.clone().unwrap_or_default();
+    let originals = || {
+        crate::scoring::score_by_rules(
+            &analysis,
+            &state.original_bullets(),
+            state.config.score_threshold,
+        )
+    };
+    // With no rewritten bullet, the resume offered is the resume as it was: so is its score.
     let (ats_score, score_breakdown, scoring_lane) = match (
         state.ats_score,
         state.score_breakdown,
         state.attempts.last(),
     ) {
+        _ if state.optimized_bullets.is_empty() => {
+            let rules = originals();
+            (rules.overall(), rules.breakdown, ScoringLane::Rules)
+        }
         (Some(score), Some(breakdown), Some(last)) => (score, breakdown, last.lane),
         _ => {
             let rules = rule_score(state);
@@ -122,20 +134,19 @@ pub fn aggregate(state: &OptimizationState) -> OptimizationResult {
             (gap_diff(&analysis, &resume), GapSource::Deterministic)
         }
     };
-    let baseline_score = state.attempts.iter().find(|a| a.attempt == 0).map_or_else(
-        || {
-            crate::scoring::score_by_rules(
-                &analysis,
-                &state.original_bullets(),
-                state.config.score_threshold,
-            )
-            .overall()
-        },
-        |a| a.score,
-    );
+    let baseline_score = state
+        .attempts
+        .iter()
+        .find(|a| a.attempt == 0)
+        .map_or_else(|| originals().overall(), |a| a.score);
     let mut warnings = state.warnings.clone();
     if state.optimized_bullets.is_empty() {
-        warnings.push("no rewritten bullet passed the fabrication check".to_owned());
+        warnings.push(if state.rewrite_attempts == 0 {
+            "no rewrite was made: the resume is scored as it is".to_owned()
+        } else {
+            "no rewritten bullet passed the fabrication check: the resume is scored as it is"
+                .to_owned()
+        });
     } else if ats_score + 0.005 < baseline_score {
         warnings.push(format!(
             "the rewritten bullets score {:.1} points below the resume's own ({:.1}): keep the original where it reads better",

@@ -68,7 +68,11 @@ async fn a_jd_analysis_is_reused_by_its_tenant_only() {
     assert_eq!(again.result.cache.jd_analysis, Some(true));
     assert_eq!(other.result.cache.jd_analysis, Some(false));
     assert!(!again.result.token_usage.contains_key("jd_analyzer"));
-    assert_eq!(again.result.cache_stats.jd_hit_rate(), Some(0.5), "the process's rate so far");
+    assert_eq!(
+        again.result.cache_stats.jd_hit_rate(),
+        Some(0.5),
+        "the process's rate so far"
+    );
     let analyses = model
         .requests()
         .iter()

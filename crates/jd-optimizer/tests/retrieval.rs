@@ -40,7 +40,11 @@ async fn a_resume_is_indexed_once_per_tenant_and_searched_by_the_jds_keywords() 
     assert!(!chunks.is_empty() && chunks.len() <= 6);
     // The Tripwell chunk holds Kubernetes, AWS, Terraform and Prometheus: it ranks first.
     assert!(chunks[0].content.contains("Tripwell"), "{chunks:?}");
-    assert!(chunks.iter().all(|c| c.relevance_score >= 0.3 || c.relevance_score == 0.0));
+    assert!(
+        chunks
+            .iter()
+            .all(|c| c.relevance_score >= 0.3 || c.relevance_score == 0.0)
+    );
     let indexed = store.count(COLLECTION, "acme").await.unwrap();
     assert_eq!(indexed as usize, first.state.resume_sections.len());
 
@@ -50,7 +54,10 @@ async fn a_resume_is_indexed_once_per_tenant_and_searched_by_the_jds_keywords() 
     assert_eq!(again.state.relevant_chunks, first.state.relevant_chunks);
 
     // Another tenant gets an index of its own; acme's is not indexed again.
-    let globex = run(&optimizer, &pair("senior-sre").for_tenant("globex")).await.0.unwrap();
+    let globex = run(&optimizer, &pair("senior-sre").for_tenant("globex"))
+        .await
+        .0
+        .unwrap();
     assert_eq!(globex.result.retrieval_source, RetrievalSource::Hybrid);
     assert_eq!(store.count(COLLECTION, "acme").await.unwrap(), indexed);
     assert_eq!(store.count(COLLECTION, "globex").await.unwrap(), indexed);
