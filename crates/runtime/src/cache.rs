@@ -120,6 +120,7 @@ impl Cache for InMemoryCache {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde_json::json;
