@@ -341,7 +341,7 @@ async fn a_server_restart_resumes_at_the_pending_gate() {
             .unwrap(),
     );
     let checkpoints = Arc::new(store.checkpoints());
-    let first = TestServer::spawn(
+    let mut first = TestServer::spawn(
         AgentServer::new(store)
             .with_checkpoints(checkpoints)
             .with_product(dry_run_product()),
@@ -364,7 +364,7 @@ async fn a_server_restart_resumes_at_the_pending_gate() {
     };
     drop(stream);
     first.task.abort();
-    let _ = first.task.await;
+    let _ = (&mut first.task).await;
 
     let store = Arc::new(
         agent_backends::SqliteSessionStore::open(&path)

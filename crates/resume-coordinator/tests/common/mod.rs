@@ -1,7 +1,7 @@
 //! A resume server on loopback, an SSE reader, and a session driver.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
 
-pub use agent_server::testing::{SseEvent, SseReader};
+pub use agent_server::testing::{SseEvent, SseReader, Started};
 use agent_server::{AgentServer, InMemorySessionStore, SessionStore};
 use resume_coordinator::ResumeProduct;
 use serde_json::{Value, json};
@@ -34,32 +34,26 @@ pub fn dry_run_product() -> Arc<ResumeProduct> {
     Arc::new(ResumeProduct::dry_run(fixtures()).unwrap())
 }
 
-/// A server on a loopback port.
-pub struct TestServer {
-    pub base: String,
-    pub task: tokio::task::JoinHandle<std::io::Result<()>>,
-    pub client: reqwest::Client,
+/// The resume product's server on a loopback port: agent-server's test server (its
+/// `url`, `status`, `client`, `task` through `Deref`), with the product's routes.
+pub struct TestServer(agent_server::testing::TestServer);
+
+impl std::ops::Deref for TestServer {
+    type Target = agent_server::testing::TestServer;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
-/// What `POST /start` answered.
-#[derive(Debug, Clone)]
-pub struct Started {
-    pub id: String,
-    pub token: String,
-    pub stream_url: String,
-    pub status_url: String,
+impl std::ops::DerefMut for TestServer {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
 }
 
 impl TestServer {
     pub async fn spawn(server: AgentServer) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let task = tokio::spawn(server.serve(listener));
-        TestServer {
-            base,
-            task,
-            client: reqwest::Client::new(),
-        }
+        TestServer(agent_server::testing::TestServer::spawn(server).await)
     }
 
     /// A server over an in-memory store hosting `product`.
@@ -68,63 +62,19 @@ impl TestServer {
         TestServer::spawn(AgentServer::new(store).with_product(product)).await
     }
 
-    pub fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-
     pub async fn start(&self, body: Value) -> Started {
-        let response = self
-            .client
-            .post(self.url("/api/resume/start"))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 201);
-        let body: Value = response.json().await.unwrap();
-        Started {
-            id: body["session_id"].as_str().unwrap().to_owned(),
-            token: body["token"].as_str().unwrap().to_owned(),
-            stream_url: body["stream_url"].as_str().unwrap().to_owned(),
-            status_url: body["status_url"].as_str().unwrap().to_owned(),
-        }
+        self.0.start("resume", body).await
     }
 
     pub async fn stream(&self, started: &Started, last_event_id: Option<u64>) -> SseReader {
-        let mut request = self
-            .client
-            .get(self.url(&started.stream_url))
-            .query(&[("token", started.token.as_str())]);
-        if let Some(id) = last_event_id {
-            request = request.header("Last-Event-ID", id.to_string());
-        }
-        let response = request.send().await.unwrap();
-        assert_eq!(response.status(), 200);
-        SseReader::new(response).with_patience(PATIENCE)
+        self.0
+            .stream(started, last_event_id)
+            .await
+            .with_patience(PATIENCE)
     }
 
     pub async fn respond(&self, started: &Started, gate: &str, answer: Value) -> u16 {
-        self.client
-            .post(self.url("/api/resume/respond"))
-            .bearer_auth(&started.token)
-            .json(&json!({"session_id": started.id, "gate": gate, "answer": answer}))
-            .send()
-            .await
-            .unwrap()
-            .status()
-            .as_u16()
-    }
-
-    pub async fn status(&self, started: &Started) -> Value {
-        let response = self
-            .client
-            .get(self.url(&started.status_url))
-            .bearer_auth(&started.token)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
-        response.json().await.unwrap()
+        self.0.respond(started, gate, answer).await.0
     }
 
     /// Follows the stream from the start, answering every `gate_open` with
