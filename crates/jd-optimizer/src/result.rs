@@ -122,17 +122,10 @@ pub fn aggregate(state: &OptimizationState) -> OptimizationResult {
     };
     let (gap_report, gap_source) = match (&state.gap_report, state.gap_source) {
         (Some(report), Some(source)) => (report.clone(), source),
-        _ => {
-            let resume: String = state
-                .resume_sections
-                .iter()
-                .map(|c| c.content.as_str())
-                .chain(state.optimized_bullets.iter().map(|b| b.text.as_str()))
-                .chain(state.user_facts.iter().map(String::as_str))
-                .collect::<Vec<_>>()
-                .join("\n");
-            (gap_diff(&analysis, &resume), GapSource::Deterministic)
-        }
+        _ => (
+            gap_diff(&analysis, &state.candidate_text()),
+            GapSource::Deterministic,
+        ),
     };
     let baseline_score = state
         .attempts

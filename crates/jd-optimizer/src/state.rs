@@ -511,6 +511,19 @@ impl OptimizationState {
             .collect()
     }
 
+    /// Everything the candidate's material says: the resume's sections, the rewritten
+    /// bullets (checked against them) and the user's own facts, a line each. What gap
+    /// checks and interview checks read.
+    pub fn candidate_text(&self) -> String {
+        self.resume_sections
+            .iter()
+            .map(|c| c.content.as_str())
+            .chain(self.optimized_bullets.iter().map(|b| b.text.as_str()))
+            .chain(self.user_facts.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     /// The chunks a rewrite may draw on: those retrieved, or every section when
     /// retrieval gave none.
     pub fn rewrite_sources(&self) -> &[ResumeChunk] {

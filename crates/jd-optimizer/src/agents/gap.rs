@@ -77,18 +77,6 @@ pub fn gap_diff(analysis: &JdAnalysis, resume: &str) -> GapReport {
     report
 }
 
-/// Everything the candidate's resume says: its sections, the bullets, the answers.
-fn resume_text(state: &OptimizationState) -> String {
-    state
-        .resume_sections
-        .iter()
-        .map(|c| c.content.as_str())
-        .chain(state.optimized_bullets.iter().map(|b| b.text.as_str()))
-        .chain(state.user_facts.iter().map(String::as_str))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// The gap analyzer's prompt.
 pub fn prompt(state: &OptimizationState, diff: &GapReport) -> String {
     let analysis = state.jd_analysis.clone().unwrap_or_default();
@@ -123,7 +111,7 @@ pub async fn run(ctx: &Node, deps: &Deps) {
     let (diff, skip, spent, budget) = ctx.read(|s| {
         let analysis = s.jd_analysis.clone().unwrap_or_default();
         (
-            gap_diff(&analysis, &resume_text(s)),
+            gap_diff(&analysis, &s.candidate_text()),
             s.degrades.contains(&Degrade::SkipGapModel),
             Spent::of(s),
             s.config.budget,

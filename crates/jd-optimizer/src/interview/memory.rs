@@ -37,13 +37,7 @@ impl MemoryProfile {
     /// The profile a completed optimization gives: the JD's hard skills the resume
     /// mentions, the rewritten bullets with numbers, their first verbs.
     pub fn from_optimization(state: &OptimizationState) -> Self {
-        let resume: String = state
-            .resume_sections
-            .iter()
-            .map(|c| c.content.as_str())
-            .chain(state.user_facts.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let resume = state.candidate_text();
         let core_skills = state
             .jd_analysis
             .as_ref()

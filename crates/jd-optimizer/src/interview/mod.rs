@@ -164,14 +164,7 @@ impl Interviewer {
                 prompt.push_str(&format!("{}\n", chunk.content.replace('\n', " ")));
             }
         }
-        let facts: String = state
-            .resume_sections
-            .iter()
-            .map(|c| c.content.as_str())
-            .chain(state.optimized_bullets.iter().map(|b| b.text.as_str()))
-            .chain(state.user_facts.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let facts = state.candidate_text();
         Material {
             prompt,
             facts,
