@@ -10,8 +10,8 @@
 //! adds a cover letter), `cover-letter` (optimize, then a letter; `--tone`) and `serve`
 //! (`POST /api/optimize`, `/api/interview-prep`, `/api/cover-letter` on agent-server,
 //! sessions in SQLite, `--daily-quota N` per tenant). Caches are in Redis when
-//! `REDIS_URL` is set. The recorded answers hold interview questions and a letter for the
-//! `senior-sre` pair.
+//! `REDIS_URL` is set. The recorded answers hold interview questions and a letter for
+//! every fixture pair.
 //!
 //! `optimize` reads a resume (PDF, DOCX or TXT) and a job description, runs the
 //! optimization graph with a line per node as it goes, and ends with a summary: the score

@@ -266,10 +266,33 @@ fn finish(
         Some(result) => result,
         None => aggregate(&state),
     };
+    record_metrics(&result);
     Ok(Optimization {
         result,
         state,
         usd,
         nodes,
     })
+}
+
+/// The metrics of spec 003 section 7.4 for one optimization, as one structured event
+/// (target `jd_optimizer::metrics`) that a tracing subscriber or the OTLP exporter
+/// carries to whatever aggregates them.
+fn record_metrics(result: &OptimizationResult) {
+    let stats = &result.cache_stats;
+    tracing::info!(
+        target: "jd_optimizer::metrics",
+        session = %result.session_id,
+        tenant = %result.tenant_id,
+        pipeline_total_latency_ms = result.budget.wall_ms,
+        pipeline_tokens = result.total_tokens_used,
+        pipeline_model_calls = result.model_calls,
+        pipeline_rewrite_attempts = result.rewrite_attempts + result.repair_attempts,
+        pipeline_final_ats_score = result.ats_score,
+        agent_error_count = result.errors.len(),
+        cache_jd_hit_rate = stats.jd_hit_rate().unwrap_or(0.0),
+        cache_retrieval_hit_rate = stats.retrieval_hit_rate().unwrap_or(0.0),
+        budget_stopped = result.budget.stop.is_some(),
+        "optimization metrics"
+    );
 }

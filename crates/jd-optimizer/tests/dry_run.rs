@@ -135,3 +135,37 @@ async fn the_optimized_resume_reads_back_from_its_docx_with_every_bullet() {
         assert!(!markdown.contains("@example.com") || markdown.lines().nth(1).is_some());
     }
 }
+
+#[tokio::test]
+async fn every_pairs_recorded_interview_passes_the_checks() {
+    use jd_optimizer::interview::InterviewRequest;
+    use jd_optimizer::interview::cover_letter::Tone;
+    let optimizer = dry_run::optimizer(&fixtures()).unwrap();
+    for pair in dry_run::pairs(&fixtures()).unwrap() {
+        let done = optimizer
+            .optimize(
+                &OptimizeRequest::new(&pair.resume, &pair.jd),
+                &pair.name,
+                Arc::new(CollectingSink::default()),
+                CancellationToken::new(),
+            )
+            .await
+            .unwrap();
+        let request = InterviewRequest {
+            questions: true,
+            cover_letter: true,
+            tone: Tone::Conversational,
+        };
+        let prep = optimizer
+            .interviewer(None)
+            .prepare(&done.state, &request, &CancellationToken::new())
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", pair.name));
+        assert!(prep.questions.len() >= 10, "{}", pair.name);
+        assert_eq!(
+            prep.model_calls, 2,
+            "{}: no answer was asked again",
+            pair.name
+        );
+    }
+}
