@@ -35,6 +35,23 @@ impl Budget {
     pub fn max_wall(&self) -> Duration {
         Duration::from_millis(self.max_wall_ms)
     }
+
+    /// This budget, each limit no higher than `ceiling`'s: what a request may ask for
+    /// where a deployment sets the most it pays for.
+    ///
+    /// ```
+    /// use jd_optimizer::Budget;
+    /// let asked = Budget { max_tokens: 1_000_000, max_calls: 3, max_wall_ms: 10_000 };
+    /// let allowed = asked.within(&Budget::default());
+    /// assert_eq!((allowed.max_tokens, allowed.max_calls, allowed.max_wall_ms), (7_000, 3, 10_000));
+    /// ```
+    pub fn within(&self, ceiling: &Budget) -> Budget {
+        Budget {
+            max_tokens: self.max_tokens.min(ceiling.max_tokens),
+            max_calls: self.max_calls.min(ceiling.max_calls),
+            max_wall_ms: self.max_wall_ms.min(ceiling.max_wall_ms),
+        }
+    }
 }
 
 /// The optimization's settings; the defaults are spec 003's V2 profile.

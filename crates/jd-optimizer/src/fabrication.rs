@@ -117,27 +117,41 @@ pub fn check_bullet<S: AsRef<str>>(
     let source_stems: BTreeSet<String> = source_words.iter().map(|w| stem(w)).collect();
     let known = |word: &str| source_words.contains(word) || source_stems.contains(&stem(word));
 
-    for word in bullet_words(bullet).into_iter().skip(1) {
-        let lower = word.to_lowercase();
-        if TITLE_WORDS.contains(&lower.as_str()) && !source_words.contains(&lower) {
-            return Err(Fabrication::Title(word));
-        }
-        let capitalized = word.chars().next().is_some_and(char::is_uppercase);
-        if capitalized && !COMMON_CAPITALIZED.contains(&lower.as_str()) && !known(&lower) {
-            return Err(Fabrication::Name(word));
-        }
-    }
-    // The first word starts the sentence: only a title there is checked.
-    if let Some(first) = bullet_words(bullet).into_iter().next() {
-        let lower = first.to_lowercase();
-        if TITLE_WORDS.contains(&lower.as_str())
-            && lower != "lead"
-            && !source_words.contains(&lower)
-        {
-            return Err(Fabrication::Title(first));
+    // A sentence's first word is capitalized by grammar: only a title is checked there.
+    for sentence in sentences(bullet) {
+        for (i, word) in bullet_words(sentence).into_iter().enumerate() {
+            let lower = word.to_lowercase();
+            let title = TITLE_WORDS.contains(&lower.as_str()) && !source_words.contains(&lower);
+            if title && (i > 0 || lower != "lead") {
+                return Err(Fabrication::Title(word));
+            }
+            let capitalized = word.chars().next().is_some_and(char::is_uppercase);
+            if i > 0
+                && capitalized
+                && !COMMON_CAPITALIZED.contains(&lower.as_str())
+                && !known(&lower)
+            {
+                return Err(Fabrication::Name(word));
+            }
         }
     }
     Ok(())
+}
+
+/// The sentences of a bullet: cut after `.`, `;`, `:` or `!` followed by a space (so
+/// "Node.js" and "2.1" stay whole).
+fn sentences(bullet: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes = bullet.as_bytes();
+    for (i, c) in bullet.char_indices() {
+        if matches!(c, '.' | ';' | ':' | '!' | '?') && bytes.get(i + 1) == Some(&b' ') {
+            out.push(&bullet[start..=i]);
+            start = i + 1;
+        }
+    }
+    out.push(&bullet[start..]);
+    out
 }
 
 /// The bullet's words as written (case kept), technical punctuation inside.
@@ -195,6 +209,18 @@ mod tests {
         assert_eq!(
             check_bullet("Senior engineer building Python services", &sources, &jd()),
             Err(Fabrication::Title("Senior".into()))
+        );
+    }
+
+    #[test]
+    fn a_new_sentence_may_start_with_a_capital() {
+        let sources = ["Cut the AWS bill by 30% with Python jobs; saved a team of 4 a day a week"];
+        let bullet = "Cut the AWS bill by 30% with Python jobs. Saved a team of 4 a day a week";
+        assert_eq!(check_bullet(bullet, &sources, &jd()), Ok(()));
+        let invented = "Cut the AWS bill by 30%. Praised by Google";
+        assert_eq!(
+            check_bullet(invented, &sources, &jd()),
+            Err(Fabrication::Name("Google".into()))
         );
     }
 

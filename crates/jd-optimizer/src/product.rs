@@ -12,7 +12,7 @@
 //! `status` events (`processing`, then `completed` or `failed`; a session is `pending`
 //! from its creation until its run's first event). A job description that cannot be
 //! analysed is refused with 400 and a tenant past its daily quota with 429, before any
-//! session is made.
+//! session is made. A request's budget is held under the deployment's ceiling.
 
 use std::sync::Arc;
 
@@ -29,7 +29,7 @@ use crate::interview::memory::MemoryStore;
 use crate::interview::{InterviewError, InterviewPrep, InterviewRequest};
 use crate::pipeline::{JdOptimizer, OptimizeError};
 use crate::state::OptimizationState;
-use crate::{OptimizationResult, OptimizeEvent, OptimizeRequest};
+use crate::{Budget, OptimizationResult, OptimizeEvent, OptimizeRequest};
 
 /// Where completed optimizations are kept for interview preparation.
 const OPTIMIZATIONS: &str = "jd_optimizer.optimizations";
@@ -108,6 +108,7 @@ impl std::fmt::Debug for Shared {
 #[derive(Debug, Clone)]
 pub struct OptimizeProduct {
     shared: Shared,
+    ceiling: Budget,
 }
 
 impl OptimizeProduct {
@@ -125,7 +126,15 @@ impl OptimizeProduct {
                 documents,
                 quota,
             },
+            ceiling: Budget::default(),
         }
+    }
+
+    /// The most one optimization may spend (the V2 budget by default): a request may
+    /// ask for less, never more.
+    pub fn with_budget_ceiling(mut self, ceiling: Budget) -> Self {
+        self.ceiling = ceiling;
+        self
     }
 
     /// The interview product on the same optimizer and store: questions (and a letter
@@ -164,8 +173,9 @@ impl Product for OptimizeProduct {
     async fn run(
         &self,
         handle: SessionHandle,
-        start: OptimizeRequest,
+        mut start: OptimizeRequest,
     ) -> Result<OptimizationResult, SessionError> {
+        start.config.budget = start.config.budget.within(&self.ceiling);
         let optimizer = &self.shared.optimizer;
         let state = optimizer
             .initial_state(&start, handle.id())

@@ -181,3 +181,22 @@ async fn a_tenant_past_its_daily_quota_gets_429_and_others_go_on() {
     let (status, _) = post(&server, "/api/optimize", sre_body("globex")).await;
     assert_eq!(status, 201);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_cannot_widen_the_budget_past_the_deployments_ceiling() {
+    let server = server(None).await;
+    let mut body = sre_body("acme");
+    body["config"] = json!({"budget": {"max_tokens": 1_000_000_000u64, "max_calls": 1000, "max_wall_ms": 1_000_000_000u64}});
+    let (status, body) = post(&server, "/api/optimize", body).await;
+    assert_eq!(status, 201, "{body}");
+    let events = server
+        .stream(&started("optimize", &body), None)
+        .await
+        .until("session_complete")
+        .await;
+    let limits = &events.last().unwrap().data["result"]["budget"]["limits"];
+    assert_eq!(
+        limits,
+        &json!({"max_tokens": 7000, "max_calls": 6, "max_wall_ms": 55000})
+    );
+}
