@@ -6,7 +6,8 @@ use job_capabilities::documents::{DocumentKind, DocxError, build_docx, extract_t
 
 use crate::scoring::score_by_rules;
 use crate::state::OptimizationState;
-use crate::text::strip_marker;
+use crate::text::is_bullet;
+use job_capabilities::documents::strip_bullet;
 
 /// Section names written as headings.
 const HEADINGS: &[&str] = &[
@@ -22,10 +23,6 @@ const HEADINGS: &[&str] = &[
     "education",
     "certifications",
 ];
-
-fn is_bullet(line: &str) -> bool {
-    line.starts_with(['-', '*', '•', '–', '·'])
-}
 
 fn is_heading(line: &str) -> bool {
     let bare = line.trim_end_matches(':');
@@ -63,11 +60,11 @@ pub fn optimized_markdown(resume_text: &str, state: &OptimizationState) -> Strin
             continue;
         }
         if is_bullet(line) {
-            let bare = strip_marker(line);
+            let bare = strip_bullet(line);
             let owner = state
                 .resume_sections
                 .iter()
-                .find(|c| c.content.lines().any(|l| strip_marker(l.trim()) == bare));
+                .find(|c| c.content.lines().any(|l| strip_bullet(l.trim()) == bare));
             let rewritten: Vec<&str> = owner.map_or_else(Vec::new, |chunk| {
                 state
                     .optimized_bullets
@@ -123,7 +120,7 @@ pub fn optimized_docx(
         .lines()
         .map(str::trim)
         .filter(|l| l.starts_with('•'))
-        .map(|l| strip_marker(l).to_owned())
+        .map(|l| strip_bullet(l).to_owned())
         .collect();
     let analysis = state.jd_analysis.clone().unwrap_or_default();
     let score = score_by_rules(&analysis, &bullets, state.config.score_threshold).overall();

@@ -498,7 +498,7 @@ impl OptimizationState {
             sources.iter().collect()
         };
         let lines: Vec<&str> = chosen.iter().flat_map(|c| c.content.lines()).collect();
-        let marked = |l: &&str| l.trim_start().starts_with(['-', '*', '•', '–', '·']);
+        let marked = |l: &&str| crate::text::is_bullet(l);
         let bullets: Vec<&str> = if lines.iter().any(marked) {
             lines.into_iter().filter(marked).collect()
         } else {
@@ -506,7 +506,7 @@ impl OptimizationState {
         };
         bullets
             .into_iter()
-            .map(|l| crate::text::strip_marker(l).to_owned())
+            .map(|l| job_capabilities::documents::strip_bullet(l).to_owned())
             .filter(|l| !l.is_empty())
             .collect()
     }

@@ -222,11 +222,9 @@ pub fn starts_with_action_verb(bullet: &str) -> bool {
     ACTION_VERBS.iter().any(|verb| stem(verb) == first_stem)
 }
 
-/// A bullet without its list marker.
-pub fn strip_marker(line: &str) -> &str {
-    line.trim()
-        .trim_start_matches(['-', '*', '•', '–', '·'])
-        .trim_start()
+/// Whether a line is a list item: it starts with "-", "*", "•", "–" or "·".
+pub fn is_bullet(line: &str) -> bool {
+    line.trim_start().starts_with(['-', '*', '•', '–', '·'])
 }
 
 #[cfg(test)]

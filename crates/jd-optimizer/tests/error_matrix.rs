@@ -257,6 +257,40 @@ async fn a_store_that_is_down_falls_back_to_the_raw_sections_with_a_warning() {
     );
 }
 
+/// Counts the embedding requests it answers.
+#[derive(Default)]
+struct CountingEmbeddings(std::sync::atomic::AtomicUsize);
+
+#[async_trait]
+impl EmbeddingModel for CountingEmbeddings {
+    async fn embed(&self, request: EmbeddingRequest) -> Result<EmbeddingResponse, LlmError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        LetterEmbeddings.embed(request).await
+    }
+}
+
+#[tokio::test]
+async fn a_retrieval_embeds_its_query_once_and_the_resume_once() {
+    let script = Script::new()
+        .json("analyzer", sre_analysis())
+        .json("rewriter", sre_rewrite())
+        .json("gap", gap_answer());
+    let (optimizer, _) = optimizer(&script);
+    let embedder = Arc::new(CountingEmbeddings::default());
+    let store = agent_backends::SqliteSessionStore::in_memory()
+        .await
+        .unwrap()
+        .vectors();
+    let optimizer = optimizer.with_index(ResumeIndex::new(embedder.clone(), Arc::new(store)));
+    let (outcome, _) = run(&optimizer, &pair("senior-sre")).await;
+    assert_eq!(
+        outcome.unwrap().result.retrieval_source,
+        RetrievalSource::Hybrid
+    );
+    // The query once (it probes the index, then searches), the resume's chunks once.
+    assert_eq!(embedder.0.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
+
 #[tokio::test]
 async fn a_cancelled_run_fails_with_what_it_gathered() {
     let script = Script::new().json("analyzer", sre_analysis());

@@ -84,12 +84,7 @@ pub fn read_resume(text: &str) -> Result<Intake, IntakeError> {
 
 /// A line without its bullet marker (`-`, `*`, `•`, `–`) and surrounding spaces.
 pub fn strip_bullet(line: &str) -> String {
-    let trimmed = line.trim();
-    trimmed
-        .strip_prefix(['-', '*', '•', '–', '·'])
-        .map(str::trim_start)
-        .unwrap_or(trimmed)
-        .to_owned()
+    job_capabilities::documents::strip_bullet(line).to_owned()
 }
 
 /// The evidence items of the interview answers (`A1..`), in order.

@@ -2,7 +2,7 @@
 //! and reading it back to check that what must be in it is: a document is offered only
 //! once it reads back.
 
-use super::{DocumentKind, extract_text, normalize_text};
+use super::{DocumentKind, extract_text, normalize_text, strip_bullet};
 use std::io::{Cursor, Write};
 use zip::CompressionMethod;
 use zip::ZipWriter;
@@ -35,14 +35,6 @@ const DOCUMENT_RELS: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="
 /// outline levels, so readers and ATS parsers see the structure) and `ListBullet`.
 const STYLES: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <w:styles xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:style w:type="paragraph" w:default="1" w:styleId="Normal"><w:name w:val="Normal"/><w:pPr><w:spacing w:after="60"/></w:pPr><w:rPr><w:sz w:val="22"/></w:rPr></w:style><w:style w:type="paragraph" w:styleId="Title"><w:name w:val="Title"/><w:basedOn w:val="Normal"/><w:next w:val="Normal"/><w:pPr><w:spacing w:after="120"/></w:pPr><w:rPr><w:b/><w:sz w:val="36"/></w:rPr></w:style><w:style w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/><w:basedOn w:val="Normal"/><w:next w:val="Normal"/><w:pPr><w:keepNext/><w:spacing w:before="240" w:after="80"/><w:outlineLvl w:val="0"/></w:pPr><w:rPr><w:b/><w:sz w:val="28"/></w:rPr></w:style><w:style w:type="paragraph" w:styleId="Heading2"><w:name w:val="heading 2"/><w:basedOn w:val="Normal"/><w:next w:val="Normal"/><w:pPr><w:keepNext/><w:spacing w:before="120" w:after="40"/><w:outlineLvl w:val="1"/></w:pPr><w:rPr><w:b/><w:sz w:val="24"/></w:rPr></w:style><w:style w:type="paragraph" w:styleId="ListBullet"><w:name w:val="List Bullet"/><w:basedOn w:val="Normal"/><w:pPr><w:ind w:left="360" w:hanging="240"/></w:pPr></w:style></w:styles>"#;
-
-/// A list item's text, its marker removed.
-fn strip_bullet(line: &str) -> &str {
-    let trimmed = line.trim();
-    trimmed
-        .strip_prefix(['-', '*', '•', '–', '·'])
-        .map_or(trimmed, str::trim_start)
-}
 
 /// Escapes text for XML content and attributes.
 pub fn xml_escape(text: &str) -> String {

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use docx_writer::{DocxError, build_docx, document_xml, verify_docx};
-pub use normalize::normalize_text;
+pub use normalize::{normalize_text, strip_bullet};
 
 /// The largest document accepted, in bytes (20 MiB). A resume is far smaller; anything
 /// bigger is refused with [`DocumentError::TooLarge`] before it is read.

@@ -2,6 +2,21 @@
 
 use unicode_normalization::UnicodeNormalization;
 
+/// A list item's text, its marker ("-", "*", "•", "–", "·") and the spaces after it
+/// removed; other lines trimmed.
+///
+/// ```
+/// use job_capabilities::documents::strip_bullet;
+/// assert_eq!(strip_bullet("  • Led 4 people "), "Led 4 people");
+/// assert_eq!(strip_bullet("Plain line"), "Plain line");
+/// ```
+pub fn strip_bullet(line: &str) -> &str {
+    let trimmed = line.trim();
+    trimmed
+        .strip_prefix(['-', '*', '•', '–', '·'])
+        .map_or(trimmed, str::trim_start)
+}
+
 /// Clean text extracted from a document, so that words, lines and paragraphs survive and
 /// layout artefacts do not:
 ///

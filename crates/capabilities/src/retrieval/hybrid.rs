@@ -221,6 +221,18 @@ impl HybridRetriever {
             .await?
             .pop()
             .unwrap_or_default();
+        self.search_embedded(tenant, query, vector, options).await
+    }
+
+    /// [`search`](Self::search) with the query's embedding already made (by
+    /// [`embed`](Self::embed)), for a caller that used it already.
+    pub async fn search_embedded(
+        &self,
+        tenant: &str,
+        query: &str,
+        vector: Vec<f32>,
+        options: &RetrievalOptions,
+    ) -> Result<Vec<Retrieved>, RetrievalError> {
         let candidates = options.candidates.max(options.top_k);
         let nearest = self
             .store

@@ -72,14 +72,19 @@ impl ResumeIndex {
             return Ok(None);
         };
         let this_resume = MetadataFilter::from([("document".to_owned(), json!(resume_id))]);
-        let probe = retriever.embed(&[query.to_owned()]).await?;
+        // One embedding of the query: it probes whether the resume is indexed, then searches.
+        let vector = retriever
+            .embed(&[query.to_owned()])
+            .await?
+            .pop()
+            .unwrap_or_default();
         let indexed = retriever
             .store()
             .query(
                 COLLECTION,
                 &VectorQuery {
                     tenant: tenant.to_owned(),
-                    vector: probe.into_iter().next().unwrap_or_default(),
+                    vector: vector.clone(),
                     top_k: 1,
                     filter: this_resume.clone(),
                     min_score: None,
@@ -109,7 +114,9 @@ impl ResumeIndex {
             filter: this_resume,
             ..options.clone()
         };
-        let found = retriever.search(tenant, query, &options).await?;
+        let found = retriever
+            .search_embedded(tenant, query, vector, &options)
+            .await?;
         let prefix = format!("{resume_id}:");
         Ok(Some(
             found
