@@ -6,12 +6,26 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_runtime::CollectingSink;
+use jd_optimizer::dry_run::FixturePair;
 use jd_optimizer::state::RouteKey;
-use jd_optimizer::{OptimizeEvent, OptimizeRequest, dry_run};
+use jd_optimizer::{JdOptimizer, Optimization, OptimizeEvent, OptimizeRequest, dry_run};
 use tokio_util::sync::CancellationToken;
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/jd-optimizer")
+}
+
+/// Optimizes `pair` on the dry run, its events dropped.
+async fn optimize(optimizer: &JdOptimizer, pair: &FixturePair) -> Optimization {
+    optimizer
+        .optimize(
+            &OptimizeRequest::new(&pair.resume, &pair.jd),
+            &pair.name,
+            Arc::new(CollectingSink::default()),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{}: {e}", pair.name))
 }
 
 #[tokio::test]
@@ -79,15 +93,7 @@ async fn a_repair_weaves_in_keywords_the_sources_hold_and_its_invented_patch_is_
     let pairs = dry_run::pairs(&fixtures()).unwrap();
     let pair = pairs.iter().find(|p| p.name == "staff-ml").unwrap();
     let optimizer = dry_run::optimizer(&fixtures()).unwrap();
-    let done = optimizer
-        .optimize(
-            &OptimizeRequest::new(&pair.resume, &pair.jd),
-            "s1",
-            Arc::new(CollectingSink::default()),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+    let done = optimize(&optimizer, pair).await;
     let r = &done.result;
     assert_eq!(r.repair_attempts, 1);
     let [.., first, repaired] = r.attempts.as_slice() else {
@@ -114,15 +120,7 @@ async fn a_repair_weaves_in_keywords_the_sources_hold_and_its_invented_patch_is_
 async fn the_optimized_resume_reads_back_from_its_docx_with_every_bullet() {
     let optimizer = dry_run::optimizer(&fixtures()).unwrap();
     for pair in dry_run::pairs(&fixtures()).unwrap() {
-        let done = optimizer
-            .optimize(
-                &OptimizeRequest::new(&pair.resume, &pair.jd),
-                &pair.name,
-                Arc::new(CollectingSink::default()),
-                CancellationToken::new(),
-            )
-            .await
-            .unwrap();
+        let done = optimize(&optimizer, &pair).await;
         let docx = jd_optimizer::document::optimized_docx(&pair.resume, &done.state).unwrap();
         assert!(docx.bytes.starts_with(b"PK"), "{}", pair.name);
         assert!((0.0..=1.0).contains(&docx.score));
@@ -142,15 +140,7 @@ async fn every_pairs_recorded_interview_passes_the_checks() {
     use jd_optimizer::interview::cover_letter::Tone;
     let optimizer = dry_run::optimizer(&fixtures()).unwrap();
     for pair in dry_run::pairs(&fixtures()).unwrap() {
-        let done = optimizer
-            .optimize(
-                &OptimizeRequest::new(&pair.resume, &pair.jd),
-                &pair.name,
-                Arc::new(CollectingSink::default()),
-                CancellationToken::new(),
-            )
-            .await
-            .unwrap();
+        let done = optimize(&optimizer, &pair).await;
         let request = InterviewRequest {
             questions: true,
             cover_letter: true,

@@ -59,6 +59,26 @@ async fn completed(
     (optimizer, model, done.state)
 }
 
+/// Prepares `state`'s interview: questions and/or a letter in `tone`.
+async fn prepare(
+    optimizer: &jd_optimizer::JdOptimizer,
+    memory: Option<MemoryStore>,
+    state: &OptimizationState,
+    questions: bool,
+    cover_letter: bool,
+    tone: Tone,
+) -> Result<jd_optimizer::interview::InterviewPrep, InterviewError> {
+    let request = InterviewRequest {
+        questions,
+        cover_letter,
+        tone,
+    };
+    optimizer
+        .interviewer(memory)
+        .prepare(state, &request, &CancellationToken::new())
+        .await
+}
+
 fn base() -> Script {
     Script::new()
         .json("analyzer", sre_analysis())
@@ -118,17 +138,7 @@ async fn a_set_with_too_few_behavioural_questions_or_invented_numbers_is_asked_a
         .json("questions", short)
         .json("questions", good_questions());
     let (optimizer, model, state) = completed(&script).await;
-    let prep = optimizer
-        .interviewer(None)
-        .prepare(
-            &state,
-            &InterviewRequest {
-                questions: true,
-                cover_letter: false,
-                tone: Tone::Formal,
-            },
-            &CancellationToken::new(),
-        )
+    let prep = prepare(&optimizer, None, &state, true, false, Tone::Formal)
         .await
         .unwrap();
     assert_eq!(prep.questions.len(), 10);
@@ -155,17 +165,7 @@ async fn a_letter_with_a_banned_opening_twice_is_refused() {
             letter(300, "I am writing to express my interest in this role."),
         );
     let (optimizer, _, state) = completed(&script).await;
-    let error = optimizer
-        .interviewer(None)
-        .prepare(
-            &state,
-            &InterviewRequest {
-                questions: false,
-                cover_letter: true,
-                tone: Tone::Formal,
-            },
-            &CancellationToken::new(),
-        )
+    let error = prepare(&optimizer, None, &state, false, true, Tone::Formal)
         .await
         .unwrap_err();
     let InterviewError::Refused { agent, problems } = error else {
@@ -185,17 +185,7 @@ async fn a_letter_too_short_is_asked_again() {
         .json("letter", letter(120, "Keeping payments up is what I do."))
         .json("letter", letter(320, "Keeping payments up is what I do."));
     let (optimizer, _, state) = completed(&script).await;
-    let prep = optimizer
-        .interviewer(None)
-        .prepare(
-            &state,
-            &InterviewRequest {
-                questions: false,
-                cover_letter: true,
-                tone: Tone::Enthusiastic,
-            },
-            &CancellationToken::new(),
-        )
+    let prep = prepare(&optimizer, None, &state, false, true, Tone::Enthusiastic)
         .await
         .unwrap();
     assert_eq!(prep.cover_letter.unwrap().words, 320);
@@ -208,19 +198,16 @@ async fn the_memory_profile_is_kept_per_user_and_merged() {
     let (optimizer, _, state) = completed(&script).await;
     let documents = Arc::new(InMemoryDocumentStore::default());
     let memory = MemoryStore::new(documents.clone());
-    optimizer
-        .interviewer(Some(memory.clone()))
-        .prepare(
-            &state,
-            &InterviewRequest {
-                questions: false,
-                cover_letter: true,
-                tone: Tone::Enthusiastic,
-            },
-            &CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+    prepare(
+        &optimizer,
+        Some(memory.clone()),
+        &state,
+        false,
+        true,
+        Tone::Enthusiastic,
+    )
+    .await
+    .unwrap();
     let profile = memory
         .read(&state.tenant_id, &state.user_id)
         .await
@@ -247,18 +234,33 @@ async fn the_memory_profile_is_kept_per_user_and_merged() {
 async fn an_optimization_without_a_result_cannot_be_prepared_for() {
     let (optimizer, _, mut state) = completed(&base()).await;
     state.final_result = None;
-    let error = optimizer
-        .interviewer(None)
-        .prepare(
-            &state,
-            &InterviewRequest {
-                questions: true,
-                cover_letter: false,
-                tone: Tone::Formal,
-            },
-            &CancellationToken::new(),
-        )
+    let error = prepare(&optimizer, None, &state, true, false, Tone::Formal)
         .await
         .unwrap_err();
     assert!(matches!(error, InterviewError::NotCompleted(_)));
+}
+
+#[tokio::test]
+async fn a_thin_profile_sends_the_resume_as_well() {
+    let thin = json!({"bullets": [{"text": "Wrote Terraform modules for 60 AWS accounts, replacing hand-made console setups", "sources": ["C2"]}]});
+    let script = Script::new()
+        .json("analyzer", sre_analysis())
+        .json("rewriter", thin)
+        .json("gap", gap_answer())
+        .json("letter", letter(300, "Keeping payments up is what I do."));
+    let (optimizer, model, state) = completed(&script).await;
+    let prep = prepare(&optimizer, None, &state, false, true, Tone::Formal)
+        .await
+        .unwrap();
+    assert!(!prep.memory_only);
+    let asked = model
+        .requests()
+        .into_iter()
+        .find(|r| agent_of(r) == "letter")
+        .unwrap();
+    assert!(
+        asked.messages[0]
+            .text()
+            .contains("Full background:\nSite reliability engineer")
+    );
 }
