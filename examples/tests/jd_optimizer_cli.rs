@@ -113,3 +113,53 @@ fn a_job_description_too_short_exits_2_before_any_model_call() {
     );
     assert!(!run.stderr.contains("jd_analysis"));
 }
+
+#[test]
+fn with_redis_url_a_second_process_reuses_the_first_ones_analysis() {
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let env = [("REDIS_URL".to_owned(), url)];
+    // A tenant of this run alone, so an earlier run's cache cannot answer the first time.
+    let tenant = format!(
+        "cli-test-{}-{}",
+        std::process::id(),
+        chrono::Utc::now().timestamp_nanos_opt().unwrap()
+    );
+    let (resume, jd) = (
+        pair("senior-sre", "resume.txt"),
+        pair("senior-sre", "jd.txt"),
+    );
+    let args = [
+        "optimize",
+        "--resume",
+        &resume,
+        "--jd",
+        &jd,
+        "--dry-run",
+        "--tenant",
+        &tenant,
+    ];
+    let first = run_example("jd_optimizer", &args, &env, DEADLINE);
+    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    assert!(
+        first.stderr.contains("caches in Redis at"),
+        "{}",
+        first.stderr
+    );
+    assert!(
+        first.stdout.contains("cache: JD analysis miss"),
+        "{}",
+        first.stdout
+    );
+    let second = run_example("jd_optimizer", &args, &env, DEADLINE);
+    assert_eq!(second.code, Some(0), "{}", second.stderr);
+    assert!(
+        second.stdout.contains("cache: JD analysis hit"),
+        "{}",
+        second.stdout
+    );
+    assert!(
+        second.stderr.contains("✓ jd_analysis: 0 call(s)"),
+        "{}",
+        second.stderr
+    );
+}

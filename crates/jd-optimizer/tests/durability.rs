@@ -1,0 +1,128 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! What a run leaves behind and picks up: a failed run resumes from its last checkpoint
+//! without asking again for what it had, a second full rewrite sees the first one's
+//! score, and every optimization reports its metrics.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use agent_runtime::checkpoint::{CheckpointStore, InMemoryCheckpointStore};
+use agent_runtime::{CollectingSink, Session};
+use common::{Script, agent_of, gap_answer, optimizer, pair, run, sre_analysis, sre_rewrite};
+use jd_optimizer::OptimizeEvent;
+use jd_optimizer::state::OptimizationState;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+fn session(
+    optimizer: &jd_optimizer::JdOptimizer,
+    id: &str,
+) -> Session<OptimizationState, OptimizeEvent> {
+    let request = pair("senior-sre");
+    let state = optimizer.initial_state(&request, id).unwrap();
+    Session::new(id, state)
+        .with_event_sink(Arc::new(CollectingSink::<OptimizeEvent>::default()))
+        .with_meter(optimizer.meter(&request))
+}
+
+#[tokio::test]
+async fn a_failed_run_resumes_from_its_last_checkpoint_without_analysing_again() {
+    let store: Arc<dyn CheckpointStore> = Arc::new(InMemoryCheckpointStore::new());
+    // The first run analyses, then its rewrite fails twice: the run fails.
+    let failing = Script::new()
+        .json("analyzer", sre_analysis())
+        .answer("rewriter", "no")
+        .answer("rewriter", "still no");
+    let (first, _) = optimizer(&failing);
+    let outcome = first
+        .run_durable(
+            &session(&first, "s1"),
+            store.clone(),
+            CancellationToken::new(),
+        )
+        .await;
+    assert!(outcome.is_err());
+
+    // The next run of the same session has no analysis to give: it must not be asked.
+    let working = Script::new()
+        .json("rewriter", sre_rewrite())
+        .json("gap", gap_answer());
+    let (second, model) = optimizer(&working);
+    let done = second
+        .run_durable(&session(&second, "s1"), store, CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(model.requests().iter().all(|r| agent_of(r) != "analyzer"));
+    assert!(done.state.jd_analysis.is_some());
+    assert!(!done.result.optimized_bullets.is_empty());
+}
+
+#[tokio::test]
+async fn a_second_full_rewrite_is_told_the_first_ones_score() {
+    let weak = json!({"bullets": [{"text": "Wrote modules for 60 accounts", "sources": ["C2"]}]});
+    let script = Script::new()
+        .json("analyzer", sre_analysis())
+        .json("rewriter", weak)
+        .json("rewriter", sre_rewrite())
+        .json("gap", gap_answer());
+    let (optimizer, model) = optimizer(&script);
+    let mut request = pair("senior-sre");
+    request.config.max_repair_attempts = 0;
+    request.config.second_full_rewrite = true;
+    let (outcome, _) = run(&optimizer, &request).await;
+    assert_eq!(outcome.unwrap().result.rewrite_attempts, 2);
+    let rewrites: Vec<_> = model
+        .requests()
+        .into_iter()
+        .filter(|r| agent_of(r) == "rewriter")
+        .collect();
+    assert!(!rewrites[0].messages[0].text().contains("previous rewrite"));
+    let second = rewrites[1].messages[0].text();
+    assert!(second.contains("The previous rewrite scored"), "{second}");
+    assert!(second.contains("keywords"), "{second}");
+}
+
+/// Log lines written by the tracing subscriber of a test.
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Lines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn every_optimization_reports_its_metrics() {
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let script = Script::new()
+        .json("analyzer", sre_analysis())
+        .json("rewriter", sre_rewrite())
+        .json("gap", gap_answer());
+    let (optimizer, _) = optimizer(&script);
+    let done = run(&optimizer, &pair("senior-sre")).await.0.unwrap();
+    let logged = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    assert!(logged.contains("optimization metrics"), "{logged}");
+    let tokens = format!("pipeline_tokens={}", done.result.total_tokens_used);
+    for field in [
+        tokens.as_str(),
+        "pipeline_model_calls=3",
+        "cache_jd_hit_rate=0",
+        "budget_stopped=false",
+    ] {
+        assert!(logged.contains(field), "{field}: {logged}");
+    }
+}
