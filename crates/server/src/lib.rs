@@ -38,6 +38,9 @@
 //! - `GET /api/{product}/openapi.json`: the OpenAPI 3.1 document of these routes with the
 //!   JSON Schemas of the start request, every event, the result and every gate's answer.
 //! - `GET /`: the HTML page of the first product that has one.
+//! - With [`AgentServer::with_chat`]: `POST /v1/chat/completions` and `GET /v1/models`,
+//!   the OpenAI-compatible front of a conversational product, with OpenAI's own error
+//!   shape (see [`chat`]).
 //!
 //! ## Events the server adds
 //!
@@ -105,6 +108,7 @@
 
 mod access;
 mod auth;
+pub mod chat;
 mod control;
 mod error;
 mod hosted;

@@ -30,6 +30,11 @@ impl AgentServer {
 
 fn router(server: AgentServer) -> Router {
     let limit = server.inner.config.max_body_bytes;
+    let chat = server
+        .inner
+        .chat
+        .as_ref()
+        .map_or_else(Router::new, crate::chat::ChatFront::router);
     Router::new()
         .route("/", get(page))
         .route("/api/{product}", post(start))
@@ -53,6 +58,7 @@ fn router(server: AgentServer) -> Router {
             }),
         )
         .with_state(server)
+        .merge(chat)
 }
 
 async fn not_found() -> ApiError {

@@ -87,6 +87,8 @@ pub(crate) struct Inner {
     pub(crate) run_queue: Option<Arc<dyn RunQueue>>,
     /// This instance, as a lease holder.
     pub(crate) instance: String,
+    /// The OpenAI-compatible front of a conversational product, if one is served.
+    pub(crate) chat: Option<crate::chat::ChatFront>,
 }
 
 impl std::fmt::Debug for AgentServer {
@@ -186,6 +188,7 @@ impl AgentServer {
                 control: Arc::new(InProcessControl::default()),
                 run_queue: None,
                 instance: uuid::Uuid::new_v4().to_string(),
+                chat: None,
             }),
         }
     }
@@ -270,6 +273,16 @@ impl AgentServer {
     pub fn with_config(self, config: ServerConfig) -> Self {
         let mut inner = Arc::unwrap_or_clone(self.inner);
         inner.config = config;
+        AgentServer {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// Also serves `front`'s OpenAI-compatible routes (`/v1/chat/completions`,
+    /// `/v1/models`) beside the products' routes.
+    pub fn with_chat(self, front: crate::chat::ChatFront) -> Self {
+        let mut inner = Arc::unwrap_or_clone(self.inner);
+        inner.chat = Some(front);
         AgentServer {
             inner: Arc::new(inner),
         }

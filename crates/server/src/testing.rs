@@ -264,6 +264,34 @@ impl SseReader {
         }
         seen
     }
+
+    /// Every data-only message to the end of the stream, as OpenAI-style streams send
+    /// them (`data: <payload>` and nothing else; keep-alive comments skipped). Panics on
+    /// any other field, or after the reader's patience for a message.
+    pub async fn data_messages(&mut self) -> Vec<String> {
+        let mut seen = Vec::new();
+        loop {
+            let block = tokio::time::timeout(self.patience, self.next_block())
+                .await
+                .expect("no SSE message in time");
+            let Some(block) = block else { return seen };
+            let mut data: Option<String> = None;
+            for line in block.lines().filter(|line| !line.starts_with(':')) {
+                let value = line
+                    .strip_prefix("data:")
+                    .unwrap_or_else(|| panic!("a data-only stream sent {line:?}"));
+                let value = value.strip_prefix(' ').unwrap_or(value);
+                data = Some(match data {
+                    Some(before) => format!("{before}\n{value}"),
+                    None => value.to_owned(),
+                });
+            }
+            match data {
+                Some(data) => seen.push(data),
+                None => self.comments += 1,
+            }
+        }
+    }
 }
 
 /// The `(id, event)` pairs of `events`.

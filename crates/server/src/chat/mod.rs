@@ -1,0 +1,306 @@
+//! An OpenAI-compatible front for any conversational product: `POST /v1/chat/completions`
+//! (whole answers and streams) and `GET /v1/models`, so the chat clients people already
+//! use (the `openai` SDKs, chat UIs) talk to a product unchanged.
+//!
+//! A product implements [`ChatAgent`]: given a conversation it answers, telling
+//! [`ChatProgress`] what it is doing on the way. [`ChatFront`] does the rest:
+//!
+//! - **Auth**: `Authorization: Bearer <key>`, keys from [`ChatFront::with_api_keys`] (or
+//!   `CHAT_API_KEYS`, comma-separated, through [`ChatFront::from_env`]), compared by
+//!   SHA-256 in constant time. With no keys every request is accepted, and
+//!   [`ChatFront::bind_address`] keeps the server on loopback.
+//! - **Conversations**: keyed by the `X-Conversation-Id` header, else by the request's
+//!   `user` field, and kept in a [`DocumentStore`]. A request holding an assistant
+//!   message carries its own history, which replaces the stored one; a request of user
+//!   messages only continues the stored conversation, so a client that resends only its
+//!   last message still continues. The user a product sees is the `user` field, else the
+//!   `X-User-Id` header, else `anonymous`.
+//! - **The official wire format** (see [`wire`](self) for the shapes): errors before a
+//!   stream as `{"error": {"message", "type", "param", "code"}}` with their status (400
+//!   invalid request, 401 key, 404 model, 500/503 the agent); a stream of
+//!   `chat.completion.chunk`s sharing one `id` and `created`, `role: "assistant"` in the
+//!   first delta, progress as text deltas, the answer, `finish_reason` on the last choice
+//!   chunk, the usage chunk (empty `choices`) when `stream_options.include_usage` is set,
+//!   then `data: [DONE]`; a failure during a stream is a `data: {"error": ...}` event
+//!   followed by `[DONE]`. A client that goes away cancels the turn (noticed at the next
+//!   write: a note, or the keep-alive comment of [`ChatFront::with_keep_alive`]).
+//! - **Progress**: what the agent tells [`ChatProgress`] reaches a streaming client as
+//!   text deltas (plain clients show them) and is left out of the stored history and of
+//!   whole (non-streaming) answers.
+//!
+//! ```
+//! use agent_server::chat::{ChatAgent, ChatAgentError, ChatFront, ChatProgress, ChatReply, ChatTurn};
+//! use agent_runtime::documents::InMemoryDocumentStore;
+//! use std::sync::Arc;
+//!
+//! struct Echo;
+//!
+//! #[async_trait::async_trait]
+//! impl ChatAgent for Echo {
+//!     fn models(&self) -> Vec<String> {
+//!         vec!["echo".into()]
+//!     }
+//!     async fn reply(&self, turn: ChatTurn, progress: ChatProgress) -> Result<ChatReply, ChatAgentError> {
+//!         progress.note("thinking");
+//!         let last = turn.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+//!         Ok(ChatReply::text(format!("you said: {last}")))
+//!     }
+//! }
+//!
+//! let front = ChatFront::new(Arc::new(Echo), Arc::new(InMemoryDocumentStore::default()))
+//!     .with_api_keys(["sk-local-1"]);
+//! let router: axum::Router = front.router();
+//! # let _ = router;
+//! ```
+
+mod conversations;
+mod routes;
+mod wire;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_runtime::documents::DocumentStore;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::{hash_token, token_matches};
+
+/// Who wrote a message of a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatRole {
+    /// Instructions from the client (`system` or `developer`).
+    System,
+    /// The person chatting.
+    User,
+    /// The agent.
+    Assistant,
+}
+
+/// One message of a conversation, as text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// Who wrote it.
+    pub role: ChatRole,
+    /// What it says.
+    pub content: String,
+}
+
+impl ChatMessage {
+    /// A message of `role` saying `content`.
+    pub fn new(role: ChatRole, content: impl Into<String>) -> Self {
+        ChatMessage {
+            role,
+            content: content.into(),
+        }
+    }
+}
+
+/// One turn to answer: the whole conversation so far, the last message the user's.
+#[derive(Debug, Clone)]
+pub struct ChatTurn {
+    /// Who is chatting: the request's `user`, else `X-User-Id`, else `anonymous`. A
+    /// product scopes everything it keeps by it.
+    pub user: String,
+    /// The conversation's key, when the client gave one (header or `user`).
+    pub conversation: Option<String>,
+    /// The model the client asked for (one of [`ChatAgent::models`]).
+    pub model: String,
+    /// The conversation, oldest first.
+    pub messages: Vec<ChatMessage>,
+    /// Cancelled when the client goes away.
+    pub cancellation: CancellationToken,
+}
+
+/// Why the answer stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FinishReason {
+    /// The agent finished its answer.
+    #[default]
+    Stop,
+    /// The answer was cut at a length limit.
+    Length,
+}
+
+/// Tokens a turn used, summed over its model calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct ChatUsage {
+    /// Tokens sent to the model.
+    pub prompt_tokens: u64,
+    /// Tokens the model wrote.
+    pub completion_tokens: u64,
+}
+
+/// A turn's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ChatReply {
+    /// The answer's text.
+    pub text: String,
+    /// Tokens used.
+    pub usage: ChatUsage,
+    /// Why it stopped.
+    pub finish: FinishReason,
+}
+
+impl ChatReply {
+    /// A finished answer saying `text`, with no usage counted.
+    pub fn text(text: impl Into<String>) -> Self {
+        ChatReply {
+            text: text.into(),
+            ..ChatReply::default()
+        }
+    }
+}
+
+/// Why a turn could not be answered; each maps to an OpenAI error type and status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChatAgentError {
+    /// The conversation cannot be answered as sent (400 `invalid_request_error`).
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// A service the agent needs is down or busy (503 `service_unavailable`).
+    #[error("{0}")]
+    Unavailable(String),
+    /// The agent failed (500 `server_error`).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Where an agent says what it is doing during a turn (a tool started, a route chosen).
+/// Sending never blocks and never fails: notes for a client that went away are dropped.
+#[derive(Debug, Clone)]
+pub struct ChatProgress {
+    notes: Option<mpsc::UnboundedSender<String>>,
+}
+
+impl ChatProgress {
+    /// Progress that goes nowhere (a whole answer, a test).
+    pub fn ignored() -> Self {
+        ChatProgress { notes: None }
+    }
+
+    /// Progress into a channel, and its receiving end.
+    pub fn channel() -> (Self, mpsc::UnboundedReceiver<String>) {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        (
+            ChatProgress {
+                notes: Some(sender),
+            },
+            receiver,
+        )
+    }
+
+    /// Tells the client `note` (one line; the front adds the line break).
+    pub fn note(&self, note: impl Into<String>) {
+        if let Some(notes) = &self.notes {
+            let _ = notes.send(note.into());
+        }
+    }
+}
+
+/// A conversational product.
+#[async_trait]
+pub trait ChatAgent: Send + Sync + 'static {
+    /// The model ids it answers as (`GET /v1/models`); a request naming another is 404.
+    fn models(&self) -> Vec<String>;
+
+    /// Answers the turn's last message.
+    async fn reply(
+        &self,
+        turn: ChatTurn,
+        progress: ChatProgress,
+    ) -> Result<ChatReply, ChatAgentError>;
+}
+
+/// The OpenAI-compatible routes for one [`ChatAgent`] (see the [module docs](self)).
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct ChatFront {
+    pub(crate) agent: Arc<dyn ChatAgent>,
+    pub(crate) conversations: Arc<dyn DocumentStore>,
+    key_hashes: Arc<Vec<String>>,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) keep_alive: Duration,
+}
+
+impl ChatFront {
+    /// A front for `agent` keeping conversations in `conversations`, accepting any
+    /// request until keys are set.
+    pub fn new(agent: Arc<dyn ChatAgent>, conversations: Arc<dyn DocumentStore>) -> Self {
+        ChatFront {
+            agent,
+            conversations,
+            key_hashes: Arc::new(Vec::new()),
+            max_body_bytes: 4 * 1024 * 1024,
+            keep_alive: Duration::from_secs(15),
+        }
+    }
+
+    /// How often an idle stream sends a keep-alive comment (default 15 s). A client that
+    /// went away is noticed at the next write, so this also bounds how long its turn runs
+    /// on.
+    pub fn with_keep_alive(mut self, every: Duration) -> Self {
+        self.keep_alive = every;
+        self
+    }
+
+    /// Accepts only requests bearing one of `keys` (empty ones are ignored).
+    pub fn with_api_keys<K: AsRef<str>>(mut self, keys: impl IntoIterator<Item = K>) -> Self {
+        self.key_hashes = Arc::new(
+            keys.into_iter()
+                .map(|k| k.as_ref().trim().to_owned())
+                .filter(|k| !k.is_empty())
+                .map(|k| hash_token(&k))
+                .collect(),
+        );
+        self
+    }
+
+    /// Keys from `CHAT_API_KEYS` (comma-separated), if it is set.
+    pub fn from_env(agent: Arc<dyn ChatAgent>, conversations: Arc<dyn DocumentStore>) -> Self {
+        let keys = std::env::var("CHAT_API_KEYS").unwrap_or_default();
+        ChatFront::new(agent, conversations).with_api_keys(keys.split(','))
+    }
+
+    /// Whether requests need a key.
+    pub fn requires_key(&self) -> bool {
+        !self.key_hashes.is_empty()
+    }
+
+    /// Where to listen, given where the operator asked: with no keys, a non-loopback
+    /// address is replaced by `127.0.0.1` (same port) and a warning says so.
+    pub fn bind_address(&self, requested: SocketAddr) -> SocketAddr {
+        if self.requires_key() || requested.ip().is_loopback() {
+            return requested;
+        }
+        let loopback = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), requested.port());
+        tracing::warn!(
+            %requested,
+            %loopback,
+            "no CHAT_API_KEYS: the chat endpoint accepts anyone, so it listens on loopback only"
+        );
+        loopback
+    }
+
+    /// The routes: `POST /v1/chat/completions`, `GET /v1/models`.
+    pub fn router(&self) -> axum::Router {
+        routes::router(self.clone())
+    }
+
+    /// Whether `key` is accepted (any key when none are set).
+    pub(crate) fn accepts(&self, key: Option<&str>) -> bool {
+        if self.key_hashes.is_empty() {
+            return true;
+        }
+        key.is_some_and(|key| {
+            // Check every stored hash, so the time taken does not say which one matched.
+            self.key_hashes
+                .iter()
+                .fold(false, |hit, hash| token_matches(key, hash) | hit)
+        })
+    }
+}
