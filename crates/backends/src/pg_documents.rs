@@ -72,6 +72,16 @@ impl DocumentStore for PgDocumentStore {
         write_value(&mut conn, namespace, key, value).await
     }
 
+    async fn list(&self, namespace: &str) -> Result<Vec<(String, Value)>, StoreError> {
+        sqlx::query_as(
+            "SELECT key, value FROM documents WHERE namespace = $1 ORDER BY key COLLATE \"C\"",
+        )
+        .bind(namespace)
+        .fetch_all(self.db.pool())
+        .await
+        .map_err(backend)
+    }
+
     async fn delete(&self, namespace: &str, key: &str) -> Result<bool, StoreError> {
         let deleted = sqlx::query("DELETE FROM documents WHERE namespace = $1 AND key = $2")
             .bind(namespace)

@@ -94,6 +94,24 @@ impl DocumentStore for SqliteDocumentStore {
         tx.commit().await.map_err(backend)
     }
 
+    async fn list(&self, namespace: &str) -> Result<Vec<(String, Value)>, StoreError> {
+        let mut tx = self.db.read().await?;
+        let rows: Vec<(String, String)> =
+            sqlx::query_as("SELECT key, value FROM documents WHERE namespace = ?1 ORDER BY key")
+                .bind(namespace)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        rows.into_iter()
+            .map(|(key, text)| {
+                let value = serde_json::from_str(&text)
+                    .map_err(|e| StoreError::Corrupt(format!("document {namespace}/{key}: {e}")))?;
+                Ok((key, value))
+            })
+            .collect()
+    }
+
     async fn delete(&self, namespace: &str, key: &str) -> Result<bool, StoreError> {
         let mut tx = self.db.write().await?;
         let deleted = sqlx::query("DELETE FROM documents WHERE namespace = ?1 AND key = ?2")

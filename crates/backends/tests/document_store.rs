@@ -70,6 +70,23 @@ async fn behaves(store: Arc<dyn DocumentStore>) {
         Some(json!(20))
     );
 
+    // A namespace lists its own documents, by key, in byte order.
+    store
+        .put("resume.master", "Zed", &json!({"n": 3}))
+        .await
+        .unwrap();
+    let listed = store.list("resume.master").await.unwrap();
+    assert_eq!(
+        listed,
+        vec![
+            ("Zed".to_owned(), json!({"n": 3})),
+            ("ada".to_owned(), json!({"n": 2})),
+            ("bob".to_owned(), json!({"n": 7})),
+        ]
+    );
+    assert_eq!(store.list("nothing here").await.unwrap(), vec![]);
+    assert!(store.delete("resume.master", "Zed").await.unwrap());
+
     assert!(store.delete("resume.master", "bob").await.unwrap());
     assert!(!store.delete("resume.master", "bob").await.unwrap());
     assert_eq!(store.get("resume.master", "bob").await.unwrap(), None);

@@ -27,6 +27,9 @@ pub trait DocumentStore: Send + Sync {
     /// Replaces (or creates) the document.
     async fn put(&self, namespace: &str, key: &str, value: &Value) -> Result<(), StoreError>;
 
+    /// Every document of `namespace`, by key in ascending order.
+    async fn list(&self, namespace: &str) -> Result<Vec<(String, Value)>, StoreError>;
+
     /// Removes the document; whether there was one.
     async fn delete(&self, namespace: &str, key: &str) -> Result<bool, StoreError>;
 
@@ -84,6 +87,17 @@ impl DocumentStore for InMemoryDocumentStore {
     async fn put(&self, namespace: &str, key: &str, value: &Value) -> Result<(), StoreError> {
         self.documents().insert(id(namespace, key), value.clone());
         Ok(())
+    }
+
+    async fn list(&self, namespace: &str) -> Result<Vec<(String, Value)>, StoreError> {
+        let mut listed: Vec<(String, Value)> = self
+            .documents()
+            .iter()
+            .filter(|((ns, _), _)| ns == namespace)
+            .map(|((_, key), value)| (key.clone(), value.clone()))
+            .collect();
+        listed.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(listed)
     }
 
     async fn delete(&self, namespace: &str, key: &str) -> Result<bool, StoreError> {

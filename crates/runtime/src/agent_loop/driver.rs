@@ -88,13 +88,13 @@ where
         &self.config
     }
 
-    /// The opening request for `initial_message`.
-    fn opening_request(&self, initial_message: Message) -> ChatRequest {
+    /// The opening request for a conversation (oldest message first).
+    fn opening_request(&self, messages: Vec<Message>) -> ChatRequest {
         let config = &self.config;
         ChatRequest {
             model: config.model.clone(),
             system: (!config.system_prompt.is_empty()).then(|| config.system_prompt.clone()),
-            messages: vec![initial_message],
+            messages,
             tools: self.definitions.clone(),
             tool_choice: None,
             max_tokens: config.max_tokens,
@@ -120,11 +120,29 @@ where
     /// A new run of this agent, starting with `initial_message`, not driven yet (see
     /// [`resume`](Self::resume)).
     pub fn start(&self, initial_message: impl Into<Message>) -> AgentRun {
+        self.start_conversation(vec![initial_message.into()])
+    }
+
+    /// A new run answering a conversation so far (oldest first, the last message the
+    /// user's), not driven yet: a chat turn's history becomes the run's transcript.
+    pub fn start_conversation(&self, messages: Vec<Message>) -> AgentRun {
         AgentRun::new(
-            self.opening_request(initial_message.into()),
+            self.opening_request(messages),
             self.config.max_rounds,
             self.config.compaction,
         )
+    }
+
+    /// Runs one invocation answering a conversation (see
+    /// [`start_conversation`](Self::start_conversation) and [`run`](Self::run)).
+    pub async fn run_conversation(
+        &self,
+        ctx: &AgentContext<S, E>,
+        messages: Vec<Message>,
+    ) -> AgentResult {
+        let mut run = self.start_conversation(messages);
+        self.resume(ctx, &mut run).await;
+        self.result(ctx, run)
     }
 
     /// The result of a run driven in `ctx`.
