@@ -12,6 +12,7 @@ pub mod ats;
 pub mod documents;
 pub mod export;
 pub mod fetch;
+pub mod grounding;
 pub mod html;
 pub mod http;
 pub mod job;
@@ -20,5 +21,6 @@ pub mod ranking;
 pub mod retrieval;
 pub mod salary;
 pub mod search;
+pub mod text;
 
 pub use job::{JobSource, PayInterval, RawJob, Salary, SalaryOrigin};

@@ -48,7 +48,7 @@ pub mod result;
 pub mod router;
 pub mod scoring;
 pub mod state;
-pub mod text;
+pub use job_capabilities::text;
 
 pub use config::{Budget, OptimizeConfig};
 pub use events::OptimizeEvent;

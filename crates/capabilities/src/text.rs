@@ -1,10 +1,11 @@
-//! Reading bullets as an ATS does: keywords found by alias or by stem, content words,
-//! numbers, action verbs.
+//! Reading resume and job text as an ATS does: keywords found by alias or by stem,
+//! content words, numbers, action verbs. Shared by the products that score or check
+//! generated text (the JD optimizer, the job-agent chat).
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
-use job_capabilities::ranking::{mentions, normalize_skill};
+use crate::ranking::{mentions, normalize_skill};
 use rust_stemmers::{Algorithm, Stemmer};
 
 fn stemmer() -> &'static Stemmer {
@@ -36,7 +37,7 @@ pub fn stem(word: &str) -> String {
 /// The stems of `text`'s content words (stop words and one-letter words left out).
 ///
 /// ```
-/// let stems = jd_optimizer::text::content_stems("Designing the payment services");
+/// let stems = job_capabilities::text::content_stems("Designing the payment services");
 /// assert!(stems.contains("design") && stems.contains("servic") && !stems.contains("the"));
 /// ```
 pub fn content_stems(text: &str) -> BTreeSet<String> {
@@ -62,7 +63,7 @@ pub enum Found {
 /// stems of all its words.
 ///
 /// ```
-/// use jd_optimizer::text::{Found, find_keyword};
+/// use job_capabilities::text::{Found, find_keyword};
 /// assert_eq!(find_keyword("Ran k8s clusters", "Kubernetes"), Found::Exactly);
 /// assert_eq!(find_keyword("Deployed services weekly", "service deployment"), Found::ByStem);
 /// assert_eq!(find_keyword("A good engineer", "Go"), Found::No);
@@ -90,7 +91,7 @@ pub fn find_keyword(text: &str, keyword: &str) -> Found {
 /// The numbers in `text`, as digits only ("40%" → "40", "$1,200" → "1200", "3.5x" → "3.5").
 ///
 /// ```
-/// assert_eq!(jd_optimizer::text::numbers("Cut 40% of $1,200 costs in 3.5 weeks"), ["40", "1200", "3.5"]);
+/// assert_eq!(job_capabilities::text::numbers("Cut 40% of $1,200 costs in 3.5 weeks"), ["40", "1200", "3.5"]);
 /// ```
 pub fn numbers(text: &str) -> Vec<String> {
     let mut found = Vec::new();
@@ -206,7 +207,7 @@ const ACTION_VERBS: &[&str] = &[
 /// Whether a bullet starts with an action verb ("Built", "Led", "Optimize").
 ///
 /// ```
-/// use jd_optimizer::text::starts_with_action_verb;
+/// use job_capabilities::text::starts_with_action_verb;
 /// assert!(starts_with_action_verb("• Led a team of 5"));
 /// assert!(starts_with_action_verb("Optimize queries"));
 /// assert!(!starts_with_action_verb("Responsible for queries"));
