@@ -1,0 +1,277 @@
+//! [`JobAgentChat`]: a chat turn routed to one of two agents, each a full tool loop on the
+//! runtime, answering the whole conversation. It is agent-server's [`ChatAgent`], so the
+//! OpenAI-compatible front serves it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_llm::{ChatModel, LlmError, Message, ModelRouter, ModelTier};
+use agent_runtime::{
+    AgentConfig, AgentIdentity, AgentLoop, CostLimits, CostMeter, EventSink, LoopEvent, Session,
+    StopCause,
+};
+use agent_server::chat::{
+    ChatAgent, ChatAgentError, ChatMessage, ChatProgress, ChatReply, ChatRole, ChatTurn, ChatUsage,
+    FinishReason,
+};
+use async_trait::async_trait;
+use tracing::Instrument;
+
+use crate::router::{Intent, classify};
+use crate::tools::{Services, app_prep_tools, job_search_tools};
+
+/// The job-search agent's system prompt.
+pub const JOB_SEARCH_PROMPT: &str = "You are the JobSearchAgent, a job-search assistant. Use \
+your tools to search for jobs, save and list them, change their status, rank saved jobs \
+against the user's profile, set the profile from what the user says or from their resume, \
+record feedback, show details, notify matches and archive or delete jobs. Refer to jobs by \
+their ids. Never invent jobs, companies or results: report what the tools return. When a tool \
+fails, say what failed and what the user can do. Answer briefly, in Markdown.";
+
+/// The application-prep agent's system prompt.
+pub const APP_PREP_PROMPT: &str = "You are the AppPrepAgent. You prepare job applications \
+from the user's profile: application packages (resume suggestions, cover letter, intro \
+email), job-fit analyses and the list of packages made. Find the job's id with list_jobs when \
+the user names a job. Never claim experience the profile does not state; show what the tools \
+return, including what they removed as unsupported. Answer in Markdown.";
+
+/// How turns run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatConfig {
+    /// The model id clients ask for (`GET /v1/models`).
+    pub model_name: String,
+    /// Model calls per agent turn.
+    pub max_rounds: u32,
+    /// The longest a turn may work (waits for the model server's slots excluded).
+    pub turn_timeout: Duration,
+    /// Tokens one turn may use, over all its calls.
+    pub max_tokens_per_turn: u64,
+}
+
+impl Default for ChatConfig {
+    fn default() -> Self {
+        ChatConfig {
+            model_name: "job-agent".into(),
+            max_rounds: 8,
+            turn_timeout: Duration::from_secs(300),
+            max_tokens_per_turn: 60_000,
+        }
+    }
+}
+
+/// The chat: router, job-search agent, application-prep agent.
+pub struct JobAgentChat {
+    model: Arc<dyn ChatModel>,
+    router: ModelRouter,
+    config: ChatConfig,
+    job_search: AgentConfig<(), String>,
+    app_prep: AgentConfig<(), String>,
+}
+
+impl std::fmt::Debug for JobAgentChat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobAgentChat")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn agent(
+    name: &str,
+    prompt: &str,
+    tools: Vec<crate::tools::ChatTool>,
+    config: &ChatConfig,
+    model: &str,
+) -> AgentConfig<(), String> {
+    let mut agent = AgentConfig::new(AgentIdentity::new(name, "job-agent-chat"), prompt)
+        .with_max_rounds(config.max_rounds)
+        .with_overall_timeout(config.turn_timeout)
+        .with_model(model);
+    agent.tools = tools;
+    agent
+}
+
+impl JobAgentChat {
+    /// The chat on `model` (tiers named by `router`: light for the router, primary for
+    /// the agents), with `services`.
+    pub fn new(services: Arc<Services>, model: Arc<dyn ChatModel>, router: ModelRouter) -> Self {
+        JobAgentChat::with_config(services, model, router, ChatConfig::default())
+    }
+
+    /// Like [`new`](Self::new), with other limits.
+    pub fn with_config(
+        services: Arc<Services>,
+        model: Arc<dyn ChatModel>,
+        router: ModelRouter,
+        config: ChatConfig,
+    ) -> Self {
+        let primary = router.model(ModelTier::Primary).to_owned();
+        let job_search = agent(
+            "JobSearchAgent",
+            JOB_SEARCH_PROMPT,
+            job_search_tools(&services),
+            &config,
+            &primary,
+        );
+        let app_prep = agent(
+            "AppPrepAgent",
+            APP_PREP_PROMPT,
+            app_prep_tools(&services),
+            &config,
+            &primary,
+        );
+        JobAgentChat {
+            model,
+            router,
+            config,
+            job_search,
+            app_prep,
+        }
+    }
+
+    /// The agent answering `intent`.
+    pub fn agent_config(&self, intent: Intent) -> &AgentConfig<(), String> {
+        match intent {
+            Intent::JobSearch => &self.job_search,
+            Intent::AppPrep => &self.app_prep,
+        }
+    }
+}
+
+/// Tools' notes, as progress lines.
+struct Notes(ChatProgress);
+
+impl EventSink<String> for Notes {
+    fn emit(&self, note: String) {
+        self.0.note(format!("> {note}"));
+    }
+}
+
+/// What the loop does, as progress lines: each tool called.
+fn tool_notes(progress: ChatProgress) -> impl Fn(&AgentIdentity, &LoopEvent) + Send + Sync {
+    move |_agent: &AgentIdentity, event: &LoopEvent| {
+        if let LoopEvent::ToolCalled { name, .. } = event {
+            progress.note(format!("> {} …", name.replace('_', " ")));
+        }
+    }
+}
+
+fn to_message(message: &ChatMessage) -> Option<Message> {
+    match message.role {
+        ChatRole::User => Some(Message::user(message.content.clone())),
+        ChatRole::Assistant => Some(Message::assistant(message.content.clone())),
+        // The agents keep their own instructions.
+        ChatRole::System => None,
+    }
+}
+
+fn unavailable(error: &LlmError) -> bool {
+    matches!(
+        error,
+        LlmError::Transport(_)
+            | LlmError::Timeout(_)
+            | LlmError::Overloaded { .. }
+            | LlmError::RateLimited { .. }
+            | LlmError::Server { .. }
+    )
+}
+
+#[async_trait]
+impl ChatAgent for JobAgentChat {
+    fn models(&self) -> Vec<String> {
+        vec![self.config.model_name.clone()]
+    }
+
+    async fn reply(
+        &self,
+        turn: ChatTurn,
+        progress: ChatProgress,
+    ) -> Result<ChatReply, ChatAgentError> {
+        let routed = classify(
+            self.model.as_ref(),
+            Some(self.router.model(ModelTier::Light)),
+            &turn.messages,
+        )
+        .await;
+        tracing::info!(
+            intent = routed.intent.label(),
+            fallback = routed.fallback.as_deref().unwrap_or(""),
+            user = %turn.user,
+            "routed"
+        );
+        progress.note(format!("> routed to {}", routed.intent.label()));
+
+        let history: Vec<Message> = turn.messages.iter().filter_map(to_message).collect();
+        let meter = CostMeter::new(CostLimits {
+            max_tokens: Some(self.config.max_tokens_per_turn),
+            ..CostLimits::default()
+        });
+        let session = Session::new(uuid::Uuid::new_v4().to_string(), ())
+            .with_user(turn.user.clone())
+            .with_events(Notes(progress.clone()))
+            .with_cancellation(turn.cancellation.clone())
+            .with_router(self.router.clone())
+            .with_meter(meter);
+        let config = self.agent_config(routed.intent);
+        let ctx = session.context(config.identity.clone());
+        let result = AgentLoop::new(config.clone(), self.model.clone())
+            .with_observer(tool_notes(progress.clone()))
+            .run_conversation(&ctx, history)
+            .instrument(tracing::info_span!(
+                "chat_agent",
+                intent = routed.intent.label()
+            ))
+            .await;
+
+        let usage = routed.usage + result.usage;
+        let tokens = ChatUsage {
+            prompt_tokens: usage.input_tokens,
+            completion_tokens: usage.output_tokens,
+        };
+        let answer = result.final_text.clone().filter(|t| !t.trim().is_empty());
+        let (text, finish) = match (&result.stop, answer) {
+            (StopCause::Completed, Some(text)) => (text, FinishReason::Stop),
+            (StopCause::Completed, None) => (
+                "I have no answer to give: the model replied with nothing. Please ask again."
+                    .to_owned(),
+                FinishReason::Stop,
+            ),
+            (StopCause::Cancelled, _) => {
+                return Err(ChatAgentError::Failed("the turn was cancelled".into()));
+            }
+            (StopCause::ModelError(error), _) if unavailable(error) => {
+                return Err(ChatAgentError::Unavailable(format!(
+                    "the model could not be reached: {error}"
+                )));
+            }
+            (StopCause::ModelError(error), _) => {
+                return Err(ChatAgentError::Failed(format!("the model failed: {error}")));
+            }
+            (stop, text) => {
+                let why = match stop {
+                    StopCause::MaxRounds => {
+                        format!("it took more than {} steps", self.config.max_rounds)
+                    }
+                    StopCause::Timeout(limit) => {
+                        format!("it took longer than {}s", limit.as_secs())
+                    }
+                    StopCause::LimitExceeded(limit) => format!("it reached a limit ({limit})"),
+                    StopCause::CutOff { .. } => {
+                        "the answer kept running past the length limit".into()
+                    }
+                    other => format!("{other:?}"),
+                };
+                let done = text.unwrap_or_default();
+                (
+                    format!("{done}\n\nI stopped before finishing: {why}. What I did so far is kept; ask me to continue.").trim().to_owned(),
+                    FinishReason::Length,
+                )
+            }
+        };
+        Ok(ChatReply {
+            text,
+            usage: tokens,
+            finish,
+        })
+    }
+}

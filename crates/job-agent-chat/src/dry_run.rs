@@ -1,0 +1,2 @@
+//! The dry run: recorded model answers and recorded provider bodies under
+//! `fixtures/job-agent-chat/`.

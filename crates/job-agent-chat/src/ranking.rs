@@ -1,0 +1,217 @@
+//! Ranking a user's jobs against their profile: job-capabilities' composite ranker (50 %
+//! embedding similarity, 25 % skills, 15 % location, 10 % pay, with justifications) on
+//! the user's own index, then their feedback: a job they liked ranks a little higher, a
+//! job they turned down ranks after the rest, and a company they turned down a job of
+//! loses a little on its other jobs.
+
+use job_capabilities::ranking::{
+    CandidateProfile, JobPosting, JobRanker, RankedJob, SalaryFloor, Weights, mentions, score_job,
+};
+use job_capabilities::retrieval::HybridRetriever;
+
+use crate::models::{Feedback, FeedbackKind, Job, UserProfile};
+
+/// The vector collection jobs are indexed in (tenant: the user).
+pub const JOBS_COLLECTION: &str = "jobchat.jobs";
+
+/// A ranking and what the user should know about how it was made.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Ranked {
+    /// Best first.
+    pub jobs: Vec<RankedJob>,
+    /// Notes (embeddings unavailable, ...).
+    pub notes: Vec<String>,
+}
+
+/// Indexes and ranks jobs per user.
+#[derive(Debug, Clone)]
+pub struct Ranking {
+    ranker: Option<JobRanker>,
+}
+
+/// The ranker's view of a profile.
+pub fn candidate(profile: &UserProfile) -> CandidateProfile {
+    let mut summary = profile.summary.clone();
+    if !profile.resume_text.is_empty() {
+        summary.push(' ');
+        summary.extend(profile.resume_text.chars().take(600));
+    }
+    CandidateProfile {
+        summary,
+        skills: profile.skills.clone(),
+        titles: profile.titles.clone(),
+        preferred_locations: profile.preferred_locations.clone(),
+        remote_ok: profile.remote_ok,
+        min_salary: profile.min_salary.map(|amount| SalaryFloor {
+            amount: amount as f64,
+            currency: profile
+                .salary_currency
+                .clone()
+                .unwrap_or_else(|| "USD".to_owned()),
+            interval: job_capabilities::PayInterval::Year,
+        }),
+        seniority: None,
+    }
+}
+
+/// The ranker's view of a job: its short requirements are its skills, with every
+/// profile skill its text mentions.
+pub fn posting(job: &Job, profile: &UserProfile) -> JobPosting {
+    let text = format!(
+        "{} {} {}",
+        job.title,
+        job.description,
+        job.requirements.join(" ")
+    );
+    let mut skills: Vec<String> = profile
+        .skills
+        .iter()
+        .filter(|skill| mentions(&text, skill))
+        .cloned()
+        .collect();
+    skills.extend(
+        job.requirements
+            .iter()
+            .filter(|r| r.split_whitespace().count() <= 3)
+            .cloned(),
+    );
+    JobPosting {
+        id: job.id.clone(),
+        title: job.title.clone(),
+        company: job.company.clone(),
+        location: job.location.clone(),
+        remote: job.remote,
+        salary_text: job.salary_text.clone(),
+        skills,
+        description: job.description.clone(),
+    }
+}
+
+impl Ranking {
+    /// Ranking on `retriever`'s embeddings and index; `None`: without embeddings (the
+    /// similarity part left out, and said so).
+    pub fn new(retriever: Option<HybridRetriever>) -> Self {
+        Ranking {
+            ranker: retriever.map(JobRanker::new),
+        }
+    }
+
+    /// Indexes jobs for `user`; a failure is returned as a note (ranking still works).
+    pub async fn index(&self, user: &str, jobs: &[Job], profile: &UserProfile) -> Option<String> {
+        let ranker = self.ranker.as_ref()?;
+        let postings: Vec<JobPosting> = jobs.iter().map(|j| posting(j, profile)).collect();
+        match ranker.index(user, &postings).await {
+            Ok(_) => None,
+            Err(error) => {
+                tracing::warn!(%error, "jobs could not be indexed");
+                Some(format!(
+                    "the jobs could not be indexed for ranking: {error}"
+                ))
+            }
+        }
+    }
+
+    /// `jobs` ranked for `profile` and `feedback`, best first, at most `top_k`.
+    pub async fn rank(
+        &self,
+        user: &str,
+        profile: &UserProfile,
+        jobs: &[Job],
+        feedback: &[Feedback],
+        top_k: usize,
+    ) -> Ranked {
+        let candidate = candidate(profile);
+        let postings: Vec<JobPosting> = jobs.iter().map(|j| posting(j, profile)).collect();
+        let mut ranked = Ranked::default();
+        let by_embedding = match &self.ranker {
+            Some(ranker) => {
+                let ranker = ranker.clone().with_candidates(postings.len().max(1));
+                match ranker
+                    .rank(user, &candidate, &postings, postings.len())
+                    .await
+                {
+                    // Jobs missing from the index (indexing failed earlier) are indexed now.
+                    Ok(found) if found.len() < postings.len() => {
+                        let _ = ranker.index(user, &postings).await;
+                        ranker
+                            .rank(user, &candidate, &postings, postings.len())
+                            .await
+                    }
+                    other => other,
+                }
+            }
+            None => Ok(Vec::new()),
+        };
+        ranked.jobs = match by_embedding {
+            Ok(found) if !found.is_empty() || self.ranker.is_some() => found,
+            Ok(_) => {
+                ranked
+                    .notes
+                    .push("ranked without embeddings: similarity is left out".into());
+                without_similarity(&candidate, &postings)
+            }
+            Err(error) => {
+                tracing::warn!(%error, "ranking by embeddings failed");
+                ranked.notes.push(format!(
+                    "ranked without embeddings ({error}): similarity is left out"
+                ));
+                without_similarity(&candidate, &postings)
+            }
+        };
+        apply_feedback(&mut ranked.jobs, jobs, feedback);
+        ranked.jobs.truncate(top_k);
+        ranked
+    }
+}
+
+fn without_similarity(candidate: &CandidateProfile, postings: &[JobPosting]) -> Vec<RankedJob> {
+    postings
+        .iter()
+        .map(|p| score_job(candidate, p, 0.0, Weights::default()))
+        .collect()
+}
+
+/// The user's feedback on the ranking: see the module docs.
+pub fn apply_feedback(ranked: &mut [RankedJob], jobs: &[Job], feedback: &[Feedback]) {
+    let company_of = |id: &str| {
+        jobs.iter()
+            .find(|j| j.id == id)
+            .map(|j| j.company.to_lowercase())
+            .unwrap_or_default()
+    };
+    for job in ranked.iter_mut() {
+        let company = company_of(&job.job_id);
+        if let Some(said) = feedback.iter().find(|f| f.job_id == job.job_id) {
+            match said.kind {
+                FeedbackKind::Interested => {
+                    job.score = (job.score * 1.1).min(1.0);
+                    job.justification.push_str("; you marked it interesting");
+                }
+                other => job.deal_breakers.push(format!(
+                    "you said: {}",
+                    match other {
+                        FeedbackKind::WrongLevel => "wrong level",
+                        FeedbackKind::WrongLocation => "wrong location",
+                        FeedbackKind::PayTooLow => "pay too low",
+                        _ => "not interested",
+                    }
+                )),
+            }
+        } else if feedback
+            .iter()
+            .any(|f| f.kind == FeedbackKind::NotInterested && f.company.to_lowercase() == company)
+        {
+            job.score *= 0.9;
+            job.justification
+                .push_str("; you turned down another job at this company");
+        }
+    }
+    ranked.sort_by(|a, b| {
+        a.deal_breakers
+            .is_empty()
+            .cmp(&b.deal_breakers.is_empty())
+            .reverse()
+            .then_with(|| b.score.total_cmp(&a.score))
+            .then_with(|| a.job_id.cmp(&b.job_id))
+    });
+}

@@ -1,0 +1,245 @@
+//! [`ChatStore`]: every user's jobs, profile, feedback, application packages and
+//! notification journal, on the runtime's [`DocumentStore`] (SQLite by default,
+//! PostgreSQL for a deployment; agent-backends implements both). Every call names its
+//! user, and every record lives under a namespace of that user: there is no "current
+//! profile" shared by the process, so two users chatting at once never see each other's
+//! data.
+
+use std::sync::Arc;
+
+use agent_runtime::documents::DocumentStore;
+use agent_runtime::sessions::StoreError;
+use chrono::Utc;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::models::{ApplicationPackage, Feedback, Job, JobStatus, UserProfile};
+
+/// The kinds of record, each a namespace per user.
+const JOBS: &str = "jobchat.jobs";
+const FEEDBACK: &str = "jobchat.feedback";
+const PACKAGES: &str = "jobchat.packages";
+const PROFILES: &str = "jobchat.profiles";
+const SENT: &str = "jobchat.sent";
+
+/// The chat's records, scoped by user. Cheap to clone.
+#[derive(Clone)]
+pub struct ChatStore {
+    documents: Arc<dyn DocumentStore>,
+}
+
+impl std::fmt::Debug for ChatStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatStore").finish_non_exhaustive()
+    }
+}
+
+/// `kind`'s namespace for `user` (a fixed prefix, so no two users share one).
+fn namespace(kind: &str, user: &str) -> String {
+    format!("{kind}/{user}")
+}
+
+fn encode<T: Serialize>(value: &T) -> Result<Value, StoreError> {
+    serde_json::to_value(value).map_err(|e| StoreError::Corrupt(format!("not JSON: {e}")))
+}
+
+fn decode<T: DeserializeOwned>(what: &str, value: Value) -> Result<T, StoreError> {
+    serde_json::from_value(value).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
+
+/// Whether a notification was sent before, or is being sent now by this turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// This turn may send it; [`ChatStore::settle`] records how it went.
+    Ours(String),
+    /// It was sent (or is being sent) already, at this time.
+    Taken(String),
+}
+
+impl ChatStore {
+    /// A store on `documents`.
+    pub fn new(documents: Arc<dyn DocumentStore>) -> Self {
+        ChatStore { documents }
+    }
+
+    async fn list<T: DeserializeOwned>(
+        &self,
+        kind: &str,
+        user: &str,
+    ) -> Result<Vec<T>, StoreError> {
+        self.documents
+            .list(&namespace(kind, user))
+            .await?
+            .into_iter()
+            .map(|(key, value)| decode(&format!("{kind} {key}"), value))
+            .collect()
+    }
+
+    /// Stores jobs a search found. A job found again keeps its status and the time it
+    /// was first found, and takes the newer text. Returns them as stored.
+    pub async fn add_jobs(&self, user: &str, jobs: Vec<Job>) -> Result<Vec<Job>, StoreError> {
+        let namespace = namespace(JOBS, user);
+        let mut stored = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            let id = job.id.clone();
+            let fresh = encode(&job)?;
+            let value = self
+                .documents
+                .update(
+                    &namespace,
+                    &id,
+                    Box::new(move |before| match before {
+                        Some(mut before) => {
+                            let kept = (before["status"].clone(), before["found_at"].clone());
+                            before = fresh;
+                            (before["status"], before["found_at"]) = kept;
+                            before
+                        }
+                        None => fresh,
+                    }),
+                )
+                .await?;
+            stored.push(decode(&format!("job {id}"), value)?);
+        }
+        Ok(stored)
+    }
+
+    /// The user's jobs, newest first (archived ones included; see [`JobStatus`]).
+    pub async fn jobs(&self, user: &str) -> Result<Vec<Job>, StoreError> {
+        let mut jobs: Vec<Job> = self.list(JOBS, user).await?;
+        jobs.sort_by(|a, b| b.found_at.cmp(&a.found_at).then_with(|| a.id.cmp(&b.id)));
+        Ok(jobs)
+    }
+
+    /// One of the user's jobs.
+    pub async fn job(&self, user: &str, id: &str) -> Result<Option<Job>, StoreError> {
+        match self.documents.get(&namespace(JOBS, user), id).await? {
+            Some(value) => Ok(Some(decode(&format!("job {id}"), value)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Sets a job's status; the job as it is now, `None` when the user has no such job.
+    pub async fn set_status(
+        &self,
+        user: &str,
+        id: &str,
+        status: JobStatus,
+    ) -> Result<Option<Job>, StoreError> {
+        if self.job(user, id).await?.is_none() {
+            return Ok(None);
+        }
+        let value = self
+            .documents
+            .update(
+                &namespace(JOBS, user),
+                id,
+                Box::new(move |before| {
+                    let mut job = before.unwrap_or(Value::Null);
+                    job["status"] = json!(status);
+                    job
+                }),
+            )
+            .await?;
+        Ok(Some(decode(&format!("job {id}"), value)?))
+    }
+
+    /// Deletes a job; whether there was one.
+    pub async fn delete_job(&self, user: &str, id: &str) -> Result<bool, StoreError> {
+        self.documents.delete(&namespace(JOBS, user), id).await
+    }
+
+    /// The user's profile, if they set one.
+    pub async fn profile(&self, user: &str) -> Result<Option<UserProfile>, StoreError> {
+        match self.documents.get(PROFILES, user).await? {
+            Some(value) => Ok(Some(decode(&format!("profile of {user}"), value)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Replaces the user's profile.
+    pub async fn save_profile(&self, user: &str, profile: &UserProfile) -> Result<(), StoreError> {
+        self.documents.put(PROFILES, user, &encode(profile)?).await
+    }
+
+    /// Records feedback (one per job: the newest replaces the older).
+    pub async fn add_feedback(&self, user: &str, feedback: &Feedback) -> Result<(), StoreError> {
+        self.documents
+            .put(
+                &namespace(FEEDBACK, user),
+                &feedback.job_id,
+                &encode(feedback)?,
+            )
+            .await
+    }
+
+    /// The user's feedback.
+    pub async fn feedback(&self, user: &str) -> Result<Vec<Feedback>, StoreError> {
+        self.list(FEEDBACK, user).await
+    }
+
+    /// Keeps an application package.
+    pub async fn save_package(
+        &self,
+        user: &str,
+        package: &ApplicationPackage,
+    ) -> Result<(), StoreError> {
+        self.documents
+            .put(&namespace(PACKAGES, user), &package.id, &encode(package)?)
+            .await
+    }
+
+    /// The user's application packages, newest first.
+    pub async fn packages(&self, user: &str) -> Result<Vec<ApplicationPackage>, StoreError> {
+        let mut packages: Vec<ApplicationPackage> = self.list(PACKAGES, user).await?;
+        packages.sort_by_key(|p| std::cmp::Reverse(p.created_at));
+        Ok(packages)
+    }
+
+    /// Claims the notification `key` for sending: [`Claim::Ours`] once, whoever asks
+    /// again (a retried turn, a concurrent one) gets [`Claim::Taken`] until a failed send
+    /// is [`settle`](Self::settle)d.
+    pub async fn claim(&self, user: &str, key: &str) -> Result<Claim, StoreError> {
+        let token = uuid::Uuid::new_v4().to_string();
+        let mine = token.clone();
+        let now = Utc::now().to_rfc3339();
+        let value = self
+            .documents
+            .update(
+                &namespace(SENT, user),
+                key,
+                Box::new(move |before| {
+                    before.unwrap_or_else(|| json!({"token": mine, "at": now, "done": false}))
+                }),
+            )
+            .await?;
+        if value["token"] == token.as_str() {
+            Ok(Claim::Ours(token))
+        } else {
+            Ok(Claim::Taken(value["at"].as_str().unwrap_or("").to_owned()))
+        }
+    }
+
+    /// Records how a claimed send went: kept when it was delivered, released (so a retry
+    /// may send) when it failed.
+    pub async fn settle(&self, user: &str, key: &str, delivered: bool) -> Result<(), StoreError> {
+        let namespace = namespace(SENT, user);
+        if delivered {
+            self.documents
+                .update(
+                    &namespace,
+                    key,
+                    Box::new(|before| {
+                        let mut record = before.unwrap_or_else(|| json!({}));
+                        record["done"] = json!(true);
+                        record
+                    }),
+                )
+                .await
+                .map(drop)
+        } else {
+            self.documents.delete(&namespace, key).await.map(drop)
+        }
+    }
+}
