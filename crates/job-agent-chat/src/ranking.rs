@@ -14,6 +14,9 @@ use crate::models::{Feedback, FeedbackKind, Job, UserProfile};
 /// The vector collection jobs are indexed in (tenant: the user).
 pub const JOBS_COLLECTION: &str = "jobchat.jobs";
 
+/// The most jobs of one user ranking reads from the index.
+const MAX_INDEXED: usize = 1000;
+
 /// A ranking and what the user should know about how it was made.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Ranked {
@@ -125,7 +128,11 @@ impl Ranking {
         let mut ranked = Ranked::default();
         let by_embedding = match &self.ranker {
             Some(ranker) => {
-                let ranker = ranker.clone().with_candidates(postings.len().max(1));
+                // Hybrid retrieval ranks all the user's indexed jobs (searched ones too);
+                // the candidates must reach past them to every job asked about.
+                let ranker = ranker
+                    .clone()
+                    .with_candidates(postings.len().max(MAX_INDEXED));
                 match ranker
                     .rank(user, &candidate, &postings, postings.len())
                     .await

@@ -58,6 +58,7 @@
 //! ```
 
 mod fixture;
+mod hashed_embeddings;
 mod log;
 pub mod recorded;
 pub mod responses;
@@ -67,6 +68,7 @@ mod test_model;
 mod wrappers;
 
 pub use fixture::FixtureModel;
+pub use hashed_embeddings::HashedEmbeddings;
 pub use recorded::{RECORDED_MODEL, RecordedModel, RecordingError, dry_run_router};
 pub use schema_values::value_for_schema;
 pub use scripted::ScriptedModel;
