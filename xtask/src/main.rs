@@ -2,8 +2,9 @@
 //! tests need when it is missing, then runs `cargo test --workspace` with the environment
 //! they read:
 //!
-//! - Python's `aiosmtpd` (the SMTP tests' server) and `openapi-spec-validator` (the
-//!   OpenAPI checks), from PyPI;
+//! - Python's `aiosmtpd` (the SMTP tests' server), `openapi-spec-validator` (the
+//!   OpenAPI checks), `openai` and `llm` (the chat clients the job-agent chat is driven
+//!   with), from PyPI;
 //! - Chromium (the browser tests), from apt;
 //! - the Rust documentation of the toolchain (pages written elsewhere, for the observe
 //!   tests);
@@ -100,6 +101,11 @@ fn setup() -> Result<Vec<(String, String)>, Failure> {
         "openapi_spec_validator, jsonschema",
         &["openapi-spec-validator"],
         "OpenAPI and JSON Schema checks",
+    )?;
+    pip(
+        "openai, llm",
+        &["openai", "llm"],
+        "the chat clients the job-agent chat is driven with",
     )?;
     chromium()?;
     rust_docs()?;

@@ -41,11 +41,30 @@ impl Drop for Server {
 /// `resume_server --dry-run` on any free port, its sessions in `db`.
 pub fn resume_server(db: &Path) -> Server {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/resume");
-    let mut child = Command::new(example("resume_server"))
+    let mut command = Command::new(example("resume_server"));
+    command
         .args(["--dry-run", "--port", "0", "--db"])
         .arg(db)
         .arg("--fixtures")
+        .arg(fixtures);
+    server(command)
+}
+
+/// `job_agent_chat serve --dry-run` on any free port.
+pub fn job_chat_server() -> Server {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/job-agent-chat");
+    let mut command = Command::new(example("job_agent_chat"));
+    command
+        .args(["serve", "--dry-run", "--port", "0", "--fixtures"])
         .arg(fixtures)
+        .arg("--upload-dir")
+        .arg(std::env::temp_dir().join("job-chat-uploads"));
+    server(command)
+}
+
+/// Starts `command`, a server that prints `listening on <url>`, and reads its banner.
+fn server(mut command: Command) -> Server {
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
