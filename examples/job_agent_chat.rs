@@ -17,6 +17,7 @@
 //! `SLACK_WEBHOOK_URL`, `TEAMS_WEBHOOK_URL`. Keys for the endpoint: `CHAT_API_KEYS`
 //! (comma-separated); without any it listens on loopback only.
 //! User guide: `docs/job-agent-chat.md`.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::{BufRead, Write};
 use std::net::SocketAddr;
@@ -117,14 +118,25 @@ struct Built {
     described: String,
 }
 
-async fn stores(
-    common: &Common,
-) -> anyhow::Result<(
+/// The model and the outside world: recorded, or live.
+struct Wiring {
+    model: Arc<dyn ChatModel>,
+    router: ModelRouter,
+    provider_embeddings: Option<Arc<dyn EmbeddingModel>>,
+    replay: Option<SerpApiReplay>,
+    provider: Arc<dyn JobProvider>,
+    notifications: Notifications,
+}
+
+/// The stores: sessions, documents, vectors, and where they are.
+type Stores = (
     Arc<dyn SessionStore>,
     Arc<dyn DocumentStore>,
     Arc<dyn VectorStore>,
     String,
-)> {
+);
+
+async fn stores(common: &Common) -> anyhow::Result<Stores> {
     if let Some(url) = std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty()) {
         let sessions = PgSessionStore::connect(&url)
             .await
@@ -166,24 +178,23 @@ async fn stores(
 
 async fn build(common: &Common, upload_root: Option<PathBuf>) -> anyhow::Result<Built> {
     let (sessions, documents, vectors, store_name) = stores(common).await?;
-    let (model, router, provider_embeddings, replay, provider, notifications): (
-        Arc<dyn ChatModel>,
-        ModelRouter,
-        Option<Arc<dyn EmbeddingModel>>,
-        Option<SerpApiReplay>,
-        Arc<dyn JobProvider>,
-        Notifications,
-    ) = if common.dry_run {
+    let Wiring {
+        model,
+        router,
+        provider_embeddings,
+        replay,
+        provider,
+        notifications,
+    } = if common.dry_run {
         let replay = SerpApiReplay::start(&common.fixtures.join("serpapi")).await?;
-        let provider = Arc::new(SerpApiProvider::new(replay.base.clone(), REPLAY_KEY));
-        (
-            Arc::new(recorded_model(&common.fixtures)?),
-            dry_run_router(),
-            None,
-            Some(replay),
-            provider,
-            Notifications::new().with(Arc::new(ConsoleNotifier)),
-        )
+        Wiring {
+            model: Arc::new(recorded_model(&common.fixtures)?),
+            router: dry_run_router(),
+            provider_embeddings: None,
+            provider: Arc::new(SerpApiProvider::new(replay.base.clone(), REPLAY_KEY)),
+            replay: Some(replay),
+            notifications: Notifications::new().with(Arc::new(ConsoleNotifier)),
+        }
     } else {
         let mut config = ProviderConfig::from_env()?.context(
             "no LLM provider configured: set LLM_PROVIDER and its key or base URL, or use --dry-run",
@@ -201,14 +212,14 @@ async fn build(common: &Common, upload_root: Option<PathBuf>) -> anyhow::Result<
                 Arc::new(BoardsProvider::new(Arc::new(client)).with_boards(&boards))
             }
         };
-        (
-            config.chat_model(ModelTier::Primary)?,
-            config.router.clone(),
-            config.embedding_model().ok(),
-            None,
+        Wiring {
+            model: config.chat_model(ModelTier::Primary)?,
+            router: config.router.clone(),
+            provider_embeddings: config.embedding_model().ok(),
+            replay: None,
             provider,
-            Notifications::from_env(),
-        )
+            notifications: Notifications::from_env(),
+        }
     };
     let embeddings = common
         .embeddings
