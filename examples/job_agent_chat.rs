@@ -13,7 +13,8 @@
 //! jobs come from SerpAPI (`SERPAPI_API_KEY`, `SERPAPI_BASE_URL`) or, without a key, the
 //! job boards of the companies the user names (`JOB_CHAT_BOARDS` for defaults); records
 //! live in SQLite (`--db`, default `job-agent-chat.db`), or in PostgreSQL with pgvector
-//! when `DATABASE_URL` is set. Notifications: the console, plus `SMTP_URL`,
+//! when `DATABASE_URL` is set; `--replay-search` answers searches from the recorded
+//! SerpAPI bodies with a live model. Notifications: the console, plus `SMTP_URL`,
 //! `SLACK_WEBHOOK_URL`, `TEAMS_WEBHOOK_URL`. Keys for the endpoint: `CHAT_API_KEYS`
 //! (comma-separated); without any it listens on loopback only.
 //! User guide: `docs/job-agent-chat.md`.
@@ -76,6 +77,10 @@ struct Common {
     /// or none. Default: hashed in a dry run, provider live.
     #[arg(long)]
     embeddings: Option<String>,
+    /// Live model, but searches answered from the recorded SerpAPI bodies (served to the
+    /// real SerpAPI client on a loopback port): for machines that cannot reach SerpAPI.
+    #[arg(long)]
+    replay_search: bool,
     /// The longest one turn may work, in seconds.
     #[arg(long, default_value_t = 300)]
     turn_seconds: u64,
@@ -201,9 +206,15 @@ async fn build(common: &Common, upload_root: Option<PathBuf>) -> anyhow::Result<
         )?;
         config.discover().await?;
         eprintln!("{}", config.describe());
-        let provider: Arc<dyn JobProvider> = match SerpApiProvider::from_env() {
-            Some(serp) => Arc::new(serp),
-            None => {
+        let replay = if common.replay_search {
+            Some(SerpApiReplay::start(&common.fixtures.join("serpapi")).await?)
+        } else {
+            None
+        };
+        let provider: Arc<dyn JobProvider> = match (&replay, SerpApiProvider::from_env()) {
+            (Some(replay), _) => Arc::new(SerpApiProvider::new(replay.base.clone(), REPLAY_KEY)),
+            (None, Some(serp)) => Arc::new(serp),
+            (None, None) => {
                 let client = AtsClient::new(
                     PoliteClient::new(PolitePolicy::default()),
                     AtsEndpoints::from_env(),
@@ -216,7 +227,7 @@ async fn build(common: &Common, upload_root: Option<PathBuf>) -> anyhow::Result<
             model: config.chat_model(ModelTier::Primary)?,
             router: config.router.clone(),
             provider_embeddings: config.embedding_model().ok(),
-            replay: None,
+            replay,
             provider,
             notifications: Notifications::from_env(),
         }
