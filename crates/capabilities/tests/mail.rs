@@ -2,119 +2,17 @@
 //! (aiosmtpd, run as a child process: `pip install aiosmtpd`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::net::TcpListener;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use job_capabilities::export::{Cell, Column, Table, write_xlsx};
+use job_capabilities::mail::testing::SmtpServer;
 use job_capabilities::mail::{
     Attachment, Email, EmlFileMailer, MailError, Mailer, SmtpMailer, build_message, render_eml,
 };
 
 const XLSX_TYPE: &str = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
-
-// A real SMTP server: aiosmtpd writing a Maildir.
-
-/// An aiosmtpd server on a free local port, killed on drop.
-struct SmtpServer {
-    child: Child,
-    port: u16,
-    dir: tempfile::TempDir,
-}
-
-impl SmtpServer {
-    fn start() -> Self {
-        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
-        match Command::new(&python)
-            .args(["-c", "import aiosmtpd"])
-            .output()
-        {
-            Err(e) => {
-                panic!("cannot run {python} ({e}); aiosmtpd is not installed: pip install aiosmtpd")
-            }
-            Ok(out) if !out.status.success() => panic!(
-                "aiosmtpd is not installed: pip install aiosmtpd\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            ),
-            Ok(_) => {}
-        }
-
-        let port = free_port();
-        let dir = tempfile::tempdir().unwrap();
-        let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
-        let child = Command::new(&python)
-            .args(["-m", "aiosmtpd", "-n", "-l"])
-            .arg(format!("127.0.0.1:{port}"))
-            .args(["-c", "aiosmtpd.handlers.Mailbox"])
-            .arg(dir.path().join("maildir"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start aiosmtpd with {python}: {e}"));
-        let mut server = SmtpServer { child, port, dir };
-        server.wait_until_listening(Duration::from_secs(20));
-        server
-    }
-
-    fn wait_until_listening(&mut self, limit: Duration) {
-        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!(
-                    "aiosmtpd exited ({status}) before listening:\n{}",
-                    self.log()
-                );
-            }
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "aiosmtpd did not listen on port {} within {limit:?}:\n{}",
-                self.port,
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
-    }
-
-    fn url(&self) -> String {
-        format!("smtp://127.0.0.1:{}", self.port)
-    }
-
-    /// The messages delivered so far (Maildir `new/`), waiting up to 5 s for `count`.
-    fn messages(&self, count: usize) -> Vec<String> {
-        let new = self.dir.path().join("maildir").join("new");
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let mut files: Vec<PathBuf> = std::fs::read_dir(&new)
-                .map(|entries| entries.map(|e| e.unwrap().path()).collect())
-                .unwrap_or_default();
-            if files.len() >= count || Instant::now() > deadline {
-                files.sort();
-                return files
-                    .iter()
-                    .map(|f| String::from_utf8(std::fs::read(f).unwrap()).unwrap())
-                    .collect();
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for SmtpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A local port nothing listens on (bound, then released).
 fn free_port() -> u16 {
@@ -247,7 +145,7 @@ async fn smtp_delivers_bodies_and_attachments_intact() {
         "{id}"
     );
 
-    let messages = server.messages(1);
+    let messages = server.messages_when(1);
     assert_eq!(messages.len(), 1);
     let raw = &messages[0];
     let text = raw.replace("\r\n", "\n");
@@ -293,7 +191,7 @@ async fn smtp_delivers_several_plain_messages() {
         email.subject = format!("Message {n}");
         mailer.send(&email).await.unwrap();
     }
-    let messages = server.messages(3);
+    let messages = server.messages_when(3);
     assert_eq!(messages.len(), 3);
     for n in 0..3 {
         assert!(

@@ -224,8 +224,9 @@ impl ChatAgent for JobAgentChat {
             .await;
 
         let usage = routed.usage + result.usage;
+        // OpenAI counts cached prompt tokens among the prompt's.
         let tokens = ChatUsage {
-            prompt_tokens: usage.input_tokens,
+            prompt_tokens: usage.prompt_tokens(),
             completion_tokens: usage.output_tokens,
         };
         let answer = result.final_text.clone().filter(|t| !t.trim().is_empty());

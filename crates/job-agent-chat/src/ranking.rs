@@ -6,6 +6,7 @@
 
 use job_capabilities::ranking::{
     CandidateProfile, JobPosting, JobRanker, RankedJob, SalaryFloor, Weights, mentions, score_job,
+    sort_ranked,
 };
 use job_capabilities::retrieval::HybridRetriever;
 
@@ -213,12 +214,5 @@ pub fn apply_feedback(ranked: &mut [RankedJob], jobs: &[Job], feedback: &[Feedba
                 .push_str("; you turned down another job at this company");
         }
     }
-    ranked.sort_by(|a, b| {
-        a.deal_breakers
-            .is_empty()
-            .cmp(&b.deal_breakers.is_empty())
-            .reverse()
-            .then_with(|| b.score.total_cmp(&a.score))
-            .then_with(|| a.job_id.cmp(&b.job_id))
-    });
+    sort_ranked(ranked);
 }

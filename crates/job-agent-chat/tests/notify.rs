@@ -4,10 +4,7 @@
 //! notice once however often a turn is retried, and again after a failed send.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use agent_runtime::documents::InMemoryDocumentStore;
 use axum::Json;
@@ -22,6 +19,7 @@ use job_agent_chat::notify::{
     TeamsNotifier,
 };
 use job_capabilities::mail::SmtpMailer;
+use job_capabilities::mail::testing::SmtpServer;
 use serde_json::Value;
 
 fn notice(email: Option<&str>) -> Notice {
@@ -185,71 +183,10 @@ async fn teams_gets_an_adaptive_card() {
     assert_eq!(facts[1]["value"], "82%");
 }
 
-/// aiosmtpd on a free port, writing a Maildir; killed on drop.
-struct SmtpServer {
-    child: Child,
-    port: u16,
-    dir: tempfile::TempDir,
-}
-
-impl SmtpServer {
-    fn start() -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let dir = tempfile::tempdir().unwrap();
-        let child = Command::new("python3")
-            .args(["-m", "aiosmtpd", "-n", "-l"])
-            .arg(format!("127.0.0.1:{port}"))
-            .args(["-c", "aiosmtpd.handlers.Mailbox"])
-            .arg(dir.path().join("maildir"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 runs aiosmtpd (pip install aiosmtpd)");
-        let mut server = SmtpServer { child, port, dir };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect_timeout(
-            &SocketAddr::from(([127, 0, 0, 1], port)),
-            Duration::from_millis(200),
-        )
-        .is_err()
-        {
-            if let Some(status) = server.child.try_wait().unwrap() {
-                panic!("aiosmtpd exited ({status}): is it installed? pip install aiosmtpd");
-            }
-            assert!(Instant::now() < deadline, "aiosmtpd did not listen");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        server
-    }
-
-    fn messages(&self) -> Vec<String> {
-        let new = self.dir.path().join("maildir/new");
-        std::fs::read_dir(new)
-            .map(|entries| {
-                entries
-                    .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for SmtpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[tokio::test]
 async fn email_goes_out_once_through_smtp() {
     let smtp = SmtpServer::start();
-    let mailer = SmtpMailer::from_url(&format!("smtp://127.0.0.1:{}", smtp.port)).unwrap();
+    let mailer = SmtpMailer::from_url(&smtp.url()).unwrap();
     let channels = Notifications::new().with(Arc::new(EmailNotifier::new(
         Arc::new(mailer),
         "job-agent@localhost",

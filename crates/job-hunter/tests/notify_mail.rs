@@ -16,7 +16,7 @@ use job_hunter::{Deps, HuntEvent, JobHunter, Settings, steps};
 #[tokio::test]
 async fn a_dry_run_never_sends_mail_whatever_smtp_url_says() {
     let dir = tempfile::tempdir().unwrap();
-    let smtp = common::SmtpServer::start(dir.path());
+    let smtp = common::SmtpServer::start();
     let settings = Settings {
         smtp_url: Some(smtp.url()),
         ..common::settings(dir.path())

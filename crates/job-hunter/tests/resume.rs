@@ -108,7 +108,7 @@ async fn dry_run_mailing_to(
 #[tokio::test]
 async fn a_crash_after_the_email_left_does_not_send_it_again() {
     let dir = tempfile::tempdir().unwrap();
-    let smtp = common::SmtpServer::start(dir.path());
+    let smtp = common::SmtpServer::start();
     let settings = common::settings(dir.path());
     // Stopped after scoring, resumed to the end: one email.
     run_until("score_jobs", "smtp-run", &settings).await;

@@ -52,13 +52,20 @@ pub fn resume_server(db: &Path) -> Server {
 
 /// `job_agent_chat serve --dry-run` on any free port.
 pub fn job_chat_server() -> Server {
+    job_chat_server_with(&["--dry-run"], &[])
+}
+
+/// `job_agent_chat serve` on any free port with more `args` and the variables `env`.
+pub fn job_chat_server_with(args: &[&str], env: &[(String, String)]) -> Server {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/job-agent-chat");
     let mut command = Command::new(example("job_agent_chat"));
     command
-        .args(["serve", "--dry-run", "--port", "0", "--fixtures"])
+        .args(["serve", "--port", "0", "--fixtures"])
         .arg(fixtures)
         .arg("--upload-dir")
-        .arg(std::env::temp_dir().join("job-chat-uploads"));
+        .arg(std::env::temp_dir().join("job-chat-uploads"))
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)));
     server(command)
 }
 

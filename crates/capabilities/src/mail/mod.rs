@@ -28,6 +28,8 @@
 
 mod eml;
 mod smtp;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use std::path::PathBuf;
 

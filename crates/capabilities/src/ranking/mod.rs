@@ -331,17 +331,23 @@ impl JobRanker {
                 ))
             })
             .collect();
-        ranked.sort_by(|a, b| {
-            a.deal_breakers
-                .is_empty()
-                .cmp(&b.deal_breakers.is_empty())
-                .reverse()
-                .then_with(|| b.score.total_cmp(&a.score))
-                .then_with(|| a.job_id.cmp(&b.job_id))
-        });
+        sort_ranked(&mut ranked);
         ranked.truncate(top_k);
         Ok(ranked)
     }
+}
+
+/// Puts ranked jobs in their order: those without a deal breaker first, then by score,
+/// best first, then by id (so equal scores keep one order).
+pub fn sort_ranked(ranked: &mut [RankedJob]) {
+    ranked.sort_by(|a, b| {
+        a.deal_breakers
+            .is_empty()
+            .cmp(&b.deal_breakers.is_empty())
+            .reverse()
+            .then_with(|| b.score.total_cmp(&a.score))
+            .then_with(|| a.job_id.cmp(&b.job_id))
+    });
 }
 
 /// The composite of one job for `profile`, given its embedding similarity to the profile.

@@ -5,9 +5,8 @@
 pub mod rig;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agent_runtime::CollectingSink;
 use job_hunter::{Deps, HuntEvent, HuntResult, JobHunter, RunConfig, Settings};
@@ -83,77 +82,5 @@ pub fn eml_files(dir: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-/// A real SMTP server (Python's aiosmtpd) writing a Maildir; killed on drop.
-pub struct SmtpServer {
-    child: Child,
-    pub port: u16,
-    pub maildir: PathBuf,
-}
-
-impl SmtpServer {
-    pub fn start(dir: &Path) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let maildir = dir.join("maildir");
-        let child = Command::new("python3")
-            .args(["-m", "aiosmtpd", "-n", "-l"])
-            .arg(format!("127.0.0.1:{port}"))
-            .args(["-c", "aiosmtpd.handlers.Mailbox"])
-            .arg(&maildir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("python3 is needed to run the SMTP server for this test");
-        let mut server = SmtpServer {
-            child,
-            port,
-            maildir,
-        };
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if let Ok(Some(status)) = server.child.try_wait() {
-                let mut err = String::new();
-                if let Some(mut stderr) = server.child.stderr.take() {
-                    use std::io::Read as _;
-                    let _ = stderr.read_to_string(&mut err);
-                }
-                panic!(
-                    "the SMTP server exited ({status}): {err}\naiosmtpd is needed: pip install aiosmtpd"
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the SMTP server did not start on port {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        server
-    }
-
-    pub fn url(&self) -> String {
-        format!("smtp://127.0.0.1:{}", self.port)
-    }
-
-    /// The messages delivered so far.
-    pub fn messages(&self) -> Vec<String> {
-        let mut found = Vec::new();
-        for sub in ["new", "cur"] {
-            if let Ok(entries) = std::fs::read_dir(self.maildir.join(sub)) {
-                for entry in entries.flatten() {
-                    found.push(std::fs::read_to_string(entry.path()).unwrap());
-                }
-            }
-        }
-        found
-    }
-}
-
-impl Drop for SmtpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+#[allow(unused_imports)] // Not every test binary sends mail.
+pub use job_capabilities::mail::testing::SmtpServer;
