@@ -6,6 +6,8 @@
 
 mod memory;
 mod message;
+#[cfg(feature = "testing")]
+pub mod suite;
 
 pub use memory::InMemoryBus;
 pub use message::{AgentMessage, MessageType, OutgoingMessage};
