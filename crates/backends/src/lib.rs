@@ -35,6 +35,8 @@ mod pg_sessions;
 #[cfg(feature = "postgres")]
 mod pg_vectors;
 #[cfg(feature = "redis")]
+mod redis_bus;
+#[cfg(feature = "redis")]
 mod redis_cache;
 mod sqlite;
 mod sqlite_checkpoints;
@@ -58,6 +60,8 @@ pub use pg_leases::PgLeases;
 pub use pg_sessions::PgSessionStore;
 #[cfg(feature = "postgres")]
 pub use pg_vectors::PgVectorStore;
+#[cfg(feature = "redis")]
+pub use redis_bus::RedisBus;
 #[cfg(feature = "redis")]
 pub use redis_cache::RedisCache;
 pub use sqlite::SqliteSessionStore;

@@ -6,10 +6,10 @@
 //! order, up to a per-recipient cap) until it subscribes; past the cap, `send` reports
 //! [`BusError::Undeliverable`]. Nothing is dropped silently.
 //!
-//! # A Redis Streams bus behind the same trait (design notes)
+//! # A Redis Streams bus behind the same trait
 //!
-//! A distributed bus (in `agent-backends`) keeps the [`AgentBus`] contract and maps it as
-//! follows:
+//! `agent_backends::RedisBus` keeps the [`AgentBus`] contract on Redis Streams and passes
+//! the same suite (`bus::suite`, feature `testing`). The design it started from:
 //!
 //! - **Streams.** One stream per session and recipient: `bus:{session}:{domain}:{agent}`.
 //!   `send` is an `XADD` of the serialized [`AgentMessage`] to the

@@ -1,0 +1,695 @@
+//! [`RedisBus`]: the runtime's [`AgentBus`] on Redis Streams, for a session whose agents
+//! run in several processes (spec 001 section 9: one stream per session and agent).
+//!
+//! Keys, all under `bus:{<session>}` (one hash slot per session in a cluster):
+//!
+//! - `…:in:<domain>:<agent>`: the recipient's stream. It *is* the held queue: a message
+//!   waits there until its subscriber reads it, across restarts. An entry is deleted once
+//!   the subscriber has taken it and asked for the next (or dropped its stream), so a
+//!   crash in between delivers it again: at least once.
+//! - `…:sub:<domain>:<agent>`: the subscription's lease (`SET NX PX`, renewed while the
+//!   stream lives): one subscriber per agent, anywhere.
+//! - `…:cut:<domain>:<agent>`: set by `unsubscribe`, the last entry the ended stream still
+//!   delivers; later ones are held for the next subscriber.
+//! - `…:pending:<id>` and `…:reply:<id>`: a waiting request, and the stream its response
+//!   goes to instead of the recipient's (the sender's script takes the pending key, so
+//!   exactly one response completes a request).
+//! - `…:log`: the audit stream, capped (`MAXLEN`) at the log cap.
+//! - `…:keys`: every key above, so `reset` deletes the session without a scan.
+//!
+//! A send is one script: log, then route (to a waiting request, else the recipient's
+//! stream, refused when no one is subscribed and the held cap is reached). A recipient's
+//! subscriber reads its stream with `XREAD BLOCK` on a connection of its own.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agent_runtime::bus::{
+    AgentBus, AgentMessage, BusError, MessageStream, MessageType, OutgoingMessage,
+};
+use async_trait::async_trait;
+use redis::aio::{ConnectionManager, MultiplexedConnection};
+use redis::{RedisError, Value as RedisValue};
+use tokio_util::sync::CancellationToken;
+
+/// How long a subscription's lease lasts unless renewed (renewed every third of it).
+const LEASE: Duration = Duration::from_secs(30);
+/// How long one blocking read waits before looking at the lease again.
+const POLL: Duration = Duration::from_millis(100);
+
+const SEND: &str = r"
+if tonumber(ARGV[4]) > 0 then
+  redis.call('XADD', KEYS[6], 'MAXLEN', ARGV[4], '*', 'm', ARGV[2])
+  redis.call('SADD', KEYS[5], KEYS[6])
+end
+if ARGV[3] == '1' and redis.call('DEL', KEYS[3]) == 1 then
+  redis.call('XADD', KEYS[4], '*', 'm', ARGV[2])
+  redis.call('PEXPIRE', KEYS[4], 600000)
+  redis.call('SADD', KEYS[5], KEYS[4])
+  return {2, 0}
+end
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  local held = redis.call('XLEN', KEYS[1])
+  if held >= tonumber(ARGV[1]) then return {0, held} end
+end
+redis.call('XADD', KEYS[1], '*', 'm', ARGV[2])
+redis.call('SADD', KEYS[5], KEYS[1])
+return {1, 0}
+";
+
+const UNSUBSCRIBE: &str = r"
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local id = '0-0'
+if #last > 0 then id = last[1][1] end
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('SET', KEYS[3], id, 'PX', 600000)
+  redis.call('SADD', KEYS[4], KEYS[3])
+  redis.call('DEL', KEYS[2])
+end
+return id
+";
+
+/// Deletes or renews the lease only while it is the caller's.
+const IF_MINE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  if ARGV[2] == 'del' then return redis.call('DEL', KEYS[1]) end
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+";
+
+fn backend(error: RedisError) -> BusError {
+    BusError::Backend(format!("redis: {error}"))
+}
+
+/// A key part: `:` and `%` escaped, so no two names make one key.
+fn part(name: &str) -> String {
+    name.replace('%', "%25").replace(':', "%3A")
+}
+
+/// A stream entry id, for ordering.
+fn entry_order(id: &str) -> (u64, u64) {
+    let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+    (ms.parse().unwrap_or(0), seq.parse().unwrap_or(0))
+}
+
+fn validate(message: &OutgoingMessage) -> Result<(), BusError> {
+    for (field, value) in [
+        ("to", &message.to),
+        ("from", &message.from),
+        ("domain", &message.domain),
+    ] {
+        if value.trim().is_empty() {
+            return Err(BusError::Invalid(format!("`{field}` must not be empty")));
+        }
+    }
+    if message.kind == MessageType::Response
+        && message
+            .correlation_id
+            .as_deref()
+            .is_none_or(|id| id.trim().is_empty())
+    {
+        return Err(BusError::Invalid(
+            "a `response` must carry the `correlation_id` of the request it answers".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+fn text(value: &RedisValue) -> Option<String> {
+    match value {
+        RedisValue::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
+        RedisValue::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+fn items(value: &RedisValue) -> &[RedisValue] {
+    match value {
+        RedisValue::Array(items) | RedisValue::Set(items) => items,
+        _ => &[],
+    }
+}
+
+/// The entries of an `XRANGE` reply (`[[id, [field, value, ...]], ...]`), as
+/// `(id, message)`.
+fn range_entries(reply: &RedisValue) -> Result<Vec<(String, AgentMessage)>, BusError> {
+    items(reply)
+        .iter()
+        .map(|entry| {
+            let fields = items(entry);
+            let id = fields.first().and_then(text).unwrap_or_default();
+            let body = fields
+                .get(1)
+                .map(items)
+                .unwrap_or_default()
+                .chunks(2)
+                .find(|pair| pair.first().and_then(text).as_deref() == Some("m"))
+                .and_then(|pair| pair.get(1))
+                .and_then(text)
+                .ok_or_else(|| BusError::Backend(format!("redis: entry {id} has no message")))?;
+            let message = serde_json::from_str(&body).map_err(|e| {
+                BusError::Backend(format!("redis: entry {id} is not a message: {e}"))
+            })?;
+            Ok((id, message))
+        })
+        .collect()
+}
+
+/// The entries of an `XREAD` reply (nil, or `[[stream, entries], ...]`; a map in RESP3).
+fn read_entries(reply: &RedisValue) -> Result<Vec<(String, AgentMessage)>, BusError> {
+    let mut found = Vec::new();
+    match reply {
+        RedisValue::Nil => {}
+        RedisValue::Map(streams) => {
+            for (_, entries) in streams {
+                found.extend(range_entries(entries)?);
+            }
+        }
+        RedisValue::Array(streams) => {
+            for stream in streams {
+                if let Some(entries) = items(stream).get(1) {
+                    found.extend(range_entries(entries)?);
+                }
+            }
+        }
+        other => {
+            return Err(BusError::Backend(format!(
+                "redis: unexpected XREAD reply {other:?}"
+            )));
+        }
+    }
+    Ok(found)
+}
+
+/// The agent bus of one session, on Redis Streams. Cheap to clone; clones share the
+/// connection.
+#[derive(Clone)]
+pub struct RedisBus {
+    client: redis::Client,
+    connection: ConnectionManager,
+    prefix: String,
+    log_cap: usize,
+    held_cap: usize,
+    /// Leases this process let go of but has not deleted yet (a dropped stream deletes
+    /// its lease on another task): a new subscriber here may take them over.
+    released: Arc<Mutex<HashSet<String>>>,
+}
+
+impl std::fmt::Debug for RedisBus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisBus")
+            .field("prefix", &self.prefix)
+            .field("log_cap", &self.log_cap)
+            .field("held_cap", &self.held_cap)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisBus {
+    /// The bus of `session` at `url` (`redis://127.0.0.1:6379`), with the in-memory bus's
+    /// limits: the 500 most recent messages logged, 1,000 held per recipient.
+    pub async fn connect(url: &str, session: &str) -> Result<Self, BusError> {
+        let client = redis::Client::open(url).map_err(backend)?;
+        let connection = ConnectionManager::new(client.clone())
+            .await
+            .map_err(backend)?;
+        Ok(RedisBus {
+            client,
+            connection,
+            prefix: format!("bus:{{{}}}", part(session)),
+            log_cap: 500,
+            held_cap: 1_000,
+            released: Arc::default(),
+        })
+    }
+
+    /// Other limits: the `log_cap` most recent messages in the log, `held_cap` held per
+    /// recipient without a subscriber.
+    pub fn with_limits(mut self, log_cap: usize, held_cap: usize) -> Self {
+        self.log_cap = log_cap;
+        self.held_cap = held_cap;
+        self
+    }
+
+    fn key(&self, kind: &str, domain: &str, agent: &str) -> String {
+        format!("{}:{kind}:{}:{}", self.prefix, part(domain), part(agent))
+    }
+
+    fn keys_set(&self) -> String {
+        format!("{}:keys", self.prefix)
+    }
+
+    fn log_key(&self) -> String {
+        format!("{}:log", self.prefix)
+    }
+
+    /// A connection of its own, for blocking reads.
+    async fn dedicated(&self) -> Result<MultiplexedConnection, BusError> {
+        self.client
+            .get_multiplexed_async_connection()
+            .await
+            .map_err(backend)
+    }
+
+    /// Logs and routes a stamped message.
+    async fn route(&self, message: &AgentMessage) -> Result<(), BusError> {
+        let correlation = message.correlation_id.clone().unwrap_or_default();
+        let json = serde_json::to_string(message)
+            .map_err(|e| BusError::Invalid(format!("the payload is not JSON: {e}")))?;
+        let mut connection = self.connection.clone();
+        let (routed, held): (i64, i64) = redis::cmd("EVAL")
+            .arg(SEND)
+            .arg(6)
+            .arg(self.key("in", &message.domain, &message.to))
+            .arg(self.key("sub", &message.domain, &message.to))
+            .arg(format!("{}:pending:{}", self.prefix, part(&correlation)))
+            .arg(format!("{}:reply:{}", self.prefix, part(&correlation)))
+            .arg(self.keys_set())
+            .arg(self.log_key())
+            .arg(self.held_cap)
+            .arg(json)
+            .arg(if message.kind == MessageType::Response {
+                "1"
+            } else {
+                "0"
+            })
+            .arg(self.log_cap)
+            .query_async(&mut connection)
+            .await
+            .map_err(backend)?;
+        if routed == 0 {
+            tracing::warn!(domain = %message.domain, to = %message.to, id = %message.id, held, "bus: held queue full; message undeliverable");
+            return Err(BusError::Undeliverable {
+                domain: message.domain.clone(),
+                to: message.to.clone(),
+                reason: format!("no subscriber, and {held} messages are already held (the limit)"),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// One subscription's reading state.
+struct Reader {
+    connection: MultiplexedConnection,
+    inbox: String,
+    lease: String,
+    cutoff: String,
+    token: String,
+    /// The last entry read; the next read starts after it.
+    last: String,
+    /// The last entry delivered, deleted before the next read.
+    taken: Option<String>,
+    /// Set once the subscription ended: deliver up to this entry, then end.
+    ending: Option<Option<String>>,
+    _guard: ReaderGuard,
+}
+
+/// Lets go of the lease and the taken entry when the stream is dropped.
+struct ReaderGuard {
+    bus: RedisBus,
+    inbox: String,
+    lease: String,
+    token: String,
+    taken: Arc<Mutex<Option<String>>>,
+    renewal: CancellationToken,
+}
+
+impl Drop for ReaderGuard {
+    fn drop(&mut self) {
+        self.renewal.cancel();
+        if let Ok(mut released) = self.bus.released.lock() {
+            released.insert(self.token.clone());
+        }
+        let (bus, inbox, lease, token) = (
+            self.bus.clone(),
+            self.inbox.clone(),
+            self.lease.clone(),
+            self.token.clone(),
+        );
+        let taken = self.taken.lock().ok().and_then(|mut t| t.take());
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let mut connection = bus.connection.clone();
+                if let Some(id) = taken {
+                    let _: Result<i64, _> = redis::cmd("XDEL")
+                        .arg(&inbox)
+                        .arg(id)
+                        .query_async(&mut connection)
+                        .await;
+                }
+                let _: Result<i64, _> = redis::cmd("EVAL")
+                    .arg(IF_MINE)
+                    .arg(1)
+                    .arg(&lease)
+                    .arg(&token)
+                    .arg("del")
+                    .query_async(&mut connection)
+                    .await;
+                if let Ok(mut released) = bus.released.lock() {
+                    released.remove(&token);
+                }
+            });
+        }
+    }
+}
+
+impl Reader {
+    /// The next message, or `None` once the subscription has ended.
+    async fn next(
+        &mut self,
+        taken: &Mutex<Option<String>>,
+    ) -> Result<Option<AgentMessage>, BusError> {
+        loop {
+            if let Some(id) = self.taken.take() {
+                let _: i64 = redis::cmd("XDEL")
+                    .arg(&self.inbox)
+                    .arg(&id)
+                    .query_async(&mut self.connection)
+                    .await
+                    .map_err(backend)?;
+                if let Ok(mut shared) = taken.lock() {
+                    *shared = None;
+                }
+            }
+            if self.ending.is_none() {
+                let holder: Option<String> = redis::cmd("GET")
+                    .arg(&self.lease)
+                    .query_async(&mut self.connection)
+                    .await
+                    .map_err(backend)?;
+                if holder.as_deref() != Some(self.token.as_str()) {
+                    let cutoff: Option<String> = redis::cmd("GET")
+                        .arg(&self.cutoff)
+                        .query_async(&mut self.connection)
+                        .await
+                        .map_err(backend)?;
+                    self.ending = Some(cutoff);
+                }
+            }
+            let mut read = redis::cmd("XREAD");
+            read.arg("COUNT").arg(1);
+            if self.ending.is_none() {
+                read.arg("BLOCK").arg(POLL.as_millis() as u64);
+            }
+            let reply: RedisValue = read
+                .arg("STREAMS")
+                .arg(&self.inbox)
+                .arg(&self.last)
+                .query_async(&mut self.connection)
+                .await
+                .map_err(backend)?;
+            let found = read_entries(&reply)?.into_iter().next();
+            match (found, &self.ending) {
+                (Some((id, _)), Some(cutoff))
+                    if cutoff
+                        .as_deref()
+                        .is_none_or(|c| entry_order(&id) > entry_order(c)) =>
+                {
+                    return Ok(None);
+                }
+                (Some((id, message)), _) => {
+                    self.last = id.clone();
+                    self.taken = Some(id.clone());
+                    if let Ok(mut shared) = taken.lock() {
+                        *shared = Some(id);
+                    }
+                    return Ok(Some(message));
+                }
+                (None, Some(_)) => return Ok(None),
+                (None, None) => {}
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl AgentBus for RedisBus {
+    async fn subscribe(&self, domain: &str, agent: &str) -> Result<MessageStream, BusError> {
+        let lease = self.key("sub", domain, agent);
+        let token = uuid::Uuid::new_v4().to_string();
+        let mut connection = self.connection.clone();
+        let ttl = LEASE.as_millis() as u64;
+        let taken_over: Option<String> = redis::cmd("SET")
+            .arg(&lease)
+            .arg(&token)
+            .arg("NX")
+            .arg("PX")
+            .arg(ttl)
+            .query_async(&mut connection)
+            .await
+            .map_err(backend)?;
+        if taken_over.is_none() {
+            // Held by a stream this process dropped a moment ago: take it over.
+            let holder: Option<String> = redis::cmd("GET")
+                .arg(&lease)
+                .query_async(&mut connection)
+                .await
+                .map_err(backend)?;
+            let released =
+                holder.is_some_and(|h| self.released.lock().is_ok_and(|r| r.contains(&h)));
+            if !released {
+                return Err(BusError::AlreadySubscribed {
+                    domain: domain.to_owned(),
+                    agent: agent.to_owned(),
+                });
+            }
+            let () = redis::cmd("SET")
+                .arg(&lease)
+                .arg(&token)
+                .arg("PX")
+                .arg(ttl)
+                .query_async(&mut connection)
+                .await
+                .map_err(backend)?;
+        }
+        let cutoff = self.key("cut", domain, agent);
+        let () = redis::pipe()
+            .cmd("SADD")
+            .arg(self.keys_set())
+            .arg(&lease)
+            .ignore()
+            .cmd("DEL")
+            .arg(&cutoff)
+            .ignore()
+            .query_async(&mut connection)
+            .await
+            .map_err(backend)?;
+
+        let renewal = CancellationToken::new();
+        {
+            let (stop, mut connection, lease, token) = (
+                renewal.clone(),
+                self.connection.clone(),
+                lease.clone(),
+                token.clone(),
+            );
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        () = stop.cancelled() => return,
+                        () = tokio::time::sleep(LEASE / 3) => {}
+                    }
+                    let renewed: Result<i64, _> = redis::cmd("EVAL")
+                        .arg(IF_MINE)
+                        .arg(1)
+                        .arg(&lease)
+                        .arg(&token)
+                        .arg(ttl)
+                        .query_async(&mut connection)
+                        .await;
+                    if !matches!(renewed, Ok(1)) {
+                        return;
+                    }
+                }
+            });
+        }
+        let inbox = self.key("in", domain, agent);
+        let taken = Arc::new(Mutex::new(None));
+        let reader = Reader {
+            connection: self.dedicated().await?,
+            inbox: inbox.clone(),
+            lease: lease.clone(),
+            cutoff,
+            token: token.clone(),
+            last: "0-0".to_owned(),
+            taken: None,
+            ending: None,
+            _guard: ReaderGuard {
+                bus: self.clone(),
+                inbox,
+                lease,
+                token,
+                taken: taken.clone(),
+                renewal,
+            },
+        };
+        let stream = futures::stream::unfold((reader, taken), |(mut reader, taken)| async move {
+            match reader.next(&taken).await {
+                Ok(Some(message)) => Some((message, (reader, taken))),
+                Ok(None) => None,
+                Err(error) => {
+                    tracing::warn!(%error, "bus: the subscription's reads failed; its stream ends");
+                    None
+                }
+            }
+        });
+        Ok(Box::pin(stream))
+    }
+
+    async fn unsubscribe(&self, domain: &str, agent: &str) -> Result<(), BusError> {
+        let mut connection = self.connection.clone();
+        let _: String = redis::cmd("EVAL")
+            .arg(UNSUBSCRIBE)
+            .arg(4)
+            .arg(self.key("in", domain, agent))
+            .arg(self.key("sub", domain, agent))
+            .arg(self.key("cut", domain, agent))
+            .arg(self.keys_set())
+            .query_async(&mut connection)
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn send(&self, message: OutgoingMessage) -> Result<AgentMessage, BusError> {
+        validate(&message)?;
+        let message = message.into_message();
+        self.route(&message).await?;
+        Ok(message)
+    }
+
+    async fn request(
+        &self,
+        message: OutgoingMessage,
+        timeout: Duration,
+    ) -> Result<AgentMessage, BusError> {
+        validate(&message)?;
+        if message.kind != MessageType::Request {
+            return Err(BusError::Invalid(format!(
+                "`request` sends requests, not {:?} messages",
+                message.kind
+            )));
+        }
+        let message = message.into_message();
+        let pending = format!("{}:pending:{}", self.prefix, part(&message.id));
+        let reply = format!("{}:reply:{}", self.prefix, part(&message.id));
+        let mut connection = self.connection.clone();
+        let ttl = (timeout + Duration::from_secs(5)).as_millis() as u64;
+        let () = redis::pipe()
+            .cmd("SET")
+            .arg(&pending)
+            .arg(1)
+            .arg("PX")
+            .arg(ttl)
+            .ignore()
+            .cmd("SADD")
+            .arg(self.keys_set())
+            .arg(&pending)
+            .ignore()
+            .query_async(&mut connection)
+            .await
+            .map_err(backend)?;
+        if let Err(error) = self.route(&message).await {
+            let _: Result<i64, _> = redis::cmd("DEL")
+                .arg(&pending)
+                .query_async(&mut connection)
+                .await;
+            return Err(error);
+        }
+        let mut waiting = self.dedicated().await?;
+        let deadline = Instant::now() + timeout;
+        let read = |block: Option<Duration>| {
+            let mut command = redis::cmd("XREAD");
+            command.arg("COUNT").arg(1);
+            if let Some(block) = block {
+                command.arg("BLOCK").arg(block.as_millis().max(1) as u64);
+            }
+            command.arg("STREAMS").arg(&reply).arg("0-0");
+            command
+        };
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let withdrawn: i64 = redis::cmd("DEL")
+                    .arg(&pending)
+                    .query_async(&mut connection)
+                    .await
+                    .map_err(backend)?;
+                if withdrawn == 0 {
+                    // A response took the pending key just now: it is in the reply stream.
+                    let reply_value: RedisValue = read(None)
+                        .query_async(&mut waiting)
+                        .await
+                        .map_err(backend)?;
+                    if let Some((_, response)) = read_entries(&reply_value)?.into_iter().next() {
+                        return Ok(response);
+                    }
+                }
+                return Err(BusError::Timeout {
+                    id: message.id,
+                    after: timeout,
+                });
+            }
+            let reply_value: RedisValue = read(Some(left.min(POLL)))
+                .query_async(&mut waiting)
+                .await
+                .map_err(backend)?;
+            if let Some((_, response)) = read_entries(&reply_value)?.into_iter().next() {
+                let _: Result<i64, _> = redis::cmd("DEL")
+                    .arg(&reply)
+                    .query_async(&mut connection)
+                    .await;
+                return Ok(response);
+            }
+            let still: i64 = redis::cmd("EXISTS")
+                .arg(&pending)
+                .query_async(&mut connection)
+                .await
+                .map_err(backend)?;
+            if still == 0 {
+                let reply_value: RedisValue = read(None)
+                    .query_async(&mut waiting)
+                    .await
+                    .map_err(backend)?;
+                if let Some((_, response)) = read_entries(&reply_value)?.into_iter().next() {
+                    return Ok(response);
+                }
+                return Err(BusError::Backend(format!(
+                    "the bus was reset while request {} waited for its response",
+                    message.id
+                )));
+            }
+        }
+    }
+
+    async fn log(&self) -> Result<Vec<AgentMessage>, BusError> {
+        let mut connection = self.connection.clone();
+        let reply: RedisValue = redis::cmd("XRANGE")
+            .arg(self.log_key())
+            .arg("-")
+            .arg("+")
+            .query_async(&mut connection)
+            .await
+            .map_err(backend)?;
+        Ok(range_entries(&reply)?.into_iter().map(|(_, m)| m).collect())
+    }
+
+    async fn reset(&self) -> Result<(), BusError> {
+        let mut connection = self.connection.clone();
+        let keys: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(self.keys_set())
+            .query_async(&mut connection)
+            .await
+            .map_err(backend)?;
+        let mut delete = redis::cmd("DEL");
+        delete.arg(self.keys_set());
+        for key in &keys {
+            delete.arg(key);
+        }
+        let _: i64 = delete.query_async(&mut connection).await.map_err(backend)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,107 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! The agent bus on Redis Streams (`REDIS_URL`, by default `redis://127.0.0.1:6379`;
+//! `cargo xtask test` starts it) passes the runtime's bus suite, each case on a session
+//! of its own; and what only a distributed bus has: two processes' worth of buses on one
+//! session, a message held across them, one subscriber for both. Fails, never skips, when
+//! Redis is not there.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use agent_backends::RedisBus;
+use agent_runtime::bus::{AgentBus, BusError, MessageType, OutgoingMessage};
+use futures::StreamExt;
+use serde_json::json;
+
+fn url() -> String {
+    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
+/// A session of this test run alone.
+fn session() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "test-{}-{}-{}",
+        std::process::id(),
+        chrono::Utc::now().timestamp_nanos_opt().unwrap(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+async fn bus(session: &str) -> RedisBus {
+    RedisBus::connect(&url(), session)
+        .await
+        .unwrap_or_else(|e| panic!("Redis must run at {} for this suite: {e}", url()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_redis_bus_passes_the_bus_suite() {
+    agent_runtime::bus::suite::behaves(&|log_cap, held_cap| async move {
+        let bus = bus(&session()).await.with_limits(log_cap, held_cap);
+        Arc::new(bus) as Arc<dyn AgentBus>
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_share_one_session() {
+    let session = session();
+    let (here, there) = (bus(&session).await, bus(&session).await);
+
+    // Sent from one instance before anyone listens: held in Redis.
+    let sent = here
+        .send(OutgoingMessage::new(
+            "producer",
+            "craftsman",
+            MessageType::Handoff,
+            "resume",
+            json!({"n": 1}),
+        ))
+        .await
+        .unwrap();
+    let mut inbox = there.subscribe("resume", "craftsman").await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(2), inbox.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got, sent);
+
+    // One subscriber per agent, whichever instance asks.
+    assert_eq!(
+        here.subscribe("resume", "craftsman").await.err().unwrap(),
+        BusError::AlreadySubscribed {
+            domain: "resume".into(),
+            agent: "craftsman".into()
+        }
+    );
+
+    // A request from one instance answered from the other.
+    let responder = {
+        let there = there.clone();
+        tokio::spawn(async move {
+            let request = inbox.next().await.unwrap();
+            there
+                .send(OutgoingMessage::response_to(&request, json!("done")))
+                .await
+                .unwrap();
+        })
+    };
+    let response = here
+        .request(
+            OutgoingMessage::new(
+                "producer",
+                "craftsman",
+                MessageType::Request,
+                "resume",
+                json!({}),
+            ),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.payload, json!("done"));
+    responder.await.unwrap();
+    assert_eq!(here.log().await.unwrap().len(), 3);
+    here.reset().await.unwrap();
+}
