@@ -17,6 +17,8 @@
 
 mod checkpoint_rows;
 #[cfg(feature = "nats")]
+mod nats_bus;
+#[cfg(feature = "nats")]
 mod nats_coordination;
 #[cfg(feature = "nats")]
 mod nats_run_queue;
@@ -46,6 +48,8 @@ mod sqlite_rows;
 mod sqlite_schema;
 mod sqlite_vectors;
 
+#[cfg(feature = "nats")]
+pub use nats_bus::NatsBus;
 #[cfg(feature = "nats")]
 pub use nats_coordination::NatsCoordination;
 #[cfg(feature = "nats")]

@@ -3,10 +3,10 @@
 //! `cargo xtask test` starts it) passes the runtime's bus suite, each case on a session
 //! of its own; and what only a distributed bus has: two processes' worth of buses on one
 //! session, a message held across them, one subscriber for both. Fails, never skips, when
-//! Redis is not there.
+//! Redis is not there. Every bus made is reset at the end.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_backends::RedisBus;
@@ -37,11 +37,22 @@ async fn bus(session: &str) -> RedisBus {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_redis_bus_passes_the_bus_suite() {
-    agent_runtime::bus::suite::behaves(&|log_cap, held_cap| async move {
-        let bus = bus(&session()).await.with_limits(log_cap, held_cap);
-        Arc::new(bus) as Arc<dyn AgentBus>
+    let made: Arc<Mutex<Vec<RedisBus>>> = Arc::default();
+    let keep = made.clone();
+    agent_runtime::bus::suite::behaves(&move |log_cap, held_cap| {
+        let keep = keep.clone();
+        async move {
+            let bus = bus(&session()).await.with_limits(log_cap, held_cap);
+            keep.lock().unwrap().push(bus.clone());
+            Arc::new(bus) as Arc<dyn AgentBus>
+        }
     })
     .await;
+    // Redis keeps no test sessions.
+    let made: Vec<RedisBus> = made.lock().unwrap().drain(..).collect();
+    for bus in made {
+        bus.reset().await.unwrap();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,114 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! The agent bus on NATS JetStream (`NATS_URL`, by default `nats://127.0.0.1:4222`;
+//! `cargo xtask test` starts it) passes the runtime's bus suite, each case on a session
+//! of its own; and two instances share one session. Fails, never skips, when NATS is not
+//! there. Every bus made is reset at the end, so the server keeps no test streams.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_backends::NatsBus;
+use agent_runtime::bus::{AgentBus, BusError, MessageType, OutgoingMessage};
+use futures::StreamExt;
+use serde_json::json;
+
+fn url() -> String {
+    std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into())
+}
+
+fn session() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "test-{}-{}-{}",
+        std::process::id(),
+        chrono::Utc::now().timestamp_nanos_opt().unwrap(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+async fn bus(session: &str) -> NatsBus {
+    NatsBus::connect(&url(), session).await.unwrap_or_else(|e| {
+        panic!(
+            "NATS with JetStream must run at {} for this suite: {e}",
+            url()
+        )
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_nats_bus_passes_the_bus_suite() {
+    let made: Arc<Mutex<Vec<NatsBus>>> = Arc::default();
+    let keep = made.clone();
+    agent_runtime::bus::suite::behaves(&move |log_cap, held_cap| {
+        let keep = keep.clone();
+        async move {
+            let bus = bus(&session()).await.with_limits(log_cap, held_cap);
+            keep.lock().unwrap().push(bus.clone());
+            Arc::new(bus) as Arc<dyn AgentBus>
+        }
+    })
+    .await;
+    let made: Vec<NatsBus> = made.lock().unwrap().drain(..).collect();
+    for bus in made {
+        bus.reset().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_share_one_session() {
+    let session = session();
+    let (here, there) = (bus(&session).await, bus(&session).await);
+
+    let sent = here
+        .send(OutgoingMessage::new(
+            "producer",
+            "craftsman",
+            MessageType::Handoff,
+            "resume",
+            json!({"n": 1}),
+        ))
+        .await
+        .unwrap();
+    let mut inbox = there.subscribe("resume", "craftsman").await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(2), inbox.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got, sent);
+    assert_eq!(
+        here.subscribe("resume", "craftsman").await.err().unwrap(),
+        BusError::AlreadySubscribed {
+            domain: "resume".into(),
+            agent: "craftsman".into()
+        }
+    );
+
+    let responder = {
+        let there = there.clone();
+        tokio::spawn(async move {
+            let request = inbox.next().await.unwrap();
+            there
+                .send(OutgoingMessage::response_to(&request, json!("done")))
+                .await
+                .unwrap();
+        })
+    };
+    let response = here
+        .request(
+            OutgoingMessage::new(
+                "producer",
+                "craftsman",
+                MessageType::Request,
+                "resume",
+                json!({}),
+            ),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.payload, json!("done"));
+    responder.await.unwrap();
+    assert_eq!(here.log().await.unwrap().len(), 3);
+    here.reset().await.unwrap();
+}
