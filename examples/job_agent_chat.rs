@@ -367,7 +367,7 @@ async fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "warn,job_agent_chat::console=info".into()),
+                .unwrap_or_else(|_| "warn,job_capabilities::notify::console=info".into()),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -15,18 +15,29 @@ fn both_deployments_serve_every_session_to_its_first_gate() {
     let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/resume");
     let run = run_example(
         "load_bench",
-        &["--sessions", "20", "--fixtures", fixtures, "--patience", "60"],
+        &[
+            "--sessions",
+            "20",
+            "--fixtures",
+            fixtures,
+            "--patience",
+            "60",
+        ],
         &[],
         Duration::from_secs(240),
     );
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
     for deployment in ["sqlite", "two-instances"] {
         assert!(
-            run.stdout.contains(&format!("reached_gate{{{deployment}}} 20 sessions")),
+            run.stdout
+                .contains(&format!("reached_gate{{{deployment}}} 20 sessions")),
             "{}\n{}",
             run.stdout,
             run.stderr
         );
-        assert!(run.stdout.contains(&format!("failed{{{deployment}}} 0 sessions")));
+        assert!(
+            run.stdout
+                .contains(&format!("failed{{{deployment}}} 0 sessions"))
+        );
     }
 }

@@ -17,6 +17,7 @@ pub mod html;
 pub mod http;
 pub mod job;
 pub mod mail;
+pub mod notify;
 pub mod ranking;
 pub mod retrieval;
 pub mod salary;

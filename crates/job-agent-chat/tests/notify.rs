@@ -15,8 +15,8 @@ use chrono::Utc;
 use job_agent_chat::ChatStore;
 use job_agent_chat::models::{Job, JobStatus};
 use job_agent_chat::notify::{
-    ConsoleNotifier, Delivery, EmailNotifier, Match, Notice, Notifications, SlackNotifier,
-    TeamsNotifier,
+    ConsoleNotifier, Delivery, EmailNotifier, Notice, Notifications, SlackNotifier, TeamsNotifier,
+    job_match,
 };
 use job_capabilities::mail::SmtpMailer;
 use job_capabilities::mail::testing::SmtpServer;
@@ -40,11 +40,11 @@ fn notice(email: Option<&str>) -> Notice {
     };
     Notice {
         title: "1 job matches for you".into(),
-        matches: vec![Match {
-            job,
-            score: 0.82,
-            justification: "Rust, PostgreSQL and Kafka match".into(),
-        }],
+        matches: vec![job_match(
+            &job,
+            0.82,
+            "Rust, PostgreSQL and Kafka match".into(),
+        )],
         email_to: email.map(str::to_owned),
     }
 }

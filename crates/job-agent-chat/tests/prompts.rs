@@ -5,7 +5,7 @@
 use agent_server::chat::{ChatMessage, ChatRole};
 use chrono::{TimeZone, Utc};
 use job_agent_chat::models::{Job, JobStatus, UserProfile};
-use job_agent_chat::notify::{Match, Notice, SlackNotifier, TeamsNotifier};
+use job_agent_chat::notify::{Notice, SlackNotifier, TeamsNotifier, job_match};
 use job_agent_chat::prep::writer_request;
 use job_agent_chat::router::route_request;
 
@@ -56,11 +56,7 @@ fn the_writer_is_given_the_job_the_profile_and_what_was_wrong() {
 fn notice() -> Notice {
     Notice {
         title: "1 job matches for you".into(),
-        matches: vec![Match {
-            job: job(),
-            score: 0.82,
-            justification: "Rust matches; in Berlin".into(),
-        }],
+        matches: vec![job_match(&job(), 0.82, "Rust matches; in Berlin".into())],
         email_to: None,
     }
 }

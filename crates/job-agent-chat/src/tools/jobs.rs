@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::{ChatTool, Ctx, Services, find_job, store_failed};
 use crate::models::{Feedback, FeedbackKind, Job, JobStatus, UserProfile};
-use crate::notify::{Match, Notice};
+use crate::notify::{JobMatch, Notice, job_match};
 use crate::providers::SearchCriteria;
 
 fn brief(job: &Job) -> Value {
@@ -341,14 +341,10 @@ pub(super) fn notify_matches(services: Arc<Services>) -> ChatTool {
                 let top_k = input.top_k.unwrap_or(3).clamp(1, 10) as usize;
                 let floor = input.min_score.unwrap_or(50).min(100) as f32 / 100.0;
                 let (ranked, _) = ranked(&services, &user, true, top_k).await?;
-                let matches: Vec<Match> = ranked
+                let matches: Vec<JobMatch> = ranked
                     .into_iter()
                     .filter(|(_, r)| r.score >= floor && r.deal_breakers.is_empty())
-                    .map(|(job, r)| Match {
-                        job,
-                        score: r.score,
-                        justification: r.justification,
-                    })
+                    .map(|(job, r)| job_match(&job, r.score, r.justification))
                     .collect();
                 if matches.is_empty() {
                     return Err(ToolError::failed(format!(
