@@ -24,7 +24,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_runtime::bus::{
-    AgentBus, AgentMessage, BusError, MessageStream, MessageType, OutgoingMessage,
+    AgentBus, AgentMessage, BusError, MessageStream, MessageType, OutgoingMessage, validate,
+    validate_agent, validate_request,
 };
 use async_nats::header::NATS_EXPECTED_LAST_SUBJECT_SEQUENCE;
 use async_nats::jetstream::{self, AckKind, consumer, stream};
@@ -45,29 +46,6 @@ fn backend(what: &str, error: impl std::fmt::Display) -> BusError {
 
 fn hex(name: &str) -> String {
     name.bytes().map(|b| format!("{b:02x}")).collect()
-}
-
-fn validate(message: &OutgoingMessage) -> Result<(), BusError> {
-    for (field, value) in [
-        ("to", &message.to),
-        ("from", &message.from),
-        ("domain", &message.domain),
-    ] {
-        if value.trim().is_empty() {
-            return Err(BusError::Invalid(format!("`{field}` must not be empty")));
-        }
-    }
-    if message.kind == MessageType::Response
-        && message
-            .correlation_id
-            .as_deref()
-            .is_none_or(|id| id.trim().is_empty())
-    {
-        return Err(BusError::Invalid(
-            "a `response` must carry the `correlation_id` of the request it answers".to_owned(),
-        ));
-    }
-    Ok(())
 }
 
 /// Leases and cutoffs: one message per subject in the `BUSLEASE_<s>` stream.
@@ -456,6 +434,7 @@ impl Reader {
 #[async_trait]
 impl AgentBus for NatsBus {
     async fn subscribe(&self, domain: &str, agent: &str) -> Result<MessageStream, BusError> {
+        validate_agent(domain, agent)?;
         let parts = self.parts().await?;
         let lease = self.lease_subject(domain, agent);
         let token = uuid::Uuid::new_v4().to_string();
@@ -581,13 +560,7 @@ impl AgentBus for NatsBus {
         message: OutgoingMessage,
         timeout: Duration,
     ) -> Result<AgentMessage, BusError> {
-        validate(&message)?;
-        if message.kind != MessageType::Request {
-            return Err(BusError::Invalid(format!(
-                "`request` sends requests, not {:?} messages",
-                message.kind
-            )));
-        }
+        validate_request(&message)?;
         let message = message.into_message();
         let mut replies = self
             .client

@@ -26,7 +26,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_runtime::bus::{
-    AgentBus, AgentMessage, BusError, MessageStream, MessageType, OutgoingMessage,
+    AgentBus, AgentMessage, BusError, MessageStream, MessageType, OutgoingMessage, validate,
+    validate_agent, validate_request,
 };
 use async_trait::async_trait;
 use redis::aio::{ConnectionManager, MultiplexedConnection};
@@ -92,29 +93,6 @@ fn part(name: &str) -> String {
 fn entry_order(id: &str) -> (u64, u64) {
     let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
     (ms.parse().unwrap_or(0), seq.parse().unwrap_or(0))
-}
-
-fn validate(message: &OutgoingMessage) -> Result<(), BusError> {
-    for (field, value) in [
-        ("to", &message.to),
-        ("from", &message.from),
-        ("domain", &message.domain),
-    ] {
-        if value.trim().is_empty() {
-            return Err(BusError::Invalid(format!("`{field}` must not be empty")));
-        }
-    }
-    if message.kind == MessageType::Response
-        && message
-            .correlation_id
-            .as_deref()
-            .is_none_or(|id| id.trim().is_empty())
-    {
-        return Err(BusError::Invalid(
-            "a `response` must carry the `correlation_id` of the request it answers".to_owned(),
-        ));
-    }
-    Ok(())
 }
 
 fn text(value: &RedisValue) -> Option<String> {
@@ -428,6 +406,7 @@ impl Reader {
 #[async_trait]
 impl AgentBus for RedisBus {
     async fn subscribe(&self, domain: &str, agent: &str) -> Result<MessageStream, BusError> {
+        validate_agent(domain, agent)?;
         let lease = self.key("sub", domain, agent);
         let token = uuid::Uuid::new_v4().to_string();
         let mut connection = self.connection.clone();
@@ -566,13 +545,7 @@ impl AgentBus for RedisBus {
         message: OutgoingMessage,
         timeout: Duration,
     ) -> Result<AgentMessage, BusError> {
-        validate(&message)?;
-        if message.kind != MessageType::Request {
-            return Err(BusError::Invalid(format!(
-                "`request` sends requests, not {:?} messages",
-                message.kind
-            )));
-        }
+        validate_request(&message)?;
         let message = message.into_message();
         let pending = format!("{}:pending:{}", self.prefix, part(&message.id));
         let reply = format!("{}:reply:{}", self.prefix, part(&message.id));

@@ -7,12 +7,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use agent_backends::RedisBus;
-use agent_runtime::bus::{AgentBus, BusError, MessageType, OutgoingMessage};
-use futures::StreamExt;
-use serde_json::json;
+use agent_runtime::bus::AgentBus;
 
 fn url() -> String {
     std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
@@ -58,61 +55,9 @@ async fn the_redis_bus_passes_the_bus_suite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_instances_share_one_session() {
     let session = session();
-    let (here, there) = (bus(&session).await, bus(&session).await);
-
-    // Sent from one instance before anyone listens: held in Redis.
-    let sent = here
-        .send(OutgoingMessage::new(
-            "producer",
-            "craftsman",
-            MessageType::Handoff,
-            "resume",
-            json!({"n": 1}),
-        ))
-        .await
-        .unwrap();
-    let mut inbox = there.subscribe("resume", "craftsman").await.unwrap();
-    let got = tokio::time::timeout(Duration::from_secs(2), inbox.next())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(got, sent);
-
-    // One subscriber per agent, whichever instance asks.
-    assert_eq!(
-        here.subscribe("resume", "craftsman").await.err().unwrap(),
-        BusError::AlreadySubscribed {
-            domain: "resume".into(),
-            agent: "craftsman".into()
-        }
-    );
-
-    // A request from one instance answered from the other.
-    let responder = {
-        let there = there.clone();
-        tokio::spawn(async move {
-            let request = inbox.next().await.unwrap();
-            there
-                .send(OutgoingMessage::response_to(&request, json!("done")))
-                .await
-                .unwrap();
-        })
-    };
-    let response = here
-        .request(
-            OutgoingMessage::new(
-                "producer",
-                "craftsman",
-                MessageType::Request,
-                "resume",
-                json!({}),
-            ),
-            Duration::from_secs(5),
-        )
-        .await
-        .unwrap();
-    assert_eq!(response.payload, json!("done"));
-    responder.await.unwrap();
-    assert_eq!(here.log().await.unwrap().len(), 3);
-    here.reset().await.unwrap();
+    agent_runtime::bus::suite::shares_one_session(
+        Arc::new(bus(&session).await),
+        Arc::new(bus(&session).await),
+    )
+    .await;
 }

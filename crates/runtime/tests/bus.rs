@@ -3,10 +3,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use agent_runtime::bus::suite::next;
 use agent_runtime::bus::{
-    AgentBus, AgentMessage, BusError, InMemoryBus, MessageStream, MessageType, OutgoingMessage,
+    AgentBus, AgentMessage, BusError, InMemoryBus, MessageType, OutgoingMessage,
 };
-use futures::StreamExt;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,14 +20,6 @@ async fn the_in_memory_bus_passes_the_bus_suite() {
 }
 
 const DOMAIN: &str = "resume";
-
-/// The next message, or a failure if none comes within a second.
-async fn next(stream: &mut MessageStream) -> AgentMessage {
-    tokio::time::timeout(Duration::from_secs(1), stream.next())
-        .await
-        .expect("no message within a second")
-        .expect("stream ended")
-}
 
 #[tokio::test(start_paused = true)]
 async fn a_request_times_out_in_paused_time() {

@@ -33,7 +33,10 @@
 //! - **Reset.** `reset` deletes the session's keys (`bus:{session}:*`, tracked in a set so
 //!   no `KEYS` scan is needed).
 
-use super::{AgentBus, AgentMessage, BusError, MessageStream, MessageType, OutgoingMessage};
+use super::{
+    AgentBus, AgentMessage, BusError, MessageStream, MessageType, OutgoingMessage, validate,
+    validate_agent, validate_request,
+};
 use async_trait::async_trait;
 use futures::StreamExt;
 use std::collections::{HashMap, VecDeque};
@@ -211,31 +214,6 @@ impl Drop for PendingGuard<'_> {
     }
 }
 
-fn require(field: &str, value: &str) -> Result<(), BusError> {
-    if value.trim().is_empty() {
-        Err(BusError::Invalid(format!("`{field}` must not be empty")))
-    } else {
-        Ok(())
-    }
-}
-
-fn validate(message: &OutgoingMessage) -> Result<(), BusError> {
-    require("to", &message.to)?;
-    require("from", &message.from)?;
-    require("domain", &message.domain)?;
-    if message.kind == MessageType::Response
-        && message
-            .correlation_id
-            .as_deref()
-            .is_none_or(|id| id.trim().is_empty())
-    {
-        return Err(BusError::Invalid(
-            "a `response` must carry the `correlation_id` of the request it answers".to_owned(),
-        ));
-    }
-    Ok(())
-}
-
 /// The [`AgentBus`] of one session, in one process.
 ///
 /// Create one per session (nothing is global) and clone it freely: clones share the same
@@ -335,8 +313,7 @@ impl fmt::Debug for InMemoryBus {
 #[async_trait]
 impl AgentBus for InMemoryBus {
     async fn subscribe(&self, domain: &str, agent: &str) -> Result<MessageStream, BusError> {
-        require("domain", domain)?;
-        require("agent", agent)?;
+        validate_agent(domain, agent)?;
         let key = key(domain, agent);
         let (sender, receiver) = mpsc::unbounded_channel();
         let (token, generation) = {
@@ -399,13 +376,7 @@ impl AgentBus for InMemoryBus {
         message: OutgoingMessage,
         timeout: Duration,
     ) -> Result<AgentMessage, BusError> {
-        if message.kind != MessageType::Request {
-            return Err(BusError::Invalid(format!(
-                "`request` sends a `request` message, not a `{:?}`",
-                message.kind
-            )));
-        }
-        validate(&message)?;
+        validate_request(&message)?;
         let message = message.into_message();
         let id = message.id.clone();
         let (waiter, response) = oneshot::channel();

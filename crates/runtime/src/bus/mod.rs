@@ -56,6 +56,60 @@ pub enum BusError {
     Backend(String),
 }
 
+/// Checks what every bus requires of a message before taking it: a recipient, a sender
+/// and a domain, and a response's `correlation_id`.
+///
+/// ```
+/// use agent_runtime::bus::{MessageType, OutgoingMessage, validate};
+/// let note = OutgoingMessage::new("a", "b", MessageType::Notification, "resume", serde_json::json!(1));
+/// assert!(validate(&note).is_ok());
+/// let orphan = OutgoingMessage::new("a", "b", MessageType::Response, "resume", serde_json::json!(1));
+/// assert!(validate(&orphan).is_err());
+/// ```
+pub fn validate(message: &OutgoingMessage) -> Result<(), BusError> {
+    for (field, value) in [
+        ("to", &message.to),
+        ("from", &message.from),
+        ("domain", &message.domain),
+    ] {
+        if value.trim().is_empty() {
+            return Err(BusError::Invalid(format!("`{field}` must not be empty")));
+        }
+    }
+    if message.kind == MessageType::Response
+        && message
+            .correlation_id
+            .as_deref()
+            .is_none_or(|id| id.trim().is_empty())
+    {
+        return Err(BusError::Invalid(
+            "a `response` must carry the `correlation_id` of the request it answers".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a subscriber's name: neither `domain` nor `agent` may be empty.
+pub fn validate_agent(domain: &str, agent: &str) -> Result<(), BusError> {
+    for (field, value) in [("domain", domain), ("agent", agent)] {
+        if value.trim().is_empty() {
+            return Err(BusError::Invalid(format!("`{field}` must not be empty")));
+        }
+    }
+    Ok(())
+}
+
+/// [`validate`], and that the message is a `Request`: what [`AgentBus::request`] sends.
+pub fn validate_request(message: &OutgoingMessage) -> Result<(), BusError> {
+    if message.kind != MessageType::Request {
+        return Err(BusError::Invalid(format!(
+            "`request` sends a `request` message, not a `{:?}`",
+            message.kind
+        )));
+    }
+    validate(message)
+}
+
 /// Messaging between the agents of one session.
 ///
 /// Delivery is per `(domain, agent)`: a message for an agent that has not subscribed yet

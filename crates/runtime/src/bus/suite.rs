@@ -31,6 +31,60 @@ where
     }
 }
 
+/// For a distributed bus: two handles on one session (as two processes would have)
+/// share it: a message sent through one before anyone listens is held for a subscriber
+/// on the other, one subscriber per agent whichever handle asks, and a request sent
+/// through one is answered through the other. Resets the session at the end.
+pub async fn shares_one_session(here: Arc<dyn AgentBus>, there: Arc<dyn AgentBus>) {
+    let sent = here
+        .send(OutgoingMessage::new(
+            "producer",
+            "craftsman",
+            MessageType::Handoff,
+            DOMAIN,
+            json!({"n": 1}),
+        ))
+        .await
+        .unwrap();
+    let mut inbox = there.subscribe(DOMAIN, "craftsman").await.unwrap();
+    assert_eq!(next(&mut inbox).await, sent);
+    assert_eq!(
+        here.subscribe(DOMAIN, "craftsman").await.err().unwrap(),
+        BusError::AlreadySubscribed {
+            domain: DOMAIN.into(),
+            agent: "craftsman".into()
+        }
+    );
+
+    let responder = {
+        let there = there.clone();
+        tokio::spawn(async move {
+            let request = inbox.next().await.unwrap();
+            there
+                .send(OutgoingMessage::response_to(&request, json!("done")))
+                .await
+                .unwrap();
+        })
+    };
+    let response = here
+        .request(
+            OutgoingMessage::new(
+                "producer",
+                "craftsman",
+                MessageType::Request,
+                DOMAIN,
+                json!({}),
+            ),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.payload, json!("done"));
+    responder.await.unwrap();
+    assert_eq!(here.log().await.unwrap().len(), 3);
+    here.reset().await.unwrap();
+}
+
 async fn run(name: &str, case: impl Future<Output = ()>) {
     tracing::info!(case = name, "bus suite");
     case.await;
@@ -118,7 +172,7 @@ fn note(from: &str, to: &str, payload: Value) -> OutgoingMessage {
 }
 
 /// The next message, or a failure if none comes within a second.
-async fn next(stream: &mut MessageStream) -> AgentMessage {
+pub async fn next(stream: &mut MessageStream) -> AgentMessage {
     tokio::time::timeout(Duration::from_secs(1), stream.next())
         .await
         .expect("no message within a second")
