@@ -13,13 +13,19 @@
 //! [`PgLeases`] (which instance runs each session) and [`PgVectorStore`] (pgvector).
 //!
 //! With the `nats` feature, [`NatsCoordination`]: live events and session control between
-//! the instances, on NATS; and [`JetStreamRunQueue`], the work queue of runs.
+//! the instances, on NATS; [`JetStreamRunQueue`], the work queue of runs; and [`NatsBus`],
+//! the agent bus of a session whose agents run in several processes, on JetStream.
+//!
+//! With the `redis` feature, [`RedisCache`], the runtime's cache shared by every instance,
+//! and [`RedisBus`], the same agent bus on Redis Streams.
 
 mod checkpoint_rows;
 #[cfg(feature = "nats")]
 mod nats_bus;
 #[cfg(feature = "nats")]
 mod nats_coordination;
+#[cfg(feature = "nats")]
+mod nats_leases;
 #[cfg(feature = "nats")]
 mod nats_run_queue;
 #[cfg(feature = "postgres")]

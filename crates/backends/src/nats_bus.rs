@@ -27,11 +27,12 @@ use agent_runtime::bus::{
     AgentBus, AgentMessage, BusError, MessageStream, MessageType, OutgoingMessage, validate,
     validate_agent, validate_request,
 };
-use async_nats::header::NATS_EXPECTED_LAST_SUBJECT_SEQUENCE;
 use async_nats::jetstream::{self, AckKind, consumer, stream};
 use async_trait::async_trait;
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
+
+use crate::nats_leases::Leases;
 
 /// How long a subscription's lease lasts unless renewed (renewed every third of it).
 const LEASE: Duration = Duration::from_secs(30);
@@ -46,76 +47,6 @@ fn backend(what: &str, error: impl std::fmt::Display) -> BusError {
 
 fn hex(name: &str) -> String {
     name.bytes().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Leases and cutoffs: one message per subject in the `BUSLEASE_<s>` stream.
-#[derive(Clone)]
-struct Leases {
-    js: jetstream::Context,
-    stream: stream::Stream,
-}
-
-impl Leases {
-    /// The message on `subject`: its text and sequence.
-    async fn get(&self, subject: &str) -> Result<Option<(String, u64)>, BusError> {
-        match self.stream.get_last_raw_message_by_subject(subject).await {
-            Ok(message) => Ok(Some((
-                String::from_utf8_lossy(&message.payload).into_owned(),
-                message.sequence,
-            ))),
-            Err(error)
-                if matches!(
-                    error.kind(),
-                    stream::LastRawMessageErrorKind::NoMessageFound
-                ) =>
-            {
-                Ok(None)
-            }
-            Err(error) => Err(backend("reading a lease", error)),
-        }
-    }
-
-    /// Publishes `value` on `subject` when the subject's last sequence is `expected`
-    /// (0: it holds nothing); the new sequence, or `None` when another got there first.
-    async fn publish_if(
-        &self,
-        subject: &str,
-        value: &str,
-        expected: Option<u64>,
-    ) -> Result<Option<u64>, BusError> {
-        let mut headers = async_nats::HeaderMap::new();
-        if let Some(expected) = expected {
-            headers.insert(
-                NATS_EXPECTED_LAST_SUBJECT_SEQUENCE,
-                expected.to_string().as_str(),
-            );
-        }
-        let ack = self
-            .js
-            .publish_with_headers(subject.to_owned(), headers, value.to_owned().into())
-            .await
-            .map_err(|e| backend("writing a lease", e))?
-            .await;
-        match ack {
-            Ok(ack) => Ok(Some(ack.sequence)),
-            Err(error)
-                if expected.is_some() && error.to_string().contains("wrong last sequence") =>
-            {
-                Ok(None)
-            }
-            Err(error) => Err(backend("writing a lease", error)),
-        }
-    }
-
-    /// Removes whatever `subject` holds.
-    async fn clear(&self, subject: &str) -> Result<(), BusError> {
-        self.stream
-            .purge()
-            .filter(subject)
-            .await
-            .map_err(|e| backend("clearing a lease", e))?;
-        Ok(())
-    }
 }
 
 /// The session's JetStream parts.
@@ -255,10 +186,7 @@ impl NatsBus {
             })
             .await
             .map_err(|e| backend("creating the lease stream", e))?;
-        let leases = Leases {
-            js: self.js.clone(),
-            stream: lease_stream,
-        };
+        let leases = Leases::new(self.js.clone(), lease_stream);
         let parts = Parts { inbox, log, leases };
         *cached = Some(parts.clone());
         Ok(parts)

@@ -30,8 +30,9 @@ use agent_runtime::bus::{
     validate_agent, validate_request,
 };
 use async_trait::async_trait;
+use redis::RedisError;
 use redis::aio::{ConnectionManager, MultiplexedConnection};
-use redis::{RedisError, Value as RedisValue};
+use redis::streams::{StreamId, StreamRangeReply, StreamReadReply};
 use tokio_util::sync::CancellationToken;
 
 /// How long a subscription's lease lasts unless renewed (renewed every third of it).
@@ -95,70 +96,31 @@ fn entry_order(id: &str) -> (u64, u64) {
     (ms.parse().unwrap_or(0), seq.parse().unwrap_or(0))
 }
 
-fn text(value: &RedisValue) -> Option<String> {
-    match value {
-        RedisValue::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
-        RedisValue::SimpleString(s) => Some(s.clone()),
-        _ => None,
-    }
-}
-
-fn items(value: &RedisValue) -> &[RedisValue] {
-    match value {
-        RedisValue::Array(items) | RedisValue::Set(items) => items,
-        _ => &[],
-    }
-}
-
-/// The entries of an `XRANGE` reply (`[[id, [field, value, ...]], ...]`), as
-/// `(id, message)`.
-fn range_entries(reply: &RedisValue) -> Result<Vec<(String, AgentMessage)>, BusError> {
-    items(reply)
-        .iter()
+/// The messages of stream entries, as `(id, message)`.
+fn messages(entries: Vec<StreamId>) -> Result<Vec<(String, AgentMessage)>, BusError> {
+    entries
+        .into_iter()
         .map(|entry| {
-            let fields = items(entry);
-            let id = fields.first().and_then(text).unwrap_or_default();
-            let body = fields
-                .get(1)
-                .map(items)
-                .unwrap_or_default()
-                .chunks(2)
-                .find(|pair| pair.first().and_then(text).as_deref() == Some("m"))
-                .and_then(|pair| pair.get(1))
-                .and_then(text)
-                .ok_or_else(|| BusError::Backend(format!("redis: entry {id} has no message")))?;
-            let message = serde_json::from_str(&body).map_err(|e| {
-                BusError::Backend(format!("redis: entry {id} is not a message: {e}"))
+            let body: String = entry.get("m").ok_or_else(|| {
+                BusError::Backend(format!("redis: entry {} has no message", entry.id))
             })?;
-            Ok((id, message))
+            let message = serde_json::from_str(&body).map_err(|e| {
+                BusError::Backend(format!("redis: entry {} is not a message: {e}", entry.id))
+            })?;
+            Ok((entry.id, message))
         })
         .collect()
 }
 
-/// The entries of an `XREAD` reply (nil, or `[[stream, entries], ...]`; a map in RESP3).
-fn read_entries(reply: &RedisValue) -> Result<Vec<(String, AgentMessage)>, BusError> {
-    let mut found = Vec::new();
-    match reply {
-        RedisValue::Nil => {}
-        RedisValue::Map(streams) => {
-            for (_, entries) in streams {
-                found.extend(range_entries(entries)?);
-            }
-        }
-        RedisValue::Array(streams) => {
-            for stream in streams {
-                if let Some(entries) = items(stream).get(1) {
-                    found.extend(range_entries(entries)?);
-                }
-            }
-        }
-        other => {
-            return Err(BusError::Backend(format!(
-                "redis: unexpected XREAD reply {other:?}"
-            )));
-        }
-    }
-    Ok(found)
+/// The first message of an `XREAD` reply (none when a blocking read timed out).
+fn first_read(reply: Option<StreamReadReply>) -> Result<Option<(String, AgentMessage)>, BusError> {
+    let first = reply
+        .into_iter()
+        .flat_map(|reply| reply.keys)
+        .flat_map(|stream| stream.ids)
+        .take(1)
+        .collect();
+    Ok(messages(first)?.into_iter().next())
 }
 
 /// The agent bus of one session, on Redis Streams. Cheap to clone; clones share the
@@ -372,14 +334,14 @@ impl Reader {
             if self.ending.is_none() {
                 read.arg("BLOCK").arg(POLL.as_millis() as u64);
             }
-            let reply: RedisValue = read
+            let reply: Option<StreamReadReply> = read
                 .arg("STREAMS")
                 .arg(&self.inbox)
                 .arg(&self.last)
                 .query_async(&mut self.connection)
                 .await
                 .map_err(backend)?;
-            let found = read_entries(&reply)?.into_iter().next();
+            let found = first_read(reply)?;
             match (found, &self.ending) {
                 (Some((id, _)), Some(cutoff))
                     if cutoff
@@ -593,11 +555,11 @@ impl AgentBus for RedisBus {
                     .map_err(backend)?;
                 if withdrawn == 0 {
                     // A response took the pending key just now: it is in the reply stream.
-                    let reply_value: RedisValue = read(None)
+                    let reply_value: Option<StreamReadReply> = read(None)
                         .query_async(&mut waiting)
                         .await
                         .map_err(backend)?;
-                    if let Some((_, response)) = read_entries(&reply_value)?.into_iter().next() {
+                    if let Some((_, response)) = first_read(reply_value)? {
                         return Ok(response);
                     }
                 }
@@ -606,11 +568,11 @@ impl AgentBus for RedisBus {
                     after: timeout,
                 });
             }
-            let reply_value: RedisValue = read(Some(left.min(POLL)))
+            let reply_value: Option<StreamReadReply> = read(Some(left.min(POLL)))
                 .query_async(&mut waiting)
                 .await
                 .map_err(backend)?;
-            if let Some((_, response)) = read_entries(&reply_value)?.into_iter().next() {
+            if let Some((_, response)) = first_read(reply_value)? {
                 let _: Result<i64, _> = redis::cmd("DEL")
                     .arg(&reply)
                     .query_async(&mut connection)
@@ -623,11 +585,11 @@ impl AgentBus for RedisBus {
                 .await
                 .map_err(backend)?;
             if still == 0 {
-                let reply_value: RedisValue = read(None)
+                let reply_value: Option<StreamReadReply> = read(None)
                     .query_async(&mut waiting)
                     .await
                     .map_err(backend)?;
-                if let Some((_, response)) = read_entries(&reply_value)?.into_iter().next() {
+                if let Some((_, response)) = first_read(reply_value)? {
                     return Ok(response);
                 }
                 return Err(BusError::Backend(format!(
@@ -640,14 +602,14 @@ impl AgentBus for RedisBus {
 
     async fn log(&self) -> Result<Vec<AgentMessage>, BusError> {
         let mut connection = self.connection.clone();
-        let reply: RedisValue = redis::cmd("XRANGE")
+        let reply: StreamRangeReply = redis::cmd("XRANGE")
             .arg(self.log_key())
             .arg("-")
             .arg("+")
             .query_async(&mut connection)
             .await
             .map_err(backend)?;
-        Ok(range_entries(&reply)?.into_iter().map(|(_, m)| m).collect())
+        Ok(messages(reply.ids)?.into_iter().map(|(_, m)| m).collect())
     }
 
     async fn reset(&self) -> Result<(), BusError> {
