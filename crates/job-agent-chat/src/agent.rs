@@ -260,6 +260,9 @@ impl ChatAgent for JobAgentChat {
                     StopCause::CutOff { .. } => {
                         "the answer kept running past the length limit".into()
                     }
+                    StopCause::NoAnswer => {
+                        "the model kept asking for tools instead of answering".into()
+                    }
                     other => format!("{other:?}"),
                 };
                 let done = text.unwrap_or_default();

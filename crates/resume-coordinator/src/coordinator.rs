@@ -258,6 +258,9 @@ impl Stages {
             StopCause::CutOff { max_tokens } => Err(format!(
                 "the {name}'s answers kept running past the output limit ({max_tokens:?} tokens)"
             )),
+            StopCause::NoAnswer => Err(format!(
+                "the {name} gave no answer: asked for one in words, it kept writing tool calls"
+            )),
             StopCause::Checkpoint(reason) => {
                 Err(format!("the {name} could not be saved: {reason}"))
             }

@@ -28,6 +28,9 @@ pub enum StopCause {
         /// The limit of the requests.
         max_tokens: Option<u32>,
     },
+    /// Asked to answer in words (its tools withheld after it repeated its calls), the
+    /// model kept writing tool calls as text instead, also after being told why.
+    NoAnswer,
 }
 
 /// The outcome of one agent invocation. Whatever stopped it, everything gathered so far

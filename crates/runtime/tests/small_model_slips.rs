@@ -165,19 +165,55 @@ async fn calls_beyond_the_per_turn_cap_are_told_to_wait_for_the_next_turn() {
     assert_eq!(refused, 3);
 }
 
+fn written_call() -> ChatResponse {
+    responses::text(
+        "<tool_call>{\"name\": \"lookup\", \"arguments\": {\"city\": \"Bergen\"}}</tool_call>",
+    )
+}
+
 #[tokio::test]
-async fn an_answer_asked_for_without_tools_is_text_even_when_it_writes_a_call() {
+async fn an_answer_asked_for_without_tools_that_writes_a_call_is_asked_for_again_in_words() {
     let runs = Arc::new(AtomicUsize::new(0));
     let call = || responses::tool_call("c", "lookup", json!({"city": "Oslo"}));
     let model = ScriptedModel::new(vec![
         call(),
         call(),
-        responses::text(
-            "<tool_call>{\"name\": \"lookup\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call>",
-        ),
+        written_call(),
+        responses::text("Oslo has about a million people."),
     ]);
-    let result = run(&agent(model, runs.clone())).await;
+    let result = run(&agent(model.clone(), runs.clone())).await;
     assert_eq!(result.stop, StopCause::Completed);
+    assert_eq!(
+        result.final_text.as_deref(),
+        Some("Oslo has about a million people.")
+    );
+    // The written call (Bergen) was not run.
     assert_eq!(runs.load(Ordering::SeqCst), 1);
-    assert!(result.final_text.unwrap().contains("<tool_call>"));
+    let requests = model.requests();
+    let choices: Vec<Option<ToolChoice>> = requests.iter().map(|r| r.tool_choice.clone()).collect();
+    assert_eq!(
+        choices,
+        [None, None, Some(ToolChoice::None), Some(ToolChoice::None)]
+    );
+    let note = requests[3].messages.last().unwrap();
+    assert_eq!(note.role, Role::User);
+    assert!(note.text().contains("in plain words"), "{}", note.text());
+}
+
+#[tokio::test]
+async fn a_model_that_keeps_writing_calls_when_asked_for_words_stops_without_an_answer() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let call = || responses::tool_call("c", "lookup", json!({"city": "Oslo"}));
+    let model = ScriptedModel::new(vec![call(), call(), written_call(), written_call()]);
+    let result = run(&agent(model.clone(), runs.clone())).await;
+    assert_eq!(result.stop, StopCause::NoAnswer);
+    assert_eq!(result.final_text, None);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(result.rounds_used, 4);
+    // What was gathered is kept: the first call's result is in the transcript.
+    let gathered = &result.transcript[2].content[0];
+    assert!(
+        matches!(gathered, ContentBlock::ToolResult { is_error: false, content, .. } if content.contains("1M people")),
+        "{gathered:?}"
+    );
 }

@@ -67,6 +67,14 @@ const CUT_OFF_REASKS: u32 = 2;
 const CUT_OFF_NOTE: &str = "Your answer was cut off at the output-token limit. Answer again, \
     much shorter: keep only what matters, or call one tool at a time.";
 
+/// Times in a row an answer asked for without tools, which wrote tool calls as text
+/// instead, is asked for again.
+const WRITTEN_CALL_REASKS: u32 = 1;
+
+/// What the model is told when, asked to answer without tools, it wrote tool calls.
+const NO_TOOLS_NOTE: &str = "Tools are not available for this answer, and calls written as \
+    text are not run. Answer the user now, in plain words, from the results you already have.";
+
 /// What the run needs next.
 #[derive(Debug)]
 pub enum Next<'a> {
@@ -115,6 +123,9 @@ pub struct AgentRun {
     /// repeated every call of its previous turn.
     #[serde(default)]
     answer_without_tools: Option<Option<ToolChoice>>,
+    /// Answers in a row that, asked for without tools, wrote tool calls as text.
+    #[serde(default)]
+    written_calls_refused: u32,
     #[serde(skip)]
     stop: Option<StopCause>,
 }
@@ -134,6 +145,7 @@ impl AgentRun {
             completed: false,
             cut_offs: 0,
             answer_without_tools: None,
+            written_calls_refused: 0,
             stop: None,
         }
     }
@@ -162,14 +174,16 @@ impl AgentRun {
     /// previous turn's calls (which the driver refuses) gets its next answer asked for
     /// without tools. Tool calls written as text
     /// (`<tool_call>{"name": ..., "arguments": ...}</tool_call>`, or an answer that is only
-    /// such an object) naming an offered tool are taken as calls. An answer cut off at the
-    /// output-token limit is not taken as final: the model is asked again, shorter, up to
-    /// twice in a row, then the run stops as [`StopCause::CutOff`].
+    /// such an object) naming an offered tool are taken as calls; in an answer asked for
+    /// without tools they are not run, and the model is asked once more for words, then
+    /// the run stops as [`StopCause::NoAnswer`]. An answer cut off at the output-token
+    /// limit is not taken as final: the model is asked again, shorter, up to twice in a
+    /// row, then the run stops as [`StopCause::CutOff`].
     pub fn on_model_response(&mut self, mut response: ChatResponse) {
         self.rounds += 1;
         self.usage += response.usage;
         self.round_usage.push(response.usage);
-        // An answer asked for without tools is taken as text, whatever it writes.
+        // An answer asked for without tools runs no tool, whatever it writes.
         let tools_forbidden = self.answer_without_tools.is_some();
         if let Some(choice) = self.answer_without_tools.take() {
             self.request.tool_choice = choice;
@@ -178,16 +192,28 @@ impl AgentRun {
             .content
             .iter()
             .any(|block| matches!(block, ContentBlock::ToolUse { .. }));
-        if !calls_tools && !tools_forbidden {
-            let written = tool_calls_in_text(&response.text(), &self.request.tools, self.rounds);
-            if !written.is_empty() {
-                tracing::warn!(
-                    calls = written.len(),
-                    "the model wrote its tool calls as text; they are run as calls"
-                );
-                response.content = written;
-                calls_tools = true;
-            }
+        let written = if calls_tools {
+            Vec::new()
+        } else {
+            tool_calls_in_text(&response.text(), &self.request.tools, self.rounds)
+        };
+        // Calls written into an answer asked for without tools are not run, nor taken as
+        // the answer.
+        if tools_forbidden && !written.is_empty() {
+            self.request
+                .messages
+                .push(Message::new(Role::Assistant, response.content));
+            self.refuse_written_calls();
+            return;
+        }
+        self.written_calls_refused = 0;
+        if !written.is_empty() {
+            tracing::warn!(
+                calls = written.len(),
+                "the model wrote its tool calls as text; they are run as calls"
+            );
+            response.content = written;
+            calls_tools = true;
         }
         let cut_off = response.stop_reason == StopReason::MaxTokens;
         self.cut_offs = if cut_off { self.cut_offs + 1 } else { 0 };
@@ -225,6 +251,25 @@ impl AgentRun {
                 max_tokens: self.request.max_tokens,
             });
         }
+    }
+
+    /// Asked to answer without tools, the model wrote tool calls as text: they are not run.
+    /// It is asked again, told why, with its tools still withheld; past
+    /// [`WRITTEN_CALL_REASKS`] the run stops without an answer.
+    fn refuse_written_calls(&mut self) {
+        self.written_calls_refused += 1;
+        if self.written_calls_refused > WRITTEN_CALL_REASKS {
+            tracing::warn!(
+                "asked again for an answer in words, the model wrote tool calls again; the run stops without an answer"
+            );
+            self.stop = Some(StopCause::NoAnswer);
+            return;
+        }
+        tracing::warn!(
+            "asked to answer without tools, the model wrote tool calls as text; they are not run, and it is asked again for an answer in words"
+        );
+        self.request.messages.push(Message::user(NO_TOOLS_NOTE));
+        self.answer_without_tools = Some(self.request.tool_choice.replace(ToolChoice::None));
     }
 
     /// Takes the results of the pending calls, in call order, and compacts the transcript

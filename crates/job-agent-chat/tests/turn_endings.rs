@@ -1,0 +1,89 @@
+//! How a turn that ends before the model answered reads to the user: it says why, keeps
+//! what the tools did, and finishes as `length`, never as an error or a raw tool call.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+
+use agent_llm::ChatModel;
+use agent_llm::testing::{ScriptedModel, dry_run_router, responses};
+use agent_server::chat::{
+    ChatAgent, ChatMessage, ChatProgress, ChatReply, ChatRole, ChatTurn, FinishReason,
+};
+use common::services;
+use job_agent_chat::JobAgentChat;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+async fn turn(model: ScriptedModel) -> ChatReply {
+    let (services, _replay) = services(Arc::new(ScriptedModel::new(vec![]))).await;
+    let model: Arc<dyn ChatModel> = Arc::new(model);
+    let chat = JobAgentChat::new(services, model, dry_run_router());
+    let (progress, _notes) = ChatProgress::channel();
+    chat.reply(
+        ChatTurn {
+            user: "ada".into(),
+            conversation: None,
+            model: "job-agent".into(),
+            messages: vec![ChatMessage::new(ChatRole::User, "show my saved jobs")],
+            cancellation: CancellationToken::new(),
+        },
+        progress,
+    )
+    .await
+    .unwrap()
+}
+
+fn route() -> agent_llm::ChatResponse {
+    responses::tool_call("r", "Route", json!({"intent": "JOB_SEARCH"}))
+}
+
+#[tokio::test]
+async fn a_model_that_writes_tool_calls_instead_of_answering_gets_a_plain_explanation() {
+    let list = || responses::tool_call("l", "list_jobs", json!({}));
+    let written = || responses::text(r#"{"name": "list_jobs", "arguments": {"status": "saved"}}"#);
+    // The same call twice (the second refused), then, asked for words, calls as text twice.
+    let reply = turn(ScriptedModel::new(vec![
+        route(),
+        list(),
+        list(),
+        written(),
+        written(),
+    ]))
+    .await;
+    assert_eq!(reply.finish, FinishReason::Length);
+    assert!(!reply.text.contains("list_jobs"), "{}", reply.text);
+    assert!(
+        reply.text.contains(
+            "I stopped before finishing: the model kept asking for tools instead of answering"
+        ),
+        "{}",
+        reply.text
+    );
+}
+
+#[tokio::test]
+async fn a_turn_at_the_step_limit_says_so() {
+    // Eight different calls: none is refused as a repeat.
+    let statuses = ["new", "saved", "applied", "archived"];
+    let listings = (0..8).map(|n| {
+        responses::tool_call(
+            format!("s{n}"),
+            "list_jobs",
+            json!({"status": statuses[n % 4]}),
+        )
+    });
+    let reply = turn(ScriptedModel::new(
+        std::iter::once(route()).chain(listings).collect(),
+    ))
+    .await;
+    assert_eq!(reply.finish, FinishReason::Length);
+    assert!(
+        reply
+            .text
+            .contains("I stopped before finishing: it took more than 8 steps"),
+        "{}",
+        reply.text
+    );
+}
