@@ -197,7 +197,7 @@ impl CostMeter {
     }
 
     /// Records one call's usage on `model`. An unknown model's tokens are counted and it
-    /// is listed in [`CostSnapshot::unpriced_models`] (warned about once).
+    /// is listed in [`CostSnapshot::unpriced_models`] (warned about once per process).
     pub fn record(&self, model: &str, usage: Usage) -> CostSnapshot {
         let cost = self.inner.pricing.cost(model, &usage);
         let (snapshot, warn_now) = {
@@ -267,8 +267,20 @@ pub fn unpriced_token_limit(max_usd: f64) -> u64 {
     (max_usd * UNPRICED_TOKENS_PER_USD).max(0.0) as u64
 }
 
-/// Said once per meter and model.
+/// The unpriced models (with their cost limits) already warned about by this process.
+static WARNED_UNPRICED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+
+/// Said once per process, model and cost limit (a server meters each session or turn
+/// with a meter of its own); later meters note it at debug level.
 fn warn_unpriced(model: &str, max_usd: Option<f64>) {
+    let first = WARNED_UNPRICED
+        .lock()
+        .map(|mut warned| warned.insert(format!("{model} {max_usd:?}")))
+        .unwrap_or(true);
+    if !first {
+        tracing::debug!(model, "no price for this model (warned before)");
+        return;
+    }
     let variable = format!(
         "{}{}",
         agent_llm::pricing::PRICE_VAR_PREFIX,
