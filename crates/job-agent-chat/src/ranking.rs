@@ -91,6 +91,12 @@ pub fn posting(job: &Job, profile: &UserProfile) -> JobPosting {
     }
 }
 
+/// The postings embedded for similarity: the job's own words only.
+fn indexed(jobs: &[Job]) -> Vec<JobPosting> {
+    let nobody = UserProfile::default();
+    jobs.iter().map(|job| posting(job, &nobody)).collect()
+}
+
 impl Ranking {
     /// Ranking on `retriever`'s embeddings and index; `None`: without embeddings (the
     /// similarity part left out, and said so).
@@ -100,11 +106,11 @@ impl Ranking {
         }
     }
 
-    /// Indexes jobs for `user`; a failure is returned as a note (ranking still works).
-    pub async fn index(&self, user: &str, jobs: &[Job], profile: &UserProfile) -> Option<String> {
+    /// Indexes jobs for `user`, each as it reads (no profile is involved, so a profile set
+    /// later needs no re-indexing); a failure is returned as a note (ranking still works).
+    pub async fn index(&self, user: &str, jobs: &[Job]) -> Option<String> {
         let ranker = self.ranker.as_ref()?;
-        let postings: Vec<JobPosting> = jobs.iter().map(|j| posting(j, profile)).collect();
-        match ranker.index(user, &postings).await {
+        match ranker.index(user, &indexed(jobs)).await {
             Ok(_) => None,
             Err(error) => {
                 tracing::warn!(%error, "jobs could not be indexed");
@@ -140,7 +146,7 @@ impl Ranking {
                 {
                     // Jobs missing from the index (indexing failed earlier) are indexed now.
                     Ok(found) if found.len() < postings.len() => {
-                        let _ = ranker.index(user, &postings).await;
+                        let _ = ranker.index(user, &indexed(jobs)).await;
                         ranker
                             .rank(user, &candidate, &postings, postings.len())
                             .await

@@ -45,14 +45,8 @@ pub(super) fn search_jobs(services: Arc<Services>) -> ChatTool {
                     .await
                     .map_err(store_failed)?;
                 ctx.emit(format!("found {} jobs", stored.len()));
-                let profile = services.store.profile(&user).await.map_err(store_failed)?;
                 let mut notes = found.notes;
-                notes.extend(
-                    services
-                        .ranking
-                        .index(&user, &stored, &profile.unwrap_or_default())
-                        .await,
-                );
+                notes.extend(services.ranking.index(&user, &stored).await);
                 Ok::<_, ToolError>(json!({
                     "found": stored.len(),
                     "source": services.provider.name(),
