@@ -9,12 +9,10 @@ use std::sync::Arc;
 
 use agent_llm::testing::{ScriptedModel, dry_run_router, responses};
 use agent_llm::{ChatModel, ContentBlock};
-use agent_server::chat::{ChatAgent, ChatMessage, ChatProgress, ChatRole, ChatTurn};
-use common::services;
+use common::{Conversation, services};
 use job_agent_chat::models::{FeedbackKind, JobStatus};
 use job_agent_chat::{JobAgentChat, Services};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 /// One chat turn of `user` whose model routes to `intent`, calls `tool` with `input`,
 /// then answers; the tool's result as the model saw it, whether it was an error, and the
@@ -32,15 +30,8 @@ async fn call(
         responses::text("done"),
     ]));
     let chat = JobAgentChat::new(services.clone(), model.clone(), dry_run_router());
-    let (progress, mut notes) = ChatProgress::channel();
-    let turn = ChatTurn {
-        user: user.into(),
-        conversation: None,
-        model: "job-agent".into(),
-        messages: vec![ChatMessage::new(ChatRole::User, "please")],
-        cancellation: CancellationToken::new(),
-    };
-    let reply = chat.reply(turn, progress).await.unwrap();
+    let mut conversation = Conversation::new(user);
+    let reply = conversation.say(&chat, "please").await;
     assert_eq!(reply.text, "done");
     let requests = model.requests();
     let result = requests[2]
@@ -59,11 +50,7 @@ async fn call(
             _ => None,
         })
         .expect("the tool's result went back to the model");
-    let mut seen = Vec::new();
-    while let Ok(note) = notes.try_recv() {
-        seen.push(note);
-    }
-    (result.0, result.1, seen)
+    (result.0, result.1, conversation.notes)
 }
 
 async fn ok(services: &Arc<Services>, user: &str, tool: &str, input: Value) -> Value {
@@ -112,22 +99,10 @@ async fn the_router_picks_the_agent_and_defaults_to_job_search() {
         responses::text("Hello! I can search jobs for you."),
     ]));
     let chat = JobAgentChat::new(services.clone(), model.clone(), dry_run_router());
-    let (progress, mut notes) = ChatProgress::channel();
-    let reply = chat
-        .reply(
-            ChatTurn {
-                user: "ada".into(),
-                conversation: None,
-                model: "job-agent".into(),
-                messages: vec![ChatMessage::new(ChatRole::User, "hi")],
-                cancellation: CancellationToken::new(),
-            },
-            progress,
-        )
-        .await
-        .unwrap();
+    let mut conversation = Conversation::new("ada");
+    let reply = conversation.say(&chat, "hi").await;
     assert_eq!(reply.text, "Hello! I can search jobs for you.");
-    assert_eq!(notes.try_recv().unwrap(), "> routed to job search");
+    assert_eq!(conversation.notes[0], "> routed to job search");
     let agent_request = &model.requests()[2];
     assert!(
         agent_request

@@ -8,31 +8,18 @@ use std::sync::Arc;
 
 use agent_llm::ChatModel;
 use agent_llm::testing::{ScriptedModel, dry_run_router, responses};
-use agent_server::chat::{
-    ChatAgent, ChatMessage, ChatProgress, ChatReply, ChatRole, ChatTurn, FinishReason,
-};
-use common::services;
+use agent_server::chat::{ChatReply, FinishReason};
+use common::{Conversation, services};
 use job_agent_chat::JobAgentChat;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 async fn turn(model: ScriptedModel) -> ChatReply {
     let (services, _replay) = services(Arc::new(ScriptedModel::new(vec![]))).await;
     let model: Arc<dyn ChatModel> = Arc::new(model);
     let chat = JobAgentChat::new(services, model, dry_run_router());
-    let (progress, _notes) = ChatProgress::channel();
-    chat.reply(
-        ChatTurn {
-            user: "ada".into(),
-            conversation: None,
-            model: "job-agent".into(),
-            messages: vec![ChatMessage::new(ChatRole::User, "show my saved jobs")],
-            cancellation: CancellationToken::new(),
-        },
-        progress,
-    )
-    .await
-    .unwrap()
+    Conversation::new("ada")
+        .say(&chat, "show my saved jobs")
+        .await
 }
 
 fn route() -> agent_llm::ChatResponse {
