@@ -3,6 +3,7 @@
 //! ```text
 //! cargo run --release -p examples --example resume_server -- [--port 8080] [--db FILE] [--dry-run]
 //!     [--backend sqlite|postgres+nats] [--schema NAME] [--nats-prefix PREFIX] [--lease-secs 30]
+//!     [--max-runs N]
 //! ```
 //!
 //! `--backend postgres+nats` runs one of several instances of a deployment
@@ -81,6 +82,10 @@ struct Args {
     /// (their lease, and the queue's ack wait) before another takes them over.
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
     lease_secs: u64,
+    /// With postgres+nats: the most sessions this instance runs at once (one waiting at a
+    /// gate counts); more stay queued for the other instances. Default: no limit.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_runs: Option<u32>,
 }
 
 /// Where sessions live.
@@ -188,6 +193,7 @@ async fn scale_out(args: &Args, product: ResumeProduct) -> anyhow::Result<(Agent
     let config = ServerConfig {
         lease_ttl: lease,
         queue_heartbeat: lease / 6,
+        max_concurrent_runs: args.max_runs.map(|n| n as usize),
         ..ServerConfig::default()
     };
     let server = AgentServer::new(Arc::new(store.clone()))

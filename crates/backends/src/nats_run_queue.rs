@@ -6,7 +6,8 @@
 //!   within the duplicate window adds one).
 //! - Workers share the durable pull consumer `workers`: a message goes to one worker at a
 //!   time, and back to the queue when its worker neither settles it nor says it is still
-//!   working within the ack wait (a worker that died).
+//!   working within the ack wait (a worker that died). A worker pulls one run each time it
+//!   asks for the next, so a worker at its limit of runs holds none that others could run.
 //! - A run that keeps failing is published to `{prefix}.dead.{session}` (kept by the
 //!   stream `{PREFIX}_DEAD`) with its reason, and terminated in the work queue.
 
@@ -20,6 +21,9 @@ use futures::stream::BoxStream;
 use serde_json::{Value, json};
 
 use crate::NatsCoordination;
+
+/// How long one pull for the next run waits for one before pulling again.
+const PULL_WAIT: Duration = Duration::from_secs(5);
 
 /// Runs queued in JetStream, shared by a deployment's instances.
 #[derive(Clone)]
@@ -169,11 +173,29 @@ impl RunQueue for JetStreamRunQueue {
     }
 
     async fn take(&self) -> Result<BoxStream<'static, QueuedRun>, StoreError> {
-        let messages = self
-            .consumer
-            .messages()
-            .await
-            .map_err(|e| backend("taking runs", e))?;
+        // Pulled one at a time, when the worker asks: nothing waits here for a busy worker
+        // while its ack wait runs out.
+        let messages = futures::stream::unfold(self.consumer.clone(), |consumer| async move {
+            loop {
+                match consumer
+                    .batch()
+                    .max_messages(1)
+                    .expires(PULL_WAIT)
+                    .messages()
+                    .await
+                {
+                    Ok(mut pulled) => {
+                        if let Some(message) = pulled.next().await {
+                            return Some((message, consumer));
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "the run queue could not be read; pulling again");
+                        tokio::time::sleep(PULL_WAIT).await;
+                    }
+                }
+            }
+        });
         let (context, prefix) = (self.context.clone(), self.prefix.clone());
         Ok(Box::pin(messages.filter_map(move |message| {
             let (context, prefix) = (context.clone(), prefix.clone());

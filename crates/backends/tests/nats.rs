@@ -220,6 +220,30 @@ async fn a_queued_run_goes_to_one_worker_and_leaves_when_done() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_asks_for_no_further_run_holds_none() {
+    let (a, b) = two_instances().await;
+    // An ack wait far past the test: a run held by a would not come back in time.
+    let ack_wait = Duration::from_secs(60);
+    let queue_a = JetStreamRunQueue::new(&a, ack_wait).await.unwrap();
+    let queue_b = JetStreamRunQueue::new(&b, ack_wait).await.unwrap();
+    let mut worker_a = queue_a.take().await.unwrap();
+    queue_a.enqueue("resume", "first").await.unwrap();
+    let first = next_run(&mut worker_a, Duration::from_secs(5))
+        .await
+        .unwrap();
+    // a is busy (at its limit, say) and does not ask for the next: b gets it.
+    queue_a.enqueue("resume", "second").await.unwrap();
+    let mut worker_b = queue_b.take().await.unwrap();
+    let second = next_run(&mut worker_b, Duration::from_secs(5))
+        .await
+        .expect("the second run went to the worker that asked");
+    assert_eq!((second.session.as_str(), second.deliveries), ("second", 1));
+    first.ticket.done().await.unwrap();
+    second.ticket.done().await.unwrap();
+    queue_a.delete_streams().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_worker_goes_quiet_is_handed_to_another_and_one_kept_alive_is_not() {
     let (a, b) = two_instances().await;
     let ack_wait = Duration::from_secs(1);

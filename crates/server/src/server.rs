@@ -42,6 +42,10 @@ pub struct ServerConfig {
     /// With a run queue: how many times a run may be handed out before it goes to the
     /// dead letters (and its session fails). Default 5.
     pub max_deliveries: u64,
+    /// With a run queue: the most runs this instance's worker keeps live at once (a run
+    /// waiting at a gate counts); at the limit it takes no run from the queue, leaving it
+    /// to other instances. `None` (the default): no limit.
+    pub max_concurrent_runs: Option<usize>,
 }
 
 impl Default for ServerConfig {
@@ -54,6 +58,7 @@ impl Default for ServerConfig {
             lease_ttl: Duration::from_secs(30),
             queue_heartbeat: Duration::from_secs(5),
             max_deliveries: 5,
+            max_concurrent_runs: None,
         }
     }
 }

@@ -3,11 +3,13 @@
 //! checkpoints), tells the queue it is still working while the run goes on, and settles
 //! it when the run ends.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use agent_runtime::sessions::{QueuedRun, RunTicket, SessionOutcome, StoreError};
 use futures::StreamExt;
+use tokio::sync::Semaphore;
 
 use crate::resume::Relaunch;
 use crate::server::AgentServer;
@@ -36,8 +38,18 @@ impl AgentServer {
             ));
         };
         let mut runs = queue.take().await?;
-        tracing::info!(instance = %self.inner.instance, "worker taking runs");
-        while let Some(run) = runs.next().await {
+        let limit = self.inner.config.max_concurrent_runs;
+        // Without a limit, more permits than runs could ever be live.
+        let slots = Arc::new(Semaphore::new(limit.unwrap_or(Semaphore::MAX_PERMITS)));
+        tracing::info!(instance = %self.inner.instance, ?limit, "worker taking runs");
+        loop {
+            // A slot first: at the limit, the next run stays in the queue for others.
+            let Ok(slot) = slots.clone().acquire_owned().await else {
+                break;
+            };
+            let Some(run) = runs.next().await else {
+                break;
+            };
             if self.inner.shutting_down.load(Ordering::SeqCst) {
                 // Another instance takes it.
                 settle(run.ticket, &run.session, Settle::Retry(Duration::ZERO)).await;
@@ -47,6 +59,7 @@ impl AgentServer {
             tokio::spawn(async move {
                 let outcome = server.work_on(&run).await;
                 settle(run.ticket, &run.session, outcome).await;
+                drop(slot);
             });
         }
         Ok(())

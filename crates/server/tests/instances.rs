@@ -232,6 +232,74 @@ async fn an_instance_that_shuts_down_hands_its_run_to_the_other() {
     assert_eq!(record.result.unwrap()["second"], "second");
 }
 
+/// How many runs both instances have started so far, once it is at least `at_least`.
+async fn runs_started(echoes: &[Arc<Echo>; 2], at_least: usize) -> usize {
+    let count = || {
+        echoes
+            .iter()
+            .map(|echo| echo.runs.lock().unwrap().len())
+            .sum::<usize>()
+    };
+    for _ in 0..500 {
+        if count() >= at_least {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_at_its_run_limit_leaves_further_runs_queued() {
+    let config = ServerConfig {
+        max_concurrent_runs: Some(1),
+        ..ServerConfig::default()
+    };
+    let q = two_instances_on_a_queue(config).await;
+    let mut sessions = Vec::new();
+    for n in 0..3 {
+        sessions.push(
+            q.http[0]
+                .start("echo", json!({"text": n.to_string()}))
+                .await,
+        );
+    }
+    // One run each; the third stays queued while both wait at their gates.
+    assert_eq!(runs_started(&q.echoes, 2).await, 2);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(runs_started(&q.echoes, 2).await, 2);
+    for echo in &q.echoes {
+        assert_eq!(echo.runs.lock().unwrap().len(), 1);
+    }
+    let mut queued = Vec::new();
+    let mut running = Vec::new();
+    for session in sessions {
+        let gates = q.http[0].status(&session).await["pending_gates"].clone();
+        if gates.as_array().unwrap().is_empty() {
+            queued.push(session);
+        } else {
+            running.push(session);
+        }
+    }
+    assert_eq!((running.len(), queued.len()), (2, 1));
+
+    // A session finishes: its instance has a free slot and takes the queued run.
+    let done = &running[0];
+    for gate in [FIRST, SECOND] {
+        assert_eq!(
+            q.http[1].respond_when_open(done, gate, json!("ok")).await,
+            200
+        );
+    }
+    assert_eq!(runs_started(&q.echoes, 3).await, 3);
+    assert_eq!(
+        q.http[1]
+            .respond_when_open(&queued[0], FIRST, json!("at last"))
+            .await,
+        200
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_that_never_gets_going_goes_to_the_dead_letters_and_fails() {
     let config = ServerConfig {

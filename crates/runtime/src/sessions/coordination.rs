@@ -385,7 +385,9 @@ pub trait RunQueue: Send + Sync {
     /// and not yet taken adds nothing.
     async fn enqueue(&self, product: &str, session: &str) -> Result<(), StoreError>;
 
-    /// The runs handed to this instance's worker, as they come.
+    /// The runs handed to this instance's worker, as they come. A run should leave the
+    /// queue only when the stream is polled for it: a worker at its limit of runs does
+    /// not poll, and the runs it does not ask for stay for other instances.
     async fn take(&self) -> Result<BoxStream<'static, QueuedRun>, StoreError>;
 }
 
