@@ -6,8 +6,9 @@
 //!   within the duplicate window adds one).
 //! - Workers share the durable pull consumer `workers`: a message goes to one worker at a
 //!   time, and back to the queue when its worker neither settles it nor says it is still
-//!   working within the ack wait (a worker that died). A worker pulls one run each time it
-//!   asks for the next, so a worker at its limit of runs holds none that others could run.
+//!   working within the ack wait (a worker that died). A worker with a limit of live runs
+//!   pulls one run each time it asks for the next, so at its limit it holds none that
+//!   others could run; one without a limit is handed runs ahead, in batches.
 //! - A run that keeps failing is published to `{prefix}.dead.{session}` (kept by the
 //!   stream `{PREFIX}_DEAD`) with its reason, and terminated in the work queue.
 
@@ -172,30 +173,22 @@ impl RunQueue for JetStreamRunQueue {
         Ok(())
     }
 
-    async fn take(&self) -> Result<BoxStream<'static, QueuedRun>, StoreError> {
-        // Pulled one at a time, when the worker asks: nothing waits here for a busy worker
-        // while its ack wait runs out.
-        let messages = futures::stream::unfold(self.consumer.clone(), |consumer| async move {
-            loop {
-                match consumer
-                    .batch()
-                    .max_messages(1)
-                    .expires(PULL_WAIT)
-                    .messages()
-                    .await
-                {
-                    Ok(mut pulled) => {
-                        if let Some(message) = pulled.next().await {
-                            return Some((message, consumer));
-                        }
-                    }
-                    Err(error) => {
-                        tracing::warn!(%error, "the run queue could not be read; pulling again");
-                        tokio::time::sleep(PULL_WAIT).await;
-                    }
-                }
-            }
-        });
+    async fn take(
+        &self,
+        limit: Option<usize>,
+    ) -> Result<BoxStream<'static, QueuedRun>, StoreError> {
+        let messages = match limit {
+            // The worker starts every run it gets at once: runs are handed out ahead, in
+            // batches, the fastest way through a burst of starts.
+            None => self
+                .consumer
+                .messages()
+                .await
+                .map_err(|e| backend("taking runs", e))?
+                .map(|message| message.map_err(async_nats::Error::from))
+                .boxed(),
+            Some(_) => pulled_one_at_a_time(self.consumer.clone()),
+        };
         let (context, prefix) = (self.context.clone(), self.prefix.clone());
         Ok(Box::pin(messages.filter_map(move |message| {
             let (context, prefix) = (context.clone(), prefix.clone());
@@ -236,6 +229,35 @@ impl RunQueue for JetStreamRunQueue {
             }
         })))
     }
+}
+
+/// The consumer's messages, each pulled when the stream is polled for it: nothing waits
+/// here for a worker at its limit while the ack wait runs out.
+fn pulled_one_at_a_time(
+    consumer: consumer::PullConsumer,
+) -> BoxStream<'static, Result<jetstream::Message, async_nats::Error>> {
+    futures::stream::unfold(consumer, |consumer| async move {
+        loop {
+            let pulled = consumer
+                .batch()
+                .max_messages(1)
+                .expires(PULL_WAIT)
+                .messages()
+                .await;
+            match pulled {
+                Ok(mut pulled) => {
+                    if let Some(message) = pulled.next().await {
+                        return Some((message, consumer));
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "the run queue could not be read; pulling again");
+                    tokio::time::sleep(PULL_WAIT).await;
+                }
+            }
+        }
+    })
+    .boxed()
 }
 
 /// A run taken from JetStream.

@@ -195,8 +195,8 @@ async fn a_queued_run_goes_to_one_worker_and_leaves_when_done() {
     let queue_b = JetStreamRunQueue::new(&b, ack_wait).await.unwrap();
     queue_a.enqueue("resume", "s1").await.unwrap();
     queue_a.enqueue("resume", "s1").await.unwrap(); // the same run: one message
-    let mut worker_a = queue_a.take().await.unwrap();
-    let mut worker_b = queue_b.take().await.unwrap();
+    let mut worker_a = queue_a.take(None).await.unwrap();
+    let mut worker_b = queue_b.take(None).await.unwrap();
     let run = tokio::select! {
         Some(run) = worker_a.next() => run,
         Some(run) = worker_b.next() => run,
@@ -226,14 +226,15 @@ async fn a_worker_that_asks_for_no_further_run_holds_none() {
     let ack_wait = Duration::from_secs(60);
     let queue_a = JetStreamRunQueue::new(&a, ack_wait).await.unwrap();
     let queue_b = JetStreamRunQueue::new(&b, ack_wait).await.unwrap();
-    let mut worker_a = queue_a.take().await.unwrap();
+    // a keeps at most one run live.
+    let mut worker_a = queue_a.take(Some(1)).await.unwrap();
     queue_a.enqueue("resume", "first").await.unwrap();
     let first = next_run(&mut worker_a, Duration::from_secs(5))
         .await
         .unwrap();
     // a is busy (at its limit, say) and does not ask for the next: b gets it.
     queue_a.enqueue("resume", "second").await.unwrap();
-    let mut worker_b = queue_b.take().await.unwrap();
+    let mut worker_b = queue_b.take(None).await.unwrap();
     let second = next_run(&mut worker_b, Duration::from_secs(5))
         .await
         .expect("the second run went to the worker that asked");
@@ -249,14 +250,14 @@ async fn a_run_whose_worker_goes_quiet_is_handed_to_another_and_one_kept_alive_i
     let ack_wait = Duration::from_secs(1);
     let queue_a = JetStreamRunQueue::new(&a, ack_wait).await.unwrap();
     let queue_b = JetStreamRunQueue::new(&b, ack_wait).await.unwrap();
-    let mut worker_a = queue_a.take().await.unwrap();
+    let mut worker_a = queue_a.take(None).await.unwrap();
     queue_a.enqueue("resume", "kept").await.unwrap();
     let kept = next_run(&mut worker_a, Duration::from_secs(5))
         .await
         .unwrap();
     assert_eq!(kept.session, "kept");
     // a says it is working for three ack waits: nobody else gets the run.
-    let mut worker_b = queue_b.take().await.unwrap();
+    let mut worker_b = queue_b.take(None).await.unwrap();
     for _ in 0..6 {
         tokio::time::sleep(Duration::from_millis(500)).await;
         kept.ticket.working().await.unwrap();
@@ -291,7 +292,7 @@ async fn a_run_put_back_returns_after_its_delay_and_a_dead_one_never_does() {
     let queue = JetStreamRunQueue::new(&a, Duration::from_secs(5))
         .await
         .unwrap();
-    let mut worker = queue.take().await.unwrap();
+    let mut worker = queue.take(None).await.unwrap();
     queue.enqueue("resume", "later").await.unwrap();
     let run = next_run(&mut worker, Duration::from_secs(5)).await.unwrap();
     run.ticket

@@ -37,8 +37,8 @@ impl AgentServer {
                 "this server has no run queue".to_owned(),
             ));
         };
-        let mut runs = queue.take().await?;
         let limit = self.inner.config.max_concurrent_runs;
+        let mut runs = queue.take(limit).await?;
         // Without a limit, more permits than runs could ever be live.
         let slots = Arc::new(Semaphore::new(limit.unwrap_or(Semaphore::MAX_PERMITS)));
         tracing::info!(instance = %self.inner.instance, ?limit, "worker taking runs");

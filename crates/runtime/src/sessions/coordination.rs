@@ -385,10 +385,13 @@ pub trait RunQueue: Send + Sync {
     /// and not yet taken adds nothing.
     async fn enqueue(&self, product: &str, session: &str) -> Result<(), StoreError>;
 
-    /// The runs handed to this instance's worker, as they come. A run should leave the
-    /// queue only when the stream is polled for it: a worker at its limit of runs does
-    /// not poll, and the runs it does not ask for stay for other instances.
-    async fn take(&self) -> Result<BoxStream<'static, QueuedRun>, StoreError>;
+    /// The runs handed to this instance's worker, as they come. `limit` is the most runs
+    /// the worker keeps live at once. With one, a run must leave the queue only when the
+    /// stream is polled for it: a worker at its limit does not poll, and the runs it did
+    /// not ask for stay for other instances. Without one (`None`), runs may be handed out
+    /// ahead, since each is started as it comes.
+    async fn take(&self, limit: Option<usize>)
+    -> Result<BoxStream<'static, QueuedRun>, StoreError>;
 }
 
 /// The runs queued in this process, for servers sharing one process (tests, and the
@@ -401,7 +404,7 @@ pub trait RunQueue: Send + Sync {
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let queue = InProcessRunQueue::default();
 /// queue.enqueue("resume", "s1").await?;
-/// let mut runs = queue.take().await?;
+/// let mut runs = queue.take(None).await?;
 /// let run = runs.next().await.unwrap();
 /// assert_eq!((run.session.as_str(), run.deliveries), ("s1", 1));
 /// drop(run); // unsettled: handed out again
@@ -515,7 +518,11 @@ impl RunQueue for InProcessRunQueue {
         Ok(())
     }
 
-    async fn take(&self) -> Result<BoxStream<'static, QueuedRun>, StoreError> {
+    async fn take(
+        &self,
+        _limit: Option<usize>,
+    ) -> Result<BoxStream<'static, QueuedRun>, StoreError> {
+        // Lazy already: a run leaves the queue when the stream is polled for it.
         let shared = Arc::clone(&self.shared);
         Ok(Box::pin(futures::stream::unfold(
             shared,
