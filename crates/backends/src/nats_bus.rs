@@ -32,6 +32,7 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
+use crate::nats_coordination::server_caught_up;
 use crate::nats_leases::Leases;
 
 /// How long a subscription's lease lasts unless renewed (renewed every third of it).
@@ -500,8 +501,7 @@ impl AgentBus for NatsBus {
             .subscribe(self.reset_subject())
             .await
             .map_err(|e| backend("waiting for a response", e))?;
-        self.client
-            .flush()
+        server_caught_up(&self.client)
             .await
             .map_err(|e| backend("waiting for a response", e))?;
         self.route(&message).await?;

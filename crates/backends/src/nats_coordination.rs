@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_runtime::sessions::{ControlRequest, EventFanout, Fanned, SessionControl, StoreError};
-use async_nats::{Client, RequestErrorKind};
+use async_nats::{Client, RequestError, RequestErrorKind};
 use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -51,6 +51,17 @@ impl std::fmt::Debug for NatsCoordination {
             .field("prefix", &self.prefix)
             .field("state", &self.client.connection_state())
             .finish()
+    }
+}
+
+/// Waits until the server has read everything this client sent before, its new
+/// subscriptions included: a request nobody answers comes back as "no responders" only
+/// after that. (`Client::flush` only empties the client's own write buffer, so another
+/// client's message could still miss a subscription just made.)
+pub(crate) async fn server_caught_up(client: &Client) -> Result<(), RequestError> {
+    match client.request(client.new_inbox(), Vec::new().into()).await {
+        Err(error) if error.kind() != RequestErrorKind::NoResponders => Err(error),
+        _ => Ok(()),
     }
 }
 
@@ -170,9 +181,7 @@ impl EventFanout for NatsCoordination {
             .subscribe(self.events_subject(session))
             .await
             .map_err(|e| backend("subscribing", e))?;
-        // The server has the subscription once a flush comes back.
-        self.client
-            .flush()
+        server_caught_up(&self.client)
             .await
             .map_err(|e| backend("subscribing", e))?;
         Ok(Box::pin(
@@ -222,8 +231,7 @@ impl SessionControl for NatsCoordination {
             .queue_subscribe(self.control_subject(session), "runner".to_owned())
             .await
             .map_err(|e| backend("serving control", e))?;
-        self.client
-            .flush()
+        server_caught_up(&self.client)
             .await
             .map_err(|e| backend("serving control", e))?;
         let client = self.client.clone();
