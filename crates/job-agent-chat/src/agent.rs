@@ -85,6 +85,8 @@ fn agent(
 ) -> AgentConfig<(), String> {
     let mut agent = AgentConfig::new(AgentIdentity::new(name, "job-agent-chat"), prompt)
         .with_max_rounds(config.max_rounds)
+        // A person reads the answer: the last step answers from what the tools returned.
+        .with_answer_at_last_round()
         .with_overall_timeout(config.turn_timeout)
         .with_model(model);
     agent.tools = tools;

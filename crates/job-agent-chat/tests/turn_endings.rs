@@ -52,7 +52,8 @@ async fn a_model_that_writes_tool_calls_instead_of_answering_gets_a_plain_explan
 
 #[tokio::test]
 async fn a_turn_at_the_step_limit_says_so() {
-    // Eight different calls: none is refused as a repeat.
+    // Eight different calls, none refused as a repeat, the last one made although the
+    // last step offers no tools (as a model that ignores the tool choice would).
     let statuses = ["new", "saved", "applied", "archived"];
     let listings = (0..8).map(|n| {
         responses::tool_call(
@@ -73,4 +74,31 @@ async fn a_turn_at_the_step_limit_says_so() {
         "{}",
         reply.text
     );
+}
+
+#[tokio::test]
+async fn a_model_still_calling_tools_at_the_last_step_answers_from_their_results() {
+    let statuses = ["new", "saved", "applied", "archived"];
+    let listings = (0..7).map(|n| {
+        responses::tool_call(
+            format!("s{n}"),
+            "list_jobs",
+            json!({"status": statuses[n % 4]}),
+        )
+    });
+    let answer = responses::text("You have no jobs yet: shall I search?");
+    let model = ScriptedModel::new(
+        std::iter::once(route())
+            .chain(listings)
+            .chain([answer])
+            .collect(),
+    );
+    let reply = turn(model.clone()).await;
+    assert_eq!(reply.finish, FinishReason::Stop);
+    assert_eq!(reply.text, "You have no jobs yet: shall I search?");
+    // The router's call, seven with tools, then the eighth and last without.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 9);
+    assert_eq!(requests[8].tool_choice, Some(agent_llm::ToolChoice::None));
+    assert!(requests[7].tool_choice.is_none());
 }

@@ -59,6 +59,9 @@ pub struct AgentConfig<S, E> {
     /// Most tool calls run from one answer; the model is told to make the others in its
     /// next turn. `None`: no limit.
     pub max_calls_per_turn: Option<usize>,
+    /// Whether the last model call `max_rounds` allows is made without tools, the model
+    /// told to answer from what it has (see [`AgentConfig::with_answer_at_last_round`]).
+    pub answer_at_last_round: bool,
     /// Retries of failed model calls made by the loop itself. None by default: the
     /// provider clients (`AnthropicModel`, `OpenAiModel`) already retry every call with
     /// agent-llm's `RetryPolicy` (3 attempts, spec 001), and two layers would multiply the
@@ -81,6 +84,7 @@ impl<S, E> Clone for AgentConfig<S, E> {
             temperature: self.temperature,
             compaction: self.compaction,
             max_calls_per_turn: self.max_calls_per_turn,
+            answer_at_last_round: self.answer_at_last_round,
             retry: self.retry.clone(),
         }
     }
@@ -121,6 +125,7 @@ impl<S, E> AgentConfig<S, E> {
             temperature: None,
             compaction: Some(Compaction::default()),
             max_calls_per_turn: None,
+            answer_at_last_round: false,
             retry: RetryPolicy::none(),
         }
     }
@@ -165,6 +170,15 @@ impl<S, E> AgentConfig<S, E> {
     /// once is told to make the rest in its next turn).
     pub fn with_max_calls_per_turn(mut self, calls: usize) -> Self {
         self.max_calls_per_turn = Some(calls.max(1));
+        self
+    }
+
+    /// Makes the last model call `max_rounds` allows without tools, telling the model it
+    /// is the last step: a model that keeps calling tools (small ones do) answers from
+    /// what they returned instead of the run stopping with no answer. For agents whose
+    /// answer a person reads, such as a chat.
+    pub fn with_answer_at_last_round(mut self) -> Self {
+        self.answer_at_last_round = true;
         self
     }
 

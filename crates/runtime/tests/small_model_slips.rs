@@ -217,3 +217,47 @@ async fn a_model_that_keeps_writing_calls_when_asked_for_words_stops_without_an_
         "{gathered:?}"
     );
 }
+
+#[tokio::test]
+async fn with_an_answer_at_the_last_round_a_model_still_calling_tools_answers_from_their_results() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new(vec![
+        responses::tool_call("a", "lookup", json!({"city": "Oslo"})),
+        responses::tool_call("b", "lookup", json!({"city": "Bergen"})),
+        responses::text("Oslo and Bergen have 1M people each."),
+    ]);
+    let config = guide(runs.clone())
+        .with_max_rounds(3)
+        .with_answer_at_last_round();
+    let result = run(&AgentLoop::new(config, model.clone())).await;
+    assert_eq!(result.stop, StopCause::Completed);
+    assert_eq!(
+        result.final_text.as_deref(),
+        Some("Oslo and Bergen have 1M people each.")
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    let requests = model.requests();
+    let choices: Vec<Option<ToolChoice>> = requests.iter().map(|r| r.tool_choice.clone()).collect();
+    assert_eq!(choices, [None, None, Some(ToolChoice::None)]);
+    // The note rides in the message with Bergen's result.
+    let last = requests[2].messages.last().unwrap();
+    assert!(matches!(last.content[0], ContentBlock::ToolResult { .. }));
+    assert!(last.text().contains("This is your last step"), "{last:?}");
+}
+
+#[tokio::test]
+async fn without_it_the_run_stops_at_the_round_limit_with_the_tools_offered_throughout() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new(vec![
+        responses::tool_call("a", "lookup", json!({"city": "Oslo"})),
+        responses::tool_call("b", "lookup", json!({"city": "Bergen"})),
+    ]);
+    let result = run(&AgentLoop::new(
+        guide(runs.clone()).with_max_rounds(2),
+        model.clone(),
+    ))
+    .await;
+    assert_eq!(result.stop, StopCause::MaxRounds);
+    assert_eq!(result.final_text, None);
+    assert!(model.requests().iter().all(|r| r.tool_choice.is_none()));
+}

@@ -126,11 +126,16 @@ where
     /// A new run answering a conversation so far (oldest first, the last message the
     /// user's), not driven yet: a chat turn's history becomes the run's transcript.
     pub fn start_conversation(&self, messages: Vec<Message>) -> AgentRun {
-        AgentRun::new(
+        let run = AgentRun::new(
             self.opening_request(messages),
             self.config.max_rounds,
             self.config.compaction,
-        )
+        );
+        if self.config.answer_at_last_round {
+            run.answering_at_last_round()
+        } else {
+            run
+        }
     }
 
     /// Runs one invocation answering a conversation (see

@@ -75,6 +75,10 @@ const WRITTEN_CALL_REASKS: u32 = 1;
 const NO_TOOLS_NOTE: &str = "Tools are not available for this answer, and calls written as \
     text are not run. Answer the user now, in plain words, from the results you already have.";
 
+/// What the model is told on the last model call of a run that answers at its step limit.
+const LAST_ROUND_NOTE: &str = "This is your last step: tools are not available any more. \
+    Answer the user now from the results you already have, and say what is left undone.";
+
 /// What the run needs next.
 #[derive(Debug)]
 pub enum Next<'a> {
@@ -126,6 +130,12 @@ pub struct AgentRun {
     /// Answers in a row that, asked for without tools, wrote tool calls as text.
     #[serde(default)]
     written_calls_refused: u32,
+    /// Whether the last model call the round limit allows is asked for without tools.
+    #[serde(default)]
+    answers_at_last_round: bool,
+    /// Whether that last call was prepared (tools withheld, the model told).
+    #[serde(default)]
+    last_round_prepared: bool,
     #[serde(skip)]
     stop: Option<StopCause>,
 }
@@ -146,8 +156,18 @@ impl AgentRun {
             cut_offs: 0,
             answer_without_tools: None,
             written_calls_refused: 0,
+            answers_at_last_round: false,
+            last_round_prepared: false,
             stop: None,
         }
+    }
+
+    /// Makes the last model call the round limit allows without tools, the model told it
+    /// is the last step: a model still calling tools then answers from what they returned
+    /// instead of the run stopping as [`StopCause::MaxRounds`] with no answer.
+    pub fn answering_at_last_round(mut self) -> Self {
+        self.answers_at_last_round = true;
+        self
     }
 
     /// What comes next.
@@ -160,6 +180,13 @@ impl AgentRun {
         }
         if self.stop.is_some() {
             return Next::Done;
+        }
+        if self.answers_at_last_round
+            && !self.last_round_prepared
+            && self.rounds + 1 >= self.max_rounds
+            && self.pending_calls().is_none()
+        {
+            self.prepare_last_round();
         }
         match self.pending_calls() {
             Some(calls) => Next::RunTools(calls),
@@ -250,6 +277,27 @@ impl AgentRun {
             self.stop = Some(StopCause::CutOff {
                 max_tokens: self.request.max_tokens,
             });
+        }
+    }
+
+    /// Withholds the tools from the last model call and tells the model why, in the user
+    /// message it answers (the tool results, usually).
+    fn prepare_last_round(&mut self) {
+        self.last_round_prepared = true;
+        tracing::info!(
+            max_rounds = self.max_rounds,
+            "the last step the round limit allows: the answer is asked for without tools"
+        );
+        let note = ContentBlock::text(LAST_ROUND_NOTE);
+        match self.request.messages.last_mut() {
+            Some(last) if last.role == Role::User => last.content.push(note),
+            _ => self
+                .request
+                .messages
+                .push(Message::new(Role::User, vec![note])),
+        }
+        if self.answer_without_tools.is_none() {
+            self.answer_without_tools = Some(self.request.tool_choice.replace(ToolChoice::None));
         }
     }
 
