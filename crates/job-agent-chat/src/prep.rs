@@ -225,16 +225,22 @@ fn check_draft(draft: &ApplicationDraft, sources: &[String], skills: &[String]) 
     let mut note = |place: &str, text: &str, why: Fabrication| {
         problems.push(format!("{place}: \"{}\" {why}", text.trim()));
     };
+    // The "before" line is the model's too: it is checked like the rest, not taken as
+    // evidence (an invented one would vouch for its own rewrite).
     let suggestions = draft
         .resume_suggestions
         .iter()
         .filter(|s| {
-            let mut with_before = sources.to_vec();
-            with_before.push(s.before.clone());
-            match check_claims(&s.after, &with_before, skills) {
+            let checked = check_claims(&s.before, sources, skills)
+                .map_err(|why| ("resume line quoted", &s.before, why))
+                .and_then(|()| {
+                    check_claims(&s.after, sources, skills)
+                        .map_err(|why| ("resume suggestion", &s.after, why))
+                });
+            match checked {
                 Ok(()) => true,
-                Err(why) => {
-                    note("resume suggestion", &s.after, why);
+                Err((place, text, why)) => {
+                    note(place, text, why);
                     false
                 }
             }
@@ -388,6 +394,12 @@ mod tests {
                     before: String::new(),
                     after: "Ran Kubernetes clusters for 5 years".into(),
                 },
+                // An invented "before" does not vouch for its rewrite.
+                ResumeSuggestion {
+                    requirement: "Kubernetes".into(),
+                    before: "Ran Kubernetes for 5 years".into(),
+                    after: "Ran Kubernetes clusters for 5 years".into(),
+                },
             ],
             cover_letter: "I built a Rust ingestion service. I ran Kubernetes in production. I would like to join Acme.".into(),
             intro_email: "Hello, I am a Rust engineer.".into(),
@@ -401,7 +413,12 @@ mod tests {
             checked.cover_letter,
             "I built a Rust ingestion service. I would like to join Acme."
         );
-        assert_eq!(checked.problems.len(), 2);
+        assert_eq!(checked.problems.len(), 3, "{:?}", checked.problems);
         assert!(checked.problems[0].contains("Kubernetes"));
+        assert!(
+            checked.problems[1].starts_with("resume line quoted: \"Ran Kubernetes for 5 years\""),
+            "{:?}",
+            checked.problems
+        );
     }
 }
