@@ -194,6 +194,8 @@ async fn a_whole_answer_has_the_completion_shape_without_progress() {
 
     let failed = post(&server, hello("fails"), None).await;
     assert_eq!(failed.status(), 503);
+    // The turn may have done work: clients that retry server errors must not.
+    assert_eq!(failed.headers()["x-should-retry"], "false");
     let body: Value = failed.json().await.unwrap();
     assert_eq!(body["error"]["type"], "server_error");
     assert_eq!(body["error"]["message"], "the model server is down");

@@ -18,7 +18,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::conversations::Conversation;
-use super::wire::{Completion, CompletionRequest, WireError, models as models_body, read_request};
+use super::wire::{
+    Completion, CompletionRequest, WireError, models as models_body, read_request, turn_failed,
+};
 use super::{ChatFront, ChatMessage, ChatProgress, ChatReply, ChatTurn};
 use crate::auth::bearer;
 
@@ -191,7 +193,7 @@ async fn whole(front: ChatFront, prepared: Prepared) -> Response {
         }
         Err(error) => {
             tracing::warn!(%error, "a chat turn failed");
-            WireError::agent(&error).into_response()
+            turn_failed(&error)
         }
     }
 }

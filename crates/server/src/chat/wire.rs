@@ -2,7 +2,7 @@
 //! and the bodies of whole answers, stream chunks, models and errors, shaped as OpenAI's.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
@@ -117,6 +117,17 @@ impl WireError {
             "code": self.code,
         }})
     }
+}
+
+/// A turn that failed, answered whole: its error, marked `x-should-retry: false` for the
+/// clients that retry server errors on their own (the official OpenAI SDKs), since the
+/// turn may have run tools (searches, saves, deletions) before it failed.
+pub(crate) fn turn_failed(error: &ChatAgentError) -> Response {
+    let mut response = WireError::agent(error).into_response();
+    response
+        .headers_mut()
+        .insert("x-should-retry", HeaderValue::from_static("false"));
+    response
 }
 
 impl IntoResponse for WireError {
