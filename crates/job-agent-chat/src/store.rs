@@ -72,6 +72,8 @@ impl ChatStore {
             .list(&namespace(kind, user))
             .await?
             .into_iter()
+            // A null is a record being removed (see `set_status`).
+            .filter(|(_, value)| !value.is_null())
             .map(|(key, value)| decode(&format!("{kind} {key}"), value))
             .collect()
     }
@@ -115,8 +117,8 @@ impl ChatStore {
     /// One of the user's jobs.
     pub async fn job(&self, user: &str, id: &str) -> Result<Option<Job>, StoreError> {
         match self.documents.get(&namespace(JOBS, user), id).await? {
-            Some(value) => Ok(Some(decode(&format!("job {id}"), value)?)),
-            None => Ok(None),
+            Some(value) if !value.is_null() => Ok(Some(decode(&format!("job {id}"), value)?)),
+            _ => Ok(None),
         }
     }
 
@@ -127,21 +129,26 @@ impl ChatStore {
         id: &str,
         status: JobStatus,
     ) -> Result<Option<Job>, StoreError> {
-        if self.job(user, id).await?.is_none() {
-            return Ok(None);
-        }
+        let namespace = namespace(JOBS, user);
         let value = self
             .documents
             .update(
-                &namespace(JOBS, user),
+                &namespace,
                 id,
-                Box::new(move |before| {
-                    let mut job = before.unwrap_or(Value::Null);
-                    job["status"] = json!(status);
-                    job
+                // No job (none, or deleted meanwhile): a null marker, removed below.
+                Box::new(move |before| match before {
+                    Some(mut job) => {
+                        job["status"] = json!(status);
+                        job
+                    }
+                    None => Value::Null,
                 }),
             )
             .await?;
+        if value.is_null() {
+            self.documents.delete(&namespace, id).await?;
+            return Ok(None);
+        }
         Ok(Some(decode(&format!("job {id}"), value)?))
     }
 

@@ -78,6 +78,10 @@ async fn behaves(documents: Arc<dyn DocumentStore>) {
             .unwrap()
             .is_none()
     );
+    // Nothing is left behind for a job that is not there (or was deleted meanwhile).
+    assert!(store.job("ada", "nope").await.unwrap().is_none());
+    let listed = store.jobs("ada").await.unwrap();
+    assert!(listed.iter().all(|job| job.id != "nope"), "{listed:?}");
     assert!(store.delete_job("ada", "j2").await.unwrap());
     assert!(!store.delete_job("ada", "j2").await.unwrap());
 
