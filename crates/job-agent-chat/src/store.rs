@@ -23,6 +23,10 @@ const PACKAGES: &str = "jobchat.packages";
 const PROFILES: &str = "jobchat.profiles";
 const SENT: &str = "jobchat.sent";
 
+/// How long a claimed send may stay unsettled before it counts as abandoned (its turn
+/// was dropped mid-send, say by a client that went away) and may be claimed again.
+const CLAIM_ABANDONED_AFTER: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
+
 /// The chat's records, scoped by user. Cheap to clone.
 #[derive(Clone)]
 pub struct ChatStore {
@@ -55,6 +59,15 @@ pub enum Claim {
     Ours(String),
     /// It was sent (or is being sent) already, at this time.
     Taken(String),
+}
+
+/// Whether a journal record is a claim whose send never settled, long enough ago.
+fn abandoned(claimed: &Value, now: chrono::DateTime<Utc>) -> bool {
+    let unsettled = claimed["done"] == false;
+    let at = claimed["at"]
+        .as_str()
+        .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok());
+    unsettled && at.is_none_or(|at| now - at.with_timezone(&Utc) > CLAIM_ABANDONED_AFTER)
 }
 
 impl ChatStore {
@@ -206,18 +219,19 @@ impl ChatStore {
 
     /// Claims the notification `key` for sending: [`Claim::Ours`] once, whoever asks
     /// again (a retried turn, a concurrent one) gets [`Claim::Taken`] until a failed send
-    /// is [`settle`](Self::settle)d.
+    /// is [`settle`](Self::settle)d, or until a claim never settled is ten minutes old.
     pub async fn claim(&self, user: &str, key: &str) -> Result<Claim, StoreError> {
         let token = uuid::Uuid::new_v4().to_string();
         let mine = token.clone();
-        let now = Utc::now().to_rfc3339();
+        let now = Utc::now();
         let value = self
             .documents
             .update(
                 &namespace(SENT, user),
                 key,
-                Box::new(move |before| {
-                    before.unwrap_or_else(|| json!({"token": mine, "at": now, "done": false}))
+                Box::new(move |before| match before {
+                    Some(claimed) if !abandoned(&claimed, now) => claimed,
+                    _ => json!({"token": mine, "at": now.to_rfc3339(), "done": false}),
                 }),
             )
             .await?;
@@ -248,5 +262,43 @@ impl ChatStore {
         } else {
             self.documents.delete(&namespace, key).await.map(drop)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use agent_runtime::documents::InMemoryDocumentStore;
+
+    #[tokio::test]
+    async fn a_claim_never_settled_is_free_again_after_ten_minutes_and_a_sent_one_never() {
+        let documents = Arc::new(InMemoryDocumentStore::default());
+        let store = ChatStore::new(documents.clone());
+        let an_hour_ago = (Utc::now() - chrono::TimeDelta::hours(1)).to_rfc3339();
+        let journal = namespace(SENT, "ada");
+        let record = |done: bool| json!({"token": "t", "at": an_hour_ago, "done": done});
+        documents
+            .put(&journal, "dropped", &record(false))
+            .await
+            .unwrap();
+        documents
+            .put(&journal, "sent", &record(true))
+            .await
+            .unwrap();
+        assert!(matches!(
+            store.claim("ada", "dropped").await.unwrap(),
+            Claim::Ours(_)
+        ));
+        assert!(matches!(
+            store.claim("ada", "sent").await.unwrap(),
+            Claim::Taken(_)
+        ));
+        // A fresh unsettled claim still holds.
+        assert!(matches!(
+            store.claim("ada", "dropped").await.unwrap(),
+            Claim::Taken(_)
+        ));
     }
 }
