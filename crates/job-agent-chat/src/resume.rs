@@ -57,6 +57,40 @@ fn years_in(text: &str) -> Option<u32> {
     })
 }
 
+/// Headings that end a skills section when written as a line of their own, in any case.
+const SECTION_HEADINGS: &[&str] = &[
+    "experience",
+    "work experience",
+    "professional experience",
+    "employment",
+    "employment history",
+    "work history",
+    "education",
+    "projects",
+    "certifications",
+    "languages",
+    "interests",
+    "summary",
+    "profile",
+    "awards",
+    "publications",
+    "references",
+    "volunteering",
+];
+
+/// Whether a line is a heading: all capitals, or one of [`SECTION_HEADINGS`].
+fn is_heading(line: &str) -> bool {
+    let capitals = line.len() < 40
+        && line
+            .chars()
+            .filter(|c| c.is_alphabetic())
+            .all(char::is_uppercase);
+    let named = SECTION_HEADINGS.contains(&line.trim_end_matches(':').to_lowercase().as_str());
+    !line.is_empty() && (capitals || named)
+}
+
+/// The skills of a "Skills" line, or of the section under a "Skills" heading up to the
+/// next heading or blank line. `lines` are the resume's, blank ones included.
 fn skills_in(lines: &[&str]) -> Vec<String> {
     let mut skills = Vec::new();
     let mut in_section = false;
@@ -72,13 +106,7 @@ fn skills_in(lines: &[&str]) -> Vec<String> {
             continue;
         }
         if in_section {
-            let heading = !trimmed.is_empty()
-                && trimmed.len() < 40
-                && trimmed
-                    .chars()
-                    .filter(|c| c.is_alphabetic())
-                    .all(char::is_uppercase);
-            if trimmed.is_empty() || heading {
+            if trimmed.is_empty() || is_heading(trimmed) {
                 if !skills.is_empty() {
                     break;
                 }
@@ -126,7 +154,7 @@ pub fn profile_from_resume(text: &str) -> UserProfile {
     UserProfile {
         name,
         email: email_in(text).unwrap_or_default(),
-        skills: skills_in(&lines),
+        skills: skills_in(&text.lines().collect::<Vec<_>>()),
         titles: title.map(|t| vec![t.to_owned()]).unwrap_or_default(),
         years_experience: years_in(text),
         resume_text: text.to_owned(),
@@ -150,5 +178,13 @@ mod tests {
             ["Rust", "Go", "Python", "PostgreSQL", "Kafka"]
         );
         assert_eq!(profile.years_experience, Some(8));
+    }
+
+    #[test]
+    fn a_skills_section_ends_at_a_blank_line_or_a_title_case_heading() {
+        let spaced = "Ada Lovelace\n\nSkills\nRust, Go\n\nAcme Corp\nBuilt things";
+        assert_eq!(profile_from_resume(spaced).skills, ["Rust", "Go"]);
+        let packed = "Ada Lovelace\nSkills\nRust, Go\nWork Experience\nAcme Corp, Berlin";
+        assert_eq!(profile_from_resume(packed).skills, ["Rust", "Go"]);
     }
 }
