@@ -16,7 +16,8 @@
 //! when `DATABASE_URL` is set; `--replay-search` answers searches from the recorded
 //! SerpAPI bodies with a live model. Notifications: the console, plus `SMTP_URL`,
 //! `SLACK_WEBHOOK_URL`, `TEAMS_WEBHOOK_URL`. Keys for the endpoint: `CHAT_API_KEYS`
-//! (comma-separated); without any it listens on loopback only.
+//! (comma-separated; `key:user` binds a key to one user); without any it listens on
+//! loopback only.
 //! User guide: `docs/job-agent-chat.md`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 

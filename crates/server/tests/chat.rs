@@ -353,6 +353,65 @@ async fn a_conversation_continues_from_its_last_message_alone() {
 }
 
 #[tokio::test]
+async fn without_a_conversation_id_a_request_is_the_whole_conversation() {
+    let (server, agent) = serve(&[]).await;
+    let say = |text: &str| json!({"model": "echo", "messages": [{"role": "user", "content": text}], "user": "ada"});
+    post(&server, say("find jobs"), None).await;
+    let fresh: Value = post(&server, say("hello again"), None)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        fresh["choices"][0]["message"]["content"],
+        "1 messages; last: hello again"
+    );
+    assert_eq!(agent.turns.lock().unwrap()[1].conversation, None);
+}
+
+#[tokio::test]
+async fn a_key_bound_to_a_user_speaks_for_that_user_only() {
+    let (server, agent) = serve(&["sk-proxy", "sk-ada:ada"]).await;
+    let as_user = |user: Option<&str>| {
+        let mut body = hello("echo");
+        if let Some(user) = user {
+            body["user"] = json!(user);
+        }
+        body
+    };
+    assert_eq!(
+        post(&server, as_user(None), Some("sk-ada")).await.status(),
+        200
+    );
+    assert_eq!(
+        post(&server, as_user(Some("ada")), Some("sk-ada"))
+            .await
+            .status(),
+        200
+    );
+    let refused = post(&server, as_user(Some("bob")), Some("sk-ada")).await;
+    assert_eq!(refused.status(), 403);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["param"], "user");
+    assert_eq!(body["error"]["code"], "user_not_allowed");
+    // An unbound key names whom it likes (a trusted front end).
+    assert_eq!(
+        post(&server, as_user(Some("bob")), Some("sk-proxy"))
+            .await
+            .status(),
+        200
+    );
+    let users: Vec<String> = agent
+        .turns
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|turn| turn.user.clone())
+        .collect();
+    assert_eq!(users, ["ada", "ada", "bob"]);
+}
+
+#[tokio::test]
 async fn a_client_that_goes_away_cancels_its_turn() {
     let (server, agent) = serve(&[]).await;
     let mut body = hello("slow");

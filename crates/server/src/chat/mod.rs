@@ -9,12 +9,14 @@
 //!   `CHAT_API_KEYS`, comma-separated, through [`ChatFront::from_env`]), compared by
 //!   SHA-256 in constant time. With no keys every request is accepted, and
 //!   [`ChatFront::bind_address`] keeps the server on loopback.
-//! - **Conversations**: keyed by the `X-Conversation-Id` header, else by the request's
-//!   `user` field, and kept in a [`DocumentStore`]. A request holding an assistant
-//!   message carries its own history, which replaces the stored one; a request of user
-//!   messages only continues the stored conversation, so a client that resends only its
-//!   last message still continues. The user a product sees is the `user` field, else the
-//!   `X-User-Id` header, else `anonymous`.
+//! - **Users**: a key written `key:user` speaks for that user only (a request naming
+//!   another is refused with 403); with any other key the user a product sees is the
+//!   request's `user` field, else the `X-User-Id` header, else `anonymous`.
+//! - **Conversations**: a request is the whole conversation, as in OpenAI's API, unless
+//!   it names one with the `X-Conversation-Id` header; those are kept per user in a
+//!   [`DocumentStore`]. There, a request holding an assistant message carries its own
+//!   history, which replaces the stored one, and a request of user messages only
+//!   continues the stored conversation, so a client may send only its newest message.
 //! - **The official wire format** (see [`wire`](self) for the shapes): errors before a
 //!   stream as `{"error": {"message", "type", "param", "code"}}` with their status (400
 //!   invalid request, 401 key, 404 model, 500/503 the agent); a stream of
@@ -216,13 +218,29 @@ pub trait ChatAgent: Send + Sync + 'static {
     ) -> Result<ChatReply, ChatAgentError>;
 }
 
+/// An accepted key: its SHA-256, and the user it speaks for when bound to one.
+#[derive(Debug, Clone)]
+struct ApiKey {
+    hash: String,
+    user: Option<String>,
+}
+
+/// Whom an accepted request may speak for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Grant {
+    /// Any user it names.
+    AnyUser,
+    /// Only this one.
+    User(String),
+}
+
 /// The OpenAI-compatible routes for one [`ChatAgent`] (see the [module docs](self)).
 /// Cheap to clone.
 #[derive(Clone)]
 pub struct ChatFront {
     pub(crate) agent: Arc<dyn ChatAgent>,
     pub(crate) conversations: Arc<dyn DocumentStore>,
-    key_hashes: Arc<Vec<String>>,
+    keys: Arc<Vec<ApiKey>>,
     pub(crate) max_body_bytes: usize,
     pub(crate) keep_alive: Duration,
 }
@@ -234,7 +252,7 @@ impl ChatFront {
         ChatFront {
             agent,
             conversations,
-            key_hashes: Arc::new(Vec::new()),
+            keys: Arc::new(Vec::new()),
             max_body_bytes: 4 * 1024 * 1024,
             keep_alive: Duration::from_secs(15),
         }
@@ -248,13 +266,31 @@ impl ChatFront {
         self
     }
 
-    /// Accepts only requests bearing one of `keys` (empty ones are ignored).
+    /// Accepts only requests bearing one of `keys` (empty ones are ignored). A key
+    /// written `key:user` speaks for that user only.
+    ///
+    /// ```
+    /// # use agent_server::chat::ChatFront;
+    /// # fn front(front: ChatFront) -> ChatFront {
+    /// front.with_api_keys(["sk-proxy", "sk-ada:ada"])
+    /// # }
+    /// ```
     pub fn with_api_keys<K: AsRef<str>>(mut self, keys: impl IntoIterator<Item = K>) -> Self {
-        self.key_hashes = Arc::new(
+        self.keys = Arc::new(
             keys.into_iter()
-                .map(|k| k.as_ref().trim().to_owned())
-                .filter(|k| !k.is_empty())
-                .map(|k| hash_token(&k))
+                .filter_map(|entry| {
+                    let entry = entry.as_ref().trim();
+                    let (key, user) = match entry.split_once(':') {
+                        Some((key, user)) if !user.trim().is_empty() => {
+                            (key.trim(), Some(user.trim().to_owned()))
+                        }
+                        _ => (entry, None),
+                    };
+                    (!key.is_empty()).then(|| ApiKey {
+                        hash: hash_token(key),
+                        user,
+                    })
+                })
                 .collect(),
         );
         self
@@ -268,7 +304,7 @@ impl ChatFront {
 
     /// Whether requests need a key.
     pub fn requires_key(&self) -> bool {
-        !self.key_hashes.is_empty()
+        !self.keys.is_empty()
     }
 
     /// Where to listen, given where the operator asked: with no keys, a non-loopback
@@ -291,16 +327,21 @@ impl ChatFront {
         routes::router(self.clone())
     }
 
-    /// Whether `key` is accepted (any key when none are set).
-    pub(crate) fn accepts(&self, key: Option<&str>) -> bool {
-        if self.key_hashes.is_empty() {
-            return true;
+    /// Whom a request bearing `key` may speak for; `None` when the key is refused (any
+    /// key is accepted when none are set).
+    pub(crate) fn grant(&self, key: Option<&str>) -> Option<Grant> {
+        if self.keys.is_empty() {
+            return Some(Grant::AnyUser);
         }
-        key.is_some_and(|key| {
-            // Check every stored hash, so the time taken does not say which one matched.
-            self.key_hashes
-                .iter()
-                .fold(false, |hit, hash| token_matches(key, hash) | hit)
+        let key = key?;
+        // Check every stored hash, so the time taken does not say which one matched.
+        let matched = self.keys.iter().fold(None, |found, stored| {
+            let hit = token_matches(key, &stored.hash);
+            if hit { Some(stored) } else { found }
+        })?;
+        Some(match &matched.user {
+            Some(user) => Grant::User(user.clone()),
+            None => Grant::AnyUser,
         })
     }
 }

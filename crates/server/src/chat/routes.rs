@@ -21,7 +21,7 @@ use super::conversations::Conversation;
 use super::wire::{
     Completion, CompletionRequest, WireError, models as models_body, read_request, turn_failed,
 };
-use super::{ChatFront, ChatMessage, ChatProgress, ChatReply, ChatTurn};
+use super::{ChatFront, ChatMessage, ChatProgress, ChatReply, ChatTurn, Grant};
 use crate::auth::bearer;
 
 /// The header naming a conversation.
@@ -38,9 +38,9 @@ pub(crate) fn router(front: ChatFront) -> Router {
         .with_state(front)
 }
 
-fn authorize(front: &ChatFront, headers: &HeaderMap) -> Result<(), WireError> {
-    if front.accepts(bearer(headers)) {
-        Ok(())
+fn authorize(front: &ChatFront, headers: &HeaderMap) -> Result<Grant, WireError> {
+    if let Some(grant) = front.grant(bearer(headers)) {
+        Ok(grant)
     } else if bearer(headers).is_none() {
         Err(WireError::missing_key())
     } else {
@@ -102,7 +102,7 @@ async fn prepare(
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Prepared, WireError> {
-    authorize(front, headers)?;
+    let grant = authorize(front, headers)?;
     let body = body.map_err(|rejection| WireError::body_unreadable(rejection.body_text()))?;
     let body: Value = serde_json::from_slice(&body).map_err(|e| {
         WireError::body_unreadable(format!(
@@ -121,12 +121,15 @@ async fn prepare(
             .filter(|v| !v.is_empty())
             .map(str::to_owned)
     };
-    let user = request
-        .user
-        .clone()
-        .or_else(|| header(USER_HEADER))
-        .unwrap_or_else(|| "anonymous".to_owned());
-    let conversation = header(CONVERSATION_HEADER).or_else(|| request.user.clone());
+    let named = request.user.clone().or_else(|| header(USER_HEADER));
+    let user = match (grant, named) {
+        (Grant::User(own), Some(named)) if named != own => {
+            return Err(WireError::user_not_allowed(&named));
+        }
+        (Grant::User(own), _) => own,
+        (Grant::AnyUser, named) => named.unwrap_or_else(|| "anonymous".to_owned()),
+    };
+    let conversation = header(CONVERSATION_HEADER);
     let messages = match &conversation {
         Some(key) => Conversation::new(front.conversations.as_ref(), &user, key)
             .continued(request.messages.clone())

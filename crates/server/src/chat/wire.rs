@@ -67,6 +67,18 @@ impl WireError {
         }
     }
 
+    pub(crate) fn user_not_allowed(named: &str) -> Self {
+        WireError {
+            status: StatusCode::FORBIDDEN,
+            message: format!(
+                "This API key speaks for another user than {named:?}: leave 'user' out, or name its own."
+            ),
+            kind: "invalid_request_error",
+            param: Some("user".into()),
+            code: Some("user_not_allowed"),
+        }
+    }
+
     pub(crate) fn unknown_model(model: &str) -> Self {
         WireError {
             status: StatusCode::NOT_FOUND,
