@@ -146,10 +146,18 @@ impl Ranking {
                 {
                     // Jobs missing from the index (indexing failed earlier) are indexed now.
                     Ok(found) if found.len() < postings.len() => {
-                        let _ = ranker.index(user, &indexed(jobs)).await;
+                        if let Err(error) = ranker.index(user, &indexed(jobs)).await {
+                            tracing::warn!(%error, "jobs could not be indexed");
+                            ranked.notes.push(format!(
+                                "the jobs could not be indexed for ranking: {error}"
+                            ));
+                        }
                         ranker
                             .rank(user, &candidate, &postings, postings.len())
                             .await
+                            .map(|found| {
+                                with_the_missing(found, &candidate, &postings, &mut ranked.notes)
+                            })
                     }
                     other => other,
                 }
@@ -176,6 +184,30 @@ impl Ranking {
         ranked.jobs.truncate(top_k);
         ranked
     }
+}
+
+/// `found` and, scored without similarity (and said so), the postings retrieval did not
+/// return: no job asked about is left out.
+fn with_the_missing(
+    mut found: Vec<RankedJob>,
+    candidate: &CandidateProfile,
+    postings: &[JobPosting],
+    notes: &mut Vec<String>,
+) -> Vec<RankedJob> {
+    let missing: Vec<JobPosting> = postings
+        .iter()
+        .filter(|p| !found.iter().any(|f| f.job_id == p.id))
+        .cloned()
+        .collect();
+    if !missing.is_empty() {
+        notes.push(format!(
+            "{} jobs were ranked without similarity: they are not in the index",
+            missing.len()
+        ));
+        found.extend(without_similarity(candidate, &missing));
+        sort_ranked(&mut found);
+    }
+    found
 }
 
 fn without_similarity(candidate: &CandidateProfile, postings: &[JobPosting]) -> Vec<RankedJob> {
@@ -221,4 +253,106 @@ pub fn apply_feedback(ranked: &mut [RankedJob], jobs: &[Job], feedback: &[Feedba
         }
     }
     sort_ranked(ranked);
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use agent_llm::testing::HashedEmbeddings;
+    use agent_runtime::vectors::{
+        LexicalQuery, MetadataFilter, VectorHit, VectorQuery, VectorRecord, VectorStore,
+        VectorStoreError,
+    };
+    use async_trait::async_trait;
+    use std::sync::Arc;
+
+    /// A vector store that keeps nothing: every write fails.
+    struct Refusing;
+
+    #[async_trait]
+    impl VectorStore for Refusing {
+        async fn upsert(&self, _: &str, _: &[VectorRecord]) -> Result<(), VectorStoreError> {
+            Err(VectorStoreError::Invalid("the disk is full".into()))
+        }
+        async fn delete(&self, _: &str, _: &str, _: &[String]) -> Result<u64, VectorStoreError> {
+            Ok(0)
+        }
+        async fn delete_matching(
+            &self,
+            _: &str,
+            _: &str,
+            _: &MetadataFilter,
+        ) -> Result<u64, VectorStoreError> {
+            Ok(0)
+        }
+        async fn query(
+            &self,
+            _: &str,
+            _: &VectorQuery,
+        ) -> Result<Vec<VectorHit>, VectorStoreError> {
+            Ok(Vec::new())
+        }
+        async fn lexical(
+            &self,
+            _: &str,
+            _: &LexicalQuery,
+        ) -> Result<Vec<VectorHit>, VectorStoreError> {
+            Ok(Vec::new())
+        }
+        async fn count(&self, _: &str, _: &str) -> Result<u64, VectorStoreError> {
+            Ok(0)
+        }
+    }
+
+    fn job(id: &str, title: &str) -> Job {
+        Job {
+            id: id.into(),
+            title: title.into(),
+            company: "Acme".into(),
+            location: "Berlin".into(),
+            remote: false,
+            description: format!("{title} building Rust services"),
+            requirements: vec!["Rust".into()],
+            salary_text: String::new(),
+            url: format!("https://acme.example/{id}"),
+            source: "test".into(),
+            posted: String::new(),
+            status: crate::models::JobStatus::Saved,
+            found_at: chrono::Utc::now(),
+        }
+    }
+
+    #[tokio::test]
+    async fn jobs_the_index_cannot_hold_are_ranked_without_similarity_and_said_so() {
+        let retriever = HybridRetriever::new(
+            Arc::new(HashedEmbeddings::new(64)),
+            Arc::new(Refusing),
+            JOBS_COLLECTION,
+        );
+        let ranking = Ranking::new(Some(retriever));
+        let profile = UserProfile {
+            skills: vec!["Rust".into()],
+            ..UserProfile::default()
+        };
+        let jobs = [job("j1", "Backend Engineer"), job("j2", "Data Engineer")];
+        let ranked = ranking.rank("ada", &profile, &jobs, &[], 10).await;
+        let mut ids: Vec<&str> = ranked.jobs.iter().map(|r| r.job_id.as_str()).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, ["j1", "j2"]);
+        assert!(
+            ranked.notes.iter().any(|n| n.contains("the disk is full")),
+            "{:?}",
+            ranked.notes
+        );
+        assert!(
+            ranked
+                .notes
+                .iter()
+                .any(|n| n.contains("2 jobs were ranked without similarity")),
+            "{:?}",
+            ranked.notes
+        );
+    }
 }
