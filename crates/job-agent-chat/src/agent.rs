@@ -204,16 +204,18 @@ impl ChatAgent for JobAgentChat {
         progress.note(format!("> routed to {}", routed.intent.label()));
 
         let history: Vec<Message> = turn.messages.iter().filter_map(to_message).collect();
+        // One meter for the whole turn: the router's call, the agent's and its tools'.
         let meter = CostMeter::new(CostLimits {
             max_tokens: Some(self.config.max_tokens_per_turn),
             ..CostLimits::default()
         });
+        meter.record(self.router.model(ModelTier::Light), routed.usage);
         let session = Session::new(uuid::Uuid::new_v4().to_string(), ())
             .with_user(turn.user.clone())
             .with_events(Notes(progress.clone()))
             .with_cancellation(turn.cancellation.clone())
             .with_router(self.router.clone())
-            .with_meter(meter);
+            .with_meter(meter.clone());
         let config = self.agent_config(routed.intent);
         let ctx = session.context(config.identity.clone());
         let result = AgentLoop::new(config.clone(), self.model.clone())
@@ -225,7 +227,7 @@ impl ChatAgent for JobAgentChat {
             ))
             .await;
 
-        let usage = routed.usage + result.usage;
+        let usage = meter.snapshot().usage;
         // OpenAI counts cached prompt tokens among the prompt's.
         let tokens = ChatUsage {
             prompt_tokens: usage.prompt_tokens(),

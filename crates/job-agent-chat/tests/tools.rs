@@ -360,3 +360,39 @@ async fn application_prep_writes_checks_and_keeps_packages() {
     assert_eq!(listed["count"], 1);
     assert!(services.store.packages("bob").await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn a_turns_usage_counts_the_router_the_agent_and_the_tools_model_calls() {
+    let draft = json!({
+        "resume_suggestions": [],
+        "cover_letter": "I build payment services in Rust.",
+        "intro_email": "Hello, I build payment services in Rust."
+    });
+    let written = responses::tool_call("w1", "ApplicationDraft", draft);
+    let writer_tokens = written.usage.output_tokens;
+    let (services, _replay) = services(Arc::new(ScriptedModel::new(vec![written]))).await;
+    let ids = searched(&services, "ada").await;
+    ok(
+        &services,
+        "ada",
+        "set_user_profile",
+        json!({"skills": ["Rust"], "summary": "I build payment services in Rust."}),
+    )
+    .await;
+    let turn = vec![
+        responses::tool_call("r", "Route", json!({"intent": "APP_PREP"})),
+        responses::tool_call("t1", "prepare_application", json!({"job_id": ids[0]})),
+        responses::text("Your package is ready."),
+    ];
+    let loop_tokens: u64 = turn.iter().map(|r| r.usage.output_tokens).sum();
+    let chat = JobAgentChat::new(
+        services.clone(),
+        Arc::new(ScriptedModel::new(turn)),
+        dry_run_router(),
+    );
+    let reply = Conversation::new("ada")
+        .say(&chat, "prepare my application")
+        .await;
+    assert_eq!(reply.text, "Your package is ready.");
+    assert_eq!(reply.usage.completion_tokens, loop_tokens + writer_tokens);
+}
