@@ -158,6 +158,19 @@ fn tool_notes(progress: ChatProgress) -> impl Fn(&AgentIdentity, &LoopEvent) + S
     }
 }
 
+/// An earlier answer as the client kept it, without the progress lines a stream showed
+/// before it (`> routed to …`, `> search jobs …`, then a blank line): streaming clients
+/// keep them in the assistant message they send back.
+fn without_progress(message: &ChatMessage) -> ChatMessage {
+    if message.role != ChatRole::Assistant || !message.content.starts_with("> routed to ") {
+        return message.clone();
+    }
+    let mut lines = message.content.lines().peekable();
+    while lines.next_if(|line| line.starts_with("> ")).is_some() {}
+    lines.next_if(|line| line.trim().is_empty());
+    ChatMessage::new(ChatRole::Assistant, lines.collect::<Vec<_>>().join("\n"))
+}
+
 fn to_message(message: &ChatMessage) -> Option<Message> {
     match message.role {
         ChatRole::User => Some(Message::user(message.content.clone())),
@@ -189,10 +202,11 @@ impl ChatAgent for JobAgentChat {
         turn: ChatTurn,
         progress: ChatProgress,
     ) -> Result<ChatReply, ChatAgentError> {
+        let messages: Vec<ChatMessage> = turn.messages.iter().map(without_progress).collect();
         let routed = classify(
             self.model.as_ref(),
             Some(self.router.model(ModelTier::Light)),
-            &turn.messages,
+            &messages,
         )
         .await;
         tracing::info!(
@@ -203,7 +217,7 @@ impl ChatAgent for JobAgentChat {
         );
         progress.note(format!("> routed to {}", routed.intent.label()));
 
-        let history: Vec<Message> = turn.messages.iter().filter_map(to_message).collect();
+        let history: Vec<Message> = messages.iter().filter_map(to_message).collect();
         // One meter for the whole turn: the router's call, the agent's and its tools'.
         let meter = CostMeter::new(CostLimits {
             max_tokens: Some(self.config.max_tokens_per_turn),
@@ -281,5 +295,27 @@ impl ChatAgent for JobAgentChat {
             usage: tokens,
             finish,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_lines_a_streaming_client_kept_are_left_out_of_the_history() {
+        let streamed = ChatMessage::new(
+            ChatRole::Assistant,
+            "> routed to job search\n> search jobs …\n\nI found 4 jobs.\n\n> A quote.",
+        );
+        assert_eq!(
+            without_progress(&streamed).content,
+            "I found 4 jobs.\n\n> A quote."
+        );
+        // An answer that merely quotes, and the user's words, are kept as they are.
+        let quoting = ChatMessage::new(ChatRole::Assistant, "> Rust is required.\n\nYes.");
+        assert_eq!(without_progress(&quoting), quoting);
+        let said = ChatMessage::new(ChatRole::User, "> routed to job search");
+        assert_eq!(without_progress(&said), said);
     }
 }
