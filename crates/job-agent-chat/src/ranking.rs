@@ -121,6 +121,19 @@ impl Ranking {
         }
     }
 
+    /// Takes a deleted job out of `user`'s index; a failure is returned as a note (the
+    /// job is gone either way, and ranking reads only the jobs it is given).
+    pub async fn forget(&self, user: &str, job_id: &str) -> Option<String> {
+        let ranker = self.ranker.as_ref()?;
+        match ranker.forget(user, &[job_id.to_owned()]).await {
+            Ok(_) => None,
+            Err(error) => {
+                tracing::warn!(%error, job_id, "a deleted job stays in the ranking index");
+                Some(format!("the job stays in the ranking index: {error}"))
+            }
+        }
+    }
+
     /// `jobs` ranked for `profile` and `feedback`, best first, at most `top_k`.
     pub async fn rank(
         &self,
@@ -322,6 +335,27 @@ mod tests {
             status: crate::models::JobStatus::Saved,
             found_at: chrono::Utc::now(),
         }
+    }
+
+    #[tokio::test]
+    async fn a_deleted_job_leaves_the_index() {
+        let vectors: Arc<dyn VectorStore> = Arc::new(
+            agent_backends::SqliteSessionStore::in_memory()
+                .await
+                .unwrap()
+                .vectors(),
+        );
+        let retriever = HybridRetriever::new(
+            Arc::new(HashedEmbeddings::new(64)),
+            vectors.clone(),
+            JOBS_COLLECTION,
+        );
+        let ranking = Ranking::new(Some(retriever));
+        let jobs = [job("j1", "Backend Engineer"), job("j2", "Data Engineer")];
+        assert_eq!(ranking.index("ada", &jobs).await, None);
+        assert_eq!(vectors.count(JOBS_COLLECTION, "ada").await.unwrap(), 2);
+        assert_eq!(ranking.forget("ada", "j1").await, None);
+        assert_eq!(vectors.count(JOBS_COLLECTION, "ada").await.unwrap(), 1);
     }
 
     #[tokio::test]

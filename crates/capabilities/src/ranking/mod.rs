@@ -296,6 +296,16 @@ impl JobRanker {
         Ok(records.len())
     }
 
+    /// Removes the tenant's jobs with these ids from the index (a deleted job); returns
+    /// how many were there.
+    pub async fn forget(&self, tenant: &str, ids: &[String]) -> Result<u64, RetrievalError> {
+        Ok(self
+            .retriever
+            .store()
+            .delete(self.retriever.collection(), tenant, ids)
+            .await?)
+    }
+
     /// The tenant's jobs (of `jobs`, by id) best for `profile`, best first, at most
     /// `top_k`: the candidates hybrid retrieval finds, scored by the composite.
     pub async fn rank(

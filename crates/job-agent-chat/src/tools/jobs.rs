@@ -183,7 +183,15 @@ pub(super) fn delete_job(services: Arc<Services>) -> ChatTool {
                     .delete_job(ctx.user_id(), &job.id)
                     .await
                     .map_err(store_failed)?;
-                Ok::<_, ToolError>(json!({"deleted": job.id, "job": job.headline()}))
+                let notes: Vec<String> = services
+                    .ranking
+                    .forget(ctx.user_id(), &job.id)
+                    .await
+                    .into_iter()
+                    .collect();
+                Ok::<_, ToolError>(
+                    json!({"deleted": job.id, "job": job.headline(), "notes": notes}),
+                )
             }
         },
     ))
