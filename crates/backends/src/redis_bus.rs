@@ -123,6 +123,28 @@ fn first_read(reply: Option<StreamReadReply>) -> Result<Option<(String, AgentMes
     Ok(messages(first)?.into_iter().next())
 }
 
+/// The response in a request's reply stream, waiting up to `block` for one (`None`: not
+/// at all).
+async fn response_in(
+    connection: &mut MultiplexedConnection,
+    reply: &str,
+    block: Option<Duration>,
+) -> Result<Option<AgentMessage>, BusError> {
+    let mut read = redis::cmd("XREAD");
+    read.arg("COUNT").arg(1);
+    if let Some(block) = block {
+        read.arg("BLOCK").arg(block.as_millis().max(1) as u64);
+    }
+    let found: Option<StreamReadReply> = read
+        .arg("STREAMS")
+        .arg(reply)
+        .arg("0-0")
+        .query_async(connection)
+        .await
+        .map_err(backend)?;
+    Ok(first_read(found)?.map(|(_, response)| response))
+}
+
 /// The agent bus of one session, on Redis Streams. Cheap to clone; clones share the
 /// connection.
 #[derive(Clone)]
@@ -536,15 +558,6 @@ impl AgentBus for RedisBus {
         }
         let mut waiting = self.dedicated().await?;
         let deadline = Instant::now() + timeout;
-        let read = |block: Option<Duration>| {
-            let mut command = redis::cmd("XREAD");
-            command.arg("COUNT").arg(1);
-            if let Some(block) = block {
-                command.arg("BLOCK").arg(block.as_millis().max(1) as u64);
-            }
-            command.arg("STREAMS").arg(&reply).arg("0-0");
-            command
-        };
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -555,11 +568,7 @@ impl AgentBus for RedisBus {
                     .map_err(backend)?;
                 if withdrawn == 0 {
                     // A response took the pending key just now: it is in the reply stream.
-                    let reply_value: Option<StreamReadReply> = read(None)
-                        .query_async(&mut waiting)
-                        .await
-                        .map_err(backend)?;
-                    if let Some((_, response)) = first_read(reply_value)? {
+                    if let Some(response) = response_in(&mut waiting, &reply, None).await? {
                         return Ok(response);
                     }
                 }
@@ -568,11 +577,7 @@ impl AgentBus for RedisBus {
                     after: timeout,
                 });
             }
-            let reply_value: Option<StreamReadReply> = read(Some(left.min(POLL)))
-                .query_async(&mut waiting)
-                .await
-                .map_err(backend)?;
-            if let Some((_, response)) = first_read(reply_value)? {
+            if let Some(response) = response_in(&mut waiting, &reply, Some(left.min(POLL))).await? {
                 let _: Result<i64, _> = redis::cmd("DEL")
                     .arg(&reply)
                     .query_async(&mut connection)
@@ -585,11 +590,7 @@ impl AgentBus for RedisBus {
                 .await
                 .map_err(backend)?;
             if still == 0 {
-                let reply_value: Option<StreamReadReply> = read(None)
-                    .query_async(&mut waiting)
-                    .await
-                    .map_err(backend)?;
-                if let Some((_, response)) = first_read(reply_value)? {
+                if let Some(response) = response_in(&mut waiting, &reply, None).await? {
                     return Ok(response);
                 }
                 return Err(BusError::Backend(format!(

@@ -4,8 +4,7 @@
 //! of its own; and two instances share one session. Fails, never skips, when NATS is not
 //! there. Every bus made is reset at the end, so the server keeps no test streams.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use agent_backends::NatsBus;
 use agent_runtime::bus::AgentBus;
@@ -14,14 +13,9 @@ fn url() -> String {
     std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into())
 }
 
+/// A session of this test alone.
 fn session() -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "test-{}-{}-{}",
-        std::process::id(),
-        chrono::Utc::now().timestamp_nanos_opt().unwrap(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
+    format!("test-{}", uuid::Uuid::new_v4())
 }
 
 async fn bus(session: &str) -> NatsBus {
@@ -35,21 +29,11 @@ async fn bus(session: &str) -> NatsBus {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_nats_bus_passes_the_bus_suite() {
-    let made: Arc<Mutex<Vec<NatsBus>>> = Arc::default();
-    let keep = made.clone();
-    agent_runtime::bus::suite::behaves(&move |log_cap, held_cap| {
-        let keep = keep.clone();
-        async move {
-            let bus = bus(&session()).await.with_limits(log_cap, held_cap);
-            keep.lock().unwrap().push(bus.clone());
-            Arc::new(bus) as Arc<dyn AgentBus>
-        }
+    // The suite resets every bus it made: the server keeps no test sessions.
+    agent_runtime::bus::suite::behaves(&|log_cap, held_cap| async move {
+        Arc::new(bus(&session()).await.with_limits(log_cap, held_cap)) as Arc<dyn AgentBus>
     })
     .await;
-    let made: Vec<NatsBus> = made.lock().unwrap().drain(..).collect();
-    for bus in made {
-        bus.reset().await.unwrap();
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

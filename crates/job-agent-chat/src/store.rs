@@ -272,6 +272,48 @@ mod tests {
     use super::*;
     use agent_runtime::documents::InMemoryDocumentStore;
 
+    /// A store whose reads still see job "ghost", deleted just before any update lands.
+    struct DeletedMeanwhile(InMemoryDocumentStore);
+
+    #[async_trait::async_trait]
+    impl DocumentStore for DeletedMeanwhile {
+        async fn get(&self, namespace: &str, key: &str) -> Result<Option<Value>, StoreError> {
+            if key == "ghost" {
+                return Ok(Some(json!({"id": "ghost", "status": "new"})));
+            }
+            self.0.get(namespace, key).await
+        }
+        async fn put(&self, namespace: &str, key: &str, value: &Value) -> Result<(), StoreError> {
+            self.0.put(namespace, key, value).await
+        }
+        async fn list(&self, namespace: &str) -> Result<Vec<(String, Value)>, StoreError> {
+            self.0.list(namespace).await
+        }
+        async fn delete(&self, namespace: &str, key: &str) -> Result<bool, StoreError> {
+            self.0.delete(namespace, key).await
+        }
+        async fn update(
+            &self,
+            namespace: &str,
+            key: &str,
+            update: agent_runtime::documents::DocumentUpdate,
+        ) -> Result<Value, StoreError> {
+            self.0.update(namespace, key, update).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_job_deleted_while_its_status_is_set_stays_deleted() {
+        let store = ChatStore::new(Arc::new(DeletedMeanwhile(InMemoryDocumentStore::default())));
+        let set = store
+            .set_status("ada", "ghost", JobStatus::Saved)
+            .await
+            .unwrap();
+        assert!(set.is_none());
+        // No status-only record is left to break the user's list.
+        assert!(store.jobs("ada").await.unwrap().is_empty());
+    }
+
     #[tokio::test]
     async fn a_claim_never_settled_is_free_again_after_ten_minutes_and_a_sent_one_never() {
         let documents = Arc::new(InMemoryDocumentStore::default());

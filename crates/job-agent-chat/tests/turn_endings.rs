@@ -50,20 +50,23 @@ async fn a_model_that_writes_tool_calls_instead_of_answering_gets_a_plain_explan
     );
 }
 
-#[tokio::test]
-async fn a_turn_at_the_step_limit_says_so() {
-    // Eight different calls, none refused as a repeat, the last one made although the
-    // last step offers no tools (as a model that ignores the tool choice would).
+/// `count` list_jobs calls, no two in a row alike (none is refused as a repeat).
+fn listings(count: usize) -> impl Iterator<Item = agent_llm::ChatResponse> {
     let statuses = ["new", "saved", "applied", "archived"];
-    let listings = (0..8).map(|n| {
+    (0..count).map(move |n| {
         responses::tool_call(
             format!("s{n}"),
             "list_jobs",
             json!({"status": statuses[n % 4]}),
         )
-    });
+    })
+}
+
+#[tokio::test]
+async fn a_turn_at_the_step_limit_says_so() {
+    // Eight calls, the last one made although the last step offers no tools (as a model that ignores the tool choice would).
     let reply = turn(ScriptedModel::new(
-        std::iter::once(route()).chain(listings).collect(),
+        std::iter::once(route()).chain(listings(8)).collect(),
     ))
     .await;
     assert_eq!(reply.finish, FinishReason::Length);
@@ -78,18 +81,10 @@ async fn a_turn_at_the_step_limit_says_so() {
 
 #[tokio::test]
 async fn a_model_still_calling_tools_at_the_last_step_answers_from_their_results() {
-    let statuses = ["new", "saved", "applied", "archived"];
-    let listings = (0..7).map(|n| {
-        responses::tool_call(
-            format!("s{n}"),
-            "list_jobs",
-            json!({"status": statuses[n % 4]}),
-        )
-    });
     let answer = responses::text("You have no jobs yet: shall I search?");
     let model = ScriptedModel::new(
         std::iter::once(route())
-            .chain(listings)
+            .chain(listings(7))
             .chain([answer])
             .collect(),
     );

@@ -270,14 +270,18 @@ pub fn unpriced_token_limit(max_usd: f64) -> u64 {
 /// The unpriced models (with their cost limits) already warned about by this process.
 static WARNED_UNPRICED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
 
+/// Whether this process has not yet warned about `model` under `max_usd` (and now has).
+fn first_unpriced(model: &str, max_usd: Option<f64>) -> bool {
+    WARNED_UNPRICED
+        .lock()
+        .map(|mut warned| warned.insert(format!("{model} {max_usd:?}")))
+        .unwrap_or(true)
+}
+
 /// Said once per process, model and cost limit (a server meters each session or turn
 /// with a meter of its own); later meters note it at debug level.
 fn warn_unpriced(model: &str, max_usd: Option<f64>) {
-    let first = WARNED_UNPRICED
-        .lock()
-        .map(|mut warned| warned.insert(format!("{model} {max_usd:?}")))
-        .unwrap_or(true);
-    if !first {
+    if !first_unpriced(model, max_usd) {
         tracing::debug!(model, "no price for this model (warned before)");
         return;
     }
@@ -450,6 +454,20 @@ mod tests {
             input_tokens: n,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn an_unpriced_model_is_warned_about_once_per_process_and_limit() {
+        let model = "unpriced-once-per-process";
+        assert!(first_unpriced(model, Some(0.5)));
+        assert!(
+            !first_unpriced(model, Some(0.5)),
+            "a second meter stays quiet"
+        );
+        assert!(
+            first_unpriced(model, None),
+            "another limit is another warning"
+        );
     }
 
     #[test]

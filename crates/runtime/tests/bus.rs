@@ -41,22 +41,14 @@ async fn a_request_times_out_in_paused_time() {
         .err()
         .unwrap();
     let request = next(&mut inbox).await;
+    // The wait runs on tokio's clock (what happens to a late response is in the suite).
     assert_eq!(
         err,
         BusError::Timeout {
-            id: request.id.clone(),
+            id: request.id,
             after: Duration::from_secs(30)
         }
     );
-
-    // A late response is not lost: with no request waiting, it goes to the sender's inbox.
-    bus.send(OutgoingMessage::response_to(&request, json!("late")))
-        .await
-        .unwrap();
-    let mut producer = bus.subscribe(DOMAIN, "producer").await.unwrap();
-    let late = next(&mut producer).await;
-    assert_eq!(late.payload, json!("late"));
-    assert_eq!(late.correlation_id, Some(request.id));
 }
 
 #[test]

@@ -67,16 +67,7 @@ pub async fn shares_one_session(here: Arc<dyn AgentBus>, there: Arc<dyn AgentBus
         })
     };
     let response = here
-        .request(
-            OutgoingMessage::new(
-                "producer",
-                "craftsman",
-                MessageType::Request,
-                DOMAIN,
-                json!({}),
-            ),
-            Duration::from_secs(5),
-        )
+        .request(ask(json!({})), Duration::from_secs(5))
         .await
         .unwrap();
     assert_eq!(response.payload, json!("done"));
@@ -90,8 +81,37 @@ async fn run(name: &str, case: impl Future<Output = ()>) {
     case.await;
 }
 
-/// Runs every case, each on a fresh bus from `make`. Needs a multi-threaded runtime.
+/// The buses a suite made, to reset when it is done.
+struct Resetting<'a> {
+    make: &'a dyn MakeBus,
+    made: std::sync::Mutex<Vec<Arc<dyn AgentBus>>>,
+}
+
+impl MakeBus for Resetting<'_> {
+    fn bus(&self, log_cap: usize, held_cap: usize) -> BoxFuture<'_, Arc<dyn AgentBus>> {
+        Box::pin(async move {
+            let bus = self.make.bus(log_cap, held_cap).await;
+            self.made.lock().unwrap().push(bus.clone());
+            bus
+        })
+    }
+}
+
+/// Runs every case, each on a fresh bus from `make`, then resets every bus it made (a
+/// server keeps no test sessions). Needs a multi-threaded runtime.
 pub async fn behaves(make: &dyn MakeBus) {
+    let resetting = Resetting {
+        make,
+        made: std::sync::Mutex::default(),
+    };
+    every_case(&resetting).await;
+    let made: Vec<Arc<dyn AgentBus>> = resetting.made.lock().unwrap().drain(..).collect();
+    for bus in made {
+        bus.reset().await.unwrap();
+    }
+}
+
+async fn every_case(make: &dyn MakeBus) {
     run(
         "delivers_in_order_and_returns_the_stamped_message",
         delivers_in_order_and_returns_the_stamped_message(make),
@@ -166,6 +186,17 @@ pub async fn behaves(make: &dyn MakeBus) {
 }
 
 const DOMAIN: &str = "resume";
+
+/// The producer's request to the craftsman.
+fn ask(payload: Value) -> OutgoingMessage {
+    OutgoingMessage::new(
+        "producer",
+        "craftsman",
+        MessageType::Request,
+        DOMAIN,
+        payload,
+    )
+}
 
 fn note(from: &str, to: &str, payload: Value) -> OutgoingMessage {
     OutgoingMessage::new(from, to, MessageType::Notification, DOMAIN, payload)
@@ -443,16 +474,7 @@ async fn request_and_response_round_trip(make: &dyn MakeBus) {
     };
 
     let response = bus
-        .request(
-            OutgoingMessage::new(
-                "producer",
-                "craftsman",
-                MessageType::Request,
-                DOMAIN,
-                json!({"section": "summary"}),
-            ),
-            Duration::from_secs(5),
-        )
+        .request(ask(json!({"section": "summary"})), Duration::from_secs(5))
         .await
         .unwrap();
     let request = responder.await.unwrap();
@@ -481,16 +503,7 @@ async fn a_request_without_response_times_out(make: &dyn MakeBus) {
     let mut inbox = bus.subscribe(DOMAIN, "craftsman").await.unwrap();
 
     let err = bus
-        .request(
-            OutgoingMessage::new(
-                "producer",
-                "craftsman",
-                MessageType::Request,
-                DOMAIN,
-                json!({}),
-            ),
-            Duration::from_millis(300),
-        )
+        .request(ask(json!({})), Duration::from_millis(300))
         .await
         .err()
         .unwrap();
@@ -516,16 +529,7 @@ async fn a_request_without_response_times_out(make: &dyn MakeBus) {
 async fn an_undeliverable_request_fails_at_once(make: &dyn MakeBus) {
     let bus = make.bus(500, 0).await;
     let err = bus
-        .request(
-            OutgoingMessage::new(
-                "producer",
-                "craftsman",
-                MessageType::Request,
-                DOMAIN,
-                json!({}),
-            ),
-            Duration::from_secs(3600),
-        )
+        .request(ask(json!({})), Duration::from_secs(3600))
         .await
         .err()
         .unwrap();
