@@ -17,7 +17,8 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 use crate::craftsman::{self, CRAFTSMAN};
-use crate::docx::{base64, build_docx, verify_docx};
+use crate::document;
+use crate::docx::{base64, build_docx, check_docx};
 use crate::gates::{ARCHITECT_REVIEW, QUALITY_REVIEW, RESEARCH_VALIDATION};
 use crate::intake::read_resume;
 use crate::llm::Llm;
@@ -413,14 +414,12 @@ impl Stages {
 
     async fn complete(&self, ctx: &Ctx) -> Result<(ResumeEvent, ResumeOutput), String> {
         let state = ctx.state();
-        let markdown = assemble_markdown(&state);
+        // The candidate's resume with the approved sections in place; the DOCX is read
+        // back against it (text, order and styles) before it is offered.
+        let paragraphs = document::paragraphs(&state);
+        let markdown = document::markdown_of(&paragraphs);
         let bytes = build_docx(&markdown).map_err(|e| e.to_string())?;
-        let mut expected = vec![state.candidate_name.clone()];
-        for section in &state.sections {
-            expected.push(section.name.clone());
-            expected.extend(section.bullets.iter().map(|b| b.text.clone()));
-        }
-        verify_docx(&bytes, &expected).map_err(|e| e.to_string())?;
+        check_docx(&bytes, &paragraphs).map_err(|e| e.to_string())?;
         let totals = totals(ctx);
         let output = ResumeOutput {
             resume_markdown: markdown,

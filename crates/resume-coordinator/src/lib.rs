@@ -18,16 +18,20 @@
 //! stage boundary or agent round. The gates are declared once with their answer types
 //! ([`gates`]); the coordinator owns those between agents (`architect_review`,
 //! `quality_review`),
-//! writes the DOCX ([`docx`]) and reads it back. [`ResumeProduct`] is the `agent-server`
+//! puts the approved sections into the candidate's own resume ([`layout`], [`document`]:
+//! contact lines, roles with their dates, education and every other section stay), and
+//! writes the DOCX ([`docx`]) and reads it back against that structure. [`ResumeProduct`] is the `agent-server`
 //! product; [`dry_run`] answers from the recorded model answers in `fixtures/resume/`.
 
 pub mod coordinator;
 pub mod craftsman;
+pub mod document;
 pub mod docx;
 pub mod dry_run;
 pub mod flags;
 pub mod gates;
 pub mod intake;
+pub mod layout;
 pub mod llm;
 pub mod master;
 pub mod messages;

@@ -179,7 +179,7 @@ async fn a_full_session_answers_every_gate_and_delivers_markdown_and_a_docx() {
     let text = extract_text(&docx, DocumentKind::Docx).unwrap();
     for expected in [
         "Maya Okafor",
-        "Experience",
+        "EXPERIENCE",
         "• Built Kafka event pipelines for settlement events, peaking at 50,000 events per second",
     ] {
         assert!(text.contains(expected), "{expected} not in {text}");

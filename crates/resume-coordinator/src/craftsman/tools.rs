@@ -9,8 +9,10 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 use super::prompts::{REVISE_SECTION_PROMPT, SELF_REVIEW_PROMPT, WRITE_SECTION_PROMPT};
+use crate::document::section_markdown;
 use crate::gates::SECTION_REVIEW;
 use crate::intake::strip_bullet;
+use crate::layout::ResumeLayout;
 use crate::llm::{Llm, ask, evidence_lines};
 use crate::types::{
     Bullet, Ctx, ResumeEvent, ResumeState, ResumeTool, RevisionEntry, Section, SectionPlan,
@@ -212,8 +214,27 @@ pub fn store_section(state: &mut ResumeState, section: Section) {
     });
 }
 
+/// The roles (entries with their dates) of the candidate's resume, for the writer:
+/// a bullet that cites a role's lines is placed under that role.
+fn roles_note(resume_text: &str) -> String {
+    let layout = ResumeLayout::parse(resume_text);
+    let roles: Vec<String> = layout
+        .sections
+        .iter()
+        .flat_map(|section| section.entry_headings())
+        .map(|(id, heading)| format!("{id}: {heading}"))
+        .collect();
+    if roles.is_empty() {
+        return String::new();
+    }
+    format!(
+        "Roles and entries of the candidate's resume (each bullet is placed under the role whose lines it cites):\n{}\n",
+        roles.join("\n")
+    )
+}
+
 fn section_prompt(ctx: &Ctx, plan: &SectionPlan, extra: &str) -> String {
-    let (positioning, keywords) = ctx.read_state(|s| {
+    let (positioning, keywords, roles) = ctx.read_state(|s| {
         (
             s.blueprint
                 .as_ref()
@@ -223,10 +244,11 @@ fn section_prompt(ctx: &Ctx, plan: &SectionPlan, extra: &str) -> String {
                 .as_ref()
                 .map(|a| a.keywords.join(", "))
                 .unwrap_or_default(),
+            roles_note(&s.resume_text),
         )
     });
     format!(
-        "Section: {}\nGoal: {}\nPositioning: {positioning}\nKeywords: {keywords}\n{extra}\nEvidence:\n{}",
+        "Section: {}\nGoal: {}\nPositioning: {positioning}\nKeywords: {keywords}\n{extra}\n{roles}Evidence:\n{}",
         plan.name,
         plan.goal,
         evidence_lines(ctx)
@@ -263,13 +285,14 @@ pub async fn revise(
         // A revision the Producer asked for keeps the approval; the Craftsman's own
         // revisions are presented again.
         let approved = by == "producer" && s.section(&plan.name).is_some_and(|sec| sec.approved);
-        let section = Section {
+        let mut section = Section {
             name: plan.name.clone(),
-            markdown: bullets_markdown(&revision.bullets),
+            markdown: String::new(),
             bullets: revision.bullets,
             approved,
             user_edited: false,
         };
+        section.markdown = section_markdown(s, &section);
         store_section(s, section.clone());
         s.revisions.push(RevisionEntry {
             section: plan.name.clone(),
@@ -297,13 +320,14 @@ pub fn write_section(llm: Llm) -> ResumeTool {
                     let section = ctx.update_state(|s| {
                         check_evidence(s, &draft.bullets)
                             .map_err(|e| ToolError::failed(e.to_string()))?;
-                        let section = Section {
+                        let mut section = Section {
                             name: plan.name.clone(),
-                            markdown: bullets_markdown(&draft.bullets),
+                            markdown: String::new(),
                             bullets: draft.bullets,
                             approved: false,
                             user_edited: false,
                         };
+                        section.markdown = section_markdown(s, &section);
                         store_section(s, section.clone());
                         Ok::<_, ToolError>(section)
                     })?;

@@ -51,7 +51,7 @@ pub struct AdversarialReview {
 /// The ATS check's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AtsReport {
-    /// 0-100: 30 for the planned headings, 60 for keyword coverage, 10 for the name.
+    /// 0-100: 30 for the planned sections written, 60 for keyword coverage, 10 for the name.
     pub ats_score: u32,
     /// Share of JD keywords found, 0.0-1.0 (1.0 with no keywords).
     pub keyword_coverage: f64,
@@ -63,17 +63,10 @@ pub struct AtsReport {
     pub missing_sections: Vec<String>,
 }
 
-/// The resume as Markdown: the name as `#`, each section as `##` with its body.
+/// The resume as Markdown: the candidate's resume with the written sections in place
+/// ([`crate::document::resume_markdown`]).
 pub fn assemble_markdown(state: &ResumeState) -> String {
-    let mut out = format!("# {}\n", state.candidate_name.trim());
-    for section in &state.sections {
-        out.push_str(&format!(
-            "\n## {}\n\n{}\n",
-            section.name,
-            section.markdown.trim()
-        ));
-    }
-    out
+    crate::document::resume_markdown(state)
 }
 
 /// Headings and keyword coverage of the assembled resume (no model).
@@ -83,7 +76,11 @@ pub fn ats_check(state: &ResumeState) -> AtsReport {
     let planned = state.planned_sections();
     let missing_sections: Vec<String> = planned
         .iter()
-        .filter(|name| !lower.contains(&format!("## {}", name.to_lowercase())))
+        .filter(|name| {
+            state
+                .section(name)
+                .is_none_or(|s| s.markdown.trim().is_empty())
+        })
         .cloned()
         .collect();
     let keywords = state
