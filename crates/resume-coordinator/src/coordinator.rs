@@ -3,7 +3,7 @@
 //! stage boundary, and assembles the result. It makes no LLM call of its own.
 
 use agent_llm::ModelRouter;
-use agent_runtime::bus::{AgentBus, InMemoryBus, MessageStream, MessageType, OutgoingMessage};
+use agent_runtime::bus::InMemoryBus;
 use agent_runtime::checkpoint::CheckpointError;
 use agent_runtime::graph::{
     CompiledGraph, GraphError, NodeContext, NodeError, RunOptions, RunStatus, StateGraph, node_fn,
@@ -12,22 +12,18 @@ use agent_runtime::{
     AgentConfig, AgentIdentity, AgentLoop, AgentResult, CostMeter, Gate, Session, StopCause,
 };
 use agent_server::SessionHandle;
-use futures::StreamExt;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-use crate::craftsman::{self, CRAFTSMAN};
-use crate::document;
-use crate::docx::{base64, build_docx, check_docx};
-use crate::gates::{ARCHITECT_REVIEW, QUALITY_REVIEW, RESEARCH_VALIDATION};
+use crate::craftsman;
+use crate::gates::{ARCHITECT_REVIEW, RESEARCH_VALIDATION};
 use crate::intake::read_resume;
 use crate::llm::Llm;
 use crate::master::MasterResumes;
-use crate::producer::{self, tools::assemble_markdown, tools::ats_check};
 use crate::strategist;
 use crate::types::{
     DOMAIN, Evidence, PipelineError, ResumeEvent, ResumeOutput, ResumeState, Stage, StartRequest,
-    TokenUsage, UsageTotals,
+    UsageTotals,
 };
 
 /// The coordinator's name in gate ids (`coordinator:architect_review:1`).
@@ -164,14 +160,14 @@ async fn earlier_evidence(masters: &MasterResumes, user: &str, resume_text: &str
     }
 }
 
-type Ctx = NodeContext<ResumeState, ResumeEvent>;
+pub(crate) type Ctx = NodeContext<ResumeState, ResumeEvent>;
 
 /// What every stage works with.
 #[derive(Clone)]
-struct Stages {
-    llm: Llm,
-    router: ModelRouter,
-    handle: SessionHandle,
+pub(crate) struct Stages {
+    pub(crate) llm: Llm,
+    pub(crate) router: ModelRouter,
+    pub(crate) handle: SessionHandle,
 }
 
 impl Stages {
@@ -240,7 +236,7 @@ impl Stages {
         }
     }
 
-    async fn run_agent(
+    pub(crate) async fn run_agent(
         &self,
         ctx: &Ctx,
         config: AgentConfig<ResumeState, ResumeEvent>,
@@ -356,94 +352,10 @@ impl Stages {
             ))
         }
     }
-
-    async fn production(&self, ctx: &Ctx) -> Result<(), String> {
-        let bus = ctx
-            .session()
-            .bus()
-            .cloned()
-            .ok_or_else(|| "the session has no bus".to_owned())?;
-        let inbox = bus
-            .subscribe(DOMAIN, CRAFTSMAN)
-            .await
-            .map_err(|e| e.to_string())?;
-        // The Craftsman's revisions run on their own task; their model calls are heard
-        // as the Craftsman's (progress events, queueing not counted as work).
-        let craftsman = ctx.agent_context(AgentIdentity::new(CRAFTSMAN, DOMAIN));
-        let answering = tokio::spawn(craftsman.hearing_calls(answer_revisions(
-            inbox,
-            Arc::clone(&bus),
-            ctx.session().clone(),
-            self.llm.clone(),
-        )));
-        let config = producer::producer(&self.llm, &self.router, Arc::clone(&bus));
-        let message = ctx.read(build_producer_message);
-        let result = self.run_agent(ctx, config, message).await;
-        if let Err(error) = bus.unsubscribe(DOMAIN, CRAFTSMAN).await {
-            tracing::warn!(%error, "cannot unsubscribe the craftsman");
-        }
-        answering.abort();
-        result?;
-
-        let report = ctx.update(|s| {
-            let report = ats_check(s);
-            s.ats_score = Some(report.ats_score);
-            s.keyword_coverage = Some(report.keyword_coverage);
-            s.final_markdown = Some(assemble_markdown(s));
-            report
-        });
-        let findings = ctx.read(|s| s.findings.clone());
-        ctx.emit(ResumeEvent::QualityReport {
-            ats_score: report.ats_score,
-            keyword_coverage: report.keyword_coverage,
-            findings: findings.clone(),
-        });
-        if ctx.read(|s| s.flags.quality_review_approval) {
-            let answer = gate(
-                ctx,
-                &QUALITY_REVIEW,
-                json!({"ats_score": report.ats_score, "findings": findings}),
-            )
-            .await?;
-            if !answer.approved {
-                return Err("the user did not approve the final review".to_owned());
-            }
-        }
-        Ok(())
-    }
-
-    async fn complete(&self, ctx: &Ctx) -> Result<(ResumeEvent, ResumeOutput), String> {
-        let state = ctx.state();
-        // The candidate's resume with the approved sections in place; the DOCX is read
-        // back against it (text, order and styles) before it is offered.
-        let paragraphs = document::paragraphs(&state);
-        let markdown = document::markdown_of(&paragraphs);
-        let bytes = build_docx(&markdown).map_err(|e| e.to_string())?;
-        check_docx(&bytes, &paragraphs).map_err(|e| e.to_string())?;
-        let totals = totals(ctx);
-        let output = ResumeOutput {
-            resume_markdown: markdown,
-            docx_base64: base64(&bytes),
-            docx_bytes: bytes.len(),
-            usage: TokenUsage {
-                input_tokens: totals.input_tokens,
-                output_tokens: totals.output_tokens,
-            },
-            cost_usd: totals.cost_usd,
-        };
-        let event = ResumeEvent::PipelineComplete {
-            resume_markdown: output.resume_markdown.clone(),
-            docx_base64: output.docx_base64.clone(),
-            docx_bytes: output.docx_bytes,
-            usage: output.usage,
-            cost_usd: output.cost_usd,
-        };
-        Ok((event, output))
-    }
 }
 
 /// Tokens and cost of the session so far (the meter counts across restarts).
-fn totals(ctx: &Ctx) -> UsageTotals {
+pub(crate) fn totals(ctx: &Ctx) -> UsageTotals {
     let Some(spent) = ctx.session().meter().map(|meter| meter.snapshot()) else {
         return UsageTotals::default();
     };
@@ -515,7 +427,7 @@ fn intake(ctx: &Ctx) -> Result<(), String> {
 }
 
 /// Waits at one of the coordinator's gates.
-async fn gate<A: serde::de::DeserializeOwned>(
+pub(crate) async fn gate<A: serde::de::DeserializeOwned>(
     ctx: &Ctx,
     gate: &Gate<A>,
     payload: Value,
@@ -551,49 +463,4 @@ async fn validate_research(ctx: &Ctx) -> Result<(), String> {
         (true, None) => {}
     }
     Ok(())
-}
-
-/// Answers the Producer's revision requests as the Craftsman: revises the section and
-/// sends the correlated response (`{request_id, section}` or `{request_id, error}`).
-async fn answer_revisions(
-    mut inbox: MessageStream,
-    bus: Arc<dyn AgentBus>,
-    session: Session<ResumeState, ResumeEvent>,
-    llm: Llm,
-) {
-    while let Some(message) = inbox.next().await {
-        if message.kind != MessageType::Request {
-            tracing::debug!(kind = ?message.kind, "the craftsman ignores a message");
-            continue;
-        }
-        let field = |name: &str| {
-            message.payload[name]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned()
-        };
-        let (section, reason, request_id) =
-            (field("section"), field("reason"), field("request_id"));
-        tracing::info!(%section, %request_id, "revision requested by the producer");
-        let ctx = session.context(AgentIdentity::new(CRAFTSMAN, DOMAIN));
-        let payload = match craftsman::tools::revise(
-            &ctx,
-            &llm,
-            &section,
-            &reason,
-            "producer",
-            Some(request_id.clone()),
-        )
-        .await
-        {
-            Ok(revised) => json!({"request_id": request_id, "section": revised}),
-            Err(error) => json!({"request_id": request_id, "error": error.to_string()}),
-        };
-        if let Err(error) = bus
-            .send(OutgoingMessage::response_to(&message, payload))
-            .await
-        {
-            tracing::warn!(%error, "cannot answer the revision request");
-        }
-    }
 }

@@ -40,14 +40,28 @@ pub enum SectionReview {
     },
 }
 
-/// The answer to `research_validation`, `architect_review` and `quality_review`.
+/// The answer to `research_validation` and `architect_review`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct Approval {
     /// Whether the user approves.
     pub approved: bool,
-    /// What to change, when not approved (`research_validation`, `architect_review`).
+    /// What to change, when not approved.
     #[serde(default)]
     pub feedback: Option<String>,
+}
+
+/// The answer to `quality_review`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct QualityAnswer {
+    /// Whether the user approves the resume as shown.
+    pub approved: bool,
+    /// What to change, when not approved: the sections it names (or `sections`) go back
+    /// to the Craftsman with it, and are shown to the user again.
+    #[serde(default)]
+    pub feedback: Option<String>,
+    /// The sections to revise, when the feedback does not name them.
+    #[serde(default)]
+    pub sections: Option<Vec<String>>,
 }
 
 /// The Strategist's batch questionnaire: instances `questionnaire_1`, `questionnaire_2`.
@@ -61,7 +75,7 @@ pub const RESEARCH_VALIDATION: Gate<Approval> = Gate::new("research_validation")
 /// The approval of the blueprint.
 pub const ARCHITECT_REVIEW: Gate<Approval> = Gate::new("architect_review");
 /// The approval of the final resume.
-pub const QUALITY_REVIEW: Gate<Approval> = Gate::new("quality_review");
+pub const QUALITY_REVIEW: Gate<QualityAnswer> = Gate::new("quality_review");
 
 /// Every gate of the pipeline, for the server.
 pub fn all() -> Vec<GateSpec> {

@@ -37,6 +37,7 @@ pub mod master;
 pub mod messages;
 pub mod producer;
 pub mod product;
+pub mod production;
 pub mod strategist;
 pub mod types;
 

@@ -321,6 +321,11 @@ pub struct ResumeState {
     pub coherence_notes: Vec<String>,
     /// Every revision made.
     pub revisions: Vec<RevisionEntry>,
+    /// The revisions the Producer asked for, by section (lowercase name): counted when
+    /// asked, so that a section is revised for the Producer at most
+    /// [`MAX_PRODUCER_REVISIONS`](crate::producer::tools::MAX_PRODUCER_REVISIONS) times.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub producer_revisions: std::collections::BTreeMap<String, u32>,
     /// The ATS score (0-100) of the last check.
     pub ats_score: Option<u32>,
     /// The share of JD keywords covered (0.0-1.0) at the last check.

@@ -75,6 +75,8 @@ async fn a_full_session_answers_every_gate_and_delivers_markdown_and_a_docx() {
             "craftsman:section_review_summary:2",
             "craftsman:section_review_experience:1",
             "craftsman:section_review_skills:1",
+            // The Producer's revision of Experience, shown to the user again.
+            "craftsman:section_review_experience:2",
             "coordinator:quality_review:1",
         ]
     );
@@ -129,9 +131,17 @@ async fn a_full_session_answers_every_gate_and_delivers_markdown_and_a_docx() {
         "Summary"
     );
 
-    // The revised Summary was presented again; the edit was taken as is.
+    // The revised Summary was presented again; the edit was taken as is; the Producer's
+    // revision of Experience was presented again after the Producer's run.
     let drafts = named(&events, "section_draft");
-    assert_eq!(drafts.len(), 4);
+    assert_eq!(drafts.len(), 5);
+    assert_eq!(drafts[4].data["section"], "Experience");
+    assert!(
+        drafts[4].data["markdown"]
+            .as_str()
+            .unwrap()
+            .contains("peaking at 50,000 events per second")
+    );
     assert_eq!(drafts[0].data["bullets"][0]["evidence"], json!(["R4"]));
     assert!(
         drafts[1].data["markdown"]
@@ -139,7 +149,7 @@ async fn a_full_session_answers_every_gate_and_delivers_markdown_and_a_docx() {
             .unwrap()
             .contains("Platform-minded")
     );
-    assert_eq!(named(&events, "section_approved").len(), 3);
+    assert_eq!(named(&events, "section_approved").len(), 4);
 
     // The review flagged the unsupported claim, and the Producer's request reached the
     // Craftsman over the bus and came back.
@@ -228,7 +238,8 @@ async fn with_every_flag_off_the_session_asks_nothing() {
         .drive(&session, |name, _| panic!("gate {name} opened"))
         .await;
     assert!(named(&events, "questionnaire").is_empty());
-    assert_eq!(named(&events, "section_approved").len(), 3);
+    // Three sections, and the Producer's revision of one (no review: approved as shown).
+    assert_eq!(named(&events, "section_approved").len(), 4);
     // With no interview answers, the recorded bullets keep only resume evidence.
     let markdown = named(&events, "pipeline_complete")[0].data["resume_markdown"]
         .as_str()
@@ -413,6 +424,7 @@ async fn a_server_restart_resumes_at_the_pending_gate() {
         opened(&rest),
         [
             "craftsman:section_review_skills:1",
+            "craftsman:section_review_experience:2",
             "coordinator:quality_review:1"
         ]
     );

@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod prompts;
+pub mod review;
 pub mod tools;
 
 pub use agent::{CRAFTSMAN, craftsman};

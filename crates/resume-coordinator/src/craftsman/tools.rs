@@ -9,14 +9,14 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 use super::prompts::{REVISE_SECTION_PROMPT, SELF_REVIEW_PROMPT, WRITE_SECTION_PROMPT};
+use super::review::{self, Presented};
 use crate::document::section_markdown;
 use crate::gates::SECTION_REVIEW;
 use crate::intake::strip_bullet;
 use crate::layout::ResumeLayout;
 use crate::llm::{Llm, ask, evidence_lines};
-use crate::types::{
-    Bullet, Ctx, ResumeEvent, ResumeState, ResumeTool, RevisionEntry, Section, SectionPlan,
-};
+use crate::producer::PRODUCER;
+use crate::types::{Bullet, Ctx, ResumeState, ResumeTool, RevisionEntry, Section, SectionPlan};
 
 /// Words and phrases that read as filler on a resume.
 pub const BUZZWORDS: &[&str] = &[
@@ -263,8 +263,9 @@ fn section_text(ctx: &Ctx, name: &str) -> Result<(String, String), ToolError> {
     })
 }
 
-/// Revises a written section with `feedback` (PRIMARY) and stores it; `by` and
-/// `request_id` go to the revision log. The Craftsman's `revise_section` tool and the
+/// Revises a written section with `feedback` (PRIMARY) and stores it, not approved
+/// until the user sees it again; `by` and `request_id` go to the revision log. A section
+/// the user edited is never revised for the Producer (`by` [`PRODUCER`]). The Craftsman's `revise_section` tool and the
 /// coordinator's answer to the Producer's bus requests both come here.
 pub async fn revise(
     ctx: &Ctx,
@@ -276,20 +277,27 @@ pub async fn revise(
 ) -> Result<Section, ToolError> {
     let plan = planned(ctx, name)?;
     let (_, current) = section_text(ctx, &plan.name)?;
+    if by == PRODUCER
+        && ctx.read_state(|s| s.section(&plan.name).is_some_and(|sec| sec.user_edited))
+    {
+        return Err(ToolError::failed(format!(
+            "the user wrote {} themselves; their text is final and is not revised",
+            plan.name
+        )));
+    }
     let extra = format!("Current section:\n{current}\n\nRevision request: {feedback}\n");
     let prompt = section_prompt(ctx, &plan, &extra);
     let revision: SectionRevision =
         ask(ctx, llm, ModelTier::Primary, REVISE_SECTION_PROMPT, prompt).await?;
     ctx.update_state(|s| {
         check_evidence(s, &revision.bullets).map_err(|e| ToolError::failed(e.to_string()))?;
-        // A revision the Producer asked for keeps the approval; the Craftsman's own
-        // revisions are presented again.
-        let approved = by == "producer" && s.section(&plan.name).is_some_and(|sec| sec.approved);
+        // Every revision is presented to the user again before it is final (the
+        // Producer's too: see `review::reapprove`).
         let mut section = Section {
             name: plan.name.clone(),
             markdown: String::new(),
             bullets: revision.bullets,
-            approved,
+            approved: false,
             user_edited: false,
         };
         section.markdown = section_markdown(s, &section);
@@ -432,69 +440,22 @@ pub fn bullets_of_markdown(markdown: &str) -> Vec<Bullet> {
 }
 
 /// `present_to_user`: emits `section_draft` and, with section review on, waits at
-/// `section_review_{section}` for approve, edit or revise.
+/// `section_review_{section}` for approve, edit or revise ([`review::present`]).
 pub fn present_to_user() -> ResumeTool {
     Arc::new(tool(
         "present_to_user",
         "Show a written section to the user for approval.",
         |input: SectionInput, ctx: Ctx| async move {
-            let section = ctx
-                .read_state(|s| s.section(&input.section).cloned())
-                .ok_or_else(|| {
-                    ToolError::failed(format!("section {:?} is not written yet", input.section))
-                })?;
-            ctx.emit(ResumeEvent::SectionDraft {
-                section: section.name.clone(),
-                markdown: section.markdown.clone(),
-                bullets: section.bullets.clone(),
-            });
-            let review = if ctx.read_state(|s| s.flags.section_review) {
-                let gate = SECTION_REVIEW.request_for(
-                    section_slug(&section.name),
-                    json!({
-                        "section": section.name,
-                        "markdown": section.markdown,
-                        "bullets": section.bullets,
-                    }),
-                );
-                ctx.ask_with(&SECTION_REVIEW, gate).await?
-            } else {
-                SectionReview::Approve
-            };
-            let name = section.name.clone();
-            match review {
-                SectionReview::Approve => {
-                    ctx.update_state(|s| {
-                        let mut approved = section;
-                        approved.approved = true;
-                        store_section(s, approved);
-                    });
-                    ctx.emit(ResumeEvent::SectionApproved {
-                        section: name.clone(),
-                    });
-                    Ok::<Value, ToolError>(json!({"status": "approved", "section": name}))
+            match review::present(&ctx, &input.section).await? {
+                Presented::Approved { section, edited } if edited => Ok::<Value, ToolError>(
+                    json!({"status": "approved", "section": section, "edited_by_user": true}),
+                ),
+                Presented::Approved { section, .. } => {
+                    Ok(json!({"status": "approved", "section": section}))
                 }
-                SectionReview::Edit { markdown } => {
-                    ctx.update_state(|s| {
-                        store_section(
-                            s,
-                            Section {
-                                name: name.clone(),
-                                bullets: bullets_of_markdown(&markdown),
-                                markdown,
-                                approved: true,
-                                user_edited: true,
-                            },
-                        );
-                    });
-                    ctx.emit(ResumeEvent::SectionApproved {
-                        section: name.clone(),
-                    });
-                    Ok(json!({"status": "approved", "section": name, "edited_by_user": true}))
-                }
-                SectionReview::Revise { feedback } => Ok(json!({
+                Presented::Revise { section, feedback } => Ok(json!({
                     "status": "revise",
-                    "section": name,
+                    "section": section,
                     "feedback": feedback,
                     "next": "call revise_section with this feedback, then present_to_user again",
                 })),

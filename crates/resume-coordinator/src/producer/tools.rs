@@ -21,6 +21,54 @@ pub const PRODUCER: &str = "producer";
 /// How long the Producer waits for the Craftsman's revision.
 pub const REVISION_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// How many revisions the Producer may ask of one section (counted in code, whatever the
+/// model asks).
+pub const MAX_PRODUCER_REVISIONS: u32 = 1;
+
+/// Whether the Producer may have the section `name` revised, counting the request when it
+/// may: `Err` with the answer its tool gives when it may not (a section the user edited,
+/// or one revised [`MAX_PRODUCER_REVISIONS`] times already), `Ok` with the section's name.
+///
+/// ```
+/// use resume_coordinator::producer::tools::allow_revision;
+/// use resume_coordinator::types::{ResumeState, Section};
+/// let section = |name: &str, user_edited| Section { name: name.into(), bullets: vec![], markdown: String::new(), approved: true, user_edited };
+/// let mut state = ResumeState { sections: vec![section("Experience", false), section("Skills", true)], ..ResumeState::default() };
+/// assert_eq!(allow_revision(&mut state, "experience").unwrap(), "Experience");
+/// assert_eq!(allow_revision(&mut state, "Experience").unwrap_err()["status"], "refused");
+/// assert_eq!(allow_revision(&mut state, "Skills").unwrap_err()["status"], "kept");
+/// ```
+pub fn allow_revision(state: &mut ResumeState, name: &str) -> Result<String, Value> {
+    let Some(section) = state.section(name) else {
+        let names: Vec<&str> = state.sections.iter().map(|s| s.name.as_str()).collect();
+        return Err(json!({
+            "status": "unknown",
+            "reason": format!("there is no section {name:?}; the sections are: {}", names.join(", ")),
+        }));
+    };
+    let name = section.name.clone();
+    if section.user_edited {
+        return Err(json!({
+            "status": "kept",
+            "section": name,
+            "reason": "the user wrote this section themselves; their text is final and is not revised",
+        }));
+    }
+    let asked = state
+        .producer_revisions
+        .entry(name.to_lowercase())
+        .or_default();
+    if *asked >= MAX_PRODUCER_REVISIONS {
+        return Err(json!({
+            "status": "refused",
+            "section": name,
+            "reason": format!("{name} was revised {asked} time(s) already, the most a section may be; do not ask again"),
+        }));
+    }
+    *asked += 1;
+    Ok(name)
+}
+
 /// No arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct NoInput {}
@@ -268,7 +316,9 @@ pub fn adversarial_review(llm: Llm) -> ResumeTool {
 
 /// `request_revision`: a bus `request` to the Craftsman with `{request_id, section,
 /// reason}`, awaiting its correlated `response`; emits `revision_requested` and
-/// `revision_complete`. It waits for another agent's model calls, so the round timeout
+/// `revision_complete`. A section the user edited, or one revised for the Producer
+/// already ([`allow_revision`]), is not sent: the tool says why. The revised section is
+/// shown to the user again after the Producer's run. It waits for another agent's model calls, so the round timeout
 /// does not cut it: [`REVISION_TIMEOUT`] bounds the wait.
 pub fn request_revision(bus: Arc<dyn AgentBus>) -> ResumeTool {
     Arc::new(
@@ -278,6 +328,13 @@ pub fn request_revision(bus: Arc<dyn AgentBus>) -> ResumeTool {
         move |input: RevisionInput, ctx: Ctx| {
             let bus = bus.clone();
             async move {
+                let section = match ctx.update_state(|s| allow_revision(s, &input.section)) {
+                    Ok(section) => section,
+                    Err(answer) => {
+                        tracing::info!(section = %input.section, %answer, "revision not sent");
+                        return Ok(answer);
+                    }
+                };
                 let n = ctx.scratchpad().update(|pad| {
                     let n = pad
                         .get("revision_requests")
@@ -289,7 +346,7 @@ pub fn request_revision(bus: Arc<dyn AgentBus>) -> ResumeTool {
                 });
                 let request_id = format!("rev_{n}");
                 ctx.emit(ResumeEvent::RevisionRequested {
-                    section: input.section.clone(),
+                    section: section.clone(),
                     reason: input.reason.clone(),
                     request_id: request_id.clone(),
                 });
@@ -298,7 +355,7 @@ pub fn request_revision(bus: Arc<dyn AgentBus>) -> ResumeTool {
                     CRAFTSMAN,
                     MessageType::Request,
                     DOMAIN,
-                    json!({"request_id": request_id, "section": input.section, "reason": input.reason}),
+                    json!({"request_id": request_id, "section": section, "reason": input.reason}),
                 );
                 let reply = bus
                     .request(message, REVISION_TIMEOUT)
@@ -309,10 +366,6 @@ pub fn request_revision(bus: Arc<dyn AgentBus>) -> ResumeTool {
                         "the Craftsman could not revise: {error}"
                     )));
                 }
-                let section = reply.payload["section"]["name"]
-                    .as_str()
-                    .unwrap_or(&input.section)
-                    .to_owned();
                 ctx.emit(ResumeEvent::RevisionComplete {
                     section,
                     request_id,
