@@ -33,6 +33,12 @@ pub const FULL_SCORER: Need = Need {
     tokens: 900,
     calls: 1,
 };
+/// A model scorer that scores the resume's own bullets beside the rewrite's (the first
+/// model scoring of a run, so that both are on one scale).
+pub const COMPARED_SCORER: Need = Need {
+    tokens: 1_100,
+    calls: 1,
+};
 /// The compact model scorer.
 pub const COMPACT_SCORER: Need = Need {
     tokens: 500,

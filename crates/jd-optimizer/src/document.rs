@@ -1,11 +1,17 @@
-//! The optimized resume as a document: the resume's own text with the bullets of each
-//! rewritten chunk replaced by their rewrites (everything else as written), as a DOCX
-//! that is read back, checked and scored again before it is offered.
+//! The optimized resume as a document: the user's resume line for line, in its order,
+//! with each rewritten bullet in place of the bullet it replaces and every other line
+//! (name, contact line, headings, role lines with their dates, other bullets, skills,
+//! education, any other section) as written. Written as Markdown and as a DOCX with
+//! Word's heading and list styles, which is read back and checked line by line before it
+//! is offered.
 
-use job_capabilities::documents::{DocumentKind, DocxError, build_docx, extract_text, verify_docx};
+use job_capabilities::documents::{
+    DocumentKind, DocxError, build_docx, extract_text, normalize_text, verify_docx,
+};
 
+use crate::bullets::{bullet_slots, bullet_texts};
 use crate::scoring::score_by_rules;
-use crate::state::OptimizationState;
+use crate::state::{OptimizationState, RewrittenBullet};
 use crate::text::is_bullet;
 use job_capabilities::documents::strip_bullet;
 
@@ -22,10 +28,18 @@ const HEADINGS: &[&str] = &[
     "technical skills",
     "education",
     "certifications",
+    "languages",
+    "publications",
+    "awards",
+    "volunteering",
+    "interests",
 ];
 
+/// A line longer than this is text, never a role heading.
+const MAX_ROLE_LINE_CHARS: usize = 140;
+
 fn is_heading(line: &str) -> bool {
-    let bare = line.trim_end_matches(':');
+    let bare = line.trim_end_matches(':').trim();
     HEADINGS.contains(&bare.to_lowercase().as_str())
         || (bare.len() >= 4
             && bare.chars().any(char::is_alphabetic)
@@ -35,94 +49,193 @@ fn is_heading(line: &str) -> bool {
                 .all(char::is_uppercase))
 }
 
-/// The optimized resume as Markdown: the first line as its title, section names as
-/// headings, and in each chunk with rewritten bullets (by their first source) those
-/// bullets in place of its own.
+/// What a line of the resume is in the document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineKind {
+    /// The first line: the name, as the document's title.
+    Title,
+    /// A section name (`Experience`).
+    Section,
+    /// A line that heads a list of bullets inside a section: a role with its employer
+    /// and dates, a project, a degree.
+    Entry,
+    /// A list item.
+    Bullet,
+    /// Any other line (the contact line, a skills list, a paragraph).
+    Text,
+}
+
+/// A line of the optimized resume.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentLine {
+    /// What it is.
+    pub kind: LineKind,
+    /// The line as the resume writes it (a list item without its marker).
+    pub original: String,
+    /// The line as the document writes it: its rewrite, or the original.
+    pub text: String,
+    /// The rewrite's id (`B2`) when the line was replaced.
+    pub rewrite: Option<String>,
+}
+
+/// A rewritten bullet that could not be put in place of its line (the resume's text no
+/// longer holds the bullet it replaces).
+#[derive(Debug, thiserror::Error)]
+pub enum DocumentError {
+    /// Rewrites with no line to replace.
+    #[error("rewritten bullets with no line of the resume to replace: {}", .0.join(", "))]
+    Unplaced(Vec<String>),
+    /// Writing or reading back the DOCX.
+    #[error(transparent)]
+    Docx(#[from] DocxError),
+}
+
+/// The resume's lines with each rewrite in place of the bullet it replaces.
+///
+/// Rewrites are placed by their slot ([`crate::bullets`]): slots are the resume's bullets
+/// in order, so they are matched to its lines walking forward.
+pub fn document_lines(
+    resume_text: &str,
+    state: &OptimizationState,
+) -> Result<Vec<DocumentLine>, DocumentError> {
+    let slots = bullet_slots(state);
+    let lines: Vec<&str> = resume_text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut next_slot = 0;
+    let mut placed: Vec<&str> = Vec::new();
+    let mut in_section = false;
+    let mut out = Vec::with_capacity(lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        let bare = strip_bullet(line);
+        let kind = if i == 0 {
+            LineKind::Title
+        } else if is_bullet(line) {
+            LineKind::Bullet
+        } else if is_heading(line) {
+            in_section = true;
+            LineKind::Section
+        } else if in_section
+            && line.chars().count() <= MAX_ROLE_LINE_CHARS
+            && lines.get(i + 1).is_some_and(|next| is_bullet(next))
+        {
+            LineKind::Entry
+        } else {
+            LineKind::Text
+        };
+        let mut rewrite: Option<&RewrittenBullet> = None;
+        if matches!(kind, LineKind::Bullet | LineKind::Text)
+            && let Some(offset) = slots[next_slot..].iter().position(|s| s.text == bare)
+        {
+            let slot = &slots[next_slot + offset];
+            next_slot += offset + 1;
+            rewrite = state
+                .optimized_bullets
+                .iter()
+                .find(|b| b.replaces == slot.id);
+            placed.push(&slot.id);
+        }
+        out.push(DocumentLine {
+            kind,
+            original: bare.to_owned(),
+            text: rewrite.map_or_else(|| bare.to_owned(), |r| r.text.clone()),
+            rewrite: rewrite.map(|r| r.id.clone()),
+        });
+    }
+    let unplaced: Vec<String> = state
+        .optimized_bullets
+        .iter()
+        .filter(|b| !placed.contains(&b.replaces.as_str()))
+        .map(|b| format!("{} ({})", b.id, b.replaces))
+        .collect();
+    if unplaced.is_empty() {
+        Ok(out)
+    } else {
+        Err(DocumentError::Unplaced(unplaced))
+    }
+}
+
+/// The optimized resume as Markdown: the name as its title (`#`), section names as
+/// headings (`##`), role and other entry lines as subheadings (`###`), list items as
+/// `- ` items, every other line as it is; rewritten bullets in place of theirs.
 ///
 /// ```
 /// use jd_optimizer::{document::optimized_markdown, input::{Ids, resume_chunks}};
 /// use jd_optimizer::state::{OptimizationState, RewrittenBullet};
-/// let resume = "Ada\n\nExperience\nAnalyst, Engines (1842)\n- Wrote notes\n\nSkills\nMaths";
+/// let resume = "Ada\nada@example.com\n\nExperience\nAnalyst, Engines (1842)\n- Wrote notes\n- Ran numbers\n\nSkills\nMaths";
 /// let ids = Ids { tenant_id: "t".into(), user_id: "u".into(), session_id: "s".into(), resume_id: "r".into() };
 /// let mut state = OptimizationState::new(ids, String::new(), resume_chunks(resume), vec![], Default::default());
-/// state.optimized_bullets = vec![RewrittenBullet { id: "B1".into(), text: "Wrote the first program".into(), sources: vec!["C1".into()] }];
-/// let markdown = optimized_markdown(resume, &state);
-/// assert_eq!(markdown, "# Ada\n## Experience\nAnalyst, Engines (1842)\n- Wrote the first program\n## Skills\nMaths\n");
+/// state.optimized_bullets = vec![RewrittenBullet { id: "B1".into(), replaces: "C1.1".into(),
+///     original: "Wrote notes".into(), text: "Wrote the first program".into(), sources: vec!["C1".into()] }];
+/// let markdown = optimized_markdown(resume, &state).unwrap();
+/// assert_eq!(markdown, "# Ada\nada@example.com\n## Experience\n### Analyst, Engines (1842)\n- Wrote the first program\n- Ran numbers\n## Skills\nMaths\n");
 /// ```
-pub fn optimized_markdown(resume_text: &str, state: &OptimizationState) -> String {
+pub fn optimized_markdown(
+    resume_text: &str,
+    state: &OptimizationState,
+) -> Result<String, DocumentError> {
+    Ok(markdown_of(&document_lines(resume_text, state)?))
+}
+
+fn markdown_of(lines: &[DocumentLine]) -> String {
     let mut out = String::new();
-    let mut emitted: Vec<&str> = Vec::new();
-    let mut title_done = false;
-    for line in resume_text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        if !title_done {
-            out.push_str(&format!("# {line}\n"));
-            title_done = true;
-            continue;
-        }
-        if is_bullet(line) {
-            let bare = strip_bullet(line);
-            let owner = state
-                .resume_sections
-                .iter()
-                .find(|c| c.content.lines().any(|l| strip_bullet(l.trim()) == bare));
-            let rewritten: Vec<&str> = owner.map_or_else(Vec::new, |chunk| {
-                state
-                    .optimized_bullets
-                    .iter()
-                    .filter(|b| b.sources.first() == Some(&chunk.id))
-                    .map(|b| b.text.as_str())
-                    .collect()
-            });
-            if let (Some(chunk), false) = (owner, rewritten.is_empty()) {
-                if !emitted.contains(&chunk.id.as_str()) {
-                    emitted.push(&chunk.id);
-                    for bullet in rewritten {
-                        out.push_str(&format!("- {bullet}\n"));
-                    }
-                }
-                continue;
+    for line in lines {
+        let text = &line.text;
+        match line.kind {
+            LineKind::Title => out.push_str(&format!("# {text}\n")),
+            LineKind::Section => {
+                out.push_str(&format!("## {}\n", text.trim_end_matches(':').trim()));
             }
-            out.push_str(&format!("- {bare}\n"));
-        } else if is_heading(line) {
-            out.push_str(&format!("## {}\n", line.trim_end_matches(':')));
-        } else {
-            out.push_str(&format!("{line}\n"));
+            LineKind::Entry => out.push_str(&format!("### {text}\n")),
+            LineKind::Bullet => out.push_str(&format!("- {text}\n")),
+            LineKind::Text => out.push_str(&format!("{text}\n")),
         }
     }
     out
 }
 
-/// A DOCX that read back with every rewritten bullet in it.
+/// A DOCX that read back with every line of the resume in it, kept or replaced by its
+/// rewrite.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckedDocx {
     /// The document.
     pub bytes: Vec<u8>,
-    /// The score of the bullets read back from it (0 to 1), by the rules.
+    /// Lines of the resume found in it.
+    pub lines: usize,
+    /// Of those, lines replaced by a rewrite.
+    pub rewritten: usize,
+    /// The rules' score of the bullets read back from it (0 to 1): the kept attempt's
+    /// rules score when every bullet is in place.
     pub score: f64,
 }
 
-/// Writes the optimized resume as a DOCX, reads it back, checks that every rewritten
-/// bullet is in it, and scores the bullets read back.
+/// Writes the optimized resume as a DOCX, reads it back, checks that every line of the
+/// resume is in it (as written, or as its rewrite), and scores the bullets read back.
 pub fn optimized_docx(
     resume_text: &str,
     state: &OptimizationState,
-) -> Result<CheckedDocx, DocxError> {
-    let bytes = build_docx(&optimized_markdown(resume_text, state))?;
-    let expected: Vec<String> = state
-        .optimized_bullets
+) -> Result<CheckedDocx, DocumentError> {
+    let lines = document_lines(resume_text, state)?;
+    let bytes = build_docx(&markdown_of(&lines))?;
+    let expected: Vec<String> = lines
         .iter()
-        .map(|b| b.text.clone())
+        .map(|l| l.text.trim_end_matches(':').trim().to_owned())
         .collect();
     verify_docx(&bytes, &expected)?;
-    let text = extract_text(&bytes, DocumentKind::Docx)
+    let read_back = extract_text(&bytes, DocumentKind::Docx)
         .map_err(|e| DocxError::Unreadable(e.to_string()))?;
-    let bullets: Vec<String> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| l.starts_with('•'))
-        .map(|l| strip_bullet(l).to_owned())
+    let bullets: Vec<String> = bullet_texts(&bullet_slots(state), &state.optimized_bullets)
+        .into_iter()
+        .filter(|b| read_back.contains(&normalize_text(b)))
         .collect();
     let analysis = state.jd_analysis.clone().unwrap_or_default();
     let score = score_by_rules(&analysis, &bullets, state.config.score_threshold).overall();
-    Ok(CheckedDocx { bytes, score })
+    Ok(CheckedDocx {
+        bytes,
+        lines: lines.len(),
+        rewritten: lines.iter().filter(|l| l.rewrite.is_some()).count(),
+        score,
+    })
 }

@@ -54,6 +54,8 @@ pub enum OptimizeEvent {
         attempt: u32,
         /// Overall, 0 to 1.
         score: f64,
+        /// The resume's own bullets scored the same way, 0 to 1.
+        baseline: f64,
         /// Per category.
         breakdown: ScoreBreakdown,
         /// Which lane scored it.
@@ -135,12 +137,14 @@ impl OptimizeEvent {
             OptimizeEvent::Scored {
                 attempt,
                 score,
+                baseline,
                 lane,
                 confidence,
                 breakdown,
             } => format!(
-                "  score (attempt {attempt}): {:.1} by {lane:?} (rules' confidence {confidence:.2}; keywords {:.2}, skills {:.2}, experience {:.2}, formatting {:.2})",
+                "  score (attempt {attempt}): {:.1} by {lane:?}, the resume as it is {:.1} on that scale (rules' confidence {confidence:.2}; keywords {:.2}, skills {:.2}, experience {:.2}, formatting {:.2})",
                 score * 100.0,
+                baseline * 100.0,
                 breakdown.keywords,
                 breakdown.skills,
                 breakdown.experience,

@@ -30,6 +30,7 @@
 pub mod agents;
 pub mod analysis;
 pub mod budget;
+pub mod bullets;
 pub mod cache;
 pub mod config;
 pub mod deps;
@@ -43,6 +44,7 @@ pub mod llm;
 pub mod nodes;
 pub mod pipeline;
 pub mod product;
+pub mod qualifications;
 pub mod repair;
 pub mod result;
 pub mod router;

@@ -24,14 +24,13 @@ use crate::deps::Deps;
 use crate::events::OptimizeEvent;
 use crate::llm::Node;
 use crate::repair::repair_targets;
-use crate::result::aggregate;
+use crate::result::finalize;
 use crate::router::decide_route;
 use crate::state::{BudgetLimit, BudgetStop, Degrade, OptimizationState, RouteKey};
 
-/// Bullets a full rewrite asks for, and its answer's token limit.
-const FULL_BULLETS: (usize, u32) = (6, 700);
-/// The same, shortened under budget pressure.
-const SHORT_BULLETS: (usize, u32) = (4, 420);
+/// The most bullets a rewrite asks for under budget pressure (whole chunks only, at
+/// least one chunk's); without pressure it asks for every bullet it is given.
+const SHORT_REWRITE_BULLETS: usize = 4;
 
 /// Records that a budget limit was reached (the first one only): a warning, an event,
 /// and the run goes to aggregation at the next branch.
@@ -160,27 +159,26 @@ impl OptimizerNode {
                     return Ok(());
                 }
                 let (spent, budget) = ctx.read(|s| (Spent::of(s), s.config.budget));
-                let (bullets, max_tokens) =
-                    if ctx.read(|s| s.degrades.contains(&Degrade::ShortRewrite)) {
-                        SHORT_BULLETS
-                    } else if affords(&budget, &spent, FULL_REWRITE, COMPACT_SCORER) {
-                        FULL_BULLETS
-                    } else if let Some(limit) = shortfall(&budget, &spent, SHORT_REWRITE, NOTHING) {
-                        stop_for_budget(
-                            ctx,
-                            limit,
-                            format!("the {} left does not cover a rewrite", limit_name(limit)),
-                        );
-                        return Ok(());
-                    } else {
-                        degrade(
-                            ctx,
-                            Degrade::ShortRewrite,
-                            "the budget left does not cover a full rewrite and its scoring",
-                        );
-                        SHORT_BULLETS
-                    };
-                rewriter::rewrite(ctx, deps, bullets, max_tokens).await
+                let max_bullets = if ctx.read(|s| s.degrades.contains(&Degrade::ShortRewrite)) {
+                    Some(SHORT_REWRITE_BULLETS)
+                } else if affords(&budget, &spent, FULL_REWRITE, COMPACT_SCORER) {
+                    None
+                } else if let Some(limit) = shortfall(&budget, &spent, SHORT_REWRITE, NOTHING) {
+                    stop_for_budget(
+                        ctx,
+                        limit,
+                        format!("the {} left does not cover a rewrite", limit_name(limit)),
+                    );
+                    return Ok(());
+                } else {
+                    degrade(
+                        ctx,
+                        Degrade::ShortRewrite,
+                        "the budget left does not cover a full rewrite and its scoring",
+                    );
+                    Some(SHORT_REWRITE_BULLETS)
+                };
+                rewriter::rewrite(ctx, deps, max_bullets).await
             }
             Step::Scoring => {
                 let rules = scorer::run(ctx, deps).await;
@@ -210,7 +208,7 @@ impl OptimizerNode {
             Step::Aggregation => {
                 let stats = deps.cache.stats();
                 let result = ctx.update(|s| {
-                    let mut result = aggregate(s);
+                    let mut result = finalize(s);
                     result.cache_stats = stats;
                     s.final_result = Some(result.clone());
                     result

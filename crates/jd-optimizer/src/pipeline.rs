@@ -18,7 +18,7 @@ use crate::interview::Interviewer;
 use crate::interview::memory::MemoryStore;
 use crate::llm::AgentCaller;
 use crate::nodes::build_graph;
-use crate::result::{OptimizationResult, aggregate};
+use crate::result::{OptimizationResult, finalize};
 use crate::state::OptimizationState;
 
 /// Why an optimization gave no result.
@@ -247,12 +247,20 @@ fn finish(
     );
     match run.status {
         RunStatus::Success => {}
+        // Nothing can be offered without knowing what the job asks for.
+        RunStatus::Partial if state.jd_analysis.is_none() => {
+            let reason = run.reason.unwrap_or_else(|| "a limit was reached".into());
+            return Err(OptimizeError::Failed {
+                reason: format!("the job description was not analysed: {reason}"),
+                state: Box::new(state),
+            });
+        }
         // A limit of the meter stopped a node: what was gathered is aggregated.
         RunStatus::Partial => {
             if state.final_result.is_none() {
                 let reason = run.reason.unwrap_or_else(|| "a limit was reached".into());
                 state.warnings.push(format!("stopped early: {reason}"));
-                state.final_result = Some(aggregate(&state));
+                state.final_result = Some(finalize(&mut state));
             }
         }
         RunStatus::Failed => {
@@ -264,7 +272,7 @@ fn finish(
     }
     let result = match state.final_result.clone() {
         Some(result) => result,
-        None => aggregate(&state),
+        None => finalize(&mut state),
     };
     record_metrics(&result);
     Ok(Optimization {

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::bullets::bullet_slots;
 use crate::scoring::RuleScore;
 use crate::state::{Category, OptimizationState};
 use crate::text::{Found, find_keyword, numbers};
@@ -45,8 +46,13 @@ pub fn repair_targets(state: &OptimizationState, rules: &RuleScore) -> Vec<Repai
         .map(|a| a.keyword_weights.clone())
         .unwrap_or_default();
 
+    // The rules scored every slot: a bullet's issues are those of the slot it replaces.
+    let slots = bullet_slots(state);
     let mut targets: Vec<(f64, RepairTarget)> = Vec::new();
-    for (index, bullet) in state.optimized_bullets.iter().enumerate() {
+    for bullet in &state.optimized_bullets {
+        let Some(index) = slots.iter().position(|s| s.id == bullet.replaces) else {
+            continue;
+        };
         // Its own sources, and the skills the candidate lists: a patch may cite those too.
         let source_text: String = state
             .rewrite_sources()

@@ -7,13 +7,15 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::agents::gap::gap_diff;
-use crate::agents::scorer::rule_score;
+use crate::agents::scorer::{original_rule_score, rule_score};
 use crate::analysis::JdAnalysis;
 use crate::cache::CacheStats;
 use crate::config::Budget;
+use crate::router::kept_line;
 use crate::state::{
-    AgentErrorRecord, AttemptScore, BudgetStop, CacheUse, Degrade, DroppedBullet, GapReport,
-    GapSource, OptimizationState, RetrievalSource, RewrittenBullet, ScoreBreakdown, ScoringLane,
+    AgentErrorRecord, AttemptKind, AttemptScore, BudgetStop, CacheUse, Degrade, DroppedBullet,
+    GapReport, GapSource, KEEP_MARGIN, OptimizationState, RetrievalSource, RewrittenBullet,
+    ScoreBreakdown, ScoringLane,
 };
 
 /// What was spent against the budget, and what the budget did to the run.
@@ -42,14 +44,19 @@ pub struct OptimizationResult {
     pub tenant_id: String,
     /// The job description's analysis.
     pub jd_analysis: JdAnalysis,
-    /// The rewritten bullets, each with the chunks it rewrites.
+    /// The kept attempt's rewritten bullets, each with the resume's bullet it replaces
+    /// and the chunks it draws on (none when the resume's own bullets are kept).
     pub optimized_bullets: Vec<RewrittenBullet>,
     /// Bullets refused by the fabrication check, with why.
     pub dropped_bullets: Vec<DroppedBullet>,
-    /// The resume's own bullets, scored by the rules (0 to 1).
+    /// The resume's own bullets, scored the same way as the kept attempt (0 to 1).
     pub baseline_score: f64,
-    /// The final score (0 to 1).
+    /// The kept attempt's score (0 to 1): never below `baseline_score`.
     pub ats_score: f64,
+    /// The attempt kept (0: the resume's own bullets).
+    pub kept_attempt: u32,
+    /// Why it was kept, in words.
+    pub kept_reason: String,
     /// The final score per category.
     pub score_breakdown: ScoreBreakdown,
     /// Which lane gave the final score.
@@ -85,41 +92,64 @@ pub struct OptimizationResult {
 }
 
 impl OptimizationResult {
-    /// Points gained over the resume as it was (0 to 100 scale).
+    /// Points gained over the resume as it was, on the kept attempt's scale (0 to 100).
     pub fn gain_points(&self) -> f64 {
         (self.ats_score - self.baseline_score) * 100.0
     }
 }
 
-/// Assembles the result from the state (the process's cache counts are the caller's to
-/// add). A run stopped before scoring is scored here by
-/// the rules; one stopped before the gap analysis gets the deterministic gap diff; both
-/// cost no model call.
-pub fn aggregate(state: &OptimizationState) -> OptimizationResult {
+/// Assembles the result from the state and makes the state's bullets the kept ones
+/// (the process's cache counts are the caller's to add). The kept attempt is the one
+/// scoring most above the resume as it is, on the same scale; the resume's own bullets
+/// when none does. A run stopped before any scoring keeps its rewrite only when the rules
+/// score it above the resume's own bullets; one stopped before the gap analysis gets the
+/// deterministic gap diff; neither costs a model call.
+pub fn finalize(state: &mut OptimizationState) -> OptimizationResult {
     let analysis = state.jd_analysis.clone().unwrap_or_default();
-    let originals = || {
-        crate::scoring::score_by_rules(
-            &analysis,
-            &state.original_bullets(),
-            state.config.score_threshold,
-        )
-    };
-    // With no rewritten bullet, the resume offered is the resume as it was: so is its score.
-    let (ats_score, score_breakdown, scoring_lane) = match (
-        state.ats_score,
-        state.score_breakdown,
-        state.attempts.last(),
-    ) {
-        _ if state.optimized_bullets.is_empty() => {
-            let rules = originals();
-            (rules.overall(), rules.breakdown, ScoringLane::Rules)
-        }
-        (Some(score), Some(breakdown), Some(last)) => (score, breakdown, last.lane),
-        _ => {
+    let kept = match state.kept_attempt() {
+        Some(kept) => kept.clone(),
+        None => {
             let rules = rule_score(state);
-            (rules.overall(), rules.breakdown, ScoringLane::Rules)
+            let original = original_rule_score(state);
+            let better = !state.optimized_bullets.is_empty()
+                && rules.overall() > original.overall() + KEEP_MARGIN;
+            AttemptScore {
+                attempt: if better {
+                    state.rewrite_attempts + state.repair_attempts
+                } else {
+                    0
+                },
+                kind: if better {
+                    state.bullets_from.unwrap_or(AttemptKind::FullRewrite)
+                } else {
+                    AttemptKind::Original
+                },
+                score: if better {
+                    rules.overall()
+                } else {
+                    original.overall()
+                },
+                breakdown: if better {
+                    rules.breakdown
+                } else {
+                    original.breakdown
+                },
+                lane: ScoringLane::Rules,
+                confidence: rules.confidence,
+                rules_score: rules.overall(),
+                baseline: original.overall(),
+                bullets: if better {
+                    state.optimized_bullets.clone()
+                } else {
+                    Vec::new()
+                },
+            }
         }
     };
+    state.optimized_bullets = kept.bullets.clone();
+    state.ats_score = Some(kept.score);
+    state.score_breakdown = Some(kept.breakdown);
+    state.bullets_from = Some(kept.kind);
     let (gap_report, gap_source) = match (&state.gap_report, state.gap_source) {
         (Some(report), Some(source)) => (report.clone(), source),
         _ => (
@@ -127,36 +157,27 @@ pub fn aggregate(state: &OptimizationState) -> OptimizationResult {
             GapSource::Deterministic,
         ),
     };
-    let baseline_score = state
-        .attempts
-        .iter()
-        .find(|a| a.attempt == 0)
-        .map_or_else(|| originals().overall(), |a| a.score);
+    let kept_reason = kept_line(state);
     let mut warnings = state.warnings.clone();
-    if state.optimized_bullets.is_empty() {
+    if kept.attempt == 0 {
         warnings.push(if state.rewrite_attempts == 0 {
-            "no rewrite was made: the resume is scored as it is".to_owned()
+            "no rewrite was made: the resume is offered as it is".to_owned()
         } else {
-            "no rewritten bullet passed the fabrication check: the resume is scored as it is"
-                .to_owned()
+            kept_reason.clone()
         });
-    } else if ats_score + 0.005 < baseline_score {
-        warnings.push(format!(
-            "the rewritten bullets score {:.1} points below the resume's own ({:.1}): keep the original where it reads better",
-            (baseline_score - ats_score) * 100.0,
-            baseline_score * 100.0
-        ));
     }
     OptimizationResult {
         session_id: state.session_id.clone(),
         tenant_id: state.tenant_id.clone(),
         jd_analysis: analysis,
-        optimized_bullets: state.optimized_bullets.clone(),
+        optimized_bullets: kept.bullets.clone(),
         dropped_bullets: state.dropped_bullets.clone(),
-        baseline_score,
-        ats_score,
-        score_breakdown,
-        scoring_lane,
+        baseline_score: kept.baseline,
+        ats_score: kept.score,
+        kept_attempt: kept.attempt,
+        kept_reason,
+        score_breakdown: kept.breakdown,
+        scoring_lane: kept.lane,
         attempts: state.attempts.clone(),
         gap_report,
         gap_source,

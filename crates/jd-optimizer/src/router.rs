@@ -5,40 +5,73 @@
 use crate::budget::{COMPACT_SCORER, FULL_REWRITE, REPAIR, Spent, affords};
 use crate::state::{AttemptKind, OptimizationState, Route, RouteKey};
 
+/// The attempt kept so far, in words: which one, and its score beside the resume's own
+/// on the same scale.
+pub fn kept_line(state: &OptimizationState) -> String {
+    let Some(kept) = state.kept_attempt() else {
+        return "nothing scored yet".to_owned();
+    };
+    if kept.attempt == 0 {
+        let best = state
+            .attempts
+            .iter()
+            .filter(|a| a.attempt > 0)
+            .max_by(|a, b| a.gain().total_cmp(&b.gain()));
+        return match best {
+            Some(best) => format!(
+                "the resume's own bullets are kept: no attempt scored above them (the best, attempt {}, {:.1} against {:.1} on the same scale)",
+                best.attempt,
+                best.score * 100.0,
+                best.baseline * 100.0
+            ),
+            None => "the resume's own bullets are kept: nothing was rewritten".to_owned(),
+        };
+    }
+    format!(
+        "attempt {} is kept: {:.1} against the resume's own {:.1} on the same scale",
+        kept.attempt,
+        kept.score * 100.0,
+        kept.baseline * 100.0
+    )
+}
+
 /// Where the run goes after a scoring, and why. `repairable` says whether a repair has
-/// bullets it could honestly improve ([`crate::repair::repair_targets`]).
+/// bullets of the kept attempt it could honestly improve
+/// ([`crate::repair::repair_targets`]).
 ///
-/// In order: a reached budget limit; a score at the threshold; a repair that gained less
-/// than `plateau_points` (a plateau); a repair while repairs are left, there is something
-/// to repair and the budget pays for it; a second full rewrite when configured and
-/// affordable; otherwise the gap analysis with the best bullets so far.
+/// In order: a reached budget limit; a kept score at the threshold; a repair that gained
+/// less than `plateau_points` over the best before it (a plateau); a repair while repairs
+/// are left, there is something to repair and the budget pays for it; a second full
+/// rewrite when configured and affordable; otherwise the gap analysis with the best
+/// attempt so far (the resume as it is when none scored above it).
 pub fn decide_route(state: &OptimizationState, repairable: bool) -> Route {
     let config = &state.config;
     let route = |next: RouteKey, reason: String| Route { next, reason };
     if let Some(stop) = &state.budget_stop {
         return route(RouteKey::BudgetReached, stop.message.clone());
     }
+    let kept = kept_line(state);
     let score = state.ats_score.unwrap_or(0.0);
     if score >= config.score_threshold {
         return route(
             RouteKey::ProceedToGap,
             format!(
-                "score {:.1} reaches the threshold {:.1}",
+                "score {:.1} reaches the threshold {:.1}; {kept}",
                 score * 100.0,
                 config.score_threshold * 100.0
             ),
         );
     }
-    let scored: Vec<_> = state.attempts.iter().filter(|a| a.attempt > 0).collect();
-    if let [.., before, last] = scored.as_slice()
+    if let [before @ .., last] = state.attempts.as_slice()
         && last.kind == AttemptKind::TargetedRepair
     {
-        let gain = (last.score - before.score) * 100.0;
+        let best_before = before.iter().map(|a| a.gain()).fold(0.0, f64::max);
+        let gain = (last.gain() - best_before) * 100.0;
         if gain < config.plateau_points {
             return route(
                 RouteKey::ProceedToGap,
                 format!(
-                    "plateau: the repair gained {gain:.1} points (less than {:.1})",
+                    "plateau: the repair gained {gain:.1} points over the best before it (less than {:.1}); {kept}",
                     config.plateau_points
                 ),
             );
@@ -50,7 +83,7 @@ pub fn decide_route(state: &OptimizationState, repairable: bool) -> Route {
             return route(
                 RouteKey::TargetedRepair,
                 format!(
-                    "score {:.1} is under {:.1}: repairing the weak bullets",
+                    "score {:.1} is under {:.1}: repairing the weak bullets of the best so far",
                     score * 100.0,
                     config.score_threshold * 100.0
                 ),
@@ -58,7 +91,7 @@ pub fn decide_route(state: &OptimizationState, repairable: bool) -> Route {
         }
         return route(
             RouteKey::ProceedToGap,
-            "the budget left does not cover a repair".to_owned(),
+            format!("the budget left does not cover a repair; {kept}"),
         );
     }
     if config.second_full_rewrite
@@ -74,12 +107,14 @@ pub fn decide_route(state: &OptimizationState, repairable: bool) -> Route {
             ),
         );
     }
-    let reason = if state.repair_attempts < config.max_repair_attempts {
-        "no bullet a repair could honestly improve: proceeding with the best so far"
+    let why = if state.optimized_bullets.is_empty() {
+        "no rewrite to repair"
+    } else if state.repair_attempts < config.max_repair_attempts {
+        "no bullet a repair could honestly improve"
     } else {
-        "attempts exhausted: proceeding with the best so far"
+        "attempts exhausted"
     };
-    route(RouteKey::ProceedToGap, reason.to_owned())
+    route(RouteKey::ProceedToGap, format!("{why}: {kept}"))
 }
 
 #[cfg(test)]
@@ -88,7 +123,9 @@ mod tests {
     use super::*;
     use crate::config::OptimizeConfig;
     use crate::input::Ids;
-    use crate::state::{AttemptScore, BudgetLimit, BudgetStop, ScoreBreakdown, ScoringLane};
+    use crate::state::{
+        AttemptScore, BudgetLimit, BudgetStop, RewrittenBullet, ScoreBreakdown, ScoringLane,
+    };
 
     fn state(scores: &[(AttemptKind, f64)]) -> OptimizationState {
         let ids = Ids {
@@ -104,7 +141,19 @@ mod tests {
             Vec::new(),
             OptimizeConfig::default(),
         );
+        let baseline = scores.first().map_or(0.0, |(_, score)| *score);
         for (i, (kind, score)) in scores.iter().enumerate() {
+            let bullets = if *kind == AttemptKind::Original {
+                Vec::new()
+            } else {
+                vec![RewrittenBullet {
+                    id: "B1".into(),
+                    replaces: "C1.1".into(),
+                    original: "Built things".into(),
+                    text: format!("Built things, attempt {i}"),
+                    sources: vec!["C1".into()],
+                }]
+            };
             state.attempts.push(AttemptScore {
                 attempt: i as u32,
                 kind: *kind,
@@ -112,15 +161,56 @@ mod tests {
                 breakdown: ScoreBreakdown::default(),
                 lane: ScoringLane::Rules,
                 confidence: 0.9,
+                rules_score: *score,
+                baseline,
+                bullets,
             });
             match kind {
                 AttemptKind::FullRewrite => state.rewrite_attempts += 1,
                 AttemptKind::TargetedRepair => state.repair_attempts += 1,
                 AttemptKind::Original => {}
             }
-            state.ats_score = Some(*score);
+            let kept = state.kept_attempt().unwrap().clone();
+            state.ats_score = Some(kept.score);
+            state.optimized_bullets = kept.bullets;
         }
         state
+    }
+
+    #[test]
+    fn a_rewrite_below_the_original_is_not_kept_and_the_reason_says_so() {
+        let s = state(&[
+            (AttemptKind::Original, 0.77),
+            (AttemptKind::FullRewrite, 0.768),
+        ]);
+        assert_eq!(s.kept_attempt().unwrap().attempt, 0);
+        let route = decide_route(&s, false);
+        assert_eq!(route.next, RouteKey::ProceedToGap);
+        assert!(
+            route.reason.contains("the resume's own bullets are kept")
+                && route.reason.contains("76.8 against 77.0"),
+            "{}",
+            route.reason
+        );
+    }
+
+    #[test]
+    fn the_best_attempt_is_kept_not_the_last() {
+        let mut s = state(&[
+            (AttemptKind::Original, 0.5),
+            (AttemptKind::FullRewrite, 0.7),
+            (AttemptKind::TargetedRepair, 0.65),
+        ]);
+        assert_eq!(s.kept_attempt().unwrap().attempt, 1);
+        assert_eq!(s.ats_score, Some(0.7));
+        s.config.max_repair_attempts = 3;
+        let route = decide_route(&s, true);
+        assert!(route.reason.starts_with("plateau"), "{}", route.reason);
+        assert!(
+            route.reason.contains("attempt 1 is kept"),
+            "{}",
+            route.reason
+        );
     }
 
     #[test]

@@ -11,6 +11,10 @@ use crate::analysis::JdAnalysis;
 use crate::config::OptimizeConfig;
 use crate::result::OptimizationResult;
 
+/// How much more than the resume as it is (0 to 1) an attempt must score to be kept: a
+/// rounding difference is no improvement.
+pub const KEEP_MARGIN: f64 = 0.000_5;
+
 /// A piece of the resume (`ResumeChunkDict`): its id is `C` and its place in the resume
 /// (`C1` is the first), so the rewriter can cite it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -26,14 +30,20 @@ pub struct ResumeChunk {
     pub relevance_score: f64,
 }
 
-/// A rewritten bullet and the chunks it rewrites.
+/// A rewritten bullet, the resume's bullet it replaces, and the chunks it draws on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RewrittenBullet {
     /// `B1`, `B2`, ... in order.
     pub id: String,
+    /// The resume's bullet it replaces ([`crate::bullets::BulletSlot`] `C3.2`).
+    #[serde(default)]
+    pub replaces: String,
+    /// That bullet as the resume writes it.
+    #[serde(default)]
+    pub original: String,
     /// The bullet.
     pub text: String,
-    /// Ids of the chunks it rewrites (`C3`).
+    /// Ids of the chunks it draws on (`C3`).
     pub sources: Vec<String>,
 }
 
@@ -169,8 +179,6 @@ pub enum ScoringLane {
     CompactModel,
     /// The full model scorer.
     FullModel,
-    /// The model scorer failed twice: 0.5, with the error recorded.
-    Fallback,
 }
 
 /// What produced a set of bullets.
@@ -185,14 +193,16 @@ pub enum AttemptKind {
     TargetedRepair,
 }
 
-/// One scoring of a set of bullets.
+/// One scoring of a set of bullets: every attempt scores the same slots (the resume's
+/// own bullets, each replaced by the attempt's rewrite when it has one), and is compared
+/// with the resume as it is scored the same way.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AttemptScore {
-    /// 0 for the baseline, then 1, 2, ...
+    /// 0 for the resume as it is, then 1, 2, ...
     pub attempt: u32,
     /// What produced the bullets.
     pub kind: AttemptKind,
-    /// The overall score, 0 to 1.
+    /// The overall score, 0 to 1, by `lane`.
     pub score: f64,
     /// Per category.
     pub breakdown: ScoreBreakdown,
@@ -200,6 +210,20 @@ pub struct AttemptScore {
     pub lane: ScoringLane,
     /// The deterministic scorer's confidence, 0 to 1.
     pub confidence: f64,
+    /// The rules' overall score alone, 0 to 1: the scale every attempt shares.
+    pub rules_score: f64,
+    /// The resume's own bullets scored the same way as this attempt (the same lane and
+    /// categories), 0 to 1.
+    pub baseline: f64,
+    /// The attempt's rewrites (none for the resume as it is).
+    pub bullets: Vec<RewrittenBullet>,
+}
+
+impl AttemptScore {
+    /// Points (0 to 1) this attempt scores above the resume as it is, on its own scale.
+    pub fn gain(&self) -> f64 {
+        self.score - self.baseline
+    }
 }
 
 /// How urgent a gap is.
@@ -219,6 +243,13 @@ pub enum Priority {
 pub struct GapReport {
     /// Required skills the resume does not show.
     pub missing_skills: Vec<String>,
+    /// Qualifications the resume does not show (years, degrees, certifications), each
+    /// with what the resume shows instead.
+    #[serde(default)]
+    pub missing_qualifications: Vec<String>,
+    /// Soft skills the description asks for that the resume never shows.
+    #[serde(default)]
+    pub missing_soft_skills: Vec<String>,
     /// What to do about them.
     pub recommendations: Vec<String>,
     /// Skills that partly cover a gap.
@@ -373,7 +404,8 @@ pub struct OptimizationState {
     pub relevant_chunks: Vec<ResumeChunk>,
     /// How they were found.
     pub retrieval_source: RetrievalSource,
-    /// The current bullets (accepted by the fabrication check).
+    /// The bullets of the attempt kept so far (each accepted by the fabrication check;
+    /// none while the resume as it is scores best), or of the attempt being scored.
     pub optimized_bullets: Vec<RewrittenBullet>,
     /// Bullets the fabrication check refused, every attempt's.
     pub dropped_bullets: Vec<DroppedBullet>,
@@ -383,12 +415,16 @@ pub struct OptimizationState {
     pub rewrite_attempts: u32,
     /// Targeted repairs made.
     pub repair_attempts: u32,
-    /// The latest overall score.
+    /// The kept attempt's overall score.
     pub ats_score: Option<f64>,
-    /// The latest breakdown.
+    /// The kept attempt's breakdown.
     pub score_breakdown: Option<ScoreBreakdown>,
     /// Every scoring: the baseline (attempt 0) and each attempt's.
     pub attempts: Vec<AttemptScore>,
+    /// The model scorer's values for the resume's own bullets, per category asked: given
+    /// once, so every attempt is compared with the same baseline.
+    #[serde(default)]
+    pub original_model_scores: BTreeMap<Category, f64>,
     /// The router's latest decision.
     pub route: Option<Route>,
     /// The gap report.
@@ -447,6 +483,7 @@ impl OptimizationState {
             ats_score: None,
             score_breakdown: None,
             attempts: Vec::new(),
+            original_model_scores: BTreeMap::new(),
             route: None,
             gap_report: None,
             gap_source: None,
@@ -485,30 +522,20 @@ impl OptimizationState {
         u64::try_from(elapsed.num_milliseconds()).unwrap_or(0)
     }
 
-    /// The resume's own bullets among the chunks a rewrite draws on (the lines of its
-    /// experience and project chunks, list markers stripped, role lines left out): what
-    /// the rewritten bullets are compared with.
-    pub fn original_bullets(&self) -> Vec<String> {
-        let sources = self.rewrite_sources();
-        let wanted =
-            |c: &&ResumeChunk| matches!(c.section_type.as_str(), "experience" | "projects");
-        let chosen: Vec<&ResumeChunk> = if sources.iter().any(|c| wanted(&c)) {
-            sources.iter().filter(wanted).collect()
-        } else {
-            sources.iter().collect()
-        };
-        let lines: Vec<&str> = chosen.iter().flat_map(|c| c.content.lines()).collect();
-        let marked = |l: &&str| crate::text::is_bullet(l);
-        let bullets: Vec<&str> = if lines.iter().any(marked) {
-            lines.into_iter().filter(marked).collect()
-        } else {
-            lines
-        };
-        bullets
-            .into_iter()
-            .map(|l| job_capabilities::documents::strip_bullet(l).to_owned())
-            .filter(|l| !l.is_empty())
-            .collect()
+    /// The attempt kept: the one scoring most above the resume as it is, each on its own
+    /// scale (the earlier on a tie); the resume as it is (attempt 0) when none scores
+    /// above it. `None` before any scoring.
+    pub fn kept_attempt(&self) -> Option<&AttemptScore> {
+        let original = self.attempts.iter().find(|a| a.attempt == 0);
+        let best = self
+            .attempts
+            .iter()
+            .filter(|a| a.attempt > 0 && a.gain() > KEEP_MARGIN)
+            .fold(None::<&AttemptScore>, |best, a| match best {
+                Some(b) if b.gain() + KEEP_MARGIN >= a.gain() => Some(b),
+                _ => Some(a),
+            });
+        best.or(original)
     }
 
     /// Everything the candidate's material says: the resume's sections, the rewritten

@@ -77,13 +77,16 @@ async fn a_budget_too_small_for_a_full_rewrite_shortens_it_then_scores_by_rules_
         2,
         "analysis and a short rewrite, nothing more"
     );
+    // A short rewrite still covers whole chunks: the one experience chunk's 5 bullets.
     let rewrite = &model.requests()[1];
+    let prompt = rewrite.messages[0].text();
     assert!(
-        rewrite.messages[0]
-            .text()
-            .contains("Write at most 4 bullets.")
+        prompt.contains(
+            "Rewrite every marked bullet, one bullet each: C2.1, C2.2, C2.3, C2.4, C2.5."
+        ),
+        "{prompt}"
     );
-    assert_eq!(rewrite.max_tokens, Some(420));
+    assert_eq!(rewrite.max_tokens, Some(430));
     assert_eq!(
         done.result.budget.degrades,
         [Degrade::SkipGapModel, Degrade::ShortRewrite]

@@ -107,7 +107,7 @@ fn one_bullet() -> serde_json::Value {
 }
 
 #[tokio::test]
-async fn a_scorer_that_stays_invalid_scores_half_with_the_error_recorded() {
+async fn a_scorer_that_stays_invalid_leaves_the_rules_scores_with_the_error_recorded() {
     let script = Script::new()
         .json("analyzer", thin_analysis())
         .json("rewriter", one_bullet())
@@ -116,14 +116,19 @@ async fn a_scorer_that_stays_invalid_scores_half_with_the_error_recorded() {
     let (optimizer, _) = optimizer(&script);
     let (outcome, events) = run(&optimizer, &pair("senior-sre")).await;
     let result = outcome.unwrap().result;
-    assert_eq!(result.scoring_lane, ScoringLane::Fallback);
-    assert_eq!(result.ats_score, 0.5);
+    assert_eq!(result.scoring_lane, ScoringLane::Rules);
+    let scored = &result.attempts[1];
+    assert_eq!(
+        (scored.lane, scored.score),
+        (ScoringLane::Rules, scored.rules_score)
+    );
+    assert_eq!(scored.baseline, result.attempts[0].score);
     let error = result
         .errors
         .iter()
         .find(|e| e.agent_name == "ats_scorer")
         .unwrap();
-    assert!(error.recoverable && error.error_message.contains("defaults to 0.5"));
+    assert!(error.recoverable && error.error_message.contains("the rules' scores are kept"));
     assert!(
         events
             .iter()
@@ -138,7 +143,8 @@ async fn scores_out_of_range_are_clamped() {
         .json("rewriter", one_bullet())
         .json(
             "scorer",
-            json!({"keywords": 1.7, "skills": -0.2, "experience": 0.9, "formatting": 0.8}),
+            json!({"original": {"keywords": 0.5, "skills": 0.5, "experience": 0.5, "formatting": 0.5},
+                   "rewrite": {"keywords": 1.7, "skills": -0.2, "experience": 0.9, "formatting": 0.8}}),
         );
     let (optimizer, _) = optimizer(&script);
     let (outcome, _) = run(&optimizer, &pair("senior-sre")).await;

@@ -242,10 +242,12 @@ async fn an_optimization_without_a_result_cannot_be_prepared_for() {
 
 #[tokio::test]
 async fn a_thin_profile_sends_the_resume_as_well() {
-    let thin = json!({"bullets": [{"text": "Wrote Terraform modules for 60 AWS accounts, replacing hand-made console setups", "sources": ["C2"]}]});
+    // A job asking mostly for skills the resume lacks: few core skills to remember.
+    let mut analysis = sre_analysis();
+    analysis["hard_skills"] = json!(["Kubernetes", "Go", "Rust", "Kafka"]);
     let script = Script::new()
-        .json("analyzer", sre_analysis())
-        .json("rewriter", thin)
+        .json("analyzer", analysis)
+        .json("rewriter", sre_rewrite())
         .json("gap", gap_answer())
         .json("letter", letter(300, "Keeping payments up is what I do."));
     let (optimizer, model, state) = completed(&script).await;

@@ -9,20 +9,39 @@ use serde_json::json;
 
 #[tokio::test]
 async fn every_agents_request_is_pinned() {
-    let thin_rewrite = json!({"bullets": [
-        {"text": "Operated 14 Kubernetes clusters on AWS serving 2,500 pods across 3 regions", "sources": ["C2"]},
-        {"text": "Wrote modules for 60 accounts", "sources": ["C2"]}
-    ]});
+    // A rewrite better than the resume but for one thin bullet, under a high bar: it
+    // is scored, its thin bullet repaired, scored again.
+    let mut thin_rewrite = common::sre_rewrite();
+    thin_rewrite["bullets"][0] = json!({"replaces": "C2.1", "text": "Operated 14 Kubernetes clusters on AWS with Helm, serving 2,500 pods across 3 regions", "sources": ["C2", "C4"]});
+    thin_rewrite["bullets"][1] = json!({"replaces": "C2.2", "text": "Managed infrastructure with Terraform modules and Ansible for 60 AWS accounts, replacing hand-made console setups", "sources": ["C2", "C4"]});
+    thin_rewrite["bullets"][2] = json!({"replaces": "C2.3", "text": "Built alerting for the Kubernetes platform that cut mean time to detect from 25 to 4 minutes", "sources": ["C2"]});
+    // The job weighs Helm, which only the resume's skills name: the rewrite, citing
+    // them, brings it into a bullet.
+    let mut analysis = sre_analysis();
+    analysis["keyword_weights"]["Helm"] = json!(0.9);
+    analysis["keyword_weights"]["Ansible"] = json!(0.9);
+    analysis["hard_skills"] = json!([
+        "Kubernetes",
+        "AWS",
+        "Terraform",
+        "Prometheus",
+        "Go",
+        "Helm",
+        "Ansible"
+    ]);
     let script = Script::new()
-        .json("analyzer", sre_analysis())
+        .json("analyzer", analysis)
         .json("rewriter", thin_rewrite)
-        .json("scorer", json!({"keywords": 0.7, "skills": 0.6}))
-        .json("repair", json!({"bullets": [{"replaces": "B2", "text": "Wrote Terraform modules for 60 AWS accounts, replacing hand-made console setups", "sources": ["C2"]}]}))
+        .json("scorer", json!({"original": {"keywords": 0.6, "skills": 0.6}, "rewrite": {"keywords": 0.7, "skills": 0.6}}))
+        .json("repair", json!({"bullets": [{"replaces": "B3", "text": "Built Prometheus and Grafana alerting for the Kubernetes platform that cut mean time to detect from 25 to 4 minutes", "sources": ["C2"]}]}))
         .json("scorer", json!({"keywords": 0.8, "skills": 0.7}))
         .json("gap", gap_answer());
     let (optimizer, model) = optimizer(&script);
-    let (outcome, _) = run(&optimizer, &pair("senior-sre")).await;
-    outcome.unwrap();
+    let mut request = pair("senior-sre");
+    request.config.score_threshold = 0.9;
+    let (outcome, events) = run(&optimizer, &request).await;
+    let done = outcome.unwrap();
+    assert_eq!(done.result.kept_attempt, 2, "{events:?}");
     let mut seen = Vec::new();
     for request in model.requests() {
         let agent = agent_of(&request);
@@ -38,8 +57,35 @@ async fn every_agents_request_is_pinned() {
         );
         insta::assert_snapshot!(format!("{agent}_{n}"), text);
     }
-    assert_eq!(
-        seen,
-        ["analyzer", "rewriter", "scorer", "repair", "scorer", "gap"]
+    assert_eq!(seen, ["analyzer", "rewriter", "repair", "gap"]);
+}
+
+/// An analysis too thin for the rules to be sure of: the model scores the resume's own
+/// bullets beside the rewrite's, in one call.
+#[tokio::test]
+async fn the_model_scorer_is_pinned_scoring_the_original_beside_the_rewrite() {
+    let thin = json!({"hard_skills": ["Kubernetes"], "soft_skills": [], "responsibilities": [],
+                      "qualifications": [], "keyword_weights": {"Kubernetes": 0.9}});
+    let both = json!({"original": {"keywords": 0.6, "skills": 0.6, "experience": 0.5, "formatting": 0.8},
+                      "rewrite": {"keywords": 0.8, "skills": 0.7, "experience": 0.7, "formatting": 0.9}});
+    let script = Script::new()
+        .json("analyzer", thin)
+        .json("rewriter", common::sre_rewrite())
+        .json("scorer", both);
+    let (optimizer, model) = optimizer(&script);
+    let (outcome, _) = run(&optimizer, &pair("senior-sre")).await;
+    let result = outcome.unwrap().result;
+    assert_eq!(result.kept_attempt, 1);
+    assert!(result.baseline_score < result.ats_score);
+    let request = model
+        .requests()
+        .into_iter()
+        .find(|r| agent_of(&r) == "scorer")
+        .unwrap();
+    let text = format!(
+        "max_tokens: {:?}\n--- user\n{}",
+        request.max_tokens,
+        request.messages[0].text()
     );
+    insta::assert_snapshot!("scorer_1", text);
 }

@@ -9,9 +9,11 @@ use agent_llm::ModelTier;
 
 use crate::analysis::JdAnalysis;
 use crate::budget::{GAP_MODEL, NOTHING, Spent, affords};
+use crate::bullets::current_bullets;
 use crate::deps::Deps;
 use crate::events::OptimizeEvent;
 use crate::llm::{Ask, CallError, Node};
+use crate::qualifications::{Verdict, check};
 use crate::state::{Degrade, GapReport, GapSource, OptimizationState, Priority};
 use crate::text::{Found, find_keyword};
 
@@ -19,7 +21,7 @@ use crate::text::{Found, find_keyword};
 pub const AGENT: &str = "gap_analyzer";
 
 /// The system prompt.
-pub const SYSTEM: &str = "You are the Gap Analyzer. From the skills a text check found missing: the ones really missing, transferable skills the candidate has (\"X (related to Y)\"), one concrete recommendation per gap, and each gap's priority (high, medium, low) by its weight. JSON only.";
+pub const SYSTEM: &str = "You are the Gap Analyzer. From the skills a text check found missing: the ones really missing, transferable skills the candidate has (\"X (related to Y)\"), one concrete recommendation per gap, and each gap's priority (high, medium, low) by its weight; qualifications (years, degrees, certifications) and soft skills the resume does not show. JSON only.";
 
 fn priority_of(weight: f64) -> Priority {
     if weight >= 0.75 {
@@ -74,17 +76,44 @@ pub fn gap_diff(analysis: &JdAnalysis, resume: &str) -> GapReport {
             }
         }
     }
+    add_qualifications_and_soft_skills(&mut report, analysis, resume);
     report
+}
+
+/// Adds to `report` the qualifications (years, degrees, certifications) and the soft
+/// skills `resume` does not show, with a recommendation each, unless the report names
+/// them already.
+pub fn add_qualifications_and_soft_skills(
+    report: &mut GapReport,
+    analysis: &JdAnalysis,
+    resume: &str,
+) {
+    if report.missing_qualifications.is_empty() {
+        for qualification in &analysis.qualifications {
+            if let Verdict::Missing(why) = check(qualification, resume) {
+                report.recommendations.push(format!(
+                    "The description asks for {qualification}: say where you meet it (or an equivalent) if you do; rewording cannot add it."
+                ));
+                report.missing_qualifications.push(why);
+            }
+        }
+    }
+    if report.missing_soft_skills.is_empty() {
+        for skill in &analysis.soft_skills {
+            if find_keyword(resume, skill) == Found::No {
+                report.recommendations.push(format!(
+                    "Show {skill} with an example from your work (a bullet that shows it rather than names it)."
+                ));
+                report.missing_soft_skills.push(skill.clone());
+            }
+        }
+    }
 }
 
 /// The gap analyzer's prompt.
 pub fn prompt(state: &OptimizationState, diff: &GapReport) -> String {
     let analysis = state.jd_analysis.clone().unwrap_or_default();
-    let bullets: Vec<&str> = state
-        .optimized_bullets
-        .iter()
-        .map(|b| b.text.as_str())
-        .collect();
+    let bullets = current_bullets(state);
     let weights: Vec<String> = diff
         .missing_skills
         .iter()
@@ -123,7 +152,7 @@ pub async fn run(ctx: &Node, deps: &Deps) {
             s.gap_source = Some(GapSource::Deterministic);
         });
     };
-    if diff.missing_skills.is_empty() || skip {
+    if diff.missing_skills.is_empty() && diff.missing_qualifications.is_empty() || skip {
         use_diff(ctx, diff);
         return;
     }
@@ -155,6 +184,8 @@ pub async fn run(ctx: &Node, deps: &Deps) {
                 }
             }
             ctx.update(|s| {
+                let analysis = s.jd_analysis.clone().unwrap_or_default();
+                add_qualifications_and_soft_skills(&mut report, &analysis, &s.candidate_text());
                 s.gap_report = Some(report);
                 s.gap_source = Some(GapSource::Model);
             });

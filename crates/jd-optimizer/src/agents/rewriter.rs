@@ -5,9 +5,11 @@
 
 use agent_llm::ModelTier;
 use agent_runtime::graph::NodeError;
+use job_capabilities::documents::strip_bullet;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::bullets::{BulletSlot, Draft, assign_slots, bullet_slots};
 use crate::deps::Deps;
 use crate::events::OptimizeEvent;
 use crate::fabrication::{Fabrication, check_bullet};
@@ -25,7 +27,12 @@ const CHARS_PER_TOKEN: usize = 4;
 const MIN_CUT_CHARS: usize = 160;
 
 /// The system prompt of a full rewrite.
-pub const SYSTEM: &str = "You are the Resume Rewriter. Rewrite the resume chunks as bullets for the target job: an action verb first, 12 to 28 words, the job's keywords where a chunk supports them, its numbers kept. Never add a skill, employer, title or number the chunks do not state. sources: the chunk ids (C1...) each bullet rewrites. JSON only.";
+pub const SYSTEM: &str = "You are the Resume Rewriter. Rewrite each listed resume bullet ([C2.1]...) once, for the target job: an action verb first, 12 to 28 words, the job's keywords where the chunks support them, its numbers kept. Never add a skill, employer, title or number the chunks do not state. replaces: the bullet's id; sources: the chunk ids (C1...) whose facts it uses. JSON only.";
+
+/// Answer tokens a rewrite asks for per bullet, and for the answer around them.
+const TOKENS_PER_BULLET: u32 = 70;
+/// See [`TOKENS_PER_BULLET`].
+const ANSWER_OVERHEAD_TOKENS: u32 = 80;
 
 /// The system prompt of a targeted repair.
 pub const REPAIR_SYSTEM: &str = "You are the Resume Rewriter, repairing weak bullets. Rewrite only the bullets listed, for the weak categories, with the missing keywords their sources hold; facts only from the sources. An action verb first, 12 to 28 words. replaces: the bullet id; sources: the chunk ids used. JSON only.";
@@ -33,6 +40,10 @@ pub const REPAIR_SYSTEM: &str = "You are the Resume Rewriter, repairing weak bul
 /// A bullet as the model writes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BulletDraft {
+    /// The id of the resume's bullet it rewrites (`C2.1`); when missing or wrong, the
+    /// bullet of its chunks it shares most words with.
+    #[serde(default)]
+    pub replaces: String,
     /// The bullet.
     pub text: String,
     /// Ids of the chunks it rewrites.
@@ -64,10 +75,36 @@ pub struct RepairAnswer {
     pub bullets: Vec<BulletPatch>,
 }
 
+/// A chunk's text on one line, each of its bullets among `slots` marked with its id
+/// (`[C2.1] Led 4 people`).
+fn marked_text(chunk: &ResumeChunk, slots: &[BulletSlot]) -> String {
+    let mut own = slots.iter().filter(|s| s.chunk_id == chunk.id).peekable();
+    chunk
+        .content
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|line| match own.peek() {
+            Some(slot) if strip_bullet(line) == slot.text => {
+                let marked = format!("[{}] {}", slot.id, slot.text);
+                own.next();
+                marked
+            }
+            _ => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The chunks as prompt text, most relevant first, each cut to `max_chunk_chars`,
 /// within `budget_chars`: low-relevance chunks are dropped first, then the last one
-/// kept is shortened.
-pub fn chunk_lines(chunks: &[ResumeChunk], max_chunk_chars: usize, budget_chars: usize) -> String {
+/// kept is shortened. The bullets among `slots` are marked with their ids.
+pub fn chunk_lines(
+    chunks: &[ResumeChunk],
+    slots: &[BulletSlot],
+    max_chunk_chars: usize,
+    budget_chars: usize,
+) -> String {
     let mut ranked: Vec<&ResumeChunk> = chunks.iter().collect();
     ranked.sort_by(|a, b| b.relevance_score.total_cmp(&a.relevance_score));
     let mut out = String::new();
@@ -79,12 +116,11 @@ pub fn chunk_lines(chunks: &[ResumeChunk], max_chunk_chars: usize, budget_chars:
         if room < MIN_CUT_CHARS.min(chunk.content.len()) {
             break;
         }
-        let text = cut(&chunk.content, room);
+        let marked = marked_text(chunk, slots);
+        let text = cut(&marked, room);
         out.push_str(&format!(
             "{} ({}): {}\n",
-            chunk.id,
-            chunk.section_type,
-            text.replace('\n', " ")
+            chunk.id, chunk.section_type, text
         ));
     }
     out
@@ -99,10 +135,50 @@ fn cut(text: &str, max_chars: usize) -> &str {
     }
 }
 
-/// The full rewrite's prompt: the top keywords, the skills, the duties, the chunks
-/// within the input cap, the bullet count, and, on a second rewrite, the previous
-/// score breakdown.
-pub fn rewrite_prompt(state: &OptimizationState, bullets: usize) -> String {
+/// What a full rewrite asks: its prompt and the bullets it asks to rewrite.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RewritePlan {
+    /// The user prompt.
+    pub prompt: String,
+    /// The bullets asked for, every one shown whole in the prompt, in resume order.
+    pub slots: Vec<BulletSlot>,
+}
+
+/// The bullets of the most relevant chunks, whole chunks only, `max_bullets` at most
+/// (but always one chunk's): what a rewrite asks for when the budget is short.
+fn slots_within(
+    state: &OptimizationState,
+    slots: Vec<BulletSlot>,
+    max_bullets: usize,
+) -> Vec<BulletSlot> {
+    let mut ranked: Vec<&ResumeChunk> = state
+        .rewrite_sources()
+        .iter()
+        .filter(|c| slots.iter().any(|s| s.chunk_id == c.id))
+        .collect();
+    ranked.sort_by(|a, b| b.relevance_score.total_cmp(&a.relevance_score));
+    let mut chosen: Vec<&str> = Vec::new();
+    let mut count = 0;
+    for chunk in ranked {
+        let own = slots.iter().filter(|s| s.chunk_id == chunk.id).count();
+        if !chosen.is_empty() && count + own > max_bullets {
+            continue;
+        }
+        chosen.push(&chunk.id);
+        count += own;
+    }
+    slots
+        .iter()
+        .filter(|s| chosen.contains(&s.chunk_id.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// The full rewrite's plan: the top keywords, the skills, the duties, the chunks within
+/// the input cap with the resume's bullets marked by id, and the bullets to rewrite
+/// (every bullet shown, or those of the most relevant chunks up to `max_bullets`); on a
+/// second rewrite, the kept score's breakdown.
+pub fn rewrite_plan(state: &OptimizationState, max_bullets: Option<usize>) -> RewritePlan {
     let config = &state.config;
     let analysis = state.jd_analysis.clone().unwrap_or_default();
     let mut head = format!(
@@ -119,7 +195,7 @@ pub fn rewrite_prompt(state: &OptimizationState, bullets: usize) -> String {
     );
     if let (Some(score), Some(breakdown)) = (state.ats_score, state.score_breakdown) {
         head.push_str(&format!(
-            "The previous rewrite scored {:.0}%: {}. Improve the weakest.\n",
+            "The best version so far scored {:.0}%: {}. Improve the weakest.\n",
             score * 100.0,
             breakdown_line(&breakdown)
         ));
@@ -130,15 +206,41 @@ pub fn rewrite_prompt(state: &OptimizationState, bullets: usize) -> String {
             numbered_facts(&state.user_facts)
         ));
     }
-    let tail = format!("Write at most {bullets} bullets.");
+    let all = bullet_slots(state);
+    let asked = match max_bullets {
+        Some(max) => slots_within(state, all.clone(), max),
+        None => all.clone(),
+    };
+    // The tail names at most every bullet: its length bounds the chunks' room.
+    let tail_room = 80 + asked.iter().map(|s| s.id.len() + 2).sum::<usize>();
     let budget_chars = (config.max_rewriter_input_tokens * CHARS_PER_TOKEN)
-        .saturating_sub(SYSTEM.len() + head.len() + tail.len() + 40);
+        .saturating_sub(SYSTEM.len() + head.len() + tail_room);
     let chunks = chunk_lines(
         state.rewrite_sources(),
+        &all,
         config.max_chunk_chars,
         budget_chars,
     );
-    format!("{head}Resume chunks:\n{chunks}{tail}")
+    let slots: Vec<BulletSlot> = asked
+        .into_iter()
+        .filter(|s| chunks.contains(&format!("[{}] {}", s.id, s.text)))
+        .collect();
+    let ids: Vec<&str> = slots.iter().map(|s| s.id.as_str()).collect();
+    let tail = if slots.len() == all.len() {
+        format!(
+            "Rewrite every marked bullet, one bullet each: {}.",
+            ids.join(", ")
+        )
+    } else {
+        format!(
+            "Rewrite these bullets, one bullet each: {}. The others stay as they are.",
+            ids.join(", ")
+        )
+    };
+    RewritePlan {
+        prompt: format!("{head}Resume chunks:\n{chunks}{tail}"),
+        slots,
+    }
 }
 
 fn sorted(items: &[String]) -> String {
@@ -167,13 +269,18 @@ pub fn breakdown_line(b: &ScoreBreakdown) -> String {
     )
 }
 
-/// The texts a draft may draw on: the chunks it cites (`C..`) and every user answer;
-/// an error when it cites none it was given.
-pub fn sources_of(state: &OptimizationState, cited: &[String]) -> Result<Vec<String>, Fabrication> {
-    let given = state.rewrite_sources();
-    let chunks: Vec<String> = cited
+/// The texts a draft may draw on: the chunks it cites (`C..`, any chunk of the resume:
+/// all of it is what the candidate says), the chunk of the bullet it replaces, and every
+/// user answer; an error when it has none of these.
+pub fn sources_of(
+    state: &OptimizationState,
+    cited: &[String],
+    own_chunk: Option<&str>,
+) -> Result<Vec<String>, Fabrication> {
+    let chunks: Vec<String> = state
+        .resume_sections
         .iter()
-        .filter_map(|id| given.iter().find(|c| c.id == id.trim()))
+        .filter(|c| own_chunk == Some(c.id.as_str()) || cited.iter().any(|id| id.trim() == c.id))
         .map(|c| c.content.clone())
         .collect();
     let cites_fact = cited.iter().any(|id| id.trim().starts_with('U'));
@@ -186,11 +293,13 @@ pub fn sources_of(state: &OptimizationState, cited: &[String]) -> Result<Vec<Str
         .collect())
 }
 
-/// Checks a draft: `Ok` with the bullet, or the reason it is dropped.
+/// Checks a draft that replaces a bullet of `own_chunk`: `Ok`, or the reason it is
+/// dropped.
 pub fn accept(
     state: &OptimizationState,
     text: &str,
     cited: &[String],
+    own_chunk: Option<&str>,
 ) -> Result<(), DroppedBullet> {
     let analysis = state.jd_analysis.clone().unwrap_or_default();
     let drop = |reason: Fabrication| DroppedBullet {
@@ -198,7 +307,7 @@ pub fn accept(
         sources: cited.to_vec(),
         reason: reason.to_string(),
     };
-    let sources = sources_of(state, cited).map_err(drop)?;
+    let sources = sources_of(state, cited, own_chunk).map_err(drop)?;
     check_bullet(text, &sources, &analysis).map_err(drop)
 }
 
@@ -230,46 +339,94 @@ fn on_failure(ctx: &Node, error: CallError, first: bool) -> Result<(), NodeError
     Ok(())
 }
 
-/// A full rewrite: `bullets` at most, `max_tokens` for the answer (both smaller when
-/// the budget is short).
-pub async fn rewrite(
-    ctx: &Node,
-    deps: &Deps,
-    bullets: usize,
-    max_tokens: u32,
-) -> Result<(), NodeError> {
-    let (prompt, first) =
-        ctx.read(|s| (rewrite_prompt(s, bullets), s.optimized_bullets.is_empty()));
+/// A full rewrite of every bullet the rewriter is given, or of the most relevant
+/// chunks' bullets up to `max_bullets` when the budget is short. Each bullet the model
+/// writes replaces the resume's bullet it names (or, when it names none it was asked
+/// for, the one it shares most words with); a bullet it leaves out, or whose rewrite the
+/// fabrication check refuses, keeps its own text.
+pub async fn rewrite(ctx: &Node, deps: &Deps, max_bullets: Option<usize>) -> Result<(), NodeError> {
+    let (plan, first) = ctx.read(|s| {
+        (
+            rewrite_plan(s, max_bullets),
+            s.rewrite_attempts == 0 && s.repair_attempts == 0,
+        )
+    });
+    if plan.slots.is_empty() {
+        let message = "the resume has no bullet the rewriter could be shown: it is kept as it is";
+        ctx.update(|s| {
+            s.rewrite_attempts += 1;
+            s.optimized_bullets = Vec::new();
+            s.bullets_from = Some(AttemptKind::FullRewrite);
+            s.warnings.push(message.to_owned());
+        });
+        ctx.emit(OptimizeEvent::Warning {
+            agent: AGENT.into(),
+            message: message.into(),
+        });
+        return Ok(());
+    }
+    let asked = u32::try_from(plan.slots.len()).unwrap_or(u32::MAX);
     let ask = Ask {
         agent: AGENT,
         tier: ModelTier::Primary,
         system: SYSTEM.to_owned(),
-        prompt,
+        prompt: plan.prompt,
         temperature: 0.3,
-        max_tokens,
+        max_tokens: TOKENS_PER_BULLET.saturating_mul(asked) + ANSWER_OVERHEAD_TOKENS,
     };
     let answer = match deps.caller.ask::<RewriteAnswer>(ctx, ask).await {
         Ok(answer) => answer,
         Err(error) => return on_failure(ctx, error, first),
     };
+    let slots = plan.slots;
+    let drafts: Vec<Draft<'_>> = answer
+        .bullets
+        .iter()
+        .map(|b| Draft {
+            replaces: &b.replaces,
+            text: b.text.trim(),
+            sources: &b.sources,
+        })
+        .collect();
+    let assigned = assign_slots(&slots, &drafts);
     let dropped = ctx.update(|s| {
-        let mut kept = Vec::new();
+        let mut kept: Vec<(usize, RewrittenBullet)> = Vec::new();
         let mut dropped = Vec::new();
-        for draft in answer.bullets.iter().take(bullets) {
-            match accept(s, draft.text.trim(), &draft.sources) {
-                Ok(()) => kept.push(RewrittenBullet {
-                    id: format!("B{}", kept.len() + 1),
-                    text: draft.text.trim().to_owned(),
-                    sources: draft.sources.clone(),
-                }),
+        for (draft, slot) in drafts.iter().zip(assigned) {
+            let Some(slot) = slot.map(|i| (i, &slots[i])) else {
+                dropped.push(DroppedBullet {
+                    text: draft.text.to_owned(),
+                    sources: draft.sources.to_vec(),
+                    reason: "replaces no bullet of the resume it was asked to rewrite".into(),
+                });
+                continue;
+            };
+            let (index, slot) = slot;
+            match accept(s, draft.text, draft.sources, Some(&slot.chunk_id)) {
+                Ok(()) => kept.push((
+                    index,
+                    RewrittenBullet {
+                        id: String::new(),
+                        replaces: slot.id.clone(),
+                        original: slot.text.clone(),
+                        text: draft.text.to_owned(),
+                        sources: draft.sources.to_vec(),
+                    },
+                )),
                 Err(drop) => dropped.push(drop),
             }
         }
+        kept.sort_by_key(|(index, _)| *index);
+        s.optimized_bullets = kept
+            .into_iter()
+            .enumerate()
+            .map(|(n, (_, bullet))| RewrittenBullet {
+                id: format!("B{}", n + 1),
+                ..bullet
+            })
+            .collect();
         s.rewrite_attempts += 1;
-        if !kept.is_empty() || s.optimized_bullets.is_empty() {
-            s.optimized_bullets = kept;
-            s.bullets_from = Some(AttemptKind::FullRewrite);
-        }
+        s.bullets_from = Some(AttemptKind::FullRewrite);
         s.dropped_bullets.extend(dropped.iter().cloned());
         dropped
     });
@@ -358,12 +515,18 @@ pub async fn repair(
             if !targets.iter().any(|t| t.bullet_id == id) {
                 continue;
             }
-            match accept(s, patch.text.trim(), &patch.sources) {
+            let Some(index) = s.optimized_bullets.iter().position(|b| b.id == id) else {
+                continue;
+            };
+            let own_chunk = s.optimized_bullets[index]
+                .replaces
+                .split_once('.')
+                .map(|(chunk, _)| chunk.to_owned());
+            match accept(s, patch.text.trim(), &patch.sources, own_chunk.as_deref()) {
                 Ok(()) => {
-                    if let Some(bullet) = s.optimized_bullets.iter_mut().find(|b| b.id == id) {
-                        bullet.text = patch.text.trim().to_owned();
-                        bullet.sources = patch.sources.clone();
-                    }
+                    let bullet = &mut s.optimized_bullets[index];
+                    bullet.text = patch.text.trim().to_owned();
+                    bullet.sources = patch.sources.clone();
                 }
                 Err(drop) => dropped.push(drop),
             }

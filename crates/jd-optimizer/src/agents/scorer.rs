@@ -1,13 +1,19 @@
 //! The scorer (spec 003 sections 3.5 and 3.7.1): the rules first, then, by their
 //! confidence, no model, a compact model call on the weak categories, or the full model
-//! scorer (light tier, temperature 0; values clamped; 0.5 with a recorded error when the
-//! model fails twice). The first scoring also scores the resume's own bullets (attempt
-//! 0), by the rules, so the result shows what the rewrite gained.
+//! scorer (light tier, temperature 0; values clamped; the rules' scores kept, with a
+//! recorded error, when the model fails twice). Every attempt is scored on the same
+//! bullets: the resume's own, each replaced by the attempt's rewrite when it has one. The
+//! first scoring also scores the resume's own bullets (attempt 0) by the rules, and the
+//! first model scoring of a category scores them beside the rewrite in the same call, so
+//! every attempt is compared with the resume as it is on one scale; the best is kept.
 
 use agent_llm::ModelTier;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::agents::rewriter::breakdown_line;
-use crate::budget::{COMPACT_SCORER, FULL_SCORER, NOTHING, Spent, affords};
+use crate::budget::{COMPACT_SCORER, COMPARED_SCORER, FULL_SCORER, NOTHING, Spent, affords};
+use crate::bullets::{bullet_slots, bullet_texts, current_bullets};
 use crate::deps::Deps;
 use crate::events::OptimizeEvent;
 use crate::llm::{Ask, CallError, Node};
@@ -22,8 +28,29 @@ pub const AGENT: &str = "ats_scorer";
 /// The system prompt.
 pub const SYSTEM: &str = "You are the ATS Scorer. Score the bullets against the job, 0.0 to 1.0, only in the categories asked: keywords (job keywords present), skills (required skills shown), experience (relevance to the duties), formatting (clear, concise, parseable). JSON only.";
 
-/// The scorer's prompt for `categories`.
-pub fn prompt(state: &OptimizationState, categories: &[Category], rules: &RuleScore) -> String {
+/// The scorer's answer when the resume's own bullets are scored beside the rewrite's
+/// (the first model scoring of these categories in a run): both on one scale.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ComparedScores {
+    /// The resume's own bullets.
+    pub original: ModelScores,
+    /// The rewritten bullets.
+    pub rewrite: ModelScores,
+}
+
+fn bullet_list(bullets: &[String]) -> String {
+    bullets.iter().map(|b| format!("- {b}\n")).collect()
+}
+
+/// The scorer's prompt for `categories` on `bullets` (the attempt's); with `original`
+/// (the resume's own bullets), both sets to be scored.
+pub fn prompt(
+    state: &OptimizationState,
+    categories: &[Category],
+    rules: &RuleScore,
+    bullets: &[String],
+    original: Option<&[String]>,
+) -> String {
     let analysis = state.jd_analysis.clone().unwrap_or_default();
     let mut prompt = format!(
         "Categories to score: {}\nKeywords: {}\nHard skills: {}\nDuties: {}\n",
@@ -45,32 +72,41 @@ pub fn prompt(state: &OptimizationState, categories: &[Category], rules: &RuleSc
             rules.missing_keywords.join(", ")
         ));
     }
-    prompt.push_str("Bullets:\n");
-    for bullet in &state.optimized_bullets {
-        prompt.push_str(&format!("- {}\n", bullet.text));
+    match original {
+        Some(original) => prompt.push_str(&format!(
+            "Score both sets. original (the resume as it is):\n{}rewrite:\n{}",
+            bullet_list(original),
+            bullet_list(bullets)
+        )),
+        None => prompt.push_str(&format!("Bullets:\n{}", bullet_list(bullets))),
     }
     prompt
 }
 
-/// The rules' score of the current bullets.
+/// The rules' score of the current bullets (every slot, with the current rewrites).
 pub fn rule_score(state: &OptimizationState) -> RuleScore {
     let analysis = state.jd_analysis.clone().unwrap_or_default();
-    let bullets: Vec<&str> = state
-        .optimized_bullets
-        .iter()
-        .map(|b| b.text.as_str())
-        .collect();
-    score_by_rules(&analysis, &bullets, state.config.score_threshold)
+    score_by_rules(
+        &analysis,
+        &current_bullets(state),
+        state.config.score_threshold,
+    )
 }
 
-/// Scores the resume's own bullets (of the chunks the rewriter saw), once.
+/// The rules' score of the resume's own bullets.
+pub fn original_rule_score(state: &OptimizationState) -> RuleScore {
+    let analysis = state.jd_analysis.clone().unwrap_or_default();
+    let original = bullet_texts(&bullet_slots(state), &[]);
+    score_by_rules(&analysis, &original, state.config.score_threshold)
+}
+
+/// Scores the resume's own bullets (of the chunks the rewriter saw), once, by the rules.
 fn score_baseline(ctx: &Node) {
     let baseline = ctx.update(|s| {
         if !s.attempts.is_empty() {
             return None;
         }
-        let analysis = s.jd_analysis.clone().unwrap_or_default();
-        let rules = score_by_rules(&analysis, &s.original_bullets(), s.config.score_threshold);
+        let rules = original_rule_score(s);
         let attempt = AttemptScore {
             attempt: 0,
             kind: AttemptKind::Original,
@@ -78,6 +114,9 @@ fn score_baseline(ctx: &Node) {
             breakdown: rules.breakdown,
             lane: ScoringLane::Rules,
             confidence: rules.confidence,
+            rules_score: rules.overall(),
+            baseline: rules.overall(),
+            bullets: Vec::new(),
         };
         s.attempts.push(attempt.clone());
         Some(attempt)
@@ -91,31 +130,109 @@ fn scored_event(a: &AttemptScore) -> OptimizeEvent {
     OptimizeEvent::Scored {
         attempt: a.attempt,
         score: a.score,
+        baseline: a.baseline,
         breakdown: a.breakdown,
         lane: a.lane,
         confidence: a.confidence,
     }
 }
 
-/// Scores the current bullets and records the attempt; returns the rules' verdict for
-/// the router.
-pub async fn run(ctx: &Node, deps: &Deps) -> RuleScore {
-    score_baseline(ctx);
-    let (rules, wanted, rules_only, spent, budget, threshold) = ctx.read(|s| {
-        let rules = rule_score(s);
-        let wanted = lane_for(rules.confidence, &s.config);
+/// The model's values for the resume's own bullets as [`ModelScores`].
+fn original_model(state: &OptimizationState) -> ModelScores {
+    let value = |c: Category| state.original_model_scores.get(&c).copied();
+    ModelScores {
+        keywords: value(Category::Keywords),
+        skills: value(Category::Skills),
+        experience: value(Category::Experience),
+        formatting: value(Category::Formatting),
+    }
+}
+
+/// Asks the model scorer about `categories` of the current bullets, and of the resume's
+/// own bullets in the same call when the model has not scored those categories of them
+/// yet. Returns the attempt's breakdown and the original's, both merged over the rules'.
+async fn model_scores(
+    ctx: &Node,
+    deps: &Deps,
+    categories: &[Category],
+    rules: &RuleScore,
+    original_rules: &RuleScore,
+) -> Result<(ScoreBreakdown, ScoreBreakdown), CallError> {
+    let (bullets, original, missing) = ctx.read(|s| {
+        let missing = categories
+            .iter()
+            .any(|c| !s.original_model_scores.contains_key(c));
         (
-            rules,
-            wanted,
-            s.degrades.contains(&Degrade::RuleScoringOnly),
-            Spent::of(s),
-            s.config.budget,
-            s.config.score_threshold,
+            current_bullets(s),
+            bullet_texts(&bullet_slots(s), &[]),
+            missing,
         )
     });
+    let ask = |prompt: String, max_tokens: u32| Ask {
+        agent: AGENT,
+        tier: ModelTier::Light,
+        system: SYSTEM.to_owned(),
+        prompt,
+        temperature: 0.0,
+        max_tokens,
+    };
+    let rewrite = if missing {
+        let prompt = ctx.read(|s| prompt(s, categories, rules, &bullets, Some(&original)));
+        let answer = deps
+            .caller
+            .ask::<ComparedScores>(ctx, ask(prompt, 320))
+            .await?;
+        ctx.update(|s| {
+            for &category in categories {
+                if let Some(value) = answer.original.get(category) {
+                    let value = if value.is_finite() {
+                        value.clamp(0.0, 1.0)
+                    } else {
+                        0.5
+                    };
+                    s.original_model_scores.entry(category).or_insert(value);
+                }
+            }
+        });
+        answer.rewrite
+    } else {
+        let prompt = ctx.read(|s| prompt(s, categories, rules, &bullets, None));
+        deps.caller
+            .ask::<ModelScores>(ctx, ask(prompt, 200))
+            .await?
+    };
+    let original = ctx.read(original_model);
+    Ok((
+        merge_scores(rules.breakdown, &rewrite, categories),
+        merge_scores(original_rules.breakdown, &original, categories),
+    ))
+}
+
+/// Scores the current bullets and the resume's own the same way, records the attempt,
+/// and keeps the best attempt so far (the resume as it is unless one scores above it):
+/// its bullets and score become the state's. Returns the rules' verdict on the kept
+/// bullets, for the router.
+pub async fn run(ctx: &Node, deps: &Deps) -> RuleScore {
+    score_baseline(ctx);
+    let (rules, original_rules, wanted, rules_only, spent, budget, threshold, compared) =
+        ctx.read(|s| {
+            let rules = rule_score(s);
+            let wanted = lane_for(rules.confidence, &s.config);
+            (
+                rules,
+                original_rule_score(s),
+                wanted,
+                s.degrades.contains(&Degrade::RuleScoringOnly),
+                Spent::of(s),
+                s.config.budget,
+                s.config.score_threshold,
+                s.original_model_scores.is_empty(),
+            )
+        });
     let weak = rules.weak_categories(threshold);
-    let need = match wanted {
-        ScoringLane::FullModel => FULL_SCORER,
+    let need = match (wanted, compared) {
+        (_, true) => COMPARED_SCORER,
+        (ScoringLane::FullModel, false) => FULL_SCORER,
         _ => COMPACT_SCORER,
     };
     let mut lane = match wanted {
@@ -136,74 +253,52 @@ pub async fn run(ctx: &Node, deps: &Deps) -> RuleScore {
         ScoringLane::FullModel => Category::ALL.to_vec(),
         _ => weak,
     };
-    let breakdown = match lane {
-        ScoringLane::Rules | ScoringLane::Fallback => rules.breakdown,
-        ScoringLane::CompactModel | ScoringLane::FullModel => {
-            let prompt = ctx.read(|s| prompt(s, &categories, &rules));
-            let ask = Ask {
-                agent: AGENT,
-                tier: ModelTier::Light,
-                system: SYSTEM.to_owned(),
-                prompt,
-                temperature: 0.0,
-                max_tokens: 200,
-            };
-            match deps.caller.ask::<ModelScores>(ctx, ask).await {
-                Ok(model) => merge_scores(rules.breakdown, &model, &categories),
-                Err(error) => {
-                    let (fallback, fallback_lane, note) = match (&error, lane) {
-                        (CallError::Budget { .. }, _) | (_, ScoringLane::CompactModel) => (
-                            rules.breakdown,
-                            ScoringLane::Rules,
-                            "the rules' scores are kept",
-                        ),
-                        _ => (
-                            ScoreBreakdown {
-                                keywords: 0.5,
-                                skills: 0.5,
-                                experience: 0.5,
-                                formatting: 0.5,
-                            },
-                            ScoringLane::Fallback,
-                            "the score defaults to 0.5",
-                        ),
-                    };
-                    if let CallError::Budget { limit, message } = &error {
-                        crate::nodes::stop_for_budget(ctx, *limit, message.clone());
-                    } else {
-                        let message = format!("the model scorer failed ({error}); {note}");
-                        ctx.update(|s| s.record_error(AGENT, error.kind(), message.clone(), true));
-                        ctx.emit(OptimizeEvent::Warning {
-                            agent: AGENT.into(),
-                            message,
-                        });
-                    }
-                    lane = fallback_lane;
-                    fallback
+    let (breakdown, baseline) = if lane == ScoringLane::Rules {
+        (rules.breakdown, original_rules.breakdown)
+    } else {
+        match model_scores(ctx, deps, &categories, &rules, &original_rules).await {
+            Ok(scores) => scores,
+            Err(error) => {
+                if let CallError::Budget { limit, message } = &error {
+                    crate::nodes::stop_for_budget(ctx, *limit, message.clone());
+                } else {
+                    let message =
+                        format!("the model scorer failed ({error}); the rules' scores are kept");
+                    ctx.update(|s| s.record_error(AGENT, error.kind(), message.clone(), true));
+                    ctx.emit(OptimizeEvent::Warning {
+                        agent: AGENT.into(),
+                        message,
+                    });
                 }
+                lane = ScoringLane::Rules;
+                (rules.breakdown, original_rules.breakdown)
             }
         }
     };
-    let attempt = ctx.update(|s| {
-        let kind = s.bullets_from.unwrap_or(AttemptKind::FullRewrite);
-        let score = if lane == ScoringLane::Fallback {
-            0.5
-        } else {
-            breakdown.overall()
-        };
+    let (attempt, kept) = ctx.update(|s| {
         let attempt = AttemptScore {
             attempt: s.rewrite_attempts + s.repair_attempts,
-            kind,
-            score,
+            kind: s.bullets_from.unwrap_or(AttemptKind::FullRewrite),
+            score: breakdown.overall(),
             breakdown,
             lane,
             confidence: rules.confidence,
+            rules_score: rules.overall(),
+            baseline: baseline.overall(),
+            bullets: s.optimized_bullets.clone(),
         };
-        s.ats_score = Some(score);
-        s.score_breakdown = Some(breakdown);
         s.attempts.push(attempt.clone());
-        attempt
+        let kept = s.kept_attempt().cloned().unwrap_or_else(|| attempt.clone());
+        s.optimized_bullets = kept.bullets.clone();
+        s.ats_score = Some(kept.score);
+        s.score_breakdown = Some(kept.breakdown);
+        s.bullets_from = Some(kept.kind);
+        (attempt, kept.attempt)
     });
     ctx.emit(scored_event(&attempt));
-    rules
+    if kept == attempt.attempt {
+        rules
+    } else {
+        ctx.read(rule_score)
+    }
 }

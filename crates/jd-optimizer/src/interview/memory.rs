@@ -10,6 +10,7 @@ use agent_runtime::sessions::StoreError;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::bullets::current_bullets;
 use crate::state::OptimizationState;
 use crate::text::{Found, find_keyword, numbers, words};
 
@@ -50,12 +51,12 @@ impl MemoryProfile {
                     .collect()
             })
             .unwrap_or_default();
-        let signature_achievements = state
-            .optimized_bullets
+        let bullets = current_bullets(state);
+        let signature_achievements = bullets
             .iter()
-            .filter(|b| !numbers(&b.text).is_empty())
+            .filter(|b| !numbers(b).is_empty())
             .take(MAX_ACHIEVEMENTS)
-            .map(|b| b.text.clone())
+            .cloned()
             .collect();
         let mut accepted_phrasing: Vec<String> = Vec::new();
         for bullet in &state.optimized_bullets {

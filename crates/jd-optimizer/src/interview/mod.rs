@@ -18,6 +18,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use crate::bullets::current_bullets;
 use crate::cache::{CacheKind, INTERVIEW_TTL, OptimizerCache, interview_key};
 use crate::llm::{AgentCaller, Ask, CallError};
 use crate::state::OptimizationState;
@@ -150,12 +151,7 @@ impl Interviewer {
             analysis.qualifications.join("; "),
             profile.core_skills.join(", "),
             profile.signature_achievements.join("\n- "),
-            state
-                .optimized_bullets
-                .iter()
-                .map(|b| b.text.as_str())
-                .collect::<Vec<_>>()
-                .join("\n- "),
+            current_bullets(state).join("\n- "),
         );
         let memory_only = profile.is_sufficient();
         if !memory_only {

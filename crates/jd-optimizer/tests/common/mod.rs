@@ -119,10 +119,10 @@ pub fn sre_analysis() -> Value {
 /// Strong, honest bullets for the SRE pair (all facts from its chunk C2).
 pub fn sre_rewrite() -> Value {
     json!({"bullets": [
-        {"text": "Operated 14 Kubernetes clusters on AWS serving 2,500 pods across 3 regions", "sources": ["C2"]},
-        {"text": "Wrote Terraform modules for 60 AWS accounts, replacing hand-made console setups", "sources": ["C2"]},
-        {"text": "Built Prometheus and Grafana alerting that cut mean time to detect from 25 to 4 minutes", "sources": ["C2"]},
-        {"text": "Led incident response as on-call lead and wrote 30 blameless postmortems on the platform", "sources": ["C2"]}
+        {"replaces": "C2.1", "text": "Operated the Kubernetes platform on AWS: 14 clusters serving 2,500 pods across 3 regions", "sources": ["C2"]},
+        {"replaces": "C2.2", "text": "Managed infrastructure with Terraform modules for 60 AWS accounts, replacing hand-made console setups", "sources": ["C2"]},
+        {"replaces": "C2.3", "text": "Built Prometheus and Grafana alerting for the Kubernetes platform that cut mean time to detect from 25 to 4 minutes", "sources": ["C2"]},
+        {"replaces": "C2.4", "text": "Led incident response as on-call lead and wrote 30 blameless postmortems on the platform", "sources": ["C2"]}
     ]})
 }
 
