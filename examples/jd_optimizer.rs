@@ -21,9 +21,13 @@
 //! prints the result as JSON instead of the summary. `--dry-run` answers from the
 //! recorded model answers of `fixtures/jd-optimizer` (the six fixture pairs); otherwise
 //! the provider of the environment answers (`LLM_PROVIDER`, `OPENAI_BASE_URL`, ... as in
-//! the README). `--embeddings provider` indexes the resume with the provider's embedding
-//! model in an SQLite vector store (`--index FILE`, in memory by default); without it the
-//! resume's sections are ranked by keywords. `--latency MS` adds that delay to every
+//! the README). Retrieval is hybrid on the local embedding model when
+//! `LOCAL_EMBEDDING_MODEL_DIR` names all-MiniLM-L6-v2's files and the binary is built with
+//! `--features retrieval` (`--embeddings auto`, the default, for `optimize` and `serve`),
+//! or on the provider's embedding model with `--embeddings provider`; the resume is
+//! indexed in an SQLite vector store (`--index FILE`, in memory by default; `serve`'s
+//! `--db`), and retrievals are cached. With `--embeddings none` the resume's sections are
+//! ranked by keywords. `--latency MS` adds that delay to every
 //! model call (a simulated slow model, for timing).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -40,7 +44,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use jd_optimizer::agents::retriever::ResumeIndex;
 use jd_optimizer::cache::OptimizerCache;
-use jd_optimizer::document::optimized_docx;
+use jd_optimizer::document::{CheckedDocx, optimized_docx};
 use jd_optimizer::interview::cover_letter::Tone;
 use jd_optimizer::interview::{InterviewPrep, InterviewRequest};
 use jd_optimizer::product::OptimizeProduct;
@@ -102,6 +106,11 @@ struct ServeArgs {
     /// The dry run's fixtures.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/jd-optimizer"))]
     fixtures: PathBuf,
+    /// Where embeddings come from: `auto` (the local model when
+    /// `LOCAL_EMBEDDING_MODEL_DIR` is set, else none), `local`, `provider` or `none`
+    /// (sections ranked by keywords). Resumes are indexed in the `--db` file.
+    #[arg(long, default_value = "auto")]
+    embeddings: String,
 }
 
 #[derive(clap::Args)]
@@ -142,8 +151,10 @@ struct OptimizeArgs {
     /// The model-call budget (default 6).
     #[arg(long)]
     max_calls: Option<u64>,
-    /// Where embeddings come from: `none` (sections ranked by keywords) or `provider`.
-    #[arg(long, default_value = "none")]
+    /// Where embeddings come from: `auto` (the local model when
+    /// `LOCAL_EMBEDDING_MODEL_DIR` is set, else none), `local`, `provider` or `none`
+    /// (sections ranked by keywords).
+    #[arg(long, default_value = "auto")]
     embeddings: String,
     /// The SQLite file of the vector index (in memory when not given).
     #[arg(long)]
@@ -252,26 +263,68 @@ async fn optimizer(args: &OptimizeArgs) -> anyhow::Result<JdOptimizer> {
             .with_model(|model| Arc::new(LatencyModel::new(model, Duration::from_millis(ms)))),
         None => optimizer,
     };
-    match args.embeddings.as_str() {
-        "none" => Ok(optimizer),
+    let store = match &args.index {
+        Some(path) => SqliteSessionStore::open(path).await?,
+        None => SqliteSessionStore::in_memory().await?,
+    };
+    with_embeddings(optimizer, &args.embeddings, provider.as_ref(), &store)
+}
+
+/// The local embedding model of `LOCAL_EMBEDDING_MODEL_DIR` (built with `--features
+/// retrieval`).
+#[cfg(feature = "retrieval")]
+fn local_embeddings() -> anyhow::Result<Arc<dyn agent_llm::EmbeddingModel>> {
+    Ok(Arc::new(agent_llm::LocalEmbeddingModel::from_env()?))
+}
+
+#[cfg(not(feature = "retrieval"))]
+fn local_embeddings() -> anyhow::Result<Arc<dyn agent_llm::EmbeddingModel>> {
+    anyhow::bail!(
+        "this binary was built without the local embedding model: build it with `--features retrieval`"
+    )
+}
+
+/// The optimizer retrieving from a hybrid index in `store` with the embeddings `choice`
+/// names (`auto`, `local`, `provider`, `none`), as both `optimize` and `serve` do.
+fn with_embeddings(
+    optimizer: JdOptimizer,
+    choice: &str,
+    provider: Option<&ProviderConfig>,
+    store: &SqliteSessionStore,
+) -> anyhow::Result<JdOptimizer> {
+    let local_configured =
+        std::env::var_os("LOCAL_EMBEDDING_MODEL_DIR").is_some_and(|dir| !dir.is_empty());
+    let embedder = match choice {
+        "none" => None,
+        "auto" if !local_configured => None,
+        "auto" if cfg!(not(feature = "retrieval")) => {
+            eprintln!(
+                "LOCAL_EMBEDDING_MODEL_DIR is set, but this binary was built without the local embedding model (--features retrieval): sections are ranked by keywords"
+            );
+            None
+        }
+        "auto" | "local" => Some(local_embeddings()?),
         "provider" => {
             let provider = provider.context("--embeddings provider needs a live provider")?;
-            let store = match &args.index {
-                Some(path) => SqliteSessionStore::open(path).await?,
-                None => SqliteSessionStore::in_memory().await?,
-            };
-            let index = ResumeIndex::new(provider.embedding_model()?, Arc::new(store.vectors()));
-            Ok(optimizer.with_index(index))
+            Some(provider.embedding_model()?)
         }
-        other => anyhow::bail!("--embeddings is none or provider, not {other}"),
-    }
+        other => anyhow::bail!("--embeddings is auto, local, provider or none, not {other}"),
+    };
+    Ok(match embedder {
+        Some(embedder) => {
+            eprintln!("retrieval: hybrid, on {choice} embeddings");
+            optimizer.with_index(ResumeIndex::new(embedder, Arc::new(store.vectors())))
+        }
+        None => optimizer,
+    })
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let (optimizer, _) = base_optimizer(args.dry_run, &args.fixtures).await?;
+    let (optimizer, provider) = base_optimizer(args.dry_run, &args.fixtures).await?;
     let store = SqliteSessionStore::open(&args.db)
         .await
         .with_context(|| format!("opening {}", args.db.display()))?;
+    let optimizer = with_embeddings(optimizer, &args.embeddings, provider.as_ref(), &store)?;
     let product = OptimizeProduct::new(optimizer, Arc::new(store.documents()), args.daily_quota);
     let checkpoints = store.checkpoints();
     let server = AgentServer::new(Arc::new(store))
@@ -354,14 +407,14 @@ async fn optimize(
         Err(error) => return Err(error.into()),
     };
     let wall = started.elapsed();
-    let docx_score = match &args.docx {
+    let docx = match &args.docx {
         Some(path) => Some(write_docx(&resume, &done, path)?),
         None => None,
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&done.result)?);
     } else {
-        print_summary(&done, wall, optimizer.cache().stats(), docx_score);
+        print_summary(&done, wall, optimizer.cache().stats(), docx);
     }
     if let Some(request) = interview {
         let prep = optimizer
@@ -410,34 +463,43 @@ fn print_interview(prep: &InterviewPrep, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn write_docx(resume: &str, done: &Optimization, path: &Path) -> anyhow::Result<f64> {
+fn write_docx(resume: &str, done: &Optimization, path: &Path) -> anyhow::Result<CheckedDocx> {
     let docx = optimized_docx(resume, &done.state)?;
     std::fs::write(path, &docx.bytes).with_context(|| format!("writing {}", path.display()))?;
-    Ok(docx.score)
+    Ok(docx)
 }
 
 fn print_summary(
     done: &Optimization,
     wall: Duration,
     cache: jd_optimizer::cache::CacheStats,
-    docx_score: Option<f64>,
+    docx: Option<CheckedDocx>,
 ) {
     let r = &done.result;
     println!();
     for attempt in &r.attempts {
         println!(
-            "attempt {} ({:?}): {:.1} by {:?}",
+            "attempt {} ({:?}): {:.1} by {:?}, the resume's own bullets {:.1} on that scale ({:+.1}); by the rules alone {:.1}{}",
             attempt.attempt,
             attempt.kind,
             attempt.score * 100.0,
-            attempt.lane
+            attempt.lane,
+            attempt.baseline * 100.0,
+            attempt.gain() * 100.0,
+            attempt.rules_score * 100.0,
+            if attempt.attempt == r.kept_attempt {
+                "  <- kept"
+            } else {
+                ""
+            }
         );
     }
     println!(
-        "score: {:.1} (the resume's own bullets: {:.1}, {:+.1} points)",
+        "score: {:.1} (the resume's own bullets: {:.1}, {:+.1} points); {}",
         r.ats_score * 100.0,
         r.baseline_score * 100.0,
-        r.gain_points()
+        r.gain_points(),
+        r.kept_reason
     );
     let b = &r.budget;
     println!(
@@ -469,13 +531,15 @@ fn print_summary(
         cache.jd_hits,
         cache.jd_hits + cache.jd_misses
     );
-    println!("\nbullets:");
+    println!("\nbullets rewritten (the resume's other bullets stay as they are):");
     for bullet in &r.optimized_bullets {
         println!(
-            "  {} [{}] {}",
+            "  {} replaces {} [{}] {}\n      was: {}",
             bullet.id,
+            bullet.replaces,
             bullet.sources.join(", "),
-            bullet.text
+            bullet.text,
+            bullet.original
         );
     }
     for dropped in &r.dropped_bullets {
@@ -490,16 +554,24 @@ fn print_summary(
             .map_or("?".to_owned(), |p| format!("{p:?}").to_lowercase());
         println!("  {skill} ({priority})");
     }
+    for qualification in &r.gap_report.missing_qualifications {
+        println!("  qualification: {qualification}");
+    }
+    for skill in &r.gap_report.missing_soft_skills {
+        println!("  soft skill not shown: {skill}");
+    }
     for recommendation in &r.gap_report.recommendations {
         println!("  - {recommendation}");
     }
     for warning in &r.warnings {
         println!("warning: {warning}");
     }
-    if let Some(score) = docx_score {
+    if let Some(docx) = docx {
         println!(
-            "docx: written, read back, bullets scored {:.1}",
-            score * 100.0
+            "docx: written and read back: all {} lines of the resume in place, {} of them rewritten; its bullets score {:.1} by the rules",
+            docx.lines,
+            docx.rewritten,
+            docx.score * 100.0
         );
     }
 }

@@ -402,6 +402,10 @@ pub async fn rewrite(ctx: &Node, deps: &Deps, max_bullets: Option<usize>) -> Res
                 continue;
             };
             let (index, slot) = slot;
+            if draft.text == slot.text {
+                // The bullet as it was: not a rewrite.
+                continue;
+            }
             match accept(s, draft.text, draft.sources, Some(&slot.chunk_id)) {
                 Ok(()) => kept.push((
                     index,
