@@ -155,7 +155,9 @@ async fn client(
                 seen.gate = Some(zero.elapsed());
                 break;
             }
-            "session_failed" | "session_cancelled" => bail!("the session ended: {}", event.data),
+            "session_failed" | "session_cancelled" | "session_expired" => {
+                bail!("the session ended: {}", event.data)
+            }
             _ => {}
         }
     }

@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --release -p examples --example resume_server -- [--port 8080] [--db FILE] [--dry-run]
 //!     [--backend sqlite|postgres+nats] [--schema NAME] [--nats-prefix PREFIX] [--lease-secs 30]
-//!     [--max-runs N]
+//!     [--max-runs N] [--gate-timeout 24h]
 //! ```
 //!
 //! `--backend postgres+nats` runs one of several instances of a deployment
@@ -20,7 +20,9 @@
 //! the environment (`ANTHROPIC_API_KEY`, `LLM_PROVIDER`, ... as in the README). The
 //! feature flags `FF_INTAKE_QUIZ`, `FF_RESEARCH_VALIDATION`, `FF_GAP_ANALYSIS_QUIZ`,
 //! `FF_QUALITY_REVIEW_APPROVAL` and `FF_BLUEPRINT_APPROVAL` (default true) set which
-//! gates a session may open; its start request can turn them off.
+//! gates a session may open; its start request can turn them off. `--gate-timeout` is how
+//! long a session waits at a gate for its user (default 24 h): then the gate closes, the
+//! session ends `expired` and frees its run slot.
 
 // A command-line program: its output is the point.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -86,6 +88,35 @@ struct Args {
     /// gate counts); more stay queued for the other instances. Default: no limit.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_runs: Option<u32>,
+    /// How long a session waits at a gate for its user before it ends `expired` (and frees
+    /// its run slot): a number with a unit, `ms`, `s`, `m`, `h` or `d` (`90s`, `30m`,
+    /// `24h`; a bare number is seconds).
+    #[arg(long, default_value = "24h", value_name = "DURATION", value_parser = parse_duration)]
+    gate_timeout: Duration,
+}
+
+/// `500ms`, `90s`, `30m`, `24h`, `2d`, or a number of seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration such as 90s, 30m or 24h"))?;
+    let seconds = match unit.trim() {
+        "ms" => number / 1000.0,
+        "" | "s" => number,
+        "m" => number * 60.0,
+        "h" => number * 3600.0,
+        "d" => number * 86_400.0,
+        other => return Err(format!("unknown unit {other:?}: use ms, s, m, h or d")),
+    };
+    if !seconds.is_finite() || seconds <= 0.0 {
+        return Err(format!("{text:?}: the timeout must be more than zero"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
 }
 
 /// Where sessions live.
@@ -136,7 +167,10 @@ async fn main() -> anyhow::Result<()> {
         max_tokens: args.max_tokens,
         ..CostLimits::default()
     };
-    let product = product.with_flags(Flags::from_env()?).with_limits(limits);
+    let product = product
+        .with_flags(Flags::from_env()?)
+        .with_limits(limits)
+        .with_gate_timeout(args.gate_timeout);
     let (server, location) = match args.backend {
         Backend::Sqlite => {
             let store = SqliteSessionStore::open(&args.db)

@@ -64,7 +64,7 @@ def main():
             assert code == 200, (code, reply)
         if event.get("type") == "session_complete":
             result = event["result"]
-        if event.get("type") in ("session_complete", "session_failed", "session_cancelled"):
+        if event.get("type") in ("session_complete", "session_failed", "session_cancelled", "session_expired"):
             break
     if result is None:
         problems.append("the session did not complete")

@@ -1,16 +1,24 @@
 #!/usr/bin/env python3
 """A client of the resume API written from docs/resume-api.md alone, with the standard
-library only: start a session, follow its events, answer every gate, save the DOCX.
+library only: start a session, follow its events, answer every gate, save the DOCX, and
+check that the DOCX keeps the resume's name, its dated lines (roles, degrees) in order,
+as section 6 says.
 
     python3 examples/clients/resume_client.py http://127.0.0.1:8080 RESUME.txt JOB.txt OUT.docx
 
-Exits 0 when the resume is done and saved, 1 otherwise.
+Exits 0 when the resume is done, saved and checked, 1 otherwise.
 """
 import base64
+import io
 import json
+import re
 import sys
 import urllib.error
 import urllib.request
+import zipfile
+import xml.etree.ElementTree as ElementTree
+
+W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
 
 def call(method, url, token=None, body=None):
@@ -64,11 +72,43 @@ def answer_for(name, payload):
     raise SystemExit("unknown gate " + name)
 
 
+def docx_paragraphs(docx):
+    """(style, text) of each paragraph of the DOCX body, in order."""
+    with zipfile.ZipFile(io.BytesIO(docx)) as archive:
+        body = ElementTree.fromstring(archive.read("word/document.xml"))
+    paragraphs = []
+    for paragraph in body.iter(W + "p"):
+        style = paragraph.find(W + "pPr/" + W + "pStyle")
+        text = "".join(t.text or "" for t in paragraph.iter(W + "t"))
+        paragraphs.append((style.get(W + "val") if style is not None else None, text))
+    return paragraphs
+
+
+def check_structure(resume_text, paragraphs):
+    """The name is the title; every dated line of the resume that is not a bullet (a role,
+    a degree) is in a heading, in the resume's order. Returns what is wrong, or None."""
+    lines = [line.strip() for line in resume_text.splitlines() if line.strip()]
+    if not paragraphs or paragraphs[0][0] != "Title" or paragraphs[0][1] not in lines[0]:
+        return "the DOCX does not start with the name: %r" % (paragraphs[:1],)
+    dated = [line for line in lines[1:]
+             if re.search(r"\b(19|20)\d\d\b", line) and not line.startswith(("-", "*", "•"))]
+    position = 0
+    for line in dated:
+        found = next((i for i in range(position, len(paragraphs))
+                      if line in paragraphs[i][1] and (paragraphs[i][0] or "").startswith("Heading")), None)
+        if found is None:
+            return "the dated line %r is not a heading after paragraph %d" % (line, position)
+        position = found + 1
+    print("the DOCX keeps the name and", len(dated), "dated line(s) as headings, in order")
+    return None
+
+
 def main():
     base, resume_path, job_path, out_path = sys.argv[1:5]
     base = base.rstrip("/")
     with open(resume_path) as resume, open(job_path) as job:
         start = {"resume_text": resume.read(), "job_description": job.read()}
+    resume_text = start["resume_text"]
     status, session = call("POST", base + "/api/resume/start", body=start)
     if status != 201:
         print("start failed:", status, session)
@@ -92,6 +132,9 @@ def main():
                 elif kind == "session_failed":
                     print("failed:", data["error"])
                     return 1
+                elif kind in ("session_cancelled", "session_expired"):
+                    print(kind + ":", data["reason"])
+                    return 1
                 elif kind == "session_complete":
                     result = data["result"]
                     break
@@ -108,6 +151,10 @@ def main():
     with open(out_path, "wb") as out:
         out.write(docx)
     print("saved", out_path, len(docx), "bytes;", len(result["resume_markdown"]), "characters of Markdown")
+    problem = check_structure(resume_text, docx_paragraphs(docx))
+    if problem:
+        print(problem)
+        return 1
     return 0
 
 

@@ -63,7 +63,7 @@ def follow(stream_base, answer_bases, session, seen, until=None):
             kind = data.get("type")
             if kind == "gate_open":
                 answer(answer_bases, session, data, len(seen))
-            if kind in ("session_complete", "session_failed"):
+            if kind in ("session_complete", "session_failed", "session_cancelled", "session_expired"):
                 return kind
             if until and until(data):
                 return "until"

@@ -74,7 +74,7 @@ def follow(base, session, last_id=0, until=None):
                 "session_id": session["session_id"], "gate": data["gate_id"],
                 "answer": client.answer_for(data["name"], data["payload"])})
             assert code == 200 or body["error"]["code"] == "already_answered", (code, body)
-        if kind in ("session_complete", "session_failed"):
+        if kind in ("session_complete", "session_failed", "session_cancelled", "session_expired"):
             return last_id, kind
         if until and until(data):
             return last_id, "until"

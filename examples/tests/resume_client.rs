@@ -39,6 +39,11 @@ fn the_python_client_completes_a_dry_run_session() {
         printed.contains("gate_open") && printed.contains("session_complete"),
         "{printed}"
     );
+    // Both roles and the degree of the fixture resume, as headings, in order.
+    assert!(
+        printed.contains("the DOCX keeps the name and 3 dated line(s) as headings, in order"),
+        "{printed}"
+    );
     let docx = std::fs::read(&out).unwrap();
     assert!(docx.starts_with(b"PK"));
     drop(server);

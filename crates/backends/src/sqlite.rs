@@ -314,7 +314,9 @@ impl SessionStore for SqliteSessionStore {
             )
             .bind(status)
             .bind(json_text(result)?),
-            SessionOutcome::Failed(error) | SessionOutcome::Cancelled(error) => sqlx::query(
+            SessionOutcome::Failed(error)
+            | SessionOutcome::Cancelled(error)
+            | SessionOutcome::Expired(error) => sqlx::query(
                 "UPDATE sessions SET status = ?1, error = ?2, updated_at = ?3 WHERE id = ?4",
             )
             .bind(status)

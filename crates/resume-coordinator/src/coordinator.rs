@@ -92,6 +92,15 @@ pub async fn run(
         handle: handle.clone(),
     })
     .map_err(|e| PipelineError(e.to_string()))?;
+    // A gate that times out ends the whole run, not only the step that asked (an agent
+    // would otherwise go on, or ask again): the session ends `expired`.
+    let expiry = handle.gates().expiry();
+    let cancel = handle.cancellation();
+    let abandoned = tokio::spawn(async move {
+        expiry.cancelled().await;
+        tracing::info!("a gate expired unanswered: stopping the session");
+        cancel.cancel();
+    });
     let store = handle.checkpoints();
     let unreadable = |e: CheckpointError| PipelineError(format!("the session's checkpoints: {e}"));
     let result = if store.exists(handle.id()).await.map_err(unreadable)? {
@@ -103,7 +112,15 @@ pub async fn run(
         let options = RunOptions::new().with_run_id(handle.id());
         graph.run_checkpointed_in(&session, store, options).await
     }
-    .map_err(unreadable)?;
+    .map_err(unreadable);
+    abandoned.abort();
+    let result = result?;
+    if !handle.gates().expired().is_empty() {
+        return Err(PipelineError(format!(
+            "nobody answered {} in time; the session expired",
+            handle.gates().expired().join(", ")
+        )));
+    }
     match result.status {
         RunStatus::Success => {
             if let Some((user, masters)) = user {

@@ -21,6 +21,9 @@ use crate::types::{Flags, PipelineError, ResumeEvent, ResumeOutput, StartRequest
 /// The longest `resume_text` and `job_description`, in characters.
 pub const MAX_TEXT_CHARS: usize = 100_000;
 
+/// How long a session waits at a gate for its user by default: 24 hours.
+pub const DEFAULT_GATE_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// The resume product: a chat model (every tier's calls go to it, with the tier's model id
 /// from the router) and the router.
 #[derive(Clone)]
@@ -31,6 +34,7 @@ pub struct ResumeProduct {
     limits: CostLimits,
     flags: Flags,
     masters: Option<MasterResumes>,
+    gate_timeout: Duration,
 }
 
 impl std::fmt::Debug for ResumeProduct {
@@ -52,7 +56,17 @@ impl ResumeProduct {
             limits: CostLimits::default(),
             flags: Flags::default(),
             masters: None,
+            gate_timeout: DEFAULT_GATE_TIMEOUT,
         }
+    }
+
+    /// How long a session waits at any gate for its user ([`DEFAULT_GATE_TIMEOUT`]
+    /// unless set): a gate nobody answered in that time closes (`gate_closed`, reason
+    /// `expired`), the session stops and ends `expired` (`session_expired`), and its run
+    /// slot is free. The time counts from when the gate opened (again after a restart).
+    pub fn with_gate_timeout(mut self, timeout: Duration) -> Self {
+        self.gate_timeout = timeout;
+        self
     }
 
     /// Keeps users' master resumes in `documents` (the deployment's database, e.g.
@@ -173,6 +187,7 @@ impl Product for ResumeProduct {
         mut start: StartRequest,
     ) -> Result<ResumeOutput, PipelineError> {
         start.flags = start.flags.narrowed_by(self.flags);
+        session.gates().set_default_timeout(Some(self.gate_timeout));
         let meter = CostMeter::with_pricing(self.limits.clone(), self.pricing.clone());
         let masters = self.masters.clone();
         coordinator::run(

@@ -140,6 +140,10 @@ struct Gates {
     counters: HashMap<(String, String), u64>,
     /// Answers given before a restart, returned at once when their gate is waited at.
     recorded: HashMap<String, Value>,
+    /// The timeout of a gate whose request names none.
+    default_timeout: Option<Duration>,
+    /// The gates that closed because their timeout passed, in order.
+    expired: Vec<String>,
 }
 
 /// A gate being waited at; closes it (no longer pending, the listener told why) when the
@@ -206,6 +210,8 @@ struct Shared {
     gates: Mutex<Gates>,
     /// Woken whenever a gate starts waiting.
     opened: tokio::sync::Notify,
+    /// Cancelled when a gate first times out.
+    expiry: CancellationToken,
     listener: Option<Arc<dyn GateListener>>,
 }
 
@@ -303,16 +309,49 @@ impl GateRegistry {
             .collect();
     }
 
-    /// Registers the gate `id` and waits for its answer, the timeout, or `cancel`.
+    /// Gives every gate whose request names no timeout this one (`None`: such gates wait
+    /// until answered or cancelled): an idle timeout for a whole session, so that a
+    /// session its user abandoned ends instead of holding its run for ever.
+    ///
+    /// ```
+    /// use agent_runtime::{GateError, GateRegistry, GateRequest};
+    /// use std::time::Duration;
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let gates = GateRegistry::new();
+    /// gates.set_default_timeout(Some(Duration::from_millis(10)));
+    /// let waited = gates.wait("coordinator:approve:1", GateRequest::new("approve"), None).await;
+    /// assert!(matches!(waited, Err(GateError::TimedOut { .. })));
+    /// assert_eq!(gates.expired(), ["coordinator:approve:1"]);
+    /// assert!(gates.expiry().is_cancelled());
+    /// # });
+    /// ```
+    pub fn set_default_timeout(&self, timeout: Option<Duration>) {
+        self.lock().default_timeout = timeout;
+    }
+
+    /// The gates that closed because their timeout passed (none answered), in order.
+    pub fn expired(&self) -> Vec<String> {
+        self.lock().expired.clone()
+    }
+
+    /// A token cancelled when a gate of this registry first times out: a run that must
+    /// end when its user stops answering (not only the step that asked) waits on it.
+    pub fn expiry(&self) -> CancellationToken {
+        self.inner.expiry.clone()
+    }
+
+    /// Registers the gate `id` and waits for its answer, the timeout (the request's, or
+    /// the [default](Self::set_default_timeout)), or `cancel`.
     pub async fn wait(
         &self,
         id: &str,
-        request: GateRequest,
+        mut request: GateRequest,
         cancel: Option<&CancellationToken>,
     ) -> Result<Value, GateError> {
         let (sender, receiver) = oneshot::channel();
         let opened = {
             let mut gates = self.lock();
+            request.timeout = request.timeout.or(gates.default_timeout);
             if gates.pending.contains_key(id) {
                 return Err(GateError::AlreadyPending(id.to_owned()));
             }
@@ -323,6 +362,10 @@ impl GateRegistry {
                 gates.answered.insert(id.to_owned());
                 tracing::info!(gate = id, "answered before a restart");
                 return Ok(answer);
+            }
+            // A cancelled run opens no gate.
+            if cancel.is_some_and(CancellationToken::is_cancelled) {
+                return Err(GateError::Cancelled(id.to_owned()));
             }
             let since = Utc::now();
             let expires_at = request
@@ -378,7 +421,11 @@ impl GateRegistry {
         };
         open.reason = match &outcome {
             Ok(_) => None,
-            Err(GateError::TimedOut { .. }) => Some("expired"),
+            Err(GateError::TimedOut { .. }) => {
+                self.lock().expired.push(id.to_owned());
+                self.inner.expiry.cancel();
+                Some("expired")
+            }
             Err(_) => Some("cancelled"),
         };
         drop(open);

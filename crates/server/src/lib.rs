@@ -47,8 +47,9 @@
 //! `{"type": "gate_open", "gate_id", "name", "payload"}`,
 //! `{"type": "gate_answered", "gate_id"}`, `{"type": "gate_closed", "gate_id", "reason"}`
 //! (`expired` or `cancelled`), and one terminal event: `{"type": "session_complete",
-//! "result"}`, `{"type": "session_failed", "error"}` or `{"type": "session_cancelled",
-//! "reason"}`.
+//! "result"}`, `{"type": "session_failed", "error"}`, `{"type": "session_cancelled",
+//! "reason"}` or `{"type": "session_expired", "reason"}` (a run that ended after one of
+//! its gates timed out unanswered: its user abandoned it; status `expired`).
 //!
 //! ## Example
 //!

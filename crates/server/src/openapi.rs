@@ -113,6 +113,11 @@ fn server_events() -> Value {
             json!({"reason": {"type": "string"}}),
             &["reason"],
         ),
+        object(
+            "session_expired",
+            json!({"reason": {"type": "string"}}),
+            &["reason"],
+        ),
     ];
     debug_assert_eq!(events.len(), RESERVED_TYPES.len());
     json!({"oneOf": events})
@@ -183,7 +188,7 @@ pub(crate) fn document<P: Product>(name: &str, gates: &[GateSpec]) -> Value {
         "Status".into(),
         json!({"type": "object", "properties": {
             "session_id": {"type": "string"}, "product": {"type": "string"},
-            "status": {"enum": ["running", "waiting", "complete", "failed", "cancelled"]},
+            "status": {"enum": ["running", "waiting", "complete", "failed", "cancelled", "expired"]},
             "stage": {"type": ["string", "null"]},
             "pending_gates": {"type": "array", "items": {"type": "object"}},
             "events": {"type": "integer", "minimum": 0},

@@ -535,9 +535,13 @@ impl AgentServer {
                     }
                     Err(_) => Err("the run was cancelled".to_owned()),
                 };
+                // A run that failed once a gate had timed out was abandoned by its user.
                 let outcome = match (this_run.cancel_reason(), outcome) {
                     (Some(reason), _) => SessionOutcome::Cancelled(reason),
                     (None, Ok(result)) => SessionOutcome::Complete(result),
+                    (None, Err(error)) if !this_run.gates.expired().is_empty() => {
+                        SessionOutcome::Expired(error)
+                    }
                     (None, Err(error)) => SessionOutcome::Failed(error),
                 };
                 let parked = this_run.parked.load(Ordering::SeqCst)
@@ -547,6 +551,7 @@ impl AgentServer {
                     SessionOutcome::Complete(_) => tracing::info!("run complete"),
                     SessionOutcome::Failed(error) => tracing::warn!(%error, "run failed"),
                     SessionOutcome::Cancelled(reason) => tracing::info!(%reason, "run cancelled"),
+                    SessionOutcome::Expired(reason) => tracing::info!(%reason, "run expired"),
                 }
                 cancel.cancel();
                 let (done, written) = oneshot::channel();

@@ -27,15 +27,18 @@ pub(crate) const SESSION_FAILED: &str = "session_failed";
 pub(crate) const GATE_CLOSED: &str = "gate_closed";
 /// `session_cancelled`: the user cancelled the session (terminal).
 pub(crate) const SESSION_CANCELLED: &str = "session_cancelled";
+/// `session_expired`: nobody answered a gate in time; the run ended (terminal).
+pub(crate) const SESSION_EXPIRED: &str = "session_expired";
 
 /// The server's own event types.
-pub(crate) const RESERVED_TYPES: [&str; 6] = [
+pub(crate) const RESERVED_TYPES: [&str; 7] = [
     GATE_OPEN,
     GATE_ANSWERED,
     GATE_CLOSED,
     SESSION_COMPLETE,
     SESSION_FAILED,
     SESSION_CANCELLED,
+    SESSION_EXPIRED,
 ];
 
 /// Whether `kind` is one of the server's own event types.
@@ -47,7 +50,7 @@ pub(crate) fn is_reserved_type(kind: &str) -> bool {
 pub(crate) fn is_terminal(event: &Value) -> bool {
     matches!(
         event.get("type").and_then(Value::as_str),
-        Some(SESSION_COMPLETE | SESSION_FAILED | SESSION_CANCELLED)
+        Some(SESSION_COMPLETE | SESSION_FAILED | SESSION_CANCELLED | SESSION_EXPIRED)
     )
 }
 
@@ -57,6 +60,7 @@ pub(crate) fn terminal_event(outcome: &SessionOutcome) -> Value {
         SessionOutcome::Complete(result) => json!({"type": SESSION_COMPLETE, "result": result}),
         SessionOutcome::Failed(error) => json!({"type": SESSION_FAILED, "error": error}),
         SessionOutcome::Cancelled(reason) => json!({"type": SESSION_CANCELLED, "reason": reason}),
+        SessionOutcome::Expired(reason) => json!({"type": SESSION_EXPIRED, "reason": reason}),
     }
 }
 

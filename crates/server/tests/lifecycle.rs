@@ -70,7 +70,7 @@ async fn a_cancelled_session_ends_at_once_closes_its_gates_and_takes_no_answer()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_gate_that_expires_is_closed_in_the_store_with_an_event() {
+async fn a_gate_that_expires_is_closed_in_the_store_and_the_session_ends_expired() {
     let store = Arc::new(InMemorySessionStore::new());
     let server = TestServer::spawn(
         AgentServer::new(store.clone()).with_product(Arc::new(Echo::new("echo"))),
@@ -85,9 +85,20 @@ async fn a_gate_that_expires_is_closed_in_the_store_with_an_event() {
     let kinds: Vec<&str> = names(&events).iter().map(|(_, n)| *n).collect();
     assert_eq!(
         kinds,
-        ["started", "gate_open", "gate_closed", "session_failed"]
+        ["started", "gate_open", "gate_closed", "session_expired"]
     );
     assert_eq!(events[2].data["reason"], "expired");
+    // A run that ends after its gate expired was abandoned: it ends `expired`, its
+    // error as the reason.
+    assert!(
+        events[3].data["reason"]
+            .as_str()
+            .unwrap()
+            .contains("timed out"),
+        "{}",
+        events[3].data
+    );
+    assert_eq!(server.status(&session).await["status"], "expired");
     let gates = store.gates(&session.id).await.unwrap();
     assert_eq!(gates[0].closed.as_deref(), Some("expired"));
     assert!(!gates[0].is_pending());

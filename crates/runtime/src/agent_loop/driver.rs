@@ -214,6 +214,12 @@ where
         // A round is one model call and the tool calls it asks for: both run in its span.
         let mut round_span = tracing::Span::none();
         loop {
+            // A model that answers at once never lets the select above see the
+            // cancellation: a cancelled run starts no further step.
+            if ctx.cancellation().is_cancelled() {
+                run.stop(StopCause::Cancelled);
+                return;
+            }
             let rounds_done = run.rounds();
             match run.next_step() {
                 Next::Done => return,

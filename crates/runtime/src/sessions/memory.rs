@@ -127,7 +127,9 @@ impl SessionStore for InMemorySessionStore {
             e.record.status = outcome.status();
             match outcome {
                 SessionOutcome::Complete(result) => e.record.result = Some(result),
-                SessionOutcome::Failed(error) | SessionOutcome::Cancelled(error) => {
+                SessionOutcome::Failed(error)
+                | SessionOutcome::Cancelled(error)
+                | SessionOutcome::Expired(error) => {
                     e.record.error = Some(error);
                 }
             }

@@ -30,10 +30,13 @@ pub enum SessionStatus {
     Failed,
     /// Its user cancelled it; the reason is kept as its error.
     Cancelled,
+    /// Nobody answered one of its gates in time (its user abandoned it); the reason is
+    /// kept as its error.
+    Expired,
 }
 
 impl SessionStatus {
-    /// `running`, `waiting`, `complete`, `failed` or `cancelled`.
+    /// `running`, `waiting`, `complete`, `failed`, `cancelled` or `expired`.
     pub fn as_str(self) -> &'static str {
         match self {
             SessionStatus::Running => "running",
@@ -41,6 +44,7 @@ impl SessionStatus {
             SessionStatus::Complete => "complete",
             SessionStatus::Failed => "failed",
             SessionStatus::Cancelled => "cancelled",
+            SessionStatus::Expired => "expired",
         }
     }
 
@@ -52,15 +56,19 @@ impl SessionStatus {
             "complete" => Some(SessionStatus::Complete),
             "failed" => Some(SessionStatus::Failed),
             "cancelled" => Some(SessionStatus::Cancelled),
+            "expired" => Some(SessionStatus::Expired),
             _ => None,
         }
     }
 
-    /// Whether the run ended (complete, failed or cancelled).
+    /// Whether the run ended (complete, failed, cancelled or expired).
     pub fn is_finished(self) -> bool {
         matches!(
             self,
-            SessionStatus::Complete | SessionStatus::Failed | SessionStatus::Cancelled
+            SessionStatus::Complete
+                | SessionStatus::Failed
+                | SessionStatus::Cancelled
+                | SessionStatus::Expired
         )
     }
 }
@@ -74,6 +82,8 @@ pub enum SessionOutcome {
     Failed(String),
     /// Its user cancelled it (the reason).
     Cancelled(String),
+    /// A gate of it timed out unanswered (the run's error).
+    Expired(String),
 }
 
 impl SessionOutcome {
@@ -83,6 +93,7 @@ impl SessionOutcome {
             SessionOutcome::Complete(_) => SessionStatus::Complete,
             SessionOutcome::Failed(_) => SessionStatus::Failed,
             SessionOutcome::Cancelled(_) => SessionStatus::Cancelled,
+            SessionOutcome::Expired(_) => SessionStatus::Expired,
         }
     }
 }
