@@ -6,7 +6,8 @@
 //! is offered.
 
 use job_capabilities::documents::{
-    DocumentKind, DocxError, build_docx, extract_text, normalize_text, verify_docx,
+    DocumentKind, DocxError, DocxParagraph, build_docx, docx_paragraphs, extract_text,
+    normalize_text,
 };
 
 use crate::bullets::{bullet_slots, bullet_texts};
@@ -88,6 +89,31 @@ pub enum DocumentError {
     /// Writing or reading back the DOCX.
     #[error(transparent)]
     Docx(#[from] DocxError),
+    /// A line of the resume is not in the DOCX read back, in its place and style.
+    #[error("the DOCX read back does not have line {line} ({kind:?}) {text:?} in its place")]
+    Misplaced {
+        /// The line's number among the resume's non-empty lines, from 1.
+        line: usize,
+        /// What it should be.
+        kind: LineKind,
+        /// Its text.
+        text: String,
+    },
+}
+
+impl LineKind {
+    /// Whether `paragraph` of a DOCX is this kind of line: `Title`, `Heading1` and
+    /// `Heading2` styles, a list item, or a plain paragraph.
+    fn matches(self, paragraph: &DocxParagraph) -> bool {
+        let style = paragraph.style.as_deref();
+        match self {
+            LineKind::Title => style == Some("Title"),
+            LineKind::Section => style == Some("Heading1"),
+            LineKind::Entry => style == Some("Heading2"),
+            LineKind::Bullet => paragraph.list_item,
+            LineKind::Text => style.is_none() && !paragraph.list_item,
+        }
+    }
 }
 
 /// The resume's lines with each rewrite in place of the bullet it replaces.
@@ -196,8 +222,8 @@ fn markdown_of(lines: &[DocumentLine]) -> String {
     out
 }
 
-/// A DOCX that read back with every line of the resume in it, kept or replaced by its
-/// rewrite.
+/// A DOCX that read back with every line of the resume in it, in its order and style,
+/// kept or replaced by its rewrite.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckedDocx {
     /// The document.
@@ -212,18 +238,28 @@ pub struct CheckedDocx {
 }
 
 /// Writes the optimized resume as a DOCX, reads it back, checks that every line of the
-/// resume is in it (as written, or as its rewrite), and scores the bullets read back.
+/// resume is in it, in its order and style (as written, or as its rewrite), and scores
+/// the bullets read back.
 pub fn optimized_docx(
     resume_text: &str,
     state: &OptimizationState,
 ) -> Result<CheckedDocx, DocumentError> {
     let lines = document_lines(resume_text, state)?;
     let bytes = build_docx(&markdown_of(&lines))?;
-    let expected: Vec<String> = lines
-        .iter()
-        .map(|l| l.text.trim_end_matches(':').trim().to_owned())
-        .collect();
-    verify_docx(&bytes, &expected)?;
+    let paragraphs = docx_paragraphs(&bytes).map_err(|e| DocxError::Unreadable(e.to_string()))?;
+    for (n, line) in lines.iter().enumerate() {
+        let want = normalize_text(line.text.trim_end_matches(':').trim());
+        let found = paragraphs
+            .get(n)
+            .is_some_and(|p| line.kind.matches(p) && normalize_text(&p.text) == want);
+        if !found {
+            return Err(DocumentError::Misplaced {
+                line: n + 1,
+                kind: line.kind,
+                text: line.text.clone(),
+            });
+        }
+    }
     let read_back = extract_text(&bytes, DocumentKind::Docx)
         .map_err(|e| DocxError::Unreadable(e.to_string()))?;
     let bullets: Vec<String> = bullet_texts(&bullet_slots(state), &state.optimized_bullets)
@@ -238,4 +274,89 @@ pub fn optimized_docx(
         rewritten: lines.iter().filter(|l| l.rewrite.is_some()).count(),
         score,
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::input::{Ids, resume_chunks};
+
+    const RESUME: &str = "Mara Lindqvist\n+46 70 123 45 67 · mara@example.org · linkedin.com/in/mara · Stockholm\n\nEXPERIENCE\nStaff Engineer — Nordpay AB, Stockholm | Jan 2019 – Present\n• Led the move of 40 services to Kubernetes\n• Cut p99 latency from 900 to 120 ms\nEngineer — Fjord Labs, Oslo | 2015 – 2018\n• Built the billing system in Go\n\nPROJECTS\nledgerkit (open source)\n• A double-entry ledger library with 1,200 stars\n\nLANGUAGES\nSwedish (native), English (fluent)\n\nEDUCATION\nM.Sc. Computer Science, KTH, 2015\n";
+
+    fn state() -> OptimizationState {
+        let ids = Ids {
+            tenant_id: "t".into(),
+            user_id: "u".into(),
+            session_id: "s".into(),
+            resume_id: "r".into(),
+        };
+        OptimizationState::new(
+            ids,
+            String::new(),
+            resume_chunks(RESUME),
+            vec![],
+            Default::default(),
+        )
+    }
+
+    #[test]
+    fn a_docx_keeps_every_line_in_order_and_style_with_the_rewrite_in_place() {
+        let mut state = state();
+        let slots = bullet_slots(&state);
+        let slot = slots
+            .iter()
+            .find(|s| s.text == "Built the billing system in Go")
+            .unwrap();
+        state.optimized_bullets = vec![RewrittenBullet {
+            id: "B1".into(),
+            replaces: slot.id.clone(),
+            original: slot.text.clone(),
+            text: "Built the billing system in Go, serving every invoice".into(),
+            sources: vec![slot.chunk_id.clone()],
+        }];
+        let lines = document_lines(RESUME, &state).unwrap();
+        let kinds: Vec<LineKind> = lines.iter().map(|l| l.kind).collect();
+        use LineKind::*;
+        assert_eq!(
+            kinds,
+            [
+                Title, Text, Section, Entry, Bullet, Bullet, Entry, Bullet, Section, Entry, Bullet,
+                Section, Text, Section, Text
+            ]
+        );
+        assert_eq!(
+            lines[7].text,
+            "Built the billing system in Go, serving every invoice"
+        );
+        assert_eq!(lines[7].rewrite.as_deref(), Some("B1"));
+        let docx = optimized_docx(RESUME, &state).unwrap();
+        assert_eq!((docx.lines, docx.rewritten), (15, 1));
+        let text = extract_text(&docx.bytes, DocumentKind::Docx).unwrap();
+        for line in [
+            "+46 70 123 45 67 · mara@example.org · linkedin.com/in/mara · Stockholm",
+            "Staff Engineer — Nordpay AB, Stockholm | Jan 2019 – Present",
+            "Engineer — Fjord Labs, Oslo | 2015 – 2018",
+            "• Led the move of 40 services to Kubernetes",
+            "Swedish (native), English (fluent)",
+            "M.Sc. Computer Science, KTH, 2015",
+        ] {
+            assert!(text.contains(line), "{line}: {text}");
+        }
+        assert!(!text.contains("Built the billing system in Go\n"));
+    }
+
+    #[test]
+    fn a_rewrite_whose_bullet_is_gone_is_an_error_not_a_silent_loss() {
+        let mut state = state();
+        state.optimized_bullets = vec![RewrittenBullet {
+            id: "B1".into(),
+            replaces: "C9.1".into(),
+            original: "Never written".into(),
+            text: "Invented".into(),
+            sources: vec![],
+        }];
+        let error = optimized_docx(RESUME, &state).unwrap_err();
+        assert!(matches!(error, DocumentError::Unplaced(ref ids) if ids == &["B1 (C9.1)"]));
+    }
 }

@@ -153,3 +153,24 @@ async fn the_wall_time_budget_cuts_a_slow_call_and_keeps_what_was_gathered() {
     );
     assert!(done.result.budget.wall_ms < 2_000);
 }
+
+#[tokio::test]
+async fn a_job_description_never_analysed_fails_the_run_with_the_reason() {
+    let (optimizer, model) = optimizer(&script());
+    let mut request = pair("senior-sre");
+    request.config.budget = Budget {
+        max_calls: 0,
+        ..Budget::default()
+    };
+    let (outcome, _) = run(&optimizer, &request).await;
+    let Err(jd_optimizer::OptimizeError::Failed { reason, state }) = outcome else {
+        panic!("a run with no analysis must fail")
+    };
+    assert!(
+        reason.contains("the job description was not analysed")
+            && reason.contains("0 model calls made of 0 allowed"),
+        "{reason}"
+    );
+    assert!(state.jd_analysis.is_none() && state.final_result.is_none());
+    assert_eq!(model.call_count(), 0);
+}

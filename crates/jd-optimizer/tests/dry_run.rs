@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use agent_runtime::CollectingSink;
 use jd_optimizer::dry_run::FixturePair;
-use jd_optimizer::state::RouteKey;
 use jd_optimizer::{JdOptimizer, Optimization, OptimizeEvent, OptimizeRequest, dry_run};
 use tokio_util::sync::CancellationToken;
 

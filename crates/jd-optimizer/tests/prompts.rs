@@ -80,7 +80,7 @@ async fn the_model_scorer_is_pinned_scoring_the_original_beside_the_rewrite() {
     let request = model
         .requests()
         .into_iter()
-        .find(|r| agent_of(&r) == "scorer")
+        .find(|r| agent_of(r) == "scorer")
         .unwrap();
     let text = format!(
         "max_tokens: {:?}\n--- user\n{}",

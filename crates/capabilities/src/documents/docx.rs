@@ -165,6 +165,8 @@ fn xml_text(xml: &str) -> Result<String, XmlError> {
     let mut in_text = false;
     let mut tab_stops = 0usize;
     let mut fallback = 0usize;
+    // A list paragraph (numbered, or in a list style) reads as "• item", once.
+    let mut list_marked = false;
     loop {
         let event = reader.read_event().map_err(|source| XmlError::Syntax {
             position: reader.error_position(),
@@ -176,11 +178,21 @@ fn xml_text(xml: &str) -> Result<String, XmlError> {
                 _ if fallback > 0 => {}
                 b"t" => in_text = true,
                 b"tabs" => tab_stops += 1,
+                b"p" => list_marked = false,
+                b"numPr" if !list_marked => {
+                    out.push_str("• ");
+                    list_marked = true;
+                }
                 name => push_empty_element(&mut out, name, tab_stops),
             },
             Event::Empty(empty) if fallback == 0 => {
-                push_empty_element(&mut out, empty.local_name().as_ref(), tab_stops);
-                if empty.local_name().as_ref() == b"p" {
+                let name = empty.local_name();
+                if name.as_ref() == b"pStyle" && !list_marked && is_list_style(&empty) {
+                    out.push_str("• ");
+                    list_marked = true;
+                }
+                push_empty_element(&mut out, name.as_ref(), tab_stops);
+                if name.as_ref() == b"p" {
                     out.push('\n');
                 }
             }
@@ -202,6 +214,131 @@ fn xml_text(xml: &str) -> Result<String, XmlError> {
             }
             Event::GeneralRef(reference) if in_text && fallback == 0 => {
                 push_reference(&mut out, &reference)?;
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// The value of an element's `w:val` attribute.
+fn val_of(element: &quick_xml::events::BytesStart<'_>) -> Option<String> {
+    element
+        .attributes()
+        .flatten()
+        .find(|a| a.key.local_name().as_ref() == b"val")
+        .map(|a| String::from_utf8_lossy(&a.value).into_owned())
+}
+
+/// Whether a `w:pStyle` names a list style (`ListBullet`, `ListNumber`, `ListParagraph`).
+fn is_list_style(style: &quick_xml::events::BytesStart<'_>) -> bool {
+    val_of(style).is_some_and(|v| v.starts_with("List"))
+}
+
+/// A paragraph of a Word document's body: its style and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocxParagraph {
+    /// The paragraph style's id (`Title`, `Heading1`, `ListBullet`), if it has one.
+    pub style: Option<String>,
+    /// Whether it is a list item (numbered, or in a list style).
+    pub list_item: bool,
+    /// Its text, runs joined (a tab as a tab, a break as a space), trimmed.
+    pub text: String,
+}
+
+/// The paragraphs of a DOCX's body (`word/document.xml`), in order, with their styles:
+/// what a document's structure is checked against.
+///
+/// ```
+/// use job_capabilities::documents::{build_docx, docx_paragraphs};
+/// let bytes = build_docx("# Ada\n## Experience\n- Wrote a program").unwrap();
+/// let paragraphs = docx_paragraphs(&bytes).unwrap();
+/// let styles: Vec<_> = paragraphs.iter().map(|p| p.style.as_deref().unwrap_or("")).collect();
+/// assert_eq!(styles, ["Title", "Heading1", "ListBullet"]);
+/// assert!(paragraphs[2].list_item && paragraphs[2].text == "Wrote a program");
+/// ```
+pub fn docx_paragraphs(bytes: &[u8]) -> Result<Vec<DocxParagraph>, DocumentError> {
+    let mut archive = ZipArchive::new(Cursor::new(bytes))
+        .map_err(|err| unreadable(format!("it is not a valid DOCX (ZIP) archive ({err})")))?;
+    let xml = read_part(&mut archive, BODY)
+        .map_err(|err| unreadable(format!("its {BODY} cannot be unpacked ({err})")))?;
+    if xml.len() as u64 > MAX_PART_BYTES {
+        return Err(unreadable(format!("its {BODY} is too large")));
+    }
+    let xml = std::str::from_utf8(&xml)
+        .map_err(|_| unreadable(format!("its {BODY} is not UTF-8 XML")))?;
+    paragraphs_of(xml)
+        .map_err(|reason| unreadable(format!("its {BODY} is not valid XML ({reason})")))
+}
+
+fn paragraphs_of(xml: &str) -> Result<Vec<DocxParagraph>, XmlError> {
+    let mut reader = Reader::from_str(xml);
+    let mut out = Vec::new();
+    let mut current: Option<DocxParagraph> = None;
+    let mut in_text = false;
+    loop {
+        let event = reader.read_event().map_err(|source| XmlError::Syntax {
+            position: reader.error_position(),
+            source,
+        })?;
+        match event {
+            Event::Start(ref e) | Event::Empty(ref e) => match e.local_name().as_ref() {
+                b"p" => {
+                    let paragraph = DocxParagraph {
+                        style: None,
+                        list_item: false,
+                        text: String::new(),
+                    };
+                    if matches!(event, Event::Empty(_)) {
+                        out.push(paragraph);
+                    } else {
+                        current = Some(paragraph);
+                    }
+                }
+                b"t" => in_text = matches!(event, Event::Start(_)),
+                b"pStyle" => {
+                    if let Some(p) = current.as_mut() {
+                        p.list_item |= is_list_style(e);
+                        p.style = val_of(e);
+                    }
+                }
+                b"numPr" => {
+                    if let Some(p) = current.as_mut() {
+                        p.list_item = true;
+                    }
+                }
+                b"tab" => {
+                    if let Some(p) = current.as_mut() {
+                        p.text.push('\t');
+                    }
+                }
+                b"br" | b"cr" => {
+                    if let Some(p) = current.as_mut() {
+                        p.text.push(' ');
+                    }
+                }
+                _ => {}
+            },
+            Event::End(e) => match e.local_name().as_ref() {
+                b"t" => in_text = false,
+                b"p" => {
+                    if let Some(mut p) = current.take() {
+                        p.text = p.text.trim().to_owned();
+                        out.push(p);
+                    }
+                }
+                _ => {}
+            },
+            Event::Text(text) if in_text => {
+                if let Some(p) = current.as_mut() {
+                    p.text.push_str(&text.xml10_content()?);
+                }
+            }
+            Event::GeneralRef(reference) if in_text => {
+                if let Some(p) = current.as_mut() {
+                    push_reference(&mut p.text, &reference)?;
+                }
             }
             Event::Eof => break,
             _ => {}
@@ -232,4 +369,40 @@ fn push_reference(out: &mut String, reference: &BytesRef<'_>) -> Result<(), XmlE
         None => tracing::debug!(entity = %name, "dropping an unknown XML entity in a DOCX"),
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A body as Word writes a bulleted list: `ListParagraph` with the numbering in the
+    /// paragraph, and a typed item without any list.
+    const WORD_LIST: &str = r#"<w:document xmlns:w="w"><w:body><w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Experience</w:t></w:r></w:p><w:p><w:pPr><w:pStyle w:val="ListParagraph"/><w:numPr><w:ilvl w:val="0"/><w:numId w:val="3"/></w:numPr></w:pPr><w:r><w:t>Led 4 people</w:t></w:r></w:p><w:p><w:pPr><w:numPr><w:numId w:val="3"/></w:numPr></w:pPr><w:r><w:t>Cut costs</w:t></w:r></w:p><w:p><w:r><w:t>Plain</w:t></w:r></w:p></w:body></w:document>"#;
+
+    #[test]
+    fn word_list_items_read_as_bullets_once() {
+        assert_eq!(
+            xml_text(WORD_LIST).unwrap(),
+            "Experience\n• Led 4 people\n• Cut costs\nPlain\n"
+        );
+    }
+
+    #[test]
+    fn paragraphs_come_with_their_styles_and_list_marks() {
+        let paragraphs = paragraphs_of(WORD_LIST).unwrap();
+        let seen: Vec<(Option<&str>, bool, &str)> = paragraphs
+            .iter()
+            .map(|p| (p.style.as_deref(), p.list_item, p.text.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (Some("Heading1"), false, "Experience"),
+                (Some("ListParagraph"), true, "Led 4 people"),
+                (None, true, "Cut costs"),
+                (None, false, "Plain"),
+            ]
+        );
+    }
 }

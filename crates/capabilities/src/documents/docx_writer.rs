@@ -1,6 +1,7 @@
-//! Writing a minimal Word document from Markdown-like text (a title, headings, bullets),
-//! and reading it back to check that what must be in it is: a document is offered only
-//! once it reads back.
+//! Writing a minimal Word document from Markdown-like text (a title, headings, bullets)
+//! with Word's own paragraph styles and a real bulleted list (Word's numbering, not a
+//! typed "•"), and reading it back to check that what must be in it is: a document is
+//! offered only once it reads back.
 
 use super::{DocumentKind, extract_text, normalize_text, strip_bullet};
 use std::io::{Cursor, Write};
@@ -23,18 +24,24 @@ pub enum DocxError {
 }
 
 const CONTENT_TYPES: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/><Override PartName="/word/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.styles+xml"/></Types>"#;
+<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/><Override PartName="/word/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.styles+xml"/><Override PartName="/word/numbering.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.numbering+xml"/></Types>"#;
 
 const RELS: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>"#;
 
 const DOCUMENT_RELS: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" Target="styles.xml"/></Relationships>"#;
+<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" Target="styles.xml"/><Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/numbering" Target="numbering.xml"/></Relationships>"#;
+
+/// The bulleted list every `ListBullet` paragraph belongs to: numbering definition 1, a
+/// "•" at the first level.
+const NUMBERING: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<w:numbering xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:abstractNum w:abstractNumId="0"><w:multiLevelType w:val="singleLevel"/><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="bullet"/><w:lvlText w:val="•"/><w:lvlJc w:val="left"/><w:pPr><w:ind w:left="360" w:hanging="240"/></w:pPr></w:lvl></w:abstractNum><w:num w:numId="1"><w:abstractNumId w:val="0"/></w:num></w:numbering>"#;
 
 /// The paragraph styles the document uses: `Title`, `Heading1` and `Heading2` (with
-/// outline levels, so readers and ATS parsers see the structure) and `ListBullet`.
+/// outline levels, so readers and ATS parsers see the structure) and `ListBullet`, Word's
+/// "List Bullet", tied to the bulleted list of [`NUMBERING`].
 const STYLES: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<w:styles xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:style w:type="paragraph" w:default="1" w:styleId="Normal"><w:name w:val="Normal"/><w:pPr><w:spacing w:after="60"/></w:pPr><w:rPr><w:sz w:val="22"/></w:rPr></w:style><w:style w:type="paragraph" w:styleId="Title"><w:name w:val="Title"/><w:basedOn w:val="Normal"/><w:next w:val="Normal"/><w:pPr><w:spacing w:after="120"/></w:pPr><w:rPr><w:b/><w:sz w:val="36"/></w:rPr></w:style><w:style w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/><w:basedOn w:val="Normal"/><w:next w:val="Normal"/><w:pPr><w:keepNext/><w:spacing w:before="240" w:after="80"/><w:outlineLvl w:val="0"/></w:pPr><w:rPr><w:b/><w:sz w:val="28"/></w:rPr></w:style><w:style w:type="paragraph" w:styleId="Heading2"><w:name w:val="heading 2"/><w:basedOn w:val="Normal"/><w:next w:val="Normal"/><w:pPr><w:keepNext/><w:spacing w:before="120" w:after="40"/><w:outlineLvl w:val="1"/></w:pPr><w:rPr><w:b/><w:sz w:val="24"/></w:rPr></w:style><w:style w:type="paragraph" w:styleId="ListBullet"><w:name w:val="List Bullet"/><w:basedOn w:val="Normal"/><w:pPr><w:ind w:left="360" w:hanging="240"/></w:pPr></w:style></w:styles>"#;
+<w:styles xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:style w:type="paragraph" w:default="1" w:styleId="Normal"><w:name w:val="Normal"/><w:pPr><w:spacing w:after="60"/></w:pPr><w:rPr><w:sz w:val="22"/></w:rPr></w:style><w:style w:type="paragraph" w:styleId="Title"><w:name w:val="Title"/><w:basedOn w:val="Normal"/><w:next w:val="Normal"/><w:pPr><w:spacing w:after="120"/></w:pPr><w:rPr><w:b/><w:sz w:val="36"/></w:rPr></w:style><w:style w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/><w:basedOn w:val="Normal"/><w:next w:val="Normal"/><w:pPr><w:keepNext/><w:spacing w:before="240" w:after="80"/><w:outlineLvl w:val="0"/></w:pPr><w:rPr><w:b/><w:sz w:val="28"/></w:rPr></w:style><w:style w:type="paragraph" w:styleId="Heading2"><w:name w:val="heading 2"/><w:basedOn w:val="Normal"/><w:next w:val="Normal"/><w:pPr><w:keepNext/><w:spacing w:before="120" w:after="40"/><w:outlineLvl w:val="1"/></w:pPr><w:rPr><w:b/><w:sz w:val="24"/></w:rPr></w:style><w:style w:type="paragraph" w:styleId="ListBullet"><w:name w:val="List Bullet"/><w:basedOn w:val="Normal"/><w:pPr><w:numPr><w:numId w:val="1"/></w:numPr><w:ind w:left="360" w:hanging="240"/></w:pPr></w:style></w:styles>"#;
 
 /// Escapes text for XML content and attributes.
 pub fn xml_escape(text: &str) -> String {
@@ -64,8 +71,8 @@ fn paragraph(text: &str, style: Option<&str>) -> String {
 }
 
 /// `word/document.xml` for Markdown-like text: `#` in the `Title` style, `##` and `###`
-/// as `Heading1` and `Heading2`, list items as `ListBullet` paragraphs starting with
-/// "• ", other lines as plain paragraphs.
+/// as `Heading1` and `Heading2`, list items as `ListBullet` paragraphs of the bulleted
+/// list (Word draws the bullet), other lines as plain paragraphs.
 pub fn document_xml(markdown: &str) -> String {
     let mut body = String::new();
     for line in markdown.lines().map(str::trim).filter(|l| !l.is_empty()) {
@@ -76,10 +83,7 @@ pub fn document_xml(markdown: &str) -> String {
         } else if let Some(sub) = line.strip_prefix("### ") {
             body.push_str(&paragraph(sub.trim(), Some("Heading2")));
         } else if line.starts_with(['-', '*', '•']) {
-            body.push_str(&paragraph(
-                &format!("• {}", strip_bullet(line)),
-                Some("ListBullet"),
-            ));
+            body.push_str(&paragraph(strip_bullet(line), Some("ListBullet")));
         } else {
             body.push_str(&paragraph(line, None));
         }
@@ -104,6 +108,7 @@ pub fn build_docx(markdown: &str) -> Result<Vec<u8>, DocxError> {
         ("_rels/.rels", RELS.to_owned()),
         ("word/_rels/document.xml.rels", DOCUMENT_RELS.to_owned()),
         ("word/styles.xml", STYLES.to_owned()),
+        ("word/numbering.xml", NUMBERING.to_owned()),
         ("word/document.xml", document_xml(markdown)),
     ];
     for (name, content) in parts {
@@ -165,7 +170,7 @@ mod tests {
             ("Title", "Jo Doe"),
             ("Heading1", "Experience"),
             ("Heading2", "Acme (2020-2024)"),
-            ("ListBullet", "• Led 4 people"),
+            ("ListBullet", "Led 4 people"),
         ] {
             let paragraph = format!(
                 "<w:p><w:pPr><w:pStyle w:val=\"{style}\"/></w:pPr><w:r><w:t xml:space=\"preserve\">{text}</w:t></w:r></w:p>"
@@ -173,6 +178,12 @@ mod tests {
             assert!(xml.contains(&paragraph), "{style}: {xml}");
         }
         assert!(xml.contains("<w:p><w:r><w:t xml:space=\"preserve\">Plain line</w:t></w:r></w:p>"));
+        // The list style is Word's bulleted list, and the text reads back as a list item.
+        assert!(STYLES.contains("<w:numPr><w:numId w:val=\"1\"/></w:numPr>"));
+        assert!(NUMBERING.contains("<w:num w:numId=\"1\">"));
+        let bytes = build_docx("# Jo\n- Led 4 people").unwrap();
+        let text = extract_text(&bytes, DocumentKind::Docx).unwrap();
+        assert_eq!(text, "Jo\n• Led 4 people");
         // Every style used is defined, and the styles part is wired in.
         for style in ["Title", "Heading1", "Heading2", "ListBullet"] {
             assert!(
@@ -184,6 +195,7 @@ mod tests {
         let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).unwrap();
         for part in [
             "word/styles.xml",
+            "word/numbering.xml",
             "word/_rels/document.xml.rels",
             "[Content_Types].xml",
         ] {

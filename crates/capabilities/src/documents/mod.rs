@@ -9,7 +9,9 @@
 //!   one that only restricts permissions (empty user password) opens normally. A PDF
 //!   without a text layer (a scan) is [`DocumentError::Empty`].
 //! - DOCX: `word/document.xml` (plus page headers and footers) walked with `quick-xml`:
-//!   paragraphs, runs, tabs and breaks; text boxes once, deleted revisions left out.
+//!   paragraphs, runs, tabs and breaks; list items (Word numbering or a list style) as
+//!   "• item"; text boxes once, deleted revisions left out. [`docx_paragraphs`] gives the
+//!   body's paragraphs with their styles.
 //! - TXT (also `.md`, `.text`): UTF-8 (byte-order mark stripped), UTF-16 with a byte-order
 //!   mark, or Windows-1252; binary data is refused.
 //!
@@ -26,6 +28,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+pub use docx::{DocxParagraph, docx_paragraphs};
 pub use docx_writer::{DocxError, build_docx, document_xml, verify_docx};
 pub use normalize::{normalize_text, strip_bullet};
 

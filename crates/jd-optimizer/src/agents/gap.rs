@@ -225,3 +225,34 @@ pub fn priority_names(report: &GapReport) -> BTreeMap<String, &'static str> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_diff_names_missing_qualifications_and_soft_skills_not_only_hard_skills() {
+        let analysis = JdAnalysis {
+            hard_skills: vec!["Go".into()],
+            soft_skills: vec!["mentoring".into(), "communication".into()],
+            qualifications: vec![
+                "8+ years of backend engineering".into(),
+                "Master's degree in Computer Science".into(),
+                "CKA certification".into(),
+                "Fluent English".into(),
+            ],
+            ..JdAnalysis::default()
+        }
+        .normalized();
+        let resume = "Engineer, Acme (2019 - present)\n- Built Go services\n- Mentoring 2 juniors\nB.Sc. Physics, 2019";
+        let report = gap_diff(&analysis, resume);
+        assert!(report.missing_skills.is_empty());
+        assert_eq!(report.missing_qualifications.len(), 3, "{report:?}");
+        assert!(report.missing_qualifications[0].starts_with("8+ years"));
+        assert!(report.missing_qualifications[0].contains("about"));
+        assert!(report.missing_qualifications[1].contains("lower degree"));
+        assert!(report.missing_qualifications[2].contains("no such certification"));
+        assert_eq!(report.missing_soft_skills, ["communication"]);
+        assert_eq!(report.recommendations.len(), 4);
+    }
+}
