@@ -15,7 +15,7 @@ use crate::events::OptimizeEvent;
 use crate::llm::{Ask, CallError, Node};
 use crate::qualifications::{Verdict, check};
 use crate::state::{Degrade, GapReport, GapSource, OptimizationState, Priority};
-use crate::text::{Found, find_keyword};
+use crate::text::{Found, content_stems, find_keyword};
 
 /// The agent's name in token counts and errors.
 pub const AGENT: &str = "gap_analyzer";
@@ -99,8 +99,13 @@ pub fn add_qualifications_and_soft_skills(
         }
     }
     if report.missing_soft_skills.is_empty() {
+        // A soft skill is shown by any of its words ("technical direction" shows some
+        // "technical leadership"): only one the resume says nothing of is reported.
+        let resume_words = content_stems(resume);
         for skill in &analysis.soft_skills {
-            if find_keyword(resume, skill) == Found::No {
+            let shown = find_keyword(resume, skill) != Found::No
+                || content_stems(skill).iter().any(|w| resume_words.contains(w));
+            if !shown {
                 report.recommendations.push(format!(
                     "Show {skill} with an example from your work (a bullet that shows it rather than names it)."
                 ));
