@@ -46,11 +46,18 @@ pub struct Paragraph {
 }
 
 impl Paragraph {
+    /// A paragraph on one line (a model's text may hold line breaks).
     fn new(style: Style, text: impl Into<String>) -> Self {
+        let text: String = text.into();
         Paragraph {
             style,
-            text: text.into(),
+            text: text.split_whitespace().collect::<Vec<_>>().join(" "),
         }
+    }
+
+    /// A written bullet's paragraph, without a list marker the model may have typed.
+    fn written(style: Style, bullet: &Bullet) -> Self {
+        Paragraph::new(style, crate::intake::strip_bullet(&bullet.text))
     }
 
     /// The Markdown line.
@@ -116,6 +123,11 @@ fn normalized(name: &str) -> String {
 /// The usual kind of a section heading: "Professional Experience" and "Work History" are
 /// both `experience`.
 fn kind(name: &str) -> String {
+    known_kind(name).map_or_else(|| normalized(name), str::to_owned)
+}
+
+/// The usual kind of a heading, when it is one of them.
+fn known_kind(name: &str) -> Option<&'static str> {
     let name = normalized(name);
     const KINDS: &[(&str, &[&str])] = &[
         (
@@ -138,7 +150,7 @@ fn kind(name: &str) -> String {
     KINDS
         .iter()
         .find(|(_, words)| words.iter().any(|w| name.contains(w)))
-        .map_or(name.clone(), |(kind, _)| (*kind).to_owned())
+        .map(|(kind, _)| *kind)
 }
 
 /// Which input section each written section rewrites (by the written section's name,
@@ -181,8 +193,14 @@ fn matches(
             .flat_map(|b| b.evidence.iter().map(String::as_str))
             .filter(|id| id.starts_with('R'))
             .collect();
+        // Never a section of another usual kind (Skills does not take over Education).
+        let other_kind = |i: &usize| {
+            known_kind(name)
+                .zip(known_kind(&layout.sections[*i].heading))
+                .is_some_and(|(a, b)| a != b)
+        };
         let best = (0..layout.sections.len())
-            .filter(|i| !claimed(&found, i))
+            .filter(|i| !claimed(&found, i) && !other_kind(i))
             .map(|i| {
                 let ids = layout.sections[i].line_ids();
                 (i, cited.iter().filter(|id| ids.contains(id)).count())
@@ -215,7 +233,7 @@ fn placed(input: Option<&LayoutSection>, bullets: &[Bullet]) -> Vec<Paragraph> {
     let Some(input) = input else {
         return bullets
             .iter()
-            .map(|b| Paragraph::new(Style::Bullet, b.text.trim()))
+            .map(|b| Paragraph::written(Style::Bullet, b))
             .collect();
     };
     // Every line's place.
@@ -280,11 +298,9 @@ fn placed(input: Option<&LayoutSection>, bullets: &[Bullet]) -> Vec<Paragraph> {
                 original: Option<&Line>,
                 rewritten: Style| {
         match (at.get(&anchor), original) {
-            (Some(bullets), _) => out.extend(
-                bullets
-                    .iter()
-                    .map(|b| Paragraph::new(rewritten, b.text.trim())),
-            ),
+            (Some(bullets), _) => {
+                out.extend(bullets.iter().map(|b| Paragraph::written(rewritten, b)))
+            }
             (None, Some(line)) if !replaced.contains(line.evidence.as_str()) => {
                 let style = if line.bullet {
                     Style::Bullet

@@ -136,3 +136,61 @@ fn underlined_headings_and_a_resume_without_headings() {
         "Engineer, Acme (2019-2024)"
     );
 }
+
+#[test]
+fn capitals_employers_markdown_sub_headings_and_stacked_headings() {
+    // An employer in capitals above its title and dates; a summary without a heading.
+    let layout = ResumeLayout::parse(
+        "Jane Roe\njane@roe.dev | (555) 123-4567 | Austin, TX\n\nBackend engineer with ten years of experience building APIs in Go and Rust for fintech companies.\n\nEXPERIENCE\nACME CORP\nSenior Engineer | Jan 2019 – Present\n- Built the ledger\n- Led 5 engineers\nINITECH\nEngineer | 2015 – 2018\n- Wrote TPS reports\n\nEDUCATION\nUniversity of Texas — BS Computer Science (2011–2015)\n",
+    );
+    assert_eq!(layout.contact.len(), 1);
+    let headings: Vec<&str> = layout.sections.iter().map(|s| s.heading.as_str()).collect();
+    assert_eq!(headings, ["", "EXPERIENCE", "EDUCATION"]);
+    let roles = entries(&layout.sections[1]);
+    assert_eq!(
+        roles[0].0,
+        "ACME CORP | Senior Engineer | Jan 2019 – Present"
+    );
+    assert_eq!(
+        roles[1],
+        (
+            "INITECH | Engineer | 2015 – 2018".to_owned(),
+            vec!["Wrote TPS reports".to_owned()]
+        )
+    );
+
+    // Markdown: `###` is a role (with or without dates), `##` a section.
+    let layout = ResumeLayout::parse(
+        "# Sam Lee\nsam@lee.io · linkedin.com/in/samlee\n\n## Experience\n### Staff Engineer, Globex (2020–2024)\n- Scaled search\n### Engineer, Hooli\n2016 - 2020\n- Built feeds\n\n## Projects\n### Tiny DB\n- A toy database in Rust\n",
+    );
+    assert_eq!(layout.name, "Sam Lee");
+    let roles = entries(&layout.sections[0]);
+    assert_eq!(roles[1].0, "Engineer, Hooli | 2016 - 2020");
+    assert_eq!(entries(&layout.sections[1])[0].0, "Tiny DB");
+
+    // Title, employer and dates on lines of their own, with and without list markers.
+    let layout = ResumeLayout::parse(
+        "Maria Garcia\nmaria@example.es\n\nEXPERIENCE\nSenior Data Scientist\nTelefonica, Madrid\n2020 - Present\n• Built churn models\n\nEDUCATION\nMSc Statistics\nUniversidad Complutense de Madrid\n2015 - 2017\n\nEARLIER WORK\nData Analyst\nBBVA, Madrid\n2017 - 2020\nBuilt dashboards in Tableau\nAutomated reports\nEngineer\nAcme\n2014 - 2017\nWrote code\n",
+    );
+    assert_eq!(
+        entries(&layout.sections[0])[0].0,
+        "Senior Data Scientist | Telefonica, Madrid | 2020 - Present"
+    );
+    assert_eq!(
+        entries(&layout.sections[1])[0].0,
+        "MSc Statistics | Universidad Complutense de Madrid | 2015 - 2017"
+    );
+    let earlier = entries(&layout.sections[2]);
+    assert_eq!(earlier[0].0, "Data Analyst | BBVA, Madrid | 2017 - 2020");
+    assert_eq!(
+        earlier[0].1,
+        ["Built dashboards in Tableau", "Automated reports"]
+    );
+    assert_eq!(
+        earlier[1],
+        (
+            "Engineer | Acme | 2014 - 2017".to_owned(),
+            vec!["Wrote code".to_owned()]
+        )
+    );
+}

@@ -281,3 +281,47 @@ fn a_section_the_user_edited_is_their_text_in_the_inputs_place() {
         "{markdown}"
     );
 }
+
+#[test]
+fn a_written_section_never_takes_over_an_input_section_of_another_kind() {
+    // Skills cites the education lines (a model's mistake): it is a new section after
+    // the experience, and Education stays as given.
+    let mut state = ResumeState {
+        resume_text: OTHER_RESUME.to_owned(),
+        blueprint: plan(&["Experience", "Skills"]),
+        ..ResumeState::default()
+    };
+    state.sections = vec![
+        section("Experience", &[("Built Spark pipelines", &["R5"])]),
+        section("Skills", &[("Python, SQL", &["R10", "R9"])]),
+    ];
+    let markdown = resume_markdown(&state);
+    assert!(
+        markdown.contains("- Modelled 120 dbt models for finance and marketing\n\n## Skills\n- Python, SQL\n\n## Education\n\n### MSc Data Science, University of Leeds, 2018\n\n## Projects"),
+        "{markdown}"
+    );
+}
+
+#[test]
+fn a_models_line_breaks_and_typed_markers_do_not_break_the_documents_structure() {
+    let mut state = ResumeState {
+        resume_text: fixture_text("resume.txt"),
+        blueprint: plan(&["Summary"]),
+        ..ResumeState::default()
+    };
+    state.sections = vec![section(
+        "Summary",
+        &[("- Backend engineer,\n7 years in Go", &["R4"])],
+    )];
+    let paragraphs = paragraphs(&state);
+    let summary = paragraphs
+        .iter()
+        .find(|p| p.text.starts_with("Backend engineer,"))
+        .unwrap();
+    // In the summary's own style (a plain line), on one line, without the typed marker.
+    assert_eq!(summary.style, Style::Plain);
+    assert_eq!(summary.text, "Backend engineer, 7 years in Go");
+    let markdown = resume_markdown(&state);
+    let bytes = resume_coordinator::docx::build_docx(&markdown).unwrap();
+    resume_coordinator::docx::check_docx(&bytes, &paragraphs).unwrap();
+}

@@ -13,6 +13,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::intake::strip_bullet;
 
+mod lines;
+
+pub use lines::is_dated;
+use lines::{
+    dates_only, heading_text, is_heading, is_paragraph, is_rule, looks_like_contact, split_name,
+};
+
 /// One line of the resume, as given (bullet marker removed).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Line {
@@ -103,8 +110,10 @@ struct Raw {
     evidence: String,
     text: String,
     bullet: bool,
-    /// The Markdown heading marker (`#`) it had.
+    /// A Markdown section heading (`#`, `##`).
     markdown_heading: bool,
+    /// A Markdown sub-heading (`###` and deeper): an entry's heading.
+    markdown_entry: bool,
 }
 
 impl Raw {
@@ -128,9 +137,10 @@ impl ResumeLayout {
                 continue;
             }
             let trimmed = line.trim();
-            let markdown_heading = trimmed.starts_with('#');
-            let plain = markdown_heading || is_rule(trimmed);
-            let text = if markdown_heading {
+            let level = trimmed.chars().take_while(|c| *c == '#').count();
+            let markdown = level > 0 && trimmed[level..].starts_with(' ');
+            let plain = markdown || is_rule(trimmed);
+            let text = if markdown {
                 trimmed.trim_start_matches('#').trim().to_owned()
             } else if plain {
                 trimmed.to_owned()
@@ -141,7 +151,8 @@ impl ResumeLayout {
                 evidence: format!("R{}", raw.len() + 1),
                 bullet: !plain && stripped != trimmed,
                 text,
-                markdown_heading,
+                markdown_heading: markdown && level <= 2,
+                markdown_entry: markdown && level > 2,
             });
         }
         let Some((first, rest)) = raw.split_first() else {
@@ -161,12 +172,25 @@ impl ResumeLayout {
             .enumerate()
             .map(|(i, line)| is_heading(line, rest.get(i + 1)))
             .collect();
-        let first_heading = headings.iter().position(|h| *h);
-        let header_end = first_heading.unwrap_or_else(|| {
+        // The header ends at the first heading, or at the first bullet, paragraph or
+        // entry before it (a resume without a summary heading, or without headings).
+        let first_heading = headings.iter().position(|h| *h).unwrap_or(rest.len());
+        let body_start = rest[..first_heading]
+            .iter()
+            .position(|line| {
+                line.bullet
+                    || line.markdown_entry
+                    || is_paragraph(&line.text)
+                    || (is_dated(&line.text) && !looks_like_contact(&line.text))
+            })
+            .unwrap_or(first_heading);
+        let header_end = if first_heading == rest.len() && body_start == rest.len() {
             rest.iter()
-                .position(|line| line.bullet || !looks_like_contact(&line.text))
+                .position(|line| !looks_like_contact(&line.text))
                 .unwrap_or(rest.len())
-        });
+        } else {
+            body_start
+        };
         contact.extend(
             rest[..header_end]
                 .iter()
@@ -233,189 +257,16 @@ pub fn joined(heading: &[Line]) -> String {
         .join(" | ")
 }
 
-/// The name, and the contact details written after it on the same line ("Ada Lovelace |
-/// ada@example.com"), if any.
-fn split_name(first: &str) -> (String, Option<String>) {
-    if !looks_like_contact(first) {
-        return (first.to_owned(), None);
-    }
-    let cut = first
-        .char_indices()
-        .find(|(_, c)| matches!(c, '|' | '•' | '·' | ',' | '—' | '–' | '/' | '\t'))
-        .map(|(i, _)| i);
-    match cut {
-        Some(i) if !looks_like_contact(&first[..i]) && !first[..i].trim().is_empty() => {
-            let rest = first[i..]
-                .trim_start_matches(['|', '•', '·', ',', '—', '–', '/', '\t', ' '])
-                .trim();
-            (first[..i].trim().to_owned(), Some(rest.to_owned()))
-        }
-        _ => (first.to_owned(), None),
-    }
-}
-
-/// An email address, a phone number, a link or a handle.
-fn looks_like_contact(text: &str) -> bool {
-    let lower = text.to_lowercase();
-    let digits = text.chars().filter(char::is_ascii_digit).count();
-    lower.contains('@')
-        || lower.contains("http")
-        || lower.contains("www.")
-        || lower.contains("linkedin")
-        || lower.contains("github")
-        || (digits >= 7 && !is_dated(text))
-}
-
-/// A line of `-`, `=` or `_` only (an underline or a rule).
-fn is_rule(text: &str) -> bool {
-    text.len() >= 3
-        && text
-            .chars()
-            .all(|c| matches!(c, '-' | '=' | '_' | '—' | '─'))
-}
-
-/// The words that name the usual sections of a resume.
-const SECTION_WORDS: &[&str] = &[
-    "summary",
-    "profile",
-    "about",
-    "objective",
-    "overview",
-    "experience",
-    "employment",
-    "work history",
-    "career",
-    "education",
-    "skills",
-    "competencies",
-    "expertise",
-    "technologies",
-    "projects",
-    "certifications",
-    "certificates",
-    "licenses",
-    "languages",
-    "publications",
-    "awards",
-    "honors",
-    "honours",
-    "volunteer",
-    "volunteering",
-    "interests",
-    "references",
-    "training",
-    "courses",
-    "achievements",
-    "accomplishments",
-    "qualifications",
-    "highlights",
-    "activities",
-    "patents",
-    "memberships",
-    "affiliations",
-    "talks",
-    "open source",
-];
-
-/// A heading without its Markdown marker and final colon.
-fn heading_text(text: &str) -> String {
-    text.trim_end_matches(':').trim().to_owned()
-}
-
-fn is_heading(line: &Raw, next: Option<&Raw>) -> bool {
-    if line.bullet {
-        return false;
-    }
-    if line.markdown_heading {
-        return true;
-    }
-    if next.is_some_and(|n| !n.bullet && is_rule(&n.text)) && !is_rule(&line.text) {
-        return true;
-    }
-    let text = heading_text(&line.text);
-    let words: Vec<&str> = text.split_whitespace().collect();
-    if words.is_empty()
-        || words.len() > 5
-        || text.chars().any(|c| c.is_ascii_digit())
-        || line
-            .text
-            .trim_end_matches(':')
-            .contains([':', '.', '|', '@', '(', ','])
-    {
-        return false;
-    }
-    let letters: Vec<char> = text.chars().filter(|c| c.is_alphabetic()).collect();
-    let all_caps = letters.len() >= 3 && letters.iter().all(|c| c.is_uppercase());
-    if all_caps && words.len() <= 4 {
-        return true;
-    }
-    let lower = text.to_lowercase();
-    let capitalized = words
-        .iter()
-        .all(|w| w.chars().next().is_some_and(|c| !c.is_lowercase()) || w.len() <= 3);
-    capitalized && SECTION_WORDS.iter().any(|word| lower.contains(word))
-}
-
-const MONTHS: &[&str] = &[
-    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
-];
-
-/// Whether a line carries dates as a role or a degree does: a range of years ("2019 -
-/// 2024", "2020–present"), a month and year, a year in brackets, or a year at its end.
-///
-/// ```
-/// use resume_coordinator::layout::is_dated;
-/// assert!(is_dated("Senior Engineer, Acme (2019-2024)"));
-/// assert!(is_dated("Acme — Berlin, Jan 2020 – Present"));
-/// assert!(is_dated("BSc Computer Science, University of Porto, 2017"));
-/// assert!(!is_dated("Shipped the 2021 redesign used by 2 million people"));
-/// ```
-pub fn is_dated(text: &str) -> bool {
-    let lower = text.to_lowercase();
-    let tokens: Vec<&str> = lower
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|t| !t.is_empty())
-        .collect();
-    let is_year = |t: &str| {
-        t.len() == 4
-            && t.chars().all(|c| c.is_ascii_digit())
-            && (t.starts_with("19") || t.starts_with("20"))
-    };
-    let ongoing = |t: &str| matches!(t, "present" | "current" | "now" | "today");
-    for (i, token) in tokens.iter().enumerate() {
-        if !is_year(token) {
-            continue;
-        }
-        let before = i.checked_sub(1).map(|j| tokens[j]);
-        let after = tokens.get(i + 1).copied();
-        if before.is_some_and(|t| is_year(t) || MONTHS.iter().any(|m| t.starts_with(m)))
-            || after.is_some_and(|t| is_year(t) || ongoing(t))
-            || (before == Some("to") || after == Some("to"))
-            || after.is_none()
-        {
-            return true;
-        }
-    }
-    // A year in brackets: "(2017)".
-    lower
-        .match_indices('(')
-        .any(|(i, _)| lower[i..].split(')').next().is_some_and(tokens_have_year))
-}
-
-fn tokens_have_year(text: &str) -> bool {
-    text.split(|c: char| !c.is_ascii_digit())
-        .any(|t| t.len() == 4 && (t.starts_with("19") || t.starts_with("20")))
-}
-
-/// A paragraph rather than a heading: many words, or a sentence.
-fn is_paragraph(text: &str) -> bool {
-    let words = text.split_whitespace().count();
-    words > 20 || (words > 10 && text.ends_with('.'))
-}
-
 /// The blocks of a section's lines.
 fn blocks(lines: &[&Raw]) -> Vec<Block> {
     let marked = lines.iter().any(|l| l.bullet);
+    let sub_headings: std::collections::HashSet<&str> = lines
+        .iter()
+        .filter(|l| l.markdown_entry)
+        .map(|l| l.evidence.as_str())
+        .collect();
+    // A line that makes its group an entry's heading: dates, or a Markdown sub-heading.
+    let anchors = |l: &Line| is_dated(&l.text) || sub_headings.contains(l.evidence.as_str());
     let mut out: Vec<Block> = Vec::new();
     // Whether the last block is an entry that takes the lines that follow.
     let mut open = false;
@@ -429,9 +280,11 @@ fn blocks(lines: &[&Raw]) -> Vec<Block> {
         }
         if !marked {
             // No list markers: a dated line starts an entry, the lines after are its own.
-            if !is_paragraph(&line.text) && is_dated(&line.text) {
+            if line.markdown_entry || (!is_paragraph(&line.text) && is_dated(&line.text)) {
+                let mut heading = pull_heading(&mut out, dates_only(&line.text));
+                heading.push(line.line());
                 out.push(Block::Entry {
-                    heading: vec![line.line()],
+                    heading,
                     items: Vec::new(),
                 });
                 open = true;
@@ -450,7 +303,11 @@ fn blocks(lines: &[&Raw]) -> Vec<Block> {
         let mut group: Vec<Line> = Vec::new();
         let mut groups: Vec<(Vec<Line>, bool)> = Vec::new();
         for line in run {
-            if is_paragraph(&line.text) {
+            // A Markdown sub-heading starts an entry's heading.
+            if line.markdown_entry && !group.is_empty() {
+                groups.push((std::mem::take(&mut group), true));
+            }
+            if is_paragraph(&line.text) && !line.markdown_entry {
                 if !group.is_empty() {
                     groups.push((std::mem::take(&mut group), true));
                 }
@@ -469,7 +326,7 @@ fn blocks(lines: &[&Raw]) -> Vec<Block> {
         // 2019-2024" then "Senior Engineer").
         if followed_by_bullets && groups.len() >= 2 {
             let last = groups.len() - 1;
-            let dated = groups[last].0.iter().any(|l| is_dated(&l.text));
+            let dated = groups[last].0.iter().any(anchors);
             if !dated && groups[last].1 && groups[last - 1].1 && groups[last].0.len() <= 2 {
                 let (tail, _) = groups.remove(last);
                 groups[last - 1].0.extend(tail);
@@ -477,7 +334,7 @@ fn blocks(lines: &[&Raw]) -> Vec<Block> {
         }
         let count = groups.len();
         for (n, (group, headable)) in groups.into_iter().enumerate() {
-            let dated = group.iter().any(|l| is_dated(&l.text));
+            let dated = group.iter().any(anchors);
             let last = n + 1 == count;
             if headable && (dated || (last && followed_by_bullets)) {
                 out.push(Block::Entry {
@@ -495,6 +352,37 @@ fn blocks(lines: &[&Raw]) -> Vec<Block> {
         i = end;
     }
     out
+}
+
+/// The short lines right above a dated line that belong to its heading ("MSc
+/// Statistics" and "Universidad Complutense" above "2015 - 2017"), taken off the end of
+/// `out`: up to two lines of the section, or, when the dated line holds nothing but dates,
+/// of the entry above.
+fn pull_heading(out: &mut Vec<Block>, dates_only: bool) -> Vec<Line> {
+    let short = |l: &Line| {
+        !l.bullet
+            && l.text.split_whitespace().count() <= 8
+            && !l.text.ends_with('.')
+            && !is_dated(&l.text)
+    };
+    let mut pulled = Vec::new();
+    while pulled.len() < 2 {
+        let taken = match out.last_mut() {
+            Some(Block::Line(line)) if short(line) => out.pop().and_then(|b| match b {
+                Block::Line(line) => Some(line),
+                Block::Entry { .. } => None,
+            }),
+            Some(Block::Entry { items, .. }) if dates_only && items.len() > 1 => {
+                items.pop_if(|l| short(l))
+            }
+            _ => None,
+        };
+        match taken {
+            Some(line) => pulled.insert(0, line),
+            None => break,
+        }
+    }
+    pulled
 }
 
 /// Adds a line to the open entry, or to the section.
