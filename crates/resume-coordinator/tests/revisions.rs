@@ -276,3 +276,88 @@ async fn a_quality_review_shows_the_text_it_asks_to_approve() {
         "the user did not approve the final review"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_at_the_second_review_of_a_revision_resumes_there() {
+    use agent_server::AgentServer;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let store = Arc::new(
+        agent_backends::SqliteSessionStore::open(&path)
+            .await
+            .unwrap(),
+    );
+    let checkpoints = Arc::new(store.checkpoints());
+    let mut first = TestServer::spawn(
+        AgentServer::new(store)
+            .with_checkpoints(checkpoints)
+            .with_product(Arc::new(ResumeProduct::dry_run(fixtures()).unwrap())),
+    )
+    .await;
+    let session = first.start(sample_body()).await;
+    let mut stream = first.stream(&session, None).await;
+    let second_review = "craftsman:section_review_experience:2";
+    loop {
+        let event = stream.next().await.expect("stream ended");
+        if event.event != "gate_open" {
+            continue;
+        }
+        let gate = event.data["gate_id"].as_str().unwrap().to_owned();
+        if gate == second_review {
+            break;
+        }
+        let answer = approve_all(event.data["name"].as_str().unwrap(), &event.data["payload"]);
+        assert_eq!(first.respond(&session, &gate, answer).await, 200);
+    }
+    drop(stream);
+    first.task.abort();
+    let _ = (&mut first.task).await;
+
+    let store = Arc::new(
+        agent_backends::SqliteSessionStore::open(&path)
+            .await
+            .unwrap(),
+    );
+    let checkpoints = Arc::new(store.checkpoints());
+    let server = AgentServer::new(store)
+        .with_checkpoints(checkpoints)
+        .with_product(Arc::new(ResumeProduct::dry_run(fixtures()).unwrap()));
+    assert_eq!(server.resume_unfinished().await.unwrap(), 1);
+    let second = TestServer::spawn(server).await;
+    let status = second.status(&session).await;
+    let pending: Vec<&str> = status["pending_gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(pending, [second_review]);
+    assert_eq!(
+        second
+            .respond(&session, second_review, json!({"action": "approve"}))
+            .await,
+        200
+    );
+    // Follow from the first event, answering what is still open (earlier gates are
+    // answered already: 409).
+    let mut stream = second.stream(&session, None).await;
+    let mut all = Vec::new();
+    while let Some(event) = stream.next().await {
+        if event.event == "gate_open" {
+            let gate = event.data["gate_id"].as_str().unwrap();
+            let answer = approve_all(event.data["name"].as_str().unwrap(), &event.data["payload"]);
+            let code = second.respond(&session, gate, answer).await;
+            assert!(code == 200 || code == 409, "{gate}: {code}");
+        }
+        all.push(event);
+    }
+    assert_eq!(all.last().unwrap().event, "session_complete");
+    // Every event once, numbered in order: the draft shown again is not shown twice.
+    assert!(all.iter().zip(1..).all(|(e, n)| e.id == n));
+    let drafts: Vec<&str> = named(&all, "section_draft")
+        .iter()
+        .map(|e| e.data["section"].as_str().unwrap())
+        .collect();
+    assert_eq!(drafts, ["Summary", "Experience", "Skills", "Experience"]);
+    assert!(markdown(&all).contains("peaking at 50,000 events per second"));
+}
