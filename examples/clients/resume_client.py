@@ -85,13 +85,16 @@ def docx_paragraphs(docx):
 
 
 def check_structure(resume_text, paragraphs):
-    """The name is the title; every dated line of the resume that is not a bullet (a role,
-    a degree) is in a heading, in the resume's order. Returns what is wrong, or None."""
+    """The name is the title; every dated line of the resume that is not a bullet or a
+    sentence (a role, a degree) is in a heading, in the resume's order. Returns what is
+    wrong, or None."""
     lines = [line.strip() for line in resume_text.splitlines() if line.strip()]
     if not paragraphs or paragraphs[0][0] != "Title" or paragraphs[0][1] not in lines[0]:
         return "the DOCX does not start with the name: %r" % (paragraphs[:1],)
+    # Lines with a year, not bullets and not sentences (a sentence ends with a full stop).
     dated = [line for line in lines[1:]
-             if re.search(r"\b(19|20)\d\d\b", line) and not line.startswith(("-", "*", "•"))]
+             if re.search(r"\b(19|20)\d\d\b", line)
+             and not line.startswith(("-", "*", "•")) and not line.endswith(".")]
     position = 0
     for line in dated:
         found = next((i for i in range(position, len(paragraphs))

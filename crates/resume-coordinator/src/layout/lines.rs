@@ -138,7 +138,8 @@ const MONTHS: &[&str] = &[
 ];
 
 /// Whether a line carries dates as a role or a degree does: a range of years ("2019 -
-/// 2024", "2020–present"), a month and year, a year in brackets, or a year at its end.
+/// 2024", "2020–present"), a month and year, a year in brackets, or a year at its end;
+/// not a sentence (a line of more than two words ending with a full stop).
 ///
 /// ```
 /// use resume_coordinator::layout::is_dated;
@@ -146,8 +147,13 @@ const MONTHS: &[&str] = &[
 /// assert!(is_dated("Acme — Berlin, Jan 2020 – Present"));
 /// assert!(is_dated("BSc Computer Science, University of Porto, 2017"));
 /// assert!(!is_dated("Shipped the 2021 redesign used by 2 million people"));
+/// assert!(!is_dated("Backend engineer building payment systems since 2015."));
 /// ```
 pub fn is_dated(text: &str) -> bool {
+    // A sentence is not a heading, whatever dates it names.
+    if text.trim_end().ends_with('.') && text.split_whitespace().count() > 2 {
+        return false;
+    }
     let lower = text.to_lowercase();
     let tokens: Vec<&str> = lower
         .split(|c: char| !c.is_alphanumeric())
