@@ -557,6 +557,25 @@ async fn lifecycle_cancel_close_resume(store: &dyn SessionStore) {
     );
 }
 
+/// A session whose user stopped answering ends expired, with the reason, and is finished.
+async fn finish_expired(store: &dyn SessionStore) {
+    store.create(new_session("s1", "resume")).await.unwrap();
+    let reason = "nobody answered coordinator:quality_review:1 in time";
+    store
+        .finish("s1", SessionOutcome::Expired(reason.into()))
+        .await
+        .unwrap();
+    let record = store.get("s1").await.unwrap().unwrap();
+    assert_eq!(record.status, SessionStatus::Expired);
+    assert!(record.status.is_finished());
+    assert_eq!(record.error.as_deref(), Some(reason));
+    assert!(store.unfinished("resume").await.unwrap().is_empty());
+    assert_eq!(
+        SessionStatus::parse("expired"),
+        Some(SessionStatus::Expired)
+    );
+}
+
 /// Runs a suite function against the three stores, one test each.
 macro_rules! suite {
     ($($name:ident),* $(,)?) => {$(
@@ -604,6 +623,7 @@ suite!(
     unfinished_oldest_first,
     not_found_everywhere,
     lifecycle_cancel_close_resume,
+    finish_expired,
 );
 
 // ---------------------------------------------------------------------------------------
