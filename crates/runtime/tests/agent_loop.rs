@@ -239,6 +239,33 @@ async fn cancellation_ends_the_run_and_keeps_results() {
 }
 
 #[tokio::test]
+async fn a_cancelled_run_whose_model_answers_at_once_takes_no_further_step() {
+    // The model never waits, so the loop never yields to see the cancellation: the loop
+    // itself checks it before every step.
+    let model = ScriptedModel::from_fn(|request| {
+        let n = request.messages.len();
+        Ok(responses::tool_call(
+            format!("c{n}"),
+            "add",
+            json!({"a": n, "b": 1}),
+        ))
+    });
+    let session = Session::new("s", ());
+    let ctx = session.context(AgentIdentity::new("calc", "test"));
+    let cancel = session.cancellation().clone();
+    let agent = AgentLoop::new(config().with_max_rounds(50), model).with_observer(
+        move |_: &AgentIdentity, event: &LoopEvent| {
+            if matches!(event, LoopEvent::ToolFinished { .. }) {
+                cancel.cancel();
+            }
+        },
+    );
+    let result = agent.run(&ctx, "count").await;
+    assert_eq!(result.stop, StopCause::Cancelled);
+    assert_eq!(result.rounds_used, 1);
+}
+
+#[tokio::test]
 async fn max_rounds_stops_a_model_that_never_finishes() {
     let model = ScriptedModel::from_fn(|request| {
         let n = request.messages.len();
