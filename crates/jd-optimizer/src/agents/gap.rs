@@ -104,7 +104,9 @@ pub fn add_qualifications_and_soft_skills(
         let resume_words = content_stems(resume);
         for skill in &analysis.soft_skills {
             let shown = find_keyword(resume, skill) != Found::No
-                || content_stems(skill).iter().any(|w| resume_words.contains(w));
+                || content_stems(skill)
+                    .iter()
+                    .any(|w| resume_words.contains(w));
             if !shown {
                 report.recommendations.push(format!(
                     "Show {skill} with an example from your work (a bullet that shows it rather than names it)."
@@ -113,6 +115,45 @@ pub fn add_qualifications_and_soft_skills(
             }
         }
     }
+}
+
+/// Whether `item` names one of `asked` (either contains the other, ignoring case).
+fn names_one_of(item: &str, asked: &[String]) -> bool {
+    let item = item.to_lowercase();
+    !item.trim().is_empty()
+        && asked.iter().any(|a| {
+            let a = a.to_lowercase();
+            a.contains(&item) || item.contains(&a)
+        })
+}
+
+/// Drops from the model's report what the description never asked for: a missing skill
+/// that is neither a hard skill of the analysis nor one the text check found missing, a
+/// qualification that is none of the analysis's, a soft skill that is none of its soft
+/// skills, and empty recommendations.
+fn keep_asked(report: &mut GapReport, analysis: &JdAnalysis, diff: &GapReport) {
+    let skills: Vec<String> = analysis
+        .hard_skills
+        .iter()
+        .chain(&diff.missing_skills)
+        .cloned()
+        .collect();
+    report
+        .missing_skills
+        .retain(|s| skills.iter().any(|k| k.eq_ignore_ascii_case(s.trim())));
+    report
+        .missing_qualifications
+        .retain(|q| names_one_of(q, &analysis.qualifications));
+    report
+        .missing_soft_skills
+        .retain(|s| names_one_of(s, &analysis.soft_skills));
+    report.recommendations.retain(|r| {
+        r.split_once(':')
+            .map_or(r.as_str(), |(_, rest)| rest)
+            .trim()
+            .len()
+            > 3
+    });
 }
 
 /// The gap analyzer's prompt.
@@ -180,6 +221,10 @@ pub async fn run(ctx: &Node, deps: &Deps) {
     };
     match deps.caller.ask::<GapReport>(ctx, ask).await {
         Ok(mut report) => {
+            // The model may only confirm what the description asks for: skills of the
+            // analysis or the text check, its qualifications, its soft skills.
+            let analysis = ctx.read(|s| s.jd_analysis.clone().unwrap_or_default());
+            keep_asked(&mut report, &analysis, &diff);
             // Priorities only for skills reported missing; the text check's for the rest.
             let missing = report.missing_skills.clone();
             report.priority.retain(|k, _| missing.contains(k));

@@ -269,7 +269,7 @@ pub fn breakdown_line(b: &ScoreBreakdown) -> String {
     )
 }
 
-/// The texts a draft may draw on: the chunks it cites (`C..`, any chunk of the resume:
+/// The texts a draft may draw on: the chunks it cites (`C3`, or a bullet of it, `C3.2`; any chunk of the resume:
 /// all of it is what the candidate says), the chunk of the bullet it replaces, and every
 /// user answer; an error when it has none of these.
 pub fn sources_of(
@@ -277,10 +277,12 @@ pub fn sources_of(
     cited: &[String],
     own_chunk: Option<&str>,
 ) -> Result<Vec<String>, Fabrication> {
+    // A bullet's id (`C2.1`) cites its chunk.
+    let chunk_of = |id: &str| id.trim().split('.').next().unwrap_or_default().to_owned();
     let chunks: Vec<String> = state
         .resume_sections
         .iter()
-        .filter(|c| own_chunk == Some(c.id.as_str()) || cited.iter().any(|id| id.trim() == c.id))
+        .filter(|c| own_chunk == Some(c.id.as_str()) || cited.iter().any(|id| chunk_of(id) == c.id))
         .map(|c| c.content.clone())
         .collect();
     let cites_fact = cited.iter().any(|id| id.trim().starts_with('U'));

@@ -214,6 +214,16 @@ async fn model_scores(
 /// bullets, for the router.
 pub async fn run(ctx: &Node, deps: &Deps) -> RuleScore {
     score_baseline(ctx);
+    // A repair that changed nothing (it failed, or every patch was refused) is no new
+    // attempt: the kept one stands.
+    let unchanged = ctx.read(|s| {
+        s.attempts
+            .iter()
+            .any(|a| a.attempt > 0 && a.bullets == s.optimized_bullets)
+    });
+    if unchanged {
+        return ctx.read(rule_score);
+    }
     let (rules, original_rules, wanted, rules_only, spent, budget, threshold, compared) =
         ctx.read(|s| {
             let rules = rule_score(s);
