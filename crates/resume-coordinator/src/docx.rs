@@ -4,9 +4,9 @@
 //! `Heading1`, roles as `Heading2`, bullets as list paragraphs), against the resume's
 //! [`Paragraph`]s. Sent as base64.
 
-use std::io::{Cursor, Read};
-
-pub use job_capabilities::documents::{DocxError, build_docx, document_xml, verify_docx};
+pub use job_capabilities::documents::{
+    DocxError, DocxParagraph, build_docx, document_xml, docx_paragraphs, verify_docx,
+};
 
 use crate::document::{Paragraph, Style};
 
@@ -29,87 +29,15 @@ pub enum DocxCheckError {
     },
 }
 
-/// The paragraphs of a DOCX's `word/document.xml`, in order: each paragraph's style id
-/// (if any) and its text.
-///
-/// ```
-/// use resume_coordinator::docx::{build_docx, read_paragraphs};
-/// let bytes = build_docx("# Ada\n## Experience\n- Wrote a program").unwrap();
-/// let paragraphs = read_paragraphs(&bytes).unwrap();
-/// assert_eq!(paragraphs[1], (Some("Heading1".to_owned()), "Experience".to_owned()));
-/// ```
-pub fn read_paragraphs(bytes: &[u8]) -> Result<Vec<(Option<String>, String)>, DocxCheckError> {
-    let unreadable = |e: &dyn std::fmt::Display| DocxCheckError::Unreadable(e.to_string());
-    let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| unreadable(&e))?;
-    let mut xml = String::new();
-    archive
-        .by_name("word/document.xml")
-        .map_err(|e| unreadable(&e))?
-        .take(64 * 1024 * 1024)
-        .read_to_string(&mut xml)
-        .map_err(|e| unreadable(&e))?;
-    let mut out = Vec::new();
-    let mut rest = xml.as_str();
-    while let Some(start) = find_tag(rest, "w:p") {
-        let after = &rest[start..];
-        let end = after
-            .find("</w:p>")
-            .map_or(after.len(), |e| e + "</w:p>".len());
-        let paragraph = &after[..end];
-        let style = paragraph.find("<w:pStyle w:val=\"").and_then(|i| {
-            let value = &paragraph[i + "<w:pStyle w:val=\"".len()..];
-            value.find('"').map(|q| value[..q].to_owned())
-        });
-        let mut text = String::new();
-        let mut runs = paragraph;
-        while let Some(open) = find_tag(runs, "w:t") {
-            let inner = &runs[open..];
-            let Some(gt) = inner.find('>') else { break };
-            if inner[..gt].ends_with('/') {
-                runs = &inner[gt + 1..];
-                continue;
-            }
-            let content = &inner[gt + 1..];
-            let close = content.find("</w:t>").unwrap_or(content.len());
-            text.push_str(&unescape(&content[..close]));
-            runs = &content[close..];
-        }
-        out.push((style, text));
-        rest = &after[end..];
-    }
-    Ok(out)
-}
-
-/// The position of the next `<tag>` or `<tag ...>` element.
-fn find_tag(text: &str, tag: &str) -> Option<usize> {
-    let open = format!("<{tag}");
-    let mut from = 0;
-    while let Some(i) = text[from..].find(&open) {
-        let at = from + i;
-        match text[at + open.len()..].chars().next() {
-            Some('>' | ' ' | '/') => return Some(at),
-            _ => from = at + open.len(),
-        }
-    }
-    None
-}
-
-fn unescape(text: &str) -> String {
-    text.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&apos;", "'")
-        .replace("&amp;", "&")
-}
-
-/// Whether a paragraph style id is the one `style` is written with.
-fn styled(style: Style, id: Option<&str>) -> bool {
+/// Whether a paragraph (its style id, and whether it is a list item) is what `style` is
+/// written as.
+fn styled(style: Style, id: Option<&str>, list_item: bool) -> bool {
     match style {
         Style::Title => id == Some("Title"),
         Style::Heading => id == Some("Heading1"),
         Style::Subheading => id == Some("Heading2"),
-        Style::Bullet => id.is_some_and(|id| id.starts_with("List")),
-        Style::Plain => id.is_none() || id == Some("Normal"),
+        Style::Bullet => list_item,
+        Style::Plain => !list_item && (id.is_none() || id == Some("Normal")),
     }
 }
 
@@ -135,11 +63,11 @@ fn same_text(want: &str, got: &str) -> bool {
 pub fn check_docx(bytes: &[u8], expected: &[Paragraph]) -> Result<(), DocxCheckError> {
     let texts: Vec<String> = expected.iter().map(|p| p.text.clone()).collect();
     verify_docx(bytes, &texts)?;
-    let found = read_paragraphs(bytes)?;
+    let found = docx_paragraphs(bytes).map_err(|e| DocxCheckError::Unreadable(e.to_string()))?;
     let mut next = 0;
     for want in expected {
-        let at = found[next..].iter().position(|(style, text)| {
-            styled(want.style, style.as_deref()) && same_text(&want.text, text)
+        let at = found[next..].iter().position(|p| {
+            styled(want.style, p.style.as_deref(), p.list_item) && same_text(&want.text, &p.text)
         });
         match at {
             Some(i) => next += i + 1,

@@ -9,7 +9,7 @@ use common::{
     TestServer, approve_all, base64_decode, dry_run_product, fixture_text, named, sample_body,
 };
 use resume_coordinator::document::{Style, paragraphs, resume_markdown};
-use resume_coordinator::docx::read_paragraphs;
+use resume_coordinator::docx::docx_paragraphs;
 use resume_coordinator::types::{Blueprint, Bullet, ResumeState, Section, SectionPlan};
 
 /// The position of the first paragraph at or after `from` with this style and text.
@@ -85,7 +85,11 @@ async fn the_final_resume_keeps_the_inputs_contact_line_roles_and_education() {
 
     // The DOCX, read back: the same paragraphs, in order, with their styles.
     let docx = base64_decode(complete.data["docx_base64"].as_str().unwrap());
-    let found = read_paragraphs(&docx).unwrap();
+    let found: Vec<(Option<String>, String)> = docx_paragraphs(&docx)
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.style, p.text))
+        .collect();
     let title = find(&found, 0, "Title", name);
     assert_eq!(found[title + 1], (None, contact.to_owned()), "{found:#?}");
     let experience = find(&found, title, "Heading1", "EXPERIENCE");
