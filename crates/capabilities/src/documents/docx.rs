@@ -101,8 +101,8 @@ fn read_part(archive: &mut ZipArchive<Cursor<&[u8]>>, name: &str) -> Result<Vec<
     Ok(xml)
 }
 
-/// The text of a part that was read (or failed to be), as an error the user understands.
-fn part_text(name: &str, read: Result<Vec<u8>, ZipError>) -> Result<String, DocumentError> {
+/// The XML of a part that was read (or failed to be), as an error the user understands.
+fn part_xml(name: &str, read: Result<Vec<u8>, ZipError>) -> Result<String, DocumentError> {
     let xml = match read {
         Ok(xml) => xml,
         Err(
@@ -122,9 +122,13 @@ fn part_text(name: &str, read: Result<Vec<u8>, ZipError>) -> Result<String, Docu
             MAX_PART_BYTES / (1024 * 1024)
         )));
     }
-    let xml = std::str::from_utf8(&xml)
-        .map_err(|_| unreadable(format!("its {name} is not UTF-8 XML")))?;
-    xml_text(xml).map_err(|reason| unreadable(format!("its {name} is not valid XML ({reason})")))
+    String::from_utf8(xml).map_err(|_| unreadable(format!("its {name} is not UTF-8 XML")))
+}
+
+/// The text of a part that was read (or failed to be), as an error the user understands.
+fn part_text(name: &str, read: Result<Vec<u8>, ZipError>) -> Result<String, DocumentError> {
+    let xml = part_xml(name, read)?;
+    xml_text(&xml).map_err(|reason| unreadable(format!("its {name} is not valid XML ({reason})")))
 }
 
 /// The text of a page header or footer; a broken one is logged and left out.
@@ -261,14 +265,8 @@ pub struct DocxParagraph {
 pub fn docx_paragraphs(bytes: &[u8]) -> Result<Vec<DocxParagraph>, DocumentError> {
     let mut archive = ZipArchive::new(Cursor::new(bytes))
         .map_err(|err| unreadable(format!("it is not a valid DOCX (ZIP) archive ({err})")))?;
-    let xml = read_part(&mut archive, BODY)
-        .map_err(|err| unreadable(format!("its {BODY} cannot be unpacked ({err})")))?;
-    if xml.len() as u64 > MAX_PART_BYTES {
-        return Err(unreadable(format!("its {BODY} is too large")));
-    }
-    let xml = std::str::from_utf8(&xml)
-        .map_err(|_| unreadable(format!("its {BODY} is not UTF-8 XML")))?;
-    paragraphs_of(xml)
+    let xml = part_xml(BODY, read_part(&mut archive, BODY))?;
+    paragraphs_of(&xml)
         .map_err(|reason| unreadable(format!("its {BODY} is not valid XML ({reason})")))
 }
 
