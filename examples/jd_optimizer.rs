@@ -303,16 +303,16 @@ fn with_embeddings(
             );
             None
         }
-        "auto" | "local" => Some(local_embeddings()?),
+        "auto" | "local" => Some(("the local model's", local_embeddings()?)),
         "provider" => {
             let provider = provider.context("--embeddings provider needs a live provider")?;
-            Some(provider.embedding_model()?)
+            Some(("the provider's", provider.embedding_model()?))
         }
         other => anyhow::bail!("--embeddings is auto, local, provider or none, not {other}"),
     };
     Ok(match embedder {
-        Some(embedder) => {
-            eprintln!("retrieval: hybrid, on {choice} embeddings");
+        Some((whose, embedder)) => {
+            eprintln!("retrieval: hybrid, on {whose} embeddings");
             optimizer.with_index(ResumeIndex::new(embedder, Arc::new(store.vectors())))
         }
         None => optimizer,
