@@ -6,7 +6,7 @@
 //! is offered.
 
 use job_capabilities::documents::{
-    DocumentKind, DocxError, DocxParagraph, build_docx, docx_paragraphs, extract_text,
+    DocumentKind, DocxError, DocxStyle, build_docx, check_docx_paragraphs, extract_text,
     normalize_text,
 };
 
@@ -89,29 +89,17 @@ pub enum DocumentError {
     /// Writing or reading back the DOCX.
     #[error(transparent)]
     Docx(#[from] DocxError),
-    /// A line of the resume is not in the DOCX read back, in its place and style.
-    #[error("the DOCX read back does not have line {line} ({kind:?}) {text:?} in its place")]
-    Misplaced {
-        /// The line's number among the resume's non-empty lines, from 1.
-        line: usize,
-        /// What it should be.
-        kind: LineKind,
-        /// Its text.
-        text: String,
-    },
 }
 
 impl LineKind {
-    /// Whether `paragraph` of a DOCX is this kind of line: `Title`, `Heading1` and
-    /// `Heading2` styles, a list item, or a plain paragraph.
-    fn matches(self, paragraph: &DocxParagraph) -> bool {
-        let style = paragraph.style.as_deref();
+    /// How the line is written in the document.
+    pub fn style(self) -> DocxStyle {
         match self {
-            LineKind::Title => style == Some("Title"),
-            LineKind::Section => style == Some("Heading1"),
-            LineKind::Entry => style == Some("Heading2"),
-            LineKind::Bullet => paragraph.list_item,
-            LineKind::Text => style.is_none() && !paragraph.list_item,
+            LineKind::Title => DocxStyle::Title,
+            LineKind::Section => DocxStyle::Heading1,
+            LineKind::Entry => DocxStyle::Heading2,
+            LineKind::Bullet => DocxStyle::ListItem,
+            LineKind::Text => DocxStyle::Plain,
         }
     }
 }
@@ -208,16 +196,13 @@ pub fn optimized_markdown(
 fn markdown_of(lines: &[DocumentLine]) -> String {
     let mut out = String::new();
     for line in lines {
-        let text = &line.text;
-        match line.kind {
-            LineKind::Title => out.push_str(&format!("# {text}\n")),
-            LineKind::Section => {
-                out.push_str(&format!("## {}\n", text.trim_end_matches(':').trim()));
-            }
-            LineKind::Entry => out.push_str(&format!("### {text}\n")),
-            LineKind::Bullet => out.push_str(&format!("- {text}\n")),
-            LineKind::Text => out.push_str(&format!("{text}\n")),
-        }
+        let text = match line.kind {
+            LineKind::Section => line.text.trim_end_matches(':').trim(),
+            _ => line.text.as_str(),
+        };
+        out.push_str(line.kind.style().markdown_prefix());
+        out.push_str(text);
+        out.push('\n');
     }
     out
 }
@@ -246,20 +231,11 @@ pub fn optimized_docx(
 ) -> Result<CheckedDocx, DocumentError> {
     let lines = document_lines(resume_text, state)?;
     let bytes = build_docx(&markdown_of(&lines))?;
-    let paragraphs = docx_paragraphs(&bytes).map_err(|e| DocxError::Unreadable(e.to_string()))?;
-    for (n, line) in lines.iter().enumerate() {
-        let want = normalize_text(line.text.trim_end_matches(':').trim());
-        let found = paragraphs
-            .get(n)
-            .is_some_and(|p| line.kind.matches(p) && normalize_text(&p.text) == want);
-        if !found {
-            return Err(DocumentError::Misplaced {
-                line: n + 1,
-                kind: line.kind,
-                text: line.text.clone(),
-            });
-        }
-    }
+    let expected: Vec<(DocxStyle, &str)> = lines
+        .iter()
+        .map(|l| (l.kind.style(), l.text.as_str()))
+        .collect();
+    check_docx_paragraphs(&bytes, &expected)?;
     let read_back = extract_text(&bytes, DocumentKind::Docx)
         .map_err(|e| DocxError::Unreadable(e.to_string()))?;
     let bullets: Vec<String> = bullet_texts(&bullet_slots(state), &state.optimized_bullets)

@@ -21,20 +21,10 @@ use std::collections::{HashMap, HashSet};
 use crate::layout::{Block, LayoutSection, Line, ResumeLayout, joined};
 use crate::types::{Bullet, ResumeState, Section};
 
-/// How a paragraph of the resume is styled (the DOCX paragraph style).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
-    /// The name (`# `, `Title`).
-    Title,
-    /// A section heading (`## `, `Heading1`).
-    Heading,
-    /// A role's heading (`### `, `Heading2`).
-    Subheading,
-    /// A list item (`- `, `ListBullet`).
-    Bullet,
-    /// A plain line.
-    Plain,
-}
+/// How a paragraph of the resume is styled: the DOCX paragraph style job-capabilities
+/// writes and checks (`Title`, `Heading1` for sections, `Heading2` for roles, list items,
+/// plain lines).
+pub use job_capabilities::documents::DocxStyle as Style;
 
 /// One paragraph of the resume.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,14 +52,7 @@ impl Paragraph {
 
     /// The Markdown line.
     pub fn markdown(&self) -> String {
-        let text = self.text.trim();
-        match self.style {
-            Style::Title => format!("# {text}"),
-            Style::Heading => format!("## {text}"),
-            Style::Subheading => format!("### {text}"),
-            Style::Bullet => format!("- {text}"),
-            Style::Plain => text.to_owned(),
-        }
+        format!("{}{}", self.style.markdown_prefix(), self.text.trim())
     }
 }
 
@@ -77,7 +60,7 @@ impl Paragraph {
 pub fn markdown_of(paragraphs: &[Paragraph]) -> String {
     let mut out = String::new();
     for (i, paragraph) in paragraphs.iter().enumerate() {
-        if i > 0 && matches!(paragraph.style, Style::Heading | Style::Subheading) {
+        if i > 0 && matches!(paragraph.style, Style::Heading1 | Style::Heading2) {
             out.push('\n');
         }
         out.push_str(&paragraph.markdown());
@@ -95,13 +78,13 @@ pub fn paragraphs_of_markdown(markdown: &str) -> Vec<Paragraph> {
         .filter(|l| !l.is_empty())
         .map(|line| {
             if let Some(text) = line.strip_prefix("### ") {
-                Paragraph::new(Style::Subheading, text.trim())
+                Paragraph::new(Style::Heading2, text.trim())
             } else if let Some(text) = line.strip_prefix("## ") {
-                Paragraph::new(Style::Heading, text.trim())
+                Paragraph::new(Style::Heading1, text.trim())
             } else if let Some(text) = line.strip_prefix("# ") {
                 Paragraph::new(Style::Title, text.trim())
             } else if line.starts_with(['-', '*', '•']) {
-                Paragraph::new(Style::Bullet, crate::intake::strip_bullet(line))
+                Paragraph::new(Style::ListItem, crate::intake::strip_bullet(line))
             } else {
                 Paragraph::new(Style::Plain, line)
             }
@@ -233,7 +216,7 @@ fn placed(input: Option<&LayoutSection>, bullets: &[Bullet]) -> Vec<Paragraph> {
     let Some(input) = input else {
         return bullets
             .iter()
-            .map(|b| Paragraph::written(Style::Bullet, b))
+            .map(|b| Paragraph::written(Style::ListItem, b))
             .collect();
     };
     // Every line's place.
@@ -303,7 +286,7 @@ fn placed(input: Option<&LayoutSection>, bullets: &[Bullet]) -> Vec<Paragraph> {
             }
             (None, Some(line)) if !replaced.contains(line.evidence.as_str()) => {
                 let style = if line.bullet {
-                    Style::Bullet
+                    Style::ListItem
                 } else {
                     Style::Plain
                 };
@@ -316,19 +299,19 @@ fn placed(input: Option<&LayoutSection>, bullets: &[Bullet]) -> Vec<Paragraph> {
     for (block, part) in input.blocks.iter().enumerate() {
         match part {
             Block::Entry { heading, items } => {
-                out.push(Paragraph::new(Style::Subheading, joined(heading)));
+                out.push(Paragraph::new(Style::Heading2, joined(heading)));
                 for (item, line) in items.iter().enumerate() {
                     let anchor = Anchor::At {
                         block,
                         item: Some(item),
                     };
-                    emit(&mut out, anchor, Some(line), Style::Bullet);
+                    emit(&mut out, anchor, Some(line), Style::ListItem);
                 }
-                emit(&mut out, Anchor::EndOf(block), None, Style::Bullet);
+                emit(&mut out, Anchor::EndOf(block), None, Style::ListItem);
             }
             Block::Line(line) => {
                 let style = if line.bullet {
-                    Style::Bullet
+                    Style::ListItem
                 } else {
                     Style::Plain
                 };
@@ -342,7 +325,7 @@ fn placed(input: Option<&LayoutSection>, bullets: &[Bullet]) -> Vec<Paragraph> {
         }
     }
     let style = if any_bullet {
-        Style::Bullet
+        Style::ListItem
     } else {
         Style::Plain
     };
@@ -470,7 +453,7 @@ pub fn paragraphs(state: &ResumeState) -> Vec<Paragraph> {
     }
     let mut add_new = |out: &mut Vec<Paragraph>, slot: Slot| {
         for section in slots.remove(&slot).unwrap_or_default() {
-            out.push(Paragraph::new(Style::Heading, section.name.trim()));
+            out.push(Paragraph::new(Style::Heading1, section.name.trim()));
             out.extend(section_paragraphs(state, &layout, section));
         }
     };
@@ -484,7 +467,7 @@ pub fn paragraphs(state: &ResumeState) -> Vec<Paragraph> {
             (heading, _) => heading.to_owned(),
         };
         if !heading.is_empty() {
-            out.push(Paragraph::new(Style::Heading, heading));
+            out.push(Paragraph::new(Style::Heading1, heading));
         }
         match section {
             Some(section) => out.extend(section_paragraphs(state, &layout, section)),

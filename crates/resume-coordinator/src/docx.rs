@@ -1,55 +1,17 @@
 //! The resume's Word document: written by job-capabilities' [`build_docx`], then read
-//! back before it is offered ([`check_docx`]): its text by [`verify_docx`], and its
-//! paragraphs, in order and with their styles (the name as `Title`, section headings as
-//! `Heading1`, roles as `Heading2`, bullets as list paragraphs), against the resume's
-//! [`Paragraph`]s. Sent as base64.
+//! back before it is offered ([`check_docx`]): its paragraphs, in order and with their
+//! styles (the name as `Title`, section headings as `Heading1`, roles as `Heading2`,
+//! bullets as list items), against the resume's [`Paragraph`]s. Sent as base64.
 
 pub use job_capabilities::documents::{
-    DocxError, DocxParagraph, build_docx, document_xml, docx_paragraphs, verify_docx,
+    DocxError, DocxParagraph, build_docx, check_docx_paragraphs, document_xml, docx_paragraphs,
+    verify_docx,
 };
 
 use crate::document::{Paragraph, Style};
 
-/// Why a DOCX was not offered.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DocxCheckError {
-    /// It could not be written, or its text does not read back.
-    #[error(transparent)]
-    Docx(#[from] DocxError),
-    /// Its body could not be unpacked.
-    #[error("the DOCX body cannot be read back: {0}")]
-    Unreadable(String),
-    /// A paragraph of the resume is not in it, in its place and style.
-    #[error("the DOCX does not have {style:?} paragraph {text:?} in its place")]
-    Missing {
-        /// The style the paragraph should have.
-        style: Style,
-        /// Its text.
-        text: String,
-    },
-}
-
-/// Whether a paragraph (its style id, and whether it is a list item) is what `style` is
-/// written as.
-fn styled(style: Style, id: Option<&str>, list_item: bool) -> bool {
-    match style {
-        Style::Title => id == Some("Title"),
-        Style::Heading => id == Some("Heading1"),
-        Style::Subheading => id == Some("Heading2"),
-        Style::Bullet => list_item,
-        Style::Plain => !list_item && (id.is_none() || id == Some("Normal")),
-    }
-}
-
-fn same_text(want: &str, got: &str) -> bool {
-    let squash = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
-    let got = got.trim();
-    let got = got.strip_prefix('•').unwrap_or(got);
-    squash(want) == squash(got)
-}
-
-/// Reads the DOCX back: every paragraph's text must be in it ([`verify_docx`]), and the
-/// paragraphs must be there in order with their styles.
+/// Reads the DOCX back: every paragraph must be in it, in order, with its style and
+/// text ([`check_docx_paragraphs`]).
 ///
 /// ```
 /// use resume_coordinator::docx::{build_docx, check_docx};
@@ -60,26 +22,12 @@ fn same_text(want: &str, got: &str) -> bool {
 /// let other = paragraphs_of_markdown("# Ada\n## Experience\n- Analyst (1842-1843)");
 /// assert!(check_docx(&bytes, &other).is_err());
 /// ```
-pub fn check_docx(bytes: &[u8], expected: &[Paragraph]) -> Result<(), DocxCheckError> {
-    let texts: Vec<String> = expected.iter().map(|p| p.text.clone()).collect();
-    verify_docx(bytes, &texts)?;
-    let found = docx_paragraphs(bytes).map_err(|e| DocxCheckError::Unreadable(e.to_string()))?;
-    let mut next = 0;
-    for want in expected {
-        let at = found[next..].iter().position(|p| {
-            styled(want.style, p.style.as_deref(), p.list_item) && same_text(&want.text, &p.text)
-        });
-        match at {
-            Some(i) => next += i + 1,
-            None => {
-                return Err(DocxCheckError::Missing {
-                    style: want.style,
-                    text: want.text.clone(),
-                });
-            }
-        }
-    }
-    Ok(())
+pub fn check_docx(bytes: &[u8], expected: &[Paragraph]) -> Result<(), DocxError> {
+    let expected: Vec<(Style, &str)> = expected
+        .iter()
+        .map(|p| (p.style, p.text.as_str()))
+        .collect();
+    check_docx_paragraphs(bytes, &expected)
 }
 
 /// Standard base64 with padding.

@@ -3,7 +3,9 @@
 //! typed "•"), and reading it back to check that what must be in it is: a document is
 //! offered only once it reads back.
 
-use super::{DocumentKind, extract_text, normalize_text, strip_bullet};
+use super::{
+    DocumentKind, DocxParagraph, docx_paragraphs, extract_text, normalize_text, strip_bullet,
+};
 use std::io::{Cursor, Write};
 use zip::CompressionMethod;
 use zip::ZipWriter;
@@ -21,6 +23,99 @@ pub enum DocxError {
     /// Text that must be in the document is not.
     #[error("the DOCX is missing text: {}", .0.join(" | "))]
     Missing(Vec<String>),
+    /// A paragraph that must be in the document is not, in its order and style.
+    #[error("the DOCX read back has no {style:?} paragraph {text:?} in its place")]
+    Misplaced {
+        /// The style it should have.
+        style: DocxStyle,
+        /// Its text.
+        text: String,
+    },
+}
+
+/// How a paragraph is written in a DOCX (and how [`build_docx`]'s Markdown-like input
+/// asks for it): the document's title, a section heading, a subheading, a list item, or
+/// a plain paragraph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DocxStyle {
+    /// `Title` (`# `).
+    Title,
+    /// `Heading1` (`## `).
+    Heading1,
+    /// `Heading2` (`### `).
+    Heading2,
+    /// A `ListBullet` item of the bulleted list (`- `).
+    ListItem,
+    /// A paragraph with no style.
+    Plain,
+}
+
+impl DocxStyle {
+    /// The Markdown-like prefix [`build_docx`] reads as this style.
+    pub fn markdown_prefix(self) -> &'static str {
+        match self {
+            DocxStyle::Title => "# ",
+            DocxStyle::Heading1 => "## ",
+            DocxStyle::Heading2 => "### ",
+            DocxStyle::ListItem => "- ",
+            DocxStyle::Plain => "",
+        }
+    }
+
+    /// Whether `paragraph`, read back from a DOCX, is written in this style.
+    pub fn matches(self, paragraph: &DocxParagraph) -> bool {
+        let style = paragraph.style.as_deref();
+        match self {
+            DocxStyle::Title => style == Some("Title"),
+            DocxStyle::Heading1 => style == Some("Heading1"),
+            DocxStyle::Heading2 => style == Some("Heading2"),
+            DocxStyle::ListItem => paragraph.list_item,
+            DocxStyle::Plain => !paragraph.list_item && matches!(style, None | Some("Normal")),
+        }
+    }
+}
+
+/// Reads the DOCX back and checks that every `expected` paragraph is in it, in order,
+/// each in its style with its text (runs of white space, a typed leading "•" and a
+/// heading's trailing colon aside): what a product checks before it offers a document.
+///
+/// ```
+/// use job_capabilities::documents::{DocxStyle, build_docx, check_docx_paragraphs};
+/// let bytes = build_docx("# Ada\nada@example.com\n## Experience\n- Wrote a program").unwrap();
+/// let expected = [(DocxStyle::Title, "Ada"), (DocxStyle::Heading1, "Experience"), (DocxStyle::ListItem, "Wrote a program")];
+/// check_docx_paragraphs(&bytes, &expected).unwrap();
+/// assert!(check_docx_paragraphs(&bytes, &[(DocxStyle::Heading2, "Experience")]).is_err());
+/// ```
+pub fn check_docx_paragraphs<T: AsRef<str>>(
+    bytes: &[u8],
+    expected: &[(DocxStyle, T)],
+) -> Result<(), DocxError> {
+    let squash = |text: &str| {
+        let text = text.trim();
+        let text = text.strip_prefix('•').unwrap_or(text);
+        normalize_text(text.trim_end_matches(':'))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let found = docx_paragraphs(bytes).map_err(|e| DocxError::Unreadable(e.to_string()))?;
+    let mut next = 0;
+    for (style, text) in expected {
+        let want = squash(text.as_ref());
+        let at = found[next..]
+            .iter()
+            .position(|p| style.matches(p) && squash(&p.text) == want);
+        match at {
+            Some(i) => next += i + 1,
+            None => {
+                return Err(DocxError::Misplaced {
+                    style: *style,
+                    text: text.as_ref().to_owned(),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 const CONTENT_TYPES: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
