@@ -123,7 +123,7 @@ async fn main() -> anyhow::Result<()> {
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut spreads = Vec::new();
     println!(
-        "\n| pair | score | tokens cold / warm | calls cold / warm | wall cold (s) | spread (points) |\n|---|---|---|---|---|---|"
+        "\n| pair | kept score (the resume's own) | tokens cold / warm | calls cold / warm | wall cold (s) | spread (points) |\n|---|---|---|---|---|---|"
     );
     for task in tasks {
         let (name, runs) = task.await?;
@@ -145,8 +145,9 @@ async fn main() -> anyhow::Result<()> {
         }
         let warm = runs.get(1).map(|(d, _)| d);
         println!(
-            "| {name} | {:.1} | {} / {} | {} / {} | {:.1} | {spread:.1} |",
+            "| {name} | {:.1} ({:.1}) | {} / {} | {} / {} | {:.1} | {spread:.1} |",
             cold.result.ats_score * 100.0,
+            cold.result.baseline_score * 100.0,
             cold.result.total_tokens_used,
             warm.map_or("-".into(), |d| d.result.total_tokens_used.to_string()),
             cold.result.model_calls,
@@ -155,18 +156,14 @@ async fn main() -> anyhow::Result<()> {
         );
     }
 
-    // The deterministic scorer alone, on every pair's rewritten bullets.
+    // The deterministic scorer alone, on every pair's kept bullets (the resume's own with
+    // the kept rewrites in place).
     let optimizer = jd_optimizer::dry_run::optimizer(&args.fixtures)?;
     let mut scorer_us = Vec::new();
     for pair in &pairs {
         let (done, _) = run(&optimizer, pair, 99).await?;
         let analysis = done.state.jd_analysis.clone().unwrap_or_default();
-        let bullets: Vec<&str> = done
-            .result
-            .optimized_bullets
-            .iter()
-            .map(|b| b.text.as_str())
-            .collect();
+        let bullets = jd_optimizer::bullets::current_bullets(&done.state);
         for _ in 0..200 {
             let started = Instant::now();
             std::hint::black_box(score_by_rules(&analysis, &bullets, 0.75));

@@ -49,6 +49,8 @@ async fn a_dry_run_session_completes_in_the_browser_from_start_to_downloaded_res
             "section_review_summary",
             "section_review_experience",
             "section_review_skills",
+            // The Producer's revision of Experience, shown to the user again.
+            "section_review_experience",
             "quality_review"
         ]
     );
