@@ -67,7 +67,13 @@ pub fn slots_of(chunks: &[ResumeChunk]) -> Vec<BulletSlot> {
         let lines = chunk
             .content
             .lines()
-            .filter(|l| !marked || is_bullet(l))
+            .filter(|l| {
+                if marked {
+                    is_bullet(l)
+                } else {
+                    !is_dated_heading(l)
+                }
+            })
             .map(strip_bullet)
             .filter(|l| !l.is_empty());
         for (n, text) in lines.enumerate() {
@@ -80,6 +86,49 @@ pub fn slots_of(chunks: &[ResumeChunk]) -> Vec<BulletSlot> {
     }
     slots
 }
+
+/// A line that heads an entry rather than says something: a few words with a date range
+/// ("Analyst, Engines (1842 - 1843)", "Lead | 2019 – Present") or ending in a year
+/// ("B.Sc. Physics, 2015"). In a resume without list markers these are the role and
+/// degree lines, never rewritten.
+///
+/// ```
+/// use jd_optimizer::bullets::is_dated_heading;
+/// assert!(is_dated_heading("Principal ML Engineer, Vistaloop (2018 - present)"));
+/// assert!(is_dated_heading("M.Sc. Artificial Intelligence, UPC, 2014"));
+/// assert!(!is_dated_heading("Cut costs 30% in 2022 across the platform team"));
+/// assert!(!is_dated_heading("Led a team of 4"));
+/// ```
+pub fn is_dated_heading(line: &str) -> bool {
+    let text = strip_bullet(line).to_lowercase();
+    if text.split_whitespace().count() > MAX_HEADING_WORDS {
+        return false;
+    }
+    let is_year =
+        |t: &str| t.len() == 4 && t.parse::<u32>().is_ok_and(|y| (1950..=2099).contains(&y));
+    // Tokens: years, words, and the dashes between them.
+    let tokens: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ',' | '|' | '/'))
+        .flat_map(|t| t.split_inclusive(['-', '–', '—']))
+        .map(|t| t.trim_end_matches(['-', '–', '—', '.']))
+        .filter(|t| !t.is_empty())
+        .collect();
+    let open_end = ["present", "current", "now", "today"];
+    let range = tokens
+        .windows(2)
+        .any(|pair| is_year(pair[0]) && (is_year(pair[1]) || open_end.contains(&pair[1])));
+    let ends_in_year = tokens.last().is_some_and(|t| is_year(t))
+        && text.trim_end_matches([')', '.']).len() > 4
+        && text
+            .trim_end_matches([')', '.'])
+            .trim_end_matches(|c: char| c.is_ascii_digit())
+            .trim_end()
+            .ends_with([',', '(', '|', '–', '-']);
+    range || ends_in_year
+}
+
+/// The most words a dated heading has.
+const MAX_HEADING_WORDS: usize = 14;
 
 /// The bullets of an attempt: each slot's rewrite among `rewrites`, or its own text.
 ///
@@ -220,9 +269,22 @@ mod tests {
     }
 
     #[test]
-    fn without_list_markers_every_line_is_a_slot() {
+    fn without_list_markers_every_line_but_a_dated_heading_is_a_slot() {
         let chunks = [chunk("C1", "summary", "Built things\nRan things")];
         assert_eq!(slots_of(&chunks).len(), 2);
+        let chunks = [chunk(
+            "C2",
+            "experience",
+            "Lead, Acme (2020 - 2024)\nLed 4 people\nCut costs 30% in 2022 across the whole platform team",
+        )];
+        let texts: Vec<String> = slots_of(&chunks).into_iter().map(|s| s.text).collect();
+        assert_eq!(
+            texts,
+            [
+                "Led 4 people",
+                "Cut costs 30% in 2022 across the whole platform team"
+            ]
+        );
     }
 
     #[test]

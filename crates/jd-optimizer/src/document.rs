@@ -10,7 +10,7 @@ use job_capabilities::documents::{
     normalize_text,
 };
 
-use crate::bullets::{bullet_slots, bullet_texts};
+use crate::bullets::{bullet_slots, bullet_texts, is_dated_heading};
 use crate::scoring::score_by_rules;
 use crate::state::{OptimizationState, RewrittenBullet};
 use crate::text::is_bullet;
@@ -133,7 +133,7 @@ pub fn document_lines(
             LineKind::Section
         } else if in_section
             && line.chars().count() <= MAX_ROLE_LINE_CHARS
-            && lines.get(i + 1).is_some_and(|next| is_bullet(next))
+            && (lines.get(i + 1).is_some_and(|next| is_bullet(next)) || is_dated_heading(line))
         {
             LineKind::Entry
         } else {
@@ -298,7 +298,7 @@ mod tests {
             kinds,
             [
                 Title, Text, Section, Entry, Bullet, Bullet, Entry, Bullet, Section, Entry, Bullet,
-                Section, Text, Section, Text
+                Section, Text, Section, Entry
             ]
         );
         assert_eq!(
@@ -320,6 +320,37 @@ mod tests {
             assert!(text.contains(line), "{line}: {text}");
         }
         assert!(!text.contains("Built the billing system in Go\n"));
+    }
+
+    #[test]
+    fn without_list_markers_role_lines_stay_headings_and_only_sentences_are_rewritable() {
+        let resume = "Ada Byron\nada@example.org\n\nExperience\nAnalyst, Engines Ltd (2018 - 2021)\nWrote the first published program for the engine\nTranslated the memoir on the engine\n\nEducation\nPrivate tutoring in mathematics, 2015\n";
+        let ids = Ids {
+            tenant_id: "t".into(),
+            user_id: "u".into(),
+            session_id: "s".into(),
+            resume_id: "r".into(),
+        };
+        let state = OptimizationState::new(
+            ids,
+            String::new(),
+            resume_chunks(resume),
+            vec![],
+            Default::default(),
+        );
+        let slots: Vec<String> = bullet_slots(&state).into_iter().map(|s| s.text).collect();
+        assert!(slots.iter().all(|s| !s.contains("2018")), "{slots:?}");
+        assert!(slots.contains(&"Translated the memoir on the engine".to_owned()));
+        let kinds: Vec<LineKind> = document_lines(resume, &state)
+            .unwrap()
+            .iter()
+            .map(|l| l.kind)
+            .collect();
+        use LineKind::*;
+        assert_eq!(
+            kinds,
+            [Title, Text, Section, Entry, Text, Text, Section, Entry]
+        );
     }
 
     #[test]
