@@ -8,7 +8,9 @@
 mod common;
 
 use agent_llm::testing::RecordedModel;
-use common::{SseEvent, TestServer, approve_all, fixture_text, fixtures, named, sample_body};
+use common::{
+    SseEvent, TestServer, approve_all, durable_server, fixture_text, fixtures, named, sample_body,
+};
 use resume_coordinator::producer::tools::MAX_PRODUCER_REVISIONS;
 use resume_coordinator::{ResumeProduct, dry_run};
 use serde_json::{Value, json};
@@ -279,21 +281,9 @@ async fn a_quality_review_shows_the_text_it_asks_to_approve() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_at_the_second_review_of_a_revision_resumes_there() {
-    use agent_server::AgentServer;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sessions.db");
-    let store = Arc::new(
-        agent_backends::SqliteSessionStore::open(&path)
-            .await
-            .unwrap(),
-    );
-    let checkpoints = Arc::new(store.checkpoints());
-    let mut first = TestServer::spawn(
-        AgentServer::new(store)
-            .with_checkpoints(checkpoints)
-            .with_product(Arc::new(ResumeProduct::dry_run(fixtures()).unwrap())),
-    )
-    .await;
+    let mut first = TestServer::spawn(durable_server(&path).await).await;
     let session = first.start(sample_body()).await;
     let mut stream = first.stream(&session, None).await;
     let second_review = "craftsman:section_review_experience:2";
@@ -313,15 +303,7 @@ async fn a_restart_at_the_second_review_of_a_revision_resumes_there() {
     first.task.abort();
     let _ = (&mut first.task).await;
 
-    let store = Arc::new(
-        agent_backends::SqliteSessionStore::open(&path)
-            .await
-            .unwrap(),
-    );
-    let checkpoints = Arc::new(store.checkpoints());
-    let server = AgentServer::new(store)
-        .with_checkpoints(checkpoints)
-        .with_product(Arc::new(ResumeProduct::dry_run(fixtures()).unwrap()));
+    let server = durable_server(&path).await;
     assert_eq!(server.resume_unfinished().await.unwrap(), 1);
     let second = TestServer::spawn(server).await;
     let status = second.status(&session).await;

@@ -3,15 +3,13 @@
 
 mod common;
 
-use agent_server::AgentServer;
 use common::{
-    Started, TestServer, approve_all, base64_decode, dry_run_product, every_stage, named,
-    numbered_in_order, sample_body, stages_started,
+    Started, TestServer, approve_all, base64_decode, dry_run_product, durable_server, every_stage,
+    named, numbered_in_order, sample_body, stages_started,
 };
 use job_capabilities::documents::{DocumentKind, extract_text};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// The gate ids opened, in order.
 fn opened(events: &[common::SseEvent]) -> Vec<String> {
@@ -346,18 +344,7 @@ async fn a_malformed_answer_is_refused_and_the_gate_stays_open() {
 async fn a_server_restart_resumes_at_the_pending_gate() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sessions.db");
-    let store = Arc::new(
-        agent_backends::SqliteSessionStore::open(&path)
-            .await
-            .unwrap(),
-    );
-    let checkpoints = Arc::new(store.checkpoints());
-    let mut first = TestServer::spawn(
-        AgentServer::new(store)
-            .with_checkpoints(checkpoints)
-            .with_product(dry_run_product()),
-    )
-    .await;
+    let mut first = TestServer::spawn(durable_server(&path).await).await;
     let session = first.start(sample_body()).await;
     let mut stream = first.stream(&session, None).await;
     let mut user = picky_user();
@@ -377,15 +364,7 @@ async fn a_server_restart_resumes_at_the_pending_gate() {
     first.task.abort();
     let _ = (&mut first.task).await;
 
-    let store = Arc::new(
-        agent_backends::SqliteSessionStore::open(&path)
-            .await
-            .unwrap(),
-    );
-    let checkpoints = Arc::new(store.checkpoints());
-    let server = AgentServer::new(store)
-        .with_checkpoints(checkpoints)
-        .with_product(dry_run_product());
+    let server = durable_server(&path).await;
     assert_eq!(server.resume_unfinished().await.unwrap(), 1);
     let second = TestServer::spawn(server).await;
     let status = second.status(&session).await;

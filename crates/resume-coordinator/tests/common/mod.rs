@@ -34,6 +34,20 @@ pub fn dry_run_product() -> Arc<ResumeProduct> {
     Arc::new(ResumeProduct::dry_run(fixtures()).unwrap())
 }
 
+/// The dry-run product's server on the SQLite file `path`, with its checkpoints there:
+/// a server that a test can stop and start again on the same file.
+pub async fn durable_server(path: &std::path::Path) -> AgentServer {
+    let store = Arc::new(
+        agent_backends::SqliteSessionStore::open(path)
+            .await
+            .unwrap(),
+    );
+    let checkpoints = Arc::new(store.checkpoints());
+    AgentServer::new(store)
+        .with_checkpoints(checkpoints)
+        .with_product(dry_run_product())
+}
+
 /// The resume product's server on a loopback port: agent-server's test server (its
 /// `url`, `status`, `client`, `task` through `Deref`), with the product's routes.
 pub struct TestServer(agent_server::testing::TestServer);
