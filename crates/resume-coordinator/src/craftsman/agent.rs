@@ -4,7 +4,7 @@ use agent_llm::{ModelRouter, ModelTier};
 use agent_runtime::{AgentConfig, AgentIdentity};
 
 use super::prompts::CRAFTSMAN_SYSTEM_PROMPT;
-use super::tools;
+use super::{review, tools};
 use crate::llm::Llm;
 use crate::types::{DOMAIN, ResumeEvent, ResumeState};
 
@@ -26,7 +26,7 @@ pub fn craftsman(llm: &Llm, router: &ModelRouter) -> AgentConfig<ResumeState, Re
         tools::self_review(llm.clone()),
         tools::check_keywords(),
         tools::humanize_check(),
-        tools::present_to_user(),
+        review::present_to_user(),
         tools::revise_section(llm.clone()),
     ];
     config

@@ -3,12 +3,16 @@
 //! had revised, or the user sent back from `quality_review`.
 
 use agent_runtime::ToolError;
-use serde_json::json;
+use agent_runtime::tool;
+use serde_json::{Value, json};
+use std::sync::Arc;
 
-use super::tools::{SectionReview, bullets_of_markdown, revise, section_slug, store_section};
+use super::tools::{
+    SectionInput, SectionReview, bullets_of_markdown, revise, section_slug, store_section,
+};
 use crate::gates::SECTION_REVIEW;
 use crate::llm::Llm;
-use crate::types::{Ctx, ResumeEvent, Section};
+use crate::types::{Ctx, ResumeEvent, ResumeTool, Section};
 
 /// What the user made of a section shown to them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,4 +113,29 @@ pub async fn reapprove(ctx: &Ctx, llm: &Llm, name: &str) -> Result<(), ToolError
             }
         }
     }
+}
+
+/// `present_to_user`: emits `section_draft` and, with section review on, waits at
+/// `section_review_{section}` for approve, edit or revise ([`present`]).
+pub fn present_to_user() -> ResumeTool {
+    Arc::new(tool(
+        "present_to_user",
+        "Show a written section to the user for approval.",
+        |input: SectionInput, ctx: Ctx| async move {
+            match present(&ctx, &input.section).await? {
+                Presented::Approved { section, edited } if edited => Ok::<Value, ToolError>(
+                    json!({"status": "approved", "section": section, "edited_by_user": true}),
+                ),
+                Presented::Approved { section, .. } => {
+                    Ok(json!({"status": "approved", "section": section}))
+                }
+                Presented::Revise { section, feedback } => Ok(json!({
+                    "status": "revise",
+                    "section": section,
+                    "feedback": feedback,
+                    "next": "call revise_section with this feedback, then present_to_user again",
+                })),
+            }
+        },
+    ))
 }

@@ -9,7 +9,6 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 use super::prompts::{REVISE_SECTION_PROMPT, SELF_REVIEW_PROMPT, WRITE_SECTION_PROMPT};
-use super::review::{self, Presented};
 use crate::document::section_markdown;
 use crate::gates::SECTION_REVIEW;
 use crate::intake::strip_bullet;
@@ -437,31 +436,6 @@ pub fn bullets_of_markdown(markdown: &str) -> Vec<Bullet> {
         })
         .filter(|b| !b.text.is_empty())
         .collect()
-}
-
-/// `present_to_user`: emits `section_draft` and, with section review on, waits at
-/// `section_review_{section}` for approve, edit or revise ([`review::present`]).
-pub fn present_to_user() -> ResumeTool {
-    Arc::new(tool(
-        "present_to_user",
-        "Show a written section to the user for approval.",
-        |input: SectionInput, ctx: Ctx| async move {
-            match review::present(&ctx, &input.section).await? {
-                Presented::Approved { section, edited } if edited => Ok::<Value, ToolError>(
-                    json!({"status": "approved", "section": section, "edited_by_user": true}),
-                ),
-                Presented::Approved { section, .. } => {
-                    Ok(json!({"status": "approved", "section": section}))
-                }
-                Presented::Revise { section, feedback } => Ok(json!({
-                    "status": "revise",
-                    "section": section,
-                    "feedback": feedback,
-                    "next": "call revise_section with this feedback, then present_to_user again",
-                })),
-            }
-        },
-    ))
 }
 
 /// `revise_section` (PRIMARY): rewrites a section with feedback.
