@@ -2,7 +2,8 @@
 //! reached, and whether what is left pays for the next step as planned.
 
 use crate::config::Budget;
-use crate::state::{BudgetLimit, OptimizationState};
+use crate::records::BudgetLimit;
+use crate::state::OptimizationState;
 
 /// What a step is expected to cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +86,7 @@ impl Spent {
 ///
 /// ```
 /// use jd_optimizer::budget::{Spent, limit_reached};
-/// use jd_optimizer::{config::Budget, state::BudgetLimit};
+/// use jd_optimizer::{config::Budget, records::BudgetLimit};
 /// let budget = Budget::default();
 /// let spent = Spent { tokens: 7_100, calls: 3, elapsed_ms: 9_000 };
 /// assert_eq!(limit_reached(&budget, &spent).unwrap().0, BudgetLimit::Tokens);
@@ -143,7 +144,7 @@ pub fn affords(budget: &Budget, spent: &Spent, need: Need, reserve: Need) -> boo
 ///
 /// ```
 /// use jd_optimizer::budget::{FULL_REWRITE, NOTHING, Spent, shortfall};
-/// use jd_optimizer::{config::Budget, state::BudgetLimit};
+/// use jd_optimizer::{config::Budget, records::BudgetLimit};
 /// let budget = Budget { max_wall_ms: 3_000, ..Budget::default() };
 /// let slow = Spent { tokens: 500, calls: 1, elapsed_ms: 2_500 };
 /// assert_eq!(shortfall(&budget, &slow, FULL_REWRITE, NOTHING), Some(BudgetLimit::WallTime));

@@ -10,7 +10,8 @@ use std::collections::BTreeSet;
 
 use job_capabilities::documents::strip_bullet;
 
-use crate::state::{OptimizationState, ResumeChunk, RewrittenBullet};
+use crate::records::{ResumeChunk, RewrittenBullet};
+use crate::state::OptimizationState;
 use crate::text::{content_stems, is_bullet};
 
 /// One of the resume's own bullets, as a rewrite may replace it.
@@ -38,7 +39,7 @@ fn position(chunk_id: &str) -> usize {
 ///
 /// ```
 /// use jd_optimizer::bullets::bullet_slots;
-/// use jd_optimizer::input::{Ids, resume_chunks};
+/// use jd_optimizer::{input::resume_chunks, records::Ids};
 /// use jd_optimizer::state::OptimizationState;
 /// let resume = "Ada\n\nExperience\nAnalyst, Engines (1842)\n- Wrote notes\n- Ran numbers\n\nSkills\nMaths";
 /// let ids = Ids { tenant_id: "t".into(), user_id: "u".into(), session_id: "s".into(), resume_id: "r".into() };
@@ -134,7 +135,7 @@ const MAX_HEADING_WORDS: usize = 14;
 ///
 /// ```
 /// use jd_optimizer::bullets::{BulletSlot, bullet_texts};
-/// use jd_optimizer::state::RewrittenBullet;
+/// use jd_optimizer::records::RewrittenBullet;
 /// let slot = |id: &str, text: &str| BulletSlot { id: id.into(), chunk_id: "C1".into(), text: text.into() };
 /// let slots = [slot("C1.1", "Wrote notes"), slot("C1.2", "Ran numbers")];
 /// let rewrite = RewrittenBullet { id: "B1".into(), replaces: "C1.2".into(), original: "Ran numbers".into(),

@@ -1,8 +1,8 @@
 //! What the optimization's nodes reach the world through: the model, the resume index
 //! and the caches.
 
-use crate::agents::retriever::ResumeIndex;
 use crate::cache::OptimizerCache;
+use crate::index::ResumeIndex;
 use crate::llm::AgentCaller;
 
 /// The nodes' dependencies, shared by every run of a [`crate::JdOptimizer`].

@@ -11,8 +11,9 @@ use job_capabilities::documents::{
 };
 
 use crate::bullets::{bullet_slots, bullet_texts, is_dated_heading};
+use crate::records::RewrittenBullet;
 use crate::scoring::score_by_rules;
-use crate::state::{OptimizationState, RewrittenBullet};
+use crate::state::OptimizationState;
 use crate::text::is_bullet;
 use job_capabilities::documents::strip_bullet;
 
@@ -176,8 +177,9 @@ pub fn document_lines(
 /// `- ` items, every other line as it is; rewritten bullets in place of theirs.
 ///
 /// ```
-/// use jd_optimizer::{document::optimized_markdown, input::{Ids, resume_chunks}};
-/// use jd_optimizer::state::{OptimizationState, RewrittenBullet};
+/// use jd_optimizer::{document::optimized_markdown, input::resume_chunks, records::Ids};
+/// use jd_optimizer::records::RewrittenBullet;
+/// use jd_optimizer::state::OptimizationState;
 /// let resume = "Ada\nada@example.com\n\nExperience\nAnalyst, Engines (1842)\n- Wrote notes\n- Ran numbers\n\nSkills\nMaths";
 /// let ids = Ids { tenant_id: "t".into(), user_id: "u".into(), session_id: "s".into(), resume_id: "r".into() };
 /// let mut state = OptimizationState::new(ids, String::new(), resume_chunks(resume), vec![], Default::default());
@@ -256,7 +258,8 @@ pub fn optimized_docx(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::input::{Ids, resume_chunks};
+    use crate::input::resume_chunks;
+    use crate::records::Ids;
 
     const RESUME: &str = "Mara Lindqvist\n+46 70 123 45 67 · mara@example.org · linkedin.com/in/mara · Stockholm\n\nEXPERIENCE\nStaff Engineer — Nordpay AB, Stockholm | Jan 2019 – Present\n• Led the move of 40 services to Kubernetes\n• Cut p99 latency from 900 to 120 ms\nEngineer — Fjord Labs, Oslo | 2015 – 2018\n• Built the billing system in Go\n\nPROJECTS\nledgerkit (open source)\n• A double-entry ledger library with 1,200 stars\n\nLANGUAGES\nSwedish (native), English (fluent)\n\nEDUCATION\nM.Sc. Computer Science, KTH, 2015\n";
 

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::state::{BudgetLimit, Degrade, RouteKey, ScoreBreakdown, ScoringLane};
+use crate::records::{BudgetLimit, Degrade, RouteKey, ScoreBreakdown, ScoringLane};
 
 /// Where an optimization session stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -7,20 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::{JdRefused, check_jd, text_hash};
 use crate::config::OptimizeConfig;
-use crate::state::ResumeChunk;
-
-/// Who an optimization is for, and its ids.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct Ids {
-    /// The tenant.
-    pub tenant_id: String,
-    /// The user.
-    pub user_id: String,
-    /// The session.
-    pub session_id: String,
-    /// The resume (its text's hash when not given).
-    pub resume_id: String,
-}
+use crate::records::ResumeChunk;
 
 /// An optimization request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -22,12 +22,13 @@
 //! - the [router](router): proceed, repair the weak bullets ([`repair`]), or stop on a
 //!   plateau or a [budget](budget) limit;
 //! - the [gap analyzer](agents::gap), or its deterministic diff;
-//! - the [aggregator](result).
+//! - the [aggregator](aggregate), which makes the [result](result).
 //!
 //! Everything the run knows is its typed [`state::OptimizationState`]; everything it
 //! says as it runs is an [`OptimizeEvent`].
 
 pub mod agents;
+pub mod aggregate;
 pub mod analysis;
 pub mod budget;
 pub mod bullets;
@@ -38,6 +39,8 @@ pub mod document;
 pub mod dry_run;
 pub mod events;
 pub mod fabrication;
+pub mod guards;
+pub mod index;
 pub mod input;
 pub mod interview;
 pub mod llm;
@@ -45,6 +48,7 @@ pub mod nodes;
 pub mod pipeline;
 pub mod product;
 pub mod qualifications;
+pub mod records;
 pub mod repair;
 pub mod result;
 pub mod router;

@@ -17,7 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::budget::{Spent, limit_reached};
 use crate::events::OptimizeEvent;
-use crate::state::{BudgetLimit, OptimizationState};
+use crate::records::BudgetLimit;
+use crate::state::OptimizationState;
 
 /// The context every node runs with.
 pub type Node = NodeContext<OptimizationState, OptimizeEvent>;

@@ -17,58 +17,22 @@ use agent_runtime::graph::{CompiledGraph, END, GraphError, NodeError, START, Sta
 use async_trait::async_trait;
 
 use crate::agents::{analyzer, gap, retriever, rewriter, scorer};
+use crate::aggregate::finalize;
 use crate::budget::{
     COMPACT_SCORER, FULL_REWRITE, NOTHING, SHORT_REWRITE, Spent, affords, limit_reached, shortfall,
 };
 use crate::deps::Deps;
 use crate::events::OptimizeEvent;
+use crate::guards::{degrade, stop_for_budget};
 use crate::llm::Node;
+use crate::records::{BudgetLimit, Degrade, RouteKey};
 use crate::repair::repair_targets;
-use crate::result::finalize;
 use crate::router::decide_route;
-use crate::state::{BudgetLimit, BudgetStop, Degrade, OptimizationState, RouteKey};
+use crate::state::OptimizationState;
 
 /// The most bullets a rewrite asks for under budget pressure (whole chunks only, at
 /// least one chunk's); without pressure it asks for every bullet it is given.
 const SHORT_REWRITE_BULLETS: usize = 4;
-
-/// Records that a budget limit was reached (the first one only): a warning, an event,
-/// and the run goes to aggregation at the next branch.
-pub fn stop_for_budget(ctx: &Node, limit: BudgetLimit, message: String) {
-    let first = ctx.update(|s| {
-        if s.budget_stop.is_some() {
-            return false;
-        }
-        s.budget_stop = Some(BudgetStop {
-            limit,
-            at_node: s.current_node.clone(),
-            message: message.clone(),
-        });
-        s.warnings.push(format!("budget reached: {message}"));
-        true
-    });
-    if first {
-        tracing::warn!(%message, "optimization budget reached");
-        ctx.emit(OptimizeEvent::BudgetReached { limit, message });
-    }
-}
-
-/// Records a degrade mode (once) with its reason.
-pub fn degrade(ctx: &Node, mode: Degrade, reason: &str) {
-    let new = ctx.update(|s| {
-        let new = s.degrades.insert(mode);
-        if new {
-            s.warnings.push(format!("degraded ({mode:?}): {reason}"));
-        }
-        new
-    });
-    if new {
-        ctx.emit(OptimizeEvent::Degraded {
-            mode,
-            reason: reason.to_owned(),
-        });
-    }
-}
 
 fn limit_name(limit: BudgetLimit) -> &'static str {
     match limit {

@@ -9,16 +9,18 @@ use agent_runtime::graph::{CompiledGraph, GraphError, RunOptions, RunResult, Run
 use agent_runtime::{CostLimits, CostMeter, EventSink, Session};
 use tokio_util::sync::CancellationToken;
 
-use crate::agents::retriever::ResumeIndex;
+use crate::aggregate::finalize;
 use crate::cache::OptimizerCache;
 use crate::deps::Deps;
 use crate::events::OptimizeEvent;
-use crate::input::{Ids, InputError, OptimizeRequest, resume_chunks};
+use crate::index::ResumeIndex;
+use crate::input::{InputError, OptimizeRequest, resume_chunks};
 use crate::interview::Interviewer;
 use crate::interview::memory::MemoryStore;
 use crate::llm::AgentCaller;
 use crate::nodes::build_graph;
-use crate::result::{OptimizationResult, finalize};
+use crate::records::Ids;
+use crate::result::OptimizationResult;
 use crate::state::OptimizationState;
 
 /// Why an optimization gave no result.

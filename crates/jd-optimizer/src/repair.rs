@@ -5,8 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::bullets::bullet_slots;
+use crate::records::Category;
 use crate::scoring::RuleScore;
-use crate::state::{Category, OptimizationState};
+use crate::state::OptimizationState;
 use crate::text::{Found, find_keyword, numbers};
 
 /// Bullets patched by one repair at most.

@@ -3,7 +3,8 @@
 //! limit goes straight to aggregation.
 
 use crate::budget::{COMPACT_SCORER, FULL_REWRITE, REPAIR, Spent, affords};
-use crate::state::{AttemptKind, OptimizationState, Route, RouteKey};
+use crate::records::{AttemptKind, Route, RouteKey};
+use crate::state::OptimizationState;
 
 /// The attempt kept so far, in words: which one, and its score beside the resume's own
 /// on the same scale.
@@ -122,8 +123,8 @@ pub fn decide_route(state: &OptimizationState, repairable: bool) -> Route {
 mod tests {
     use super::*;
     use crate::config::OptimizeConfig;
-    use crate::input::Ids;
-    use crate::state::{
+    use crate::records::Ids;
+    use crate::records::{
         AttemptScore, BudgetLimit, BudgetStop, RewrittenBullet, ScoreBreakdown, ScoringLane,
     };
 

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Script, gap_answer, optimizer, pair, run, sre_analysis, sre_rewrite};
-use jd_optimizer::state::{BudgetLimit, Degrade, GapSource, ScoringLane};
+use jd_optimizer::records::{BudgetLimit, Degrade, GapSource, ScoringLane};
 use jd_optimizer::{Budget, OptimizeEvent};
 
 fn script() -> Script {

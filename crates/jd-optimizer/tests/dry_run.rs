@@ -205,7 +205,7 @@ async fn every_fixture_pairs_kept_result_scores_at_or_above_its_baseline_on_one_
         // rules-lane attempt's baseline.
         let original = &r.attempts[0];
         for attempt in &r.attempts {
-            if attempt.lane == jd_optimizer::state::ScoringLane::Rules {
+            if attempt.lane == jd_optimizer::records::ScoringLane::Rules {
                 assert_eq!(attempt.baseline, original.score, "{}", pair.name);
             }
             assert!(attempt.gain() <= kept.gain() + 1e-12, "{}", pair.name);

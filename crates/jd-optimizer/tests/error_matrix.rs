@@ -12,8 +12,8 @@ use agent_runtime::vectors::{
 };
 use async_trait::async_trait;
 use common::{Script, gap_answer, optimizer, pair, run, sre_analysis, sre_rewrite};
-use jd_optimizer::agents::retriever::ResumeIndex;
-use jd_optimizer::state::{GapSource, RetrievalSource, ScoringLane};
+use jd_optimizer::index::ResumeIndex;
+use jd_optimizer::records::{GapSource, RetrievalSource, ScoringLane};
 use jd_optimizer::{OptimizeError, OptimizeEvent, OptimizeRequest};
 use serde_json::json;
 

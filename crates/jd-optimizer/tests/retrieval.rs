@@ -11,8 +11,8 @@ use agent_backends::SqliteSessionStore;
 use agent_llm::LocalEmbeddingModel;
 use agent_runtime::vectors::VectorStore;
 use common::{Script, gap_answer, pair, run, sre_analysis, sre_rewrite};
-use jd_optimizer::agents::retriever::{COLLECTION, ResumeIndex};
-use jd_optimizer::state::RetrievalSource;
+use jd_optimizer::index::{COLLECTION, ResumeIndex};
+use jd_optimizer::records::RetrievalSource;
 
 fn script(runs: usize) -> Script {
     (0..runs).fold(Script::new(), |s, _| {

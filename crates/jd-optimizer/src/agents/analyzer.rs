@@ -71,7 +71,7 @@ pub async fn run(ctx: &Node, deps: &Deps) -> Result<(), NodeError> {
         }
         Err(CallError::Budget { limit, message }) => {
             // Nothing can be rewritten without an analysis: the run ends partial.
-            crate::nodes::stop_for_budget(ctx, limit, message.clone());
+            crate::guards::stop_for_budget(ctx, limit, message.clone());
             Err(NodeError::limit(message))
         }
         Err(error) => {

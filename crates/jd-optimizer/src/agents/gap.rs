@@ -14,7 +14,8 @@ use crate::deps::Deps;
 use crate::events::OptimizeEvent;
 use crate::llm::{Ask, CallError, Node};
 use crate::qualifications::{Verdict, check};
-use crate::state::{Degrade, GapReport, GapSource, OptimizationState, Priority};
+use crate::records::{Degrade, GapReport, GapSource, Priority};
+use crate::state::OptimizationState;
 use crate::text::{Found, content_stems, find_keyword};
 
 /// The agent's name in token counts and errors.
@@ -203,7 +204,7 @@ pub async fn run(ctx: &Node, deps: &Deps) {
         return;
     }
     if !affords(&budget, &spent, GAP_MODEL, NOTHING) {
-        crate::nodes::degrade(
+        crate::guards::degrade(
             ctx,
             Degrade::SkipGapModel,
             "the budget left does not cover the gap analyzer",
@@ -242,7 +243,7 @@ pub async fn run(ctx: &Node, deps: &Deps) {
         }
         Err(error) => {
             if let CallError::Budget { limit, message } = &error {
-                crate::nodes::stop_for_budget(ctx, *limit, message.clone());
+                crate::guards::stop_for_budget(ctx, *limit, message.clone());
             } else {
                 let message = format!(
                     "the gap analyzer failed ({error}); the text check's gaps are reported"

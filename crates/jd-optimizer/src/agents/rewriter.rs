@@ -14,9 +14,8 @@ use crate::deps::Deps;
 use crate::events::OptimizeEvent;
 use crate::fabrication::{Fabrication, check_bullet};
 use crate::llm::{Ask, CallError, Node};
-use crate::state::{
-    AttemptKind, DroppedBullet, OptimizationState, ResumeChunk, RewrittenBullet, ScoreBreakdown,
-};
+use crate::records::{AttemptKind, DroppedBullet, ResumeChunk, RewrittenBullet, ScoreBreakdown};
+use crate::state::OptimizationState;
 
 /// The agent's name in token counts and errors.
 pub const AGENT: &str = "resume_rewriter";
@@ -327,7 +326,7 @@ fn report_dropped(ctx: &Node, dropped: &[DroppedBullet]) {
 /// failed run; a repair's failure keeps the bullets it had.
 fn on_failure(ctx: &Node, error: CallError, first: bool) -> Result<(), NodeError> {
     if let CallError::Budget { limit, message } = &error {
-        crate::nodes::stop_for_budget(ctx, *limit, message.clone());
+        crate::guards::stop_for_budget(ctx, *limit, message.clone());
         return Ok(());
     }
     ctx.update(|s| s.record_error(AGENT, error.kind(), error.to_string(), !first));

@@ -17,10 +17,9 @@ use crate::bullets::{bullet_slots, bullet_texts, current_bullets};
 use crate::deps::Deps;
 use crate::events::OptimizeEvent;
 use crate::llm::{Ask, CallError, Node};
+use crate::records::{AttemptKind, AttemptScore, Category, Degrade, ScoreBreakdown, ScoringLane};
 use crate::scoring::{ModelScores, RuleScore, lane_for, merge_scores, score_by_rules};
-use crate::state::{
-    AttemptKind, AttemptScore, Category, Degrade, OptimizationState, ScoreBreakdown, ScoringLane,
-};
+use crate::state::OptimizationState;
 
 /// The agent's name in token counts and errors.
 pub const AGENT: &str = "ats_scorer";
@@ -251,7 +250,7 @@ pub async fn run(ctx: &Node, deps: &Deps) -> RuleScore {
     };
     if lane != ScoringLane::Rules && (rules_only || !affords(&budget, &spent, need, NOTHING)) {
         if !rules_only {
-            crate::nodes::degrade(
+            crate::guards::degrade(
                 ctx,
                 Degrade::RuleScoringOnly,
                 "the budget left does not cover a model scoring",
@@ -270,7 +269,7 @@ pub async fn run(ctx: &Node, deps: &Deps) -> RuleScore {
             Ok(scores) => scores,
             Err(error) => {
                 if let CallError::Budget { limit, message } = &error {
-                    crate::nodes::stop_for_budget(ctx, *limit, message.clone());
+                    crate::guards::stop_for_budget(ctx, *limit, message.clone());
                 } else {
                     let message =
                         format!("the model scorer failed ({error}); the rules' scores are kept");

@@ -17,12 +17,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::config::OptimizeConfig;
-use crate::state::{Category, ScoreBreakdown, ScoringLane};
+use crate::records::{Category, ScoreBreakdown, ScoringLane};
 
 /// The lane a rule score calls for.
 ///
 /// ```
-/// use jd_optimizer::{OptimizeConfig, scoring::lane_for, state::ScoringLane};
+/// use jd_optimizer::{OptimizeConfig, scoring::lane_for, records::ScoringLane};
 /// let config = OptimizeConfig::default();
 /// assert_eq!(lane_for(0.9, &config), ScoringLane::Rules);
 /// assert_eq!(lane_for(0.7, &config), ScoringLane::CompactModel);
@@ -72,7 +72,7 @@ impl ModelScores {
 ///
 /// ```
 /// use jd_optimizer::scoring::{ModelScores, merge_scores};
-/// use jd_optimizer::state::{Category, ScoreBreakdown};
+/// use jd_optimizer::records::{Category, ScoreBreakdown};
 /// let rules = ScoreBreakdown { keywords: 0.9, skills: 0.9, experience: 0.4, formatting: 1.0 };
 /// let model = ModelScores { experience: Some(1.4), keywords: Some(0.1), ..Default::default() };
 /// let merged = merge_scores(rules, &model, &[Category::Experience]);

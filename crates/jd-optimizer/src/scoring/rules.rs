@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::JdAnalysis;
-use crate::state::{Category, ScoreBreakdown};
+use crate::records::{Category, ScoreBreakdown};
 use crate::text::{Found, content_stems, find_keyword, numbers, starts_with_action_verb, words};
 
 /// A keyword found only by stem counts this much of a full match.
