@@ -11,7 +11,10 @@ use agent_runtime::vectors::{
     VectorStoreError,
 };
 use async_trait::async_trait;
-use common::{Script, gap_answer, optimizer, pair, run, sre_analysis, sre_rewrite};
+use common::{
+    Script, gap_answer, helm_analysis, optimizer, pair, rewrite_with_a_thin_bullet, run,
+    sre_analysis, sre_rewrite,
+};
 use jd_optimizer::index::ResumeIndex;
 use jd_optimizer::records::{GapSource, RetrievalSource, ScoringLane};
 use jd_optimizer::{OptimizeError, OptimizeEvent, OptimizeRequest};
@@ -134,6 +137,35 @@ async fn a_scorer_that_stays_invalid_leaves_the_rules_scores_with_the_error_reco
             .iter()
             .any(|e| matches!(e, OptimizeEvent::Warning { agent, .. } if agent == "ats_scorer"))
     );
+}
+
+#[tokio::test]
+async fn a_repair_that_stays_invalid_keeps_the_best_bullets_and_is_no_new_attempt() {
+    let script = Script::new()
+        .json("analyzer", helm_analysis())
+        .json("rewriter", rewrite_with_a_thin_bullet())
+        .answer("repair", "no JSON here")
+        .answer("repair", "still none")
+        .json("gap", gap_answer());
+    let (optimizer, _) = optimizer(&script);
+    let mut request = pair("senior-sre");
+    request.config.score_threshold = 0.9;
+    let (outcome, events) = run(&optimizer, &request).await;
+    let result = outcome.unwrap().result;
+    assert_eq!(result.repair_attempts, 1);
+    // The original and the rewrite: the failed repair is not scored as a third attempt.
+    assert_eq!(result.attempts.len(), 2, "{:?}", result.attempts);
+    assert_eq!(result.kept_attempt, 1);
+    assert_eq!(result.optimized_bullets, result.attempts[1].bullets);
+    assert!(
+        result
+            .errors
+            .iter()
+            .any(|e| e.agent_name == "resume_rewriter")
+    );
+    assert!(events.iter().any(
+        |e| matches!(e, OptimizeEvent::Warning { message, .. } if message.contains("the previous bullets are kept"))
+    ));
 }
 
 #[tokio::test]

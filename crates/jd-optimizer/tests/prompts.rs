@@ -4,31 +4,17 @@
 
 mod common;
 
-use common::{Script, agent_of, gap_answer, optimizer, pair, run, sre_analysis};
+use common::{
+    Script, agent_of, gap_answer, helm_analysis, optimizer, pair, rewrite_with_a_thin_bullet, run,
+    sre_analysis,
+};
 use serde_json::json;
 
 #[tokio::test]
 async fn every_agents_request_is_pinned() {
     // A rewrite better than the resume but for one thin bullet, under a high bar: it
     // is scored, its thin bullet repaired, scored again.
-    let mut thin_rewrite = common::sre_rewrite();
-    thin_rewrite["bullets"][0] = json!({"replaces": "C2.1", "text": "Operated 14 Kubernetes clusters on AWS with Helm, serving 2,500 pods across 3 regions", "sources": ["C2", "C4"]});
-    thin_rewrite["bullets"][1] = json!({"replaces": "C2.2", "text": "Managed infrastructure with Terraform modules and Ansible for 60 AWS accounts, replacing hand-made console setups", "sources": ["C2", "C4"]});
-    thin_rewrite["bullets"][2] = json!({"replaces": "C2.3", "text": "Built alerting for the Kubernetes platform that cut mean time to detect from 25 to 4 minutes", "sources": ["C2"]});
-    // The job weighs Helm, which only the resume's skills name: the rewrite, citing
-    // them, brings it into a bullet.
-    let mut analysis = sre_analysis();
-    analysis["keyword_weights"]["Helm"] = json!(0.9);
-    analysis["keyword_weights"]["Ansible"] = json!(0.9);
-    analysis["hard_skills"] = json!([
-        "Kubernetes",
-        "AWS",
-        "Terraform",
-        "Prometheus",
-        "Go",
-        "Helm",
-        "Ansible"
-    ]);
+    let (analysis, thin_rewrite) = (helm_analysis(), rewrite_with_a_thin_bullet());
     let script = Script::new()
         .json("analyzer", analysis)
         .json("rewriter", thin_rewrite)

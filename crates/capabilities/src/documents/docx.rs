@@ -172,10 +172,7 @@ fn xml_text(xml: &str) -> Result<String, XmlError> {
     // A list paragraph (numbered, or in a list style) reads as "• item", once.
     let mut list_marked = false;
     loop {
-        let event = reader.read_event().map_err(|source| XmlError::Syntax {
-            position: reader.error_position(),
-            source,
-        })?;
+        let event = next_event(&mut reader)?;
         match event {
             Event::Start(start) => match start.local_name().as_ref() {
                 b"Fallback" => fallback += 1,
@@ -276,10 +273,7 @@ fn paragraphs_of(xml: &str) -> Result<Vec<DocxParagraph>, XmlError> {
     let mut current: Option<DocxParagraph> = None;
     let mut in_text = false;
     loop {
-        let event = reader.read_event().map_err(|source| XmlError::Syntax {
-            position: reader.error_position(),
-            source,
-        })?;
+        let event = next_event(&mut reader)?;
         match event {
             Event::Start(ref e) | Event::Empty(ref e) => match e.local_name().as_ref() {
                 b"p" => {
@@ -343,6 +337,14 @@ fn paragraphs_of(xml: &str) -> Result<Vec<DocxParagraph>, XmlError> {
         }
     }
     Ok(out)
+}
+
+/// The reader's next event, or where and why the XML is malformed.
+fn next_event<'a>(reader: &mut Reader<&'a [u8]>) -> Result<Event<'a>, XmlError> {
+    reader.read_event().map_err(|source| XmlError::Syntax {
+        position: reader.error_position(),
+        source,
+    })
 }
 
 /// The text an element without content (or the start of one) stands for.

@@ -126,6 +126,34 @@ pub fn sre_rewrite() -> Value {
     ]})
 }
 
+/// The SRE analysis weighing Helm and Ansible, which only the resume's skills name: a
+/// rewrite citing them gains over the resume as it is.
+pub fn helm_analysis() -> Value {
+    let mut analysis = sre_analysis();
+    analysis["keyword_weights"]["Helm"] = json!(0.9);
+    analysis["keyword_weights"]["Ansible"] = json!(0.9);
+    analysis["hard_skills"] = json!([
+        "Kubernetes",
+        "AWS",
+        "Terraform",
+        "Prometheus",
+        "Go",
+        "Helm",
+        "Ansible"
+    ]);
+    analysis
+}
+
+/// A rewrite for [`helm_analysis`] better than the resume as it is, but for one thin
+/// bullet (`B3`, which lost Prometheus): the one a repair targets.
+pub fn rewrite_with_a_thin_bullet() -> Value {
+    let mut rewrite = sre_rewrite();
+    rewrite["bullets"][0] = json!({"replaces": "C2.1", "text": "Operated 14 Kubernetes clusters on AWS with Helm, serving 2,500 pods across 3 regions", "sources": ["C2", "C4"]});
+    rewrite["bullets"][1] = json!({"replaces": "C2.2", "text": "Managed infrastructure with Terraform modules and Ansible for 60 AWS accounts, replacing hand-made console setups", "sources": ["C2", "C4"]});
+    rewrite["bullets"][2] = json!({"replaces": "C2.3", "text": "Built alerting for the Kubernetes platform that cut mean time to detect from 25 to 4 minutes", "sources": ["C2"]});
+    rewrite
+}
+
 pub fn gap_answer() -> Value {
     json!({"missing_skills": ["Go"], "transferable_skills": ["Python (related to Go)"],
            "recommendations": ["Write a small tool in Go."], "priority": {"Go": "high"}})
