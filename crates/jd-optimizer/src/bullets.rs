@@ -12,7 +12,7 @@ use job_capabilities::documents::strip_bullet;
 
 use crate::records::{ResumeChunk, RewrittenBullet};
 use crate::state::OptimizationState;
-use crate::text::{content_stems, is_bullet};
+use crate::text::{content_stems, is_bullet, is_dated};
 
 /// One of the resume's own bullets, as a rewrite may replace it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,10 +88,9 @@ pub fn slots_of(chunks: &[ResumeChunk]) -> Vec<BulletSlot> {
     slots
 }
 
-/// A line that heads an entry rather than says something: a few words with a date range
-/// ("Analyst, Engines (1842 - 1843)", "Lead | 2019 – Present") or ending in a year
-/// ("B.Sc. Physics, 2015"). In a resume without list markers these are the role and
-/// degree lines, never rewritten.
+/// A line that heads an entry rather than says something: a few words dated as a role
+/// or a degree is ([`is_dated`]: "Lead | 2019 – Present", "B.Sc. Physics, 2015"). In a
+/// resume without list markers these are the role and degree lines, never rewritten.
 ///
 /// ```
 /// use jd_optimizer::bullets::is_dated_heading;
@@ -101,31 +100,8 @@ pub fn slots_of(chunks: &[ResumeChunk]) -> Vec<BulletSlot> {
 /// assert!(!is_dated_heading("Led a team of 4"));
 /// ```
 pub fn is_dated_heading(line: &str) -> bool {
-    let text = strip_bullet(line).to_lowercase();
-    if text.split_whitespace().count() > MAX_HEADING_WORDS {
-        return false;
-    }
-    let is_year =
-        |t: &str| t.len() == 4 && t.parse::<u32>().is_ok_and(|y| (1950..=2099).contains(&y));
-    // Tokens: years, words, and the dashes between them.
-    let tokens: Vec<&str> = text
-        .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ',' | '|' | '/'))
-        .flat_map(|t| t.split_inclusive(['-', '–', '—']))
-        .map(|t| t.trim_end_matches(['-', '–', '—', '.']))
-        .filter(|t| !t.is_empty())
-        .collect();
-    let open_end = ["present", "current", "now", "today"];
-    let range = tokens
-        .windows(2)
-        .any(|pair| is_year(pair[0]) && (is_year(pair[1]) || open_end.contains(&pair[1])));
-    let ends_in_year = tokens.last().is_some_and(|t| is_year(t))
-        && text.trim_end_matches([')', '.']).len() > 4
-        && text
-            .trim_end_matches([')', '.'])
-            .trim_end_matches(|c: char| c.is_ascii_digit())
-            .trim_end()
-            .ends_with([',', '(', '|', '–', '-']);
-    range || ends_in_year
+    let text = strip_bullet(line);
+    text.split_whitespace().count() <= MAX_HEADING_WORDS && is_dated(text)
 }
 
 /// The most words a dated heading has.

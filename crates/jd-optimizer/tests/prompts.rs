@@ -6,7 +6,6 @@ mod common;
 
 use common::{
     Script, agent_of, gap_answer, helm_analysis, optimizer, pair, rewrite_with_a_thin_bullet, run,
-    sre_analysis,
 };
 use serde_json::json;
 

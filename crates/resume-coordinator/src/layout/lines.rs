@@ -1,6 +1,8 @@
 //! How a line of a resume reads: a heading, a contact detail, a rule, dates, a
 //! paragraph. No model: words, capitals, digits and punctuation.
 
+use job_capabilities::text::{MONTHS, is_dated};
+
 use super::Raw;
 
 /// The name, and the contact details written after it on the same line ("Ada Lovelace |
@@ -131,63 +133,6 @@ pub(super) fn is_heading(line: &Raw, next: Option<&Raw>) -> bool {
         .iter()
         .all(|w| w.chars().next().is_some_and(|c| !c.is_lowercase()) || w.len() <= 3);
     capitalized && usual
-}
-
-const MONTHS: &[&str] = &[
-    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
-];
-
-/// Whether a line carries dates as a role or a degree does: a range of years ("2019 -
-/// 2024", "2020–present"), a month and year, a year in brackets, or a year at its end;
-/// not a sentence (a line of more than two words ending with a full stop).
-///
-/// ```
-/// use resume_coordinator::layout::is_dated;
-/// assert!(is_dated("Senior Engineer, Acme (2019-2024)"));
-/// assert!(is_dated("Acme — Berlin, Jan 2020 – Present"));
-/// assert!(is_dated("BSc Computer Science, University of Porto, 2017"));
-/// assert!(!is_dated("Shipped the 2021 redesign used by 2 million people"));
-/// assert!(!is_dated("Backend engineer building payment systems since 2015."));
-/// ```
-pub fn is_dated(text: &str) -> bool {
-    // A sentence is not a heading, whatever dates it names.
-    if text.trim_end().ends_with('.') && text.split_whitespace().count() > 2 {
-        return false;
-    }
-    let lower = text.to_lowercase();
-    let tokens: Vec<&str> = lower
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|t| !t.is_empty())
-        .collect();
-    let is_year = |t: &str| {
-        t.len() == 4
-            && t.chars().all(|c| c.is_ascii_digit())
-            && (t.starts_with("19") || t.starts_with("20"))
-    };
-    let ongoing = |t: &str| matches!(t, "present" | "current" | "now" | "today");
-    for (i, token) in tokens.iter().enumerate() {
-        if !is_year(token) {
-            continue;
-        }
-        let before = i.checked_sub(1).map(|j| tokens[j]);
-        let after = tokens.get(i + 1).copied();
-        if before.is_some_and(|t| is_year(t) || MONTHS.iter().any(|m| t.starts_with(m)))
-            || after.is_some_and(|t| is_year(t) || ongoing(t))
-            || (before == Some("to") || after == Some("to"))
-            || after.is_none()
-        {
-            return true;
-        }
-    }
-    // A year in brackets: "(2017)".
-    lower
-        .match_indices('(')
-        .any(|(i, _)| lower[i..].split(')').next().is_some_and(tokens_have_year))
-}
-
-fn tokens_have_year(text: &str) -> bool {
-    text.split(|c: char| !c.is_ascii_digit())
-        .any(|t| t.len() == 4 && (t.starts_with("19") || t.starts_with("20")))
 }
 
 /// A paragraph rather than a heading: many words, or a sentence.

@@ -15,7 +15,7 @@ use crate::intake::strip_bullet;
 
 mod lines;
 
-pub use lines::is_dated;
+use job_capabilities::text::is_dated;
 use lines::{
     dates_only, heading_text, is_heading, is_paragraph, is_rule, looks_like_contact, split_name,
 };
