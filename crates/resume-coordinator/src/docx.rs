@@ -1,12 +1,9 @@
-//! The resume's Word document: written by job-capabilities' [`build_docx`], then read
+//! The resume's Word document: written by job-capabilities' `build_docx`, then read
 //! back before it is offered ([`check_docx`]): its paragraphs, in order and with their
 //! styles (the name as `Title`, section headings as `Heading1`, roles as `Heading2`,
 //! bullets as list items), against the resume's [`Paragraph`]s. Sent as base64.
 
-pub use job_capabilities::documents::{
-    DocxError, DocxParagraph, build_docx, check_docx_paragraphs, document_xml, docx_paragraphs,
-    verify_docx,
-};
+use job_capabilities::documents::{DocxError, check_docx_paragraphs};
 
 use crate::document::{Paragraph, Style};
 
@@ -14,7 +11,8 @@ use crate::document::{Paragraph, Style};
 /// text ([`check_docx_paragraphs`]).
 ///
 /// ```
-/// use resume_coordinator::docx::{build_docx, check_docx};
+/// use job_capabilities::documents::build_docx;
+/// use resume_coordinator::docx::check_docx;
 /// use resume_coordinator::document::{paragraphs_of_markdown, markdown_of};
 /// let paragraphs = paragraphs_of_markdown("# Ada\nada@example.com\n## Experience\n### Analyst (1842-1843)\n- Wrote a program");
 /// let bytes = build_docx(&markdown_of(&paragraphs)).unwrap();

@@ -11,12 +11,13 @@ use std::sync::Arc;
 use crate::coordinator::{Ctx, Stages, gate, totals};
 use crate::craftsman::{self, CRAFTSMAN, review::reapprove};
 use crate::document;
-use crate::docx::{base64, build_docx, check_docx};
+use crate::docx::{base64, check_docx};
 use crate::gates::{QUALITY_REVIEW, QualityAnswer};
 use crate::llm::Llm;
 use crate::messages::build_producer_message;
 use crate::producer::{self, tools::ats_check};
 use crate::types::{DOMAIN, ResumeEvent, ResumeOutput, ResumeState, TokenUsage};
+use job_capabilities::documents::build_docx;
 
 /// How many times the user may send the resume back from `quality_review`; one more
 /// rejection fails the session.

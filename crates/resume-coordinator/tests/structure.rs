@@ -8,8 +8,8 @@ mod common;
 use common::{
     TestServer, approve_all, base64_decode, dry_run_product, fixture_text, named, sample_body,
 };
+use job_capabilities::documents::docx_paragraphs;
 use resume_coordinator::document::{Style, paragraphs, resume_markdown};
-use resume_coordinator::docx::docx_paragraphs;
 use resume_coordinator::types::{Blueprint, Bullet, ResumeState, Section, SectionPlan};
 
 /// The position of the first paragraph at or after `from` with this style and text.
@@ -326,6 +326,6 @@ fn a_models_line_breaks_and_typed_markers_do_not_break_the_documents_structure()
     assert_eq!(summary.style, Style::Plain);
     assert_eq!(summary.text, "Backend engineer, 7 years in Go");
     let markdown = resume_markdown(&state);
-    let bytes = resume_coordinator::docx::build_docx(&markdown).unwrap();
+    let bytes = job_capabilities::documents::build_docx(&markdown).unwrap();
     resume_coordinator::docx::check_docx(&bytes, &paragraphs).unwrap();
 }

@@ -3,9 +3,7 @@
 //! typed "•"), and reading it back to check that what must be in it is: a document is
 //! offered only once it reads back.
 
-use super::{
-    DocumentKind, DocxParagraph, docx_paragraphs, extract_text, normalize_text, strip_bullet,
-};
+use super::{DocxParagraph, docx_paragraphs, normalize_text, strip_bullet};
 use std::io::{Cursor, Write};
 use zip::CompressionMethod;
 use zip::ZipWriter;
@@ -20,9 +18,6 @@ pub enum DocxError {
     /// The document could not be read back.
     #[error("the DOCX does not read back: {0}")]
     Unreadable(String),
-    /// Text that must be in the document is not.
-    #[error("the DOCX is missing text: {}", .0.join(" | "))]
-    Missing(Vec<String>),
     /// A paragraph that must be in the document is not, in its order and style.
     #[error("the DOCX read back has no {style:?} paragraph {text:?} in its place")]
     Misplaced {
@@ -191,9 +186,9 @@ pub fn document_xml(markdown: &str) -> String {
 /// The DOCX bytes of Markdown-like text (see [`document_xml`]).
 ///
 /// ```
-/// use job_capabilities::documents::{build_docx, verify_docx};
+/// use job_capabilities::documents::{DocxStyle, build_docx, check_docx_paragraphs};
 /// let bytes = build_docx("# Ada\n## Experience\n- Built the engine").unwrap();
-/// verify_docx(&bytes, &["Built the engine".to_owned()]).unwrap();
+/// check_docx_paragraphs(&bytes, &[(DocxStyle::ListItem, "Built the engine")]).unwrap();
 /// ```
 pub fn build_docx(markdown: &str) -> Result<Vec<u8>, DocxError> {
     let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
@@ -216,28 +211,10 @@ pub fn build_docx(markdown: &str) -> Result<Vec<u8>, DocxError> {
     Ok(cursor.into_inner())
 }
 
-/// Reads the DOCX back and checks that every expected text (headings, bullets) is in it.
-pub fn verify_docx(bytes: &[u8], expected: &[String]) -> Result<(), DocxError> {
-    let text = extract_text(bytes, DocumentKind::Docx)
-        .map_err(|e| DocxError::Unreadable(e.to_string()))?;
-    let missing: Vec<String> = expected
-        .iter()
-        .filter(|want| {
-            let want = normalize_text(want);
-            !want.is_empty() && !text.contains(&want)
-        })
-        .cloned()
-        .collect();
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(DocxError::Missing(missing))
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::{DocumentKind, extract_text};
     use super::*;
 
     #[test]
@@ -245,15 +222,18 @@ mod tests {
         let markdown =
             "# Jo <Doe> & Co\n\n## Experience\n\n- Cut costs by 30% \"fast\"\n- Led 4 people\n";
         let bytes = build_docx(markdown).unwrap();
-        let expected = vec![
-            "Jo <Doe> & Co".to_owned(),
-            "Experience".to_owned(),
-            "Cut costs by 30% \"fast\"".to_owned(),
-            "Led 4 people".to_owned(),
+        let expected = [
+            (DocxStyle::Title, "Jo <Doe> & Co"),
+            (DocxStyle::Heading1, "Experience"),
+            (DocxStyle::ListItem, "Cut costs by 30% \"fast\""),
+            (DocxStyle::ListItem, "Led 4 people"),
         ];
-        verify_docx(&bytes, &expected).unwrap();
-        let error = verify_docx(&bytes, &["Not there".to_owned()]).unwrap_err();
-        assert!(matches!(error, DocxError::Missing(_)));
+        check_docx_paragraphs(&bytes, &expected).unwrap();
+        let error = check_docx_paragraphs(&bytes, &[(DocxStyle::Plain, "Not there")]).unwrap_err();
+        assert!(matches!(error, DocxError::Misplaced { .. }));
+        // In order: a paragraph found before the one the last matched is not in its place.
+        let reversed = [expected[3], expected[2]];
+        assert!(check_docx_paragraphs(&bytes, &reversed).is_err());
     }
 
     #[test]

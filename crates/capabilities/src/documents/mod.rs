@@ -29,9 +29,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use docx::{DocxParagraph, docx_paragraphs};
-pub use docx_writer::{
-    DocxError, DocxStyle, build_docx, check_docx_paragraphs, document_xml, verify_docx,
-};
+pub use docx_writer::{DocxError, DocxStyle, build_docx, check_docx_paragraphs, document_xml};
 pub use normalize::{normalize_text, strip_bullet};
 
 /// The largest document accepted, in bytes (20 MiB). A resume is far smaller; anything
