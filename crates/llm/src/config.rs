@@ -177,14 +177,44 @@ impl ProviderConfig {
     /// `LLM_CONTEXT_WINDOW` set one, and the capacity is its slots unless
     /// `LLM_MAX_CONCURRENCY` set it. Hosted APIs at their public address and Anthropic are
     /// left alone (`Ok(None)`). Call it before building models.
+    ///
+    /// Discovery is an optimisation: a server that does not publish its models (it
+    /// answers `GET /models` with 404, 405, 501 or any other refusal, or with a body that
+    /// is not a model list) leaves the configuration as it is, with one warning, and
+    /// `Ok(None)`. Only a server that cannot be reached at all (no connection, no answer
+    /// in time) is an error, and the error names its address.
     pub async fn discover(&mut self) -> Result<Option<ServedModels>, LlmError> {
-        if self.base_url.is_none()
-            || matches!(self.kind, ProviderKind::Anthropic | ProviderKind::Azure)
-        {
+        let Some(base_url) = self.base_url.clone() else {
+            return Ok(None);
+        };
+        if matches!(self.kind, ProviderKind::Anthropic | ProviderKind::Azure) {
             return Ok(None);
         }
         let probe = OpenAiModel::new(self.openai_config()?.with_retry(RetryPolicy::none()))?;
-        let served = probe.served_models().await?;
+        let served = match probe.served_models().await {
+            Ok(served) if !served.models.is_empty() => served,
+            Ok(_) => {
+                tracing::warn!(%base_url, "the server's GET /models is not a model list: using the configured models");
+                return Ok(None);
+            }
+            Err(LlmError::Transport(reason)) => {
+                return Err(LlmError::Transport(format!(
+                    "the model server at {base_url} cannot be reached: {reason}"
+                )));
+            }
+            Err(LlmError::Timeout(reason)) => {
+                return Err(LlmError::Timeout(format!(
+                    "the model server at {base_url} did not answer: {reason}"
+                )));
+            }
+            Err(error @ (LlmError::Config(_) | LlmError::RequestsDisabled(_))) => {
+                return Err(error);
+            }
+            Err(error) => {
+                tracing::warn!(%base_url, %error, "the server does not publish its models: using the configured models");
+                return Ok(None);
+            }
+        };
         if let Some(only) = served.only() {
             for tier in ModelTier::ALL {
                 if served.get(self.router.model(tier)).is_none() {
