@@ -41,7 +41,7 @@ struct Args {
     #[arg(long)]
     live: bool,
     /// The fixtures.
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/jd-optimizer"))]
+    #[arg(long, default_value = "fixtures/jd-optimizer")]
     fixtures: PathBuf,
 }
 
@@ -91,7 +91,8 @@ async fn run(
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+    let mut args = Args::parse();
+    args.fixtures = examples::fixtures::locate(&args.fixtures)?;
     let pairs = pairs(&args.fixtures)?;
     println!(
         "{} pairs, model calls delayed {} ms, {} runs each, {}",

@@ -104,7 +104,7 @@ struct ServeArgs {
     #[arg(long)]
     dry_run: bool,
     /// The dry run's fixtures.
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/jd-optimizer"))]
+    #[arg(long, default_value = "fixtures/jd-optimizer")]
     fixtures: PathBuf,
     /// Where embeddings come from: `auto` (the local model when
     /// `LOCAL_EMBEDDING_MODEL_DIR` is set, else none), `local`, `provider` or `none`
@@ -131,7 +131,7 @@ struct OptimizeArgs {
     #[arg(long)]
     dry_run: bool,
     /// The dry run's fixtures.
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/jd-optimizer"))]
+    #[arg(long, default_value = "fixtures/jd-optimizer")]
     fixtures: PathBuf,
     /// Milliseconds added to every model call.
     #[arg(long)]
@@ -241,7 +241,8 @@ async fn base_optimizer(
     fixtures: &Path,
 ) -> anyhow::Result<(JdOptimizer, Option<ProviderConfig>)> {
     let (optimizer, provider) = if dry_run {
-        (jd_optimizer::dry_run::optimizer(fixtures)?, None)
+        let fixtures = examples::fixtures::locate(fixtures)?;
+        (jd_optimizer::dry_run::optimizer(&fixtures)?, None)
     } else {
         let mut provider = ProviderConfig::from_env()?.context(
             "no LLM provider configured: set LLM_PROVIDER and its key or base URL, or use --dry-run",

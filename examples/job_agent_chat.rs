@@ -192,9 +192,10 @@ async fn build(common: &Common, upload_root: Option<PathBuf>) -> anyhow::Result<
         provider,
         notifications,
     } = if common.dry_run {
-        let replay = SerpApiReplay::start(&common.fixtures.join("serpapi")).await?;
+        let fixtures = examples::fixtures::locate(&common.fixtures)?;
+        let replay = SerpApiReplay::start(&fixtures.join("serpapi")).await?;
         Wiring {
-            model: Arc::new(recorded_model(&common.fixtures)?),
+            model: Arc::new(recorded_model(&fixtures)?),
             router: dry_run_router(),
             provider_embeddings: None,
             provider: Arc::new(SerpApiProvider::new(replay.base.clone(), REPLAY_KEY)),
@@ -208,7 +209,8 @@ async fn build(common: &Common, upload_root: Option<PathBuf>) -> anyhow::Result<
         config.discover().await?;
         eprintln!("{}", config.describe());
         let replay = if common.replay_search {
-            Some(SerpApiReplay::start(&common.fixtures.join("serpapi")).await?)
+            let fixtures = examples::fixtures::locate(&common.fixtures)?;
+            Some(SerpApiReplay::start(&fixtures.join("serpapi")).await?)
         } else {
             None
         };

@@ -27,6 +27,7 @@ use clap::{Parser, Subcommand};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use job_capabilities::ats::{AtsClient, AtsEndpoints, JobBoardClient as _, detect_ats};
 use job_capabilities::http::{PoliteClient, PolitePolicy};
+use job_hunter::models::CompanyOutcome;
 use job_hunter::{Deps, HuntEvent, HuntResult, JobHunter, RunConfig, Settings};
 
 /// Prints a line to stdout; a closed pipe (`| head`) is not an error.
@@ -151,7 +152,8 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
     }
     let latency = args.latency.map(Duration::from_millis);
     let deps = if args.dry_run {
-        let fixtures = job_hunter::dry_run::locate_fixtures(&args.fixtures)?;
+        let fixtures = examples::fixtures::locate(&args.fixtures)
+            .context("the dry run's fixtures (run from the workspace, or pass --fixtures)")?;
         say!(
             "DRY RUN: model, web search, job boards and careers pages answer from recorded fixtures in {} (resume reading and ATS detection are real{}); no mail is sent, the summary is written as an .eml file{}",
             fixtures.display(),
@@ -278,6 +280,15 @@ async fn show_progress(mut events: tokio::sync::mpsc::UnboundedReceiver<HuntEven
     }
 }
 
+/// `a, b, c`, or `(none)`.
+fn listed(items: &[String]) -> String {
+    if items.is_empty() {
+        "(none)".to_owned()
+    } else {
+        items.join(", ")
+    }
+}
+
 fn print_summary(
     result: &HuntResult,
     settings: &Settings,
@@ -304,15 +315,36 @@ fn print_summary(
         say!("  resumed: skipped {}", result.steps_skipped.join(", "));
     }
     say!(
-        "  jobs: {} found, {} duplicates removed, {} processed, {} scored",
-        state.raw_jobs.len() + state.duplicates_removed,
-        state.duplicates_removed,
+        "  jobs: {}; {} processed, {} scored",
+        state.job_counts.describe(),
         state.jobs.len(),
         state.scored.len()
     );
+    if let Some(prefs) = &state.preferences {
+        say!(
+            "  search: {}; places: {}; remote: {:?}",
+            listed(&prefs.target_titles),
+            listed(&prefs.locations),
+            prefs.remote
+        );
+    }
+    if !state.exclusions.is_empty() {
+        say!("  exclusions:");
+        for exclusion in &state.exclusions {
+            say!("    {}", exclusion.describe());
+        }
+    }
     say!("  companies:");
     for report in &state.company_reports {
-        say!("    {:<24} {}", report.company, report.outcome.describe());
+        let counts = match report.outcome {
+            CompanyOutcome::JobsFetched { .. } => format!(": {}", report.jobs.describe()),
+            _ => String::new(),
+        };
+        say!(
+            "    {:<24} {}{counts}",
+            report.company,
+            report.outcome.describe()
+        );
     }
     if !state.scored.is_empty() {
         say!("  top {}:", state.scored.len().min(5));

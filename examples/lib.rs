@@ -1,1 +1,3 @@
 //! Runnable examples of the agent platform; see the `[[example]]` targets in Cargo.toml.
+
+pub mod fixtures;

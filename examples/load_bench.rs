@@ -174,8 +174,9 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 /// Runs `sessions` clients against `urls` and prints the figures of `name`.
 async fn measure(name: &str, urls: &[String], args: &Args) -> anyhow::Result<()> {
-    let resume = std::fs::read_to_string(args.fixtures.join("resume.txt"))?;
-    let job = std::fs::read_to_string(args.fixtures.join("job.txt"))?;
+    let fixtures = examples::fixtures::locate(&args.fixtures)?;
+    let resume = std::fs::read_to_string(fixtures.join("resume.txt"))?;
+    let job = std::fs::read_to_string(fixtures.join("job.txt"))?;
     let body = Arc::new(json!({"resume_text": resume, "job_description": job}));
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(args.sessions)

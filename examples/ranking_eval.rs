@@ -178,9 +178,10 @@ const RANKERS: [&str; 4] = ["cosine", "lexical", "hybrid", "composite"];
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let jobs: Vec<Job> = read(&args.data, "jobs.json")?;
-    let profiles: Vec<Profile> = read(&args.data, "profiles.json")?;
-    let qrels: Qrels = read(&args.data, "qrels.json")?;
+    let data = examples::fixtures::locate(&args.data)?;
+    let jobs: Vec<Job> = read(&data, "jobs.json")?;
+    let profiles: Vec<Profile> = read(&data, "profiles.json")?;
+    let qrels: Qrels = read(&data, "qrels.json")?;
     let jobs: Vec<JobPosting> = jobs.into_iter().map(posting).collect();
     let embedder: Arc<dyn EmbeddingModel> = match args.embeddings.as_str() {
         "local" => Arc::new(LocalEmbeddingModel::from_env()?),

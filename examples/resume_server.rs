@@ -140,12 +140,8 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let args = Args::parse();
     let product = if args.dry_run {
-        let fixtures = std::fs::canonicalize(&args.fixtures).with_context(|| {
-            format!(
-                "the fixtures directory {} (run from the workspace root, or pass --fixtures)",
-                args.fixtures.display()
-            )
-        })?;
+        let fixtures = examples::fixtures::locate(&args.fixtures)
+            .context("the dry run's fixtures (run from the workspace, or pass --fixtures)")?;
         println!(
             "DRY RUN: the model answers from recorded responses in {}",
             fixtures.display()

@@ -1,95 +1,13 @@
-//! Fixture paths (the recorded answers, the fixture sites) found relative to the current
-//! directory and then its parents, so that the binary works from any clone and from any
-//! directory inside it: nothing of the clone it was built in is baked in.
+//! The recorded answers of the page explorer's dry runs.
 
 use std::path::{Path, PathBuf};
 
 /// Where the recorded responses for the fixture sites are, relative to the workspace.
 pub const RECORDINGS: &str = "fixtures/page-explorer/dry-run";
 
-/// Finding a fixture path failed.
-#[derive(Debug)]
-pub struct NotFound {
-    /// The relative path looked for.
-    pub wanted: String,
-    /// Every path tried, nearest first.
-    pub looked: Vec<PathBuf>,
-}
-
-impl std::fmt::Display for NotFound {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let looked: Vec<String> = self
-            .looked
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
-        write!(
-            f,
-            "{} was not found in the current directory or any parent (looked in {})",
-            self.wanted,
-            looked.join(", ")
-        )
-    }
-}
-
-impl std::error::Error for NotFound {}
-
-/// `relative` as it exists under `start` or the nearest of its parents; an absolute path
-/// is taken as given when it exists.
-pub fn locate_from(start: &Path, relative: &Path) -> Result<PathBuf, NotFound> {
-    if relative.is_absolute() {
-        return if relative.exists() {
-            Ok(relative.to_path_buf())
-        } else {
-            Err(NotFound {
-                wanted: relative.display().to_string(),
-                looked: vec![relative.to_path_buf()],
-            })
-        };
-    }
-    let mut looked = Vec::new();
-    for dir in start.ancestors() {
-        let candidate = dir.join(relative);
-        if candidate.exists() {
-            return Ok(candidate);
-        }
-        looked.push(candidate);
-    }
-    Err(NotFound {
-        wanted: relative.display().to_string(),
-        looked,
-    })
-}
-
-/// `relative` under the current directory or the nearest of its parents.
-pub fn locate(relative: &Path) -> anyhow::Result<PathBuf> {
-    let here = std::env::current_dir()?;
-    Ok(locate_from(&here, relative)?)
-}
-
 /// The recording for a fixture site: `<RECORDINGS>/<file>`, found from the current directory.
 pub fn recording(file: &str) -> anyhow::Result<PathBuf> {
-    locate(&Path::new(RECORDINGS).join(file))
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn found_in_a_parent_and_the_error_names_every_place_looked() {
-        let root = tempfile::tempdir().unwrap();
-        let wanted = root.path().join("fixtures/page-explorer/dry-run");
-        std::fs::create_dir_all(&wanted).unwrap();
-        let deep = root.path().join("a/b");
-        std::fs::create_dir_all(&deep).unwrap();
-        assert_eq!(locate_from(&deep, Path::new(RECORDINGS)).unwrap(), wanted);
-        let error = locate_from(&deep, Path::new("fixtures/nowhere")).unwrap_err();
-        assert_eq!(error.looked[0], deep.join("fixtures/nowhere"));
-        assert!(error.looked.contains(&root.path().join("fixtures/nowhere")));
-        let text = error.to_string();
-        assert!(text.contains("fixtures/nowhere was not found"), "{text}");
-        assert!(text.contains(&deep.join("fixtures/nowhere").display().to_string()));
-    }
+    Ok(examples::fixtures::locate(
+        &Path::new(RECORDINGS).join(file),
+    )?)
 }

@@ -23,7 +23,7 @@ impl Target {
             None
         } else {
             Some(
-                crate::fixtures::locate(Path::new(argument))
+                examples::fixtures::locate(Path::new(argument))
                     .with_context(|| format!("{argument} is neither a URL nor a directory"))?,
             )
         };

@@ -151,6 +151,40 @@ fn dry_run_args(dir: &Path, run_id: &str) -> Vec<String> {
     .to_vec()
 }
 
+/// The README's main job, word for word: the exclusions it states are kept and
+/// reported, no preference is dropped.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_readme_main_job_keeps_what_the_user_said() {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let prefs = readme
+        .split("--prefs \"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the README's main job passes --prefs");
+    assert!(prefs.contains("no crypto or gambling"), "{prefs}");
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = dry_run_args(dir.path(), "readme");
+    let at = args.iter().position(|a| a == "--prefs").unwrap();
+    args[at + 1] = prefs.to_owned();
+    let checkpoints = (
+        "JH_CHECKPOINT_DIR",
+        dir.path().join("cp").display().to_string(),
+    );
+    let out = run(args, vec![checkpoints]).await;
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("exclusions:\n    industry \"crypto\": ")
+            && stdout.contains("    industry \"gambling\": "),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("dropped values") && !stderr.contains("dropped values"),
+        "{stdout}{stderr}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_dry_run_says_so_writes_its_files_and_exits_by_status() {
     let dir = tempfile::tempdir().unwrap();
@@ -176,9 +210,14 @@ async fn a_dry_run_says_so_writes_its_files_and_exits_by_status() {
         "{stdout}"
     );
     assert!(stdout.contains("Run cli-ok: SUCCESS"));
-    assert!(stdout.contains("50 scored"), "{stdout}");
+    // 52 jobs fetched, 2 duplicates and those the search rules out cut, 25 scored.
     assert!(
-        stdout.contains("critical path: 13 sequential waves"),
+        stdout.contains("jobs: 52 fetched, 25 kept, 27 cut (2 duplicates,"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("25 scored"), "{stdout}");
+    assert!(
+        stdout.contains("critical path: 9 sequential waves"),
         "{stdout}"
     );
     for file in [

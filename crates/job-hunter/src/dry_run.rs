@@ -51,52 +51,11 @@ pub enum FixtureError {
     /// The model's recording could not be read.
     #[error(transparent)]
     Recording(#[from] RecordingError),
-    /// The fixtures directory is not there.
-    #[error(
-        "the dry-run fixtures directory {} does not exist (looked in {} and the directories above it): \
-         run from the workspace, where fixtures/job-hunter is, or pass --fixtures DIR",
-        path.display(),
-        cwd.display()
-    )]
-    Missing {
-        /// The directory asked for.
-        path: PathBuf,
-        /// The current directory, which a relative path starts at.
-        cwd: PathBuf,
-    },
 }
 
 /// Where the dry-run fixtures are by default, relative to the current directory (the
 /// workspace root, or a directory inside it).
 pub const DEFAULT_FIXTURES: &str = "fixtures/job-hunter";
-
-/// The fixtures directory `path` as an absolute path: an absolute `path` as it is, a
-/// relative one under the current directory or, failing that, the nearest directory
-/// above it (so `fixtures/job-hunter` is found from anywhere in the workspace); else
-/// [`FixtureError::Missing`] saying where it was looked for.
-///
-/// ```
-/// use job_hunter::dry_run::{FixtureError, locate_fixtures};
-/// let error = locate_fixtures("no/such/fixtures".as_ref()).unwrap_err();
-/// assert!(matches!(error, FixtureError::Missing { .. }));
-/// assert!(error.to_string().contains("--fixtures"));
-/// ```
-pub fn locate_fixtures(path: &Path) -> Result<PathBuf, FixtureError> {
-    let cwd = std::env::current_dir().unwrap_or_default();
-    let candidates: Vec<PathBuf> = if path.is_absolute() {
-        vec![path.to_owned()]
-    } else {
-        cwd.ancestors().map(|dir| dir.join(path)).collect()
-    };
-    candidates
-        .iter()
-        .find(|dir| dir.is_dir())
-        .and_then(|dir| std::fs::canonicalize(dir).ok())
-        .ok_or_else(|| FixtureError::Missing {
-            path: path.to_owned(),
-            cwd,
-        })
-}
 
 fn read(path: &Path) -> Result<String, FixtureError> {
     std::fs::read_to_string(path).map_err(|source| FixtureError::Read {

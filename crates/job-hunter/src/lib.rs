@@ -10,18 +10,25 @@
 //! from ([`grounding`]): preferences values the text never states are dropped, and score
 //! evidence must quote the job.
 //!
-//! A run ends `success`, `partial` (the cost limit stopped it; what was gathered is
-//! kept and written) or `failed` (a fatal step error or a step timeout), and can be
+//! Before any model reads a posting, the candidate's exclusions ([`exclusions`]) and
+//! the search's titles and places ([`relevance`]) cut what was not asked for, and the
+//! limits keep the most relevant jobs; every job fetched is counted as kept or cut, per
+//! company, in the summary, the email and the companies table.
+//!
+//! A run ends `success`, `partial` (the cost limit stopped it, or no job was scored;
+//! what was gathered is kept and written) or `failed` (a fatal step error or a step timeout), and can be
 //! resumed by its run id after a crash: completed steps are not run again and the
 //! summary email is journaled, so it is never sent twice.
 
 pub mod deps;
 pub mod dry_run;
 pub mod events;
+pub mod exclusions;
 pub mod grounding;
 pub mod llm;
 pub mod models;
 pub mod pipeline;
+pub mod relevance;
 pub mod settings;
 pub mod state;
 pub mod steps;

@@ -60,8 +60,12 @@ pub struct SearchPreferences {
     pub min_salary: Option<u64>,
     /// Currency of `min_salary` (ISO 4217), when stated.
     pub salary_currency: Option<String>,
-    /// Companies or kinds of company to avoid.
+    /// Companies the candidate named to avoid, by name ("not Acme").
     pub excluded_companies: Vec<String>,
+    /// Kinds of company or work to avoid: industries, sectors, domains ("no crypto or
+    /// gambling" gives `crypto` and `gambling`).
+    #[serde(default)]
+    pub excluded_industries: Vec<String>,
 }
 
 /// A company worth searching, proposed by the model.
@@ -190,6 +194,10 @@ pub struct Company {
     pub name: String,
     /// How it came to be searched.
     pub origin: CompanyOrigin,
+    /// Its website's domain, when known (`quill.example`): its first label is one of
+    /// the board names tried for it.
+    #[serde(default)]
+    pub domain: Option<String>,
     /// Its careers page, when one was found.
     pub careers_url: Option<String>,
     /// The job board its jobs are on, when detected.
@@ -214,6 +222,11 @@ pub enum CompanyOutcome {
     },
     /// No careers page or board was found.
     NoCareersPage,
+    /// The candidate excluded it; it was not searched.
+    Excluded {
+        /// The exclusion that ruled it out (`industry "crypto"`).
+        by: String,
+    },
     /// The site or board refused us (403/429).
     Blocked {
         /// What refused and how.
@@ -227,12 +240,14 @@ pub enum CompanyOutcome {
 }
 
 impl CompanyOutcome {
-    /// A short label: `jobs_fetched`, `unsupported_ats`, `no_careers_page`, `blocked`, `error`.
+    /// A short label: `jobs_fetched`, `unsupported_ats`, `no_careers_page`, `excluded`,
+    /// `blocked`, `error`.
     pub fn label(&self) -> &'static str {
         match self {
             CompanyOutcome::JobsFetched { .. } => "jobs_fetched",
             CompanyOutcome::UnsupportedAts { .. } => "unsupported_ats",
             CompanyOutcome::NoCareersPage => "no_careers_page",
+            CompanyOutcome::Excluded { .. } => "excluded",
             CompanyOutcome::Blocked { .. } => "blocked",
             CompanyOutcome::Error { .. } => "error",
         }
@@ -246,6 +261,7 @@ impl CompanyOutcome {
                 format!("unsupported job board at {careers_url}")
             }
             CompanyOutcome::NoCareersPage => "no careers page found".into(),
+            CompanyOutcome::Excluded { by } => format!("excluded by {by}"),
             CompanyOutcome::Blocked { reason } => format!("blocked: {reason}"),
             CompanyOutcome::Error { reason } => format!("error: {reason}"),
         }
@@ -259,6 +275,101 @@ pub struct CompanyReport {
     pub company: String,
     /// The outcome.
     pub outcome: CompanyOutcome,
+    /// Its jobs: fetched, cut before scoring and why, kept.
+    #[serde(default)]
+    pub jobs: JobCounts,
+    /// Every job board tried under a guessed name, and what it answered.
+    #[serde(default)]
+    pub probes: Vec<BoardProbe>,
+}
+
+/// One job board tried under a guessed name (`greenhouse/quilllabs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoardProbe {
+    /// The vendor and the board name: `greenhouse/quilllabs`.
+    pub board: String,
+    /// What it answered: `12 jobs`, `no such board`, `blocked: ...`, `error: ...`.
+    pub outcome: String,
+}
+
+/// What became of a company's fetched jobs before scoring. Every job fetched is kept or
+/// counted under one reason it was cut.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobCounts {
+    /// Jobs its board or page listed.
+    pub fetched: usize,
+    /// The same job listed twice (same title and place, or same address).
+    pub duplicates: usize,
+    /// Ruled out by the candidate's exclusions.
+    pub excluded: usize,
+    /// A title that names none of the roles sought.
+    pub off_target: usize,
+    /// Somewhere the candidate cannot work from.
+    pub elsewhere: usize,
+    /// Beyond `JH_MAX_JOBS_PER_COMPANY`, the least relevant first.
+    pub over_company_limit: usize,
+    /// Beyond `JH_MAX_JOBS` for the run, the least relevant first.
+    pub over_run_limit: usize,
+    /// Kept for scoring.
+    pub kept: usize,
+}
+
+impl JobCounts {
+    /// Jobs cut before scoring, for any reason.
+    pub fn cut(&self) -> usize {
+        self.duplicates
+            + self.excluded
+            + self.off_target
+            + self.elsewhere
+            + self.over_company_limit
+            + self.over_run_limit
+    }
+
+    /// Adds `other` to these counts.
+    pub fn add(&mut self, other: &JobCounts) {
+        self.fetched += other.fetched;
+        self.duplicates += other.duplicates;
+        self.excluded += other.excluded;
+        self.off_target += other.off_target;
+        self.elsewhere += other.elsewhere;
+        self.over_company_limit += other.over_company_limit;
+        self.over_run_limit += other.over_run_limit;
+        self.kept += other.kept;
+    }
+
+    /// The cuts in words, the empty ones left out: `2 duplicates, 5 off-target titles,
+    /// 3 over the per-company limit`.
+    ///
+    /// ```
+    /// use job_hunter::models::JobCounts;
+    /// let counts = JobCounts { fetched: 40, off_target: 12, over_company_limit: 3, kept: 25, ..JobCounts::default() };
+    /// assert_eq!(counts.describe_cuts(), "12 off-target titles, 3 over the per-company limit");
+    /// assert_eq!(counts.describe(), "40 fetched, 25 kept, 15 cut (12 off-target titles, 3 over the per-company limit)");
+    /// ```
+    pub fn describe_cuts(&self) -> String {
+        [
+            (self.duplicates, "duplicates"),
+            (self.excluded, "excluded by the preferences"),
+            (self.off_target, "off-target titles"),
+            (self.elsewhere, "elsewhere than the places wanted"),
+            (self.over_company_limit, "over the per-company limit"),
+            (self.over_run_limit, "over the per-run limit"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+    }
+
+    /// `40 fetched, 25 kept, 15 cut (...)`, or `40 fetched, 40 kept` with nothing cut.
+    pub fn describe(&self) -> String {
+        let head = format!("{} fetched, {} kept", self.fetched, self.kept);
+        match self.cut() {
+            0 => head,
+            cut => format!("{head}, {cut} cut ({})", self.describe_cuts()),
+        }
+    }
 }
 
 /// A job after `process_jobs`: the posting's facts, the model's normalization, and pay

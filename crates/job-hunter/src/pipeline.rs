@@ -171,6 +171,34 @@ impl Drop for WriteBack<'_> {
     }
 }
 
+/// Why a run that went through every step scored no job, in one sentence.
+fn nothing_scored(state: &HuntState) -> String {
+    let counts = &state.job_counts;
+    if !state.jobs.is_empty() {
+        return format!(
+            "no job was scored: the model's scores of all {} jobs were refused or missing (see the score_jobs issues)",
+            state.jobs.len()
+        );
+    }
+    if !state.raw_jobs.is_empty() {
+        return format!(
+            "no job was scored: none of the {} jobs kept could be read by the model (see the process_jobs issues)",
+            state.raw_jobs.len()
+        );
+    }
+    if counts.fetched > 0 {
+        return format!(
+            "no job was scored: all {} jobs fetched were cut before scoring ({})",
+            counts.fetched,
+            counts.describe_cuts()
+        );
+    }
+    format!(
+        "no job was scored: none of the {} companies searched listed a job",
+        state.companies.len()
+    )
+}
+
 /// What a finished step did, in a few words.
 fn step_summary(step: &str, state: &HuntState) -> String {
     match step {
@@ -192,10 +220,10 @@ fn step_summary(step: &str, state: &HuntState) -> String {
             .unwrap_or_default(),
         "find_companies" => format!("{} companies", state.companies.len()),
         "scrape_jobs" => format!(
-            "{} jobs from {} companies ({} duplicates removed)",
+            "{} jobs from {} companies ({})",
             state.raw_jobs.len(),
             state.company_reports.len(),
-            state.duplicates_removed
+            state.job_counts.describe()
         ),
         "process_jobs" => format!(
             "{} of {} jobs processed",
@@ -300,7 +328,9 @@ impl JobHunter {
     /// `config` is then ignored).
     ///
     /// The status follows the spec's error table: `partial` when the cost limit stops
-    /// the run (the output files are still written from what was scored), `failed` on a
+    /// the run (the output files are still written from what was scored) or when the run
+    /// scored no job at all (the reason says why: nothing listed, everything cut, every
+    /// score refused), `failed` on a
     /// fatal step error or a step timeout; non-fatal problems are in the state's
     /// `issues`. Checkpoint I/O errors are returned as errors: reading the checkpoints or
     /// writing the first one as [`HuntError::Checkpoint`], writing one after a step as
@@ -365,6 +395,21 @@ impl JobHunter {
         }
         let resumed = !skipped.is_empty() || !result.steps.is_empty() && result.steps[0].step > 1;
         let mut state = result.state;
+        let (mut status, mut reason) = (result.status, result.reason.clone());
+        if status == RunStatus::Success && state.scored.is_empty() {
+            let why = nothing_scored(&state);
+            tracing::warn!(run_id, %why, "the run scored no job: partial");
+            state.issues.push(RunIssue {
+                step: "score_jobs".into(),
+                kind: "partial".into(),
+                message: why.clone(),
+                company: None,
+                job_url: None,
+                fatal: false,
+                at: chrono::Utc::now(),
+            });
+            (status, reason) = (RunStatus::Partial, Some(why));
+        }
         state.spend = llm.spend();
         if let Some(reason) = &result.reason {
             let step = result
@@ -386,9 +431,7 @@ impl JobHunter {
                 at: chrono::Utc::now(),
             });
         }
-        if result.status == RunStatus::Partial
-            && state.output_files.is_empty()
-            && !state.scored.is_empty()
+        if status == RunStatus::Partial && state.output_files.is_empty() && !state.scored.is_empty()
         {
             let dir = state.config.output_dir.clone();
             match steps::aggregate::write_outputs(&state, Path::new(&dir)) {
@@ -398,7 +441,7 @@ impl JobHunter {
         }
         tracing::info!(
             run_id,
-            status = result.status.as_str(),
+            status = status.as_str(),
             total_tokens = state.spend.total_tokens(),
             total_cost_usd = (state.spend.cost_usd * 10_000.0).round() / 10_000.0,
             duration_seconds = started.elapsed().as_secs_f64(),
@@ -412,8 +455,8 @@ impl JobHunter {
                 self.settings.max_concurrency,
             ),
             run_id,
-            status: result.status,
-            reason: result.reason,
+            status,
+            reason,
             steps_run: result.steps.iter().map(|s| s.node.to_string()).collect(),
             steps_skipped: skipped,
             resumed,

@@ -9,8 +9,10 @@ use chrono::Utc;
 use job_capabilities::RawJob;
 use serde::{Deserialize, Serialize};
 
+use crate::exclusions::ExclusionReport;
 use crate::models::{
-    CandidateProfile, Company, CompanyReport, Job, RunIssue, ScoredJob, SearchPreferences,
+    CandidateProfile, Company, CompanyReport, Job, JobCounts, RunIssue, ScoredJob,
+    SearchPreferences,
 };
 
 /// What a run was asked to do.
@@ -142,12 +144,16 @@ pub struct HuntState {
     pub search_note: Option<String>,
     /// One outcome per company (`scrape_jobs`).
     pub company_reports: Vec<CompanyReport>,
-    /// Postings fetched, de-duplicated (`scrape_jobs`).
+    /// Each of the candidate's exclusions and what it removed (`parse_prefs` on).
+    #[serde(default)]
+    pub exclusions: Vec<ExclusionReport>,
+    /// Postings kept for scoring: fetched, de-duplicated, filtered by the preferences
+    /// and the limits, most relevant first within each company (`scrape_jobs`).
     pub raw_jobs: Vec<RawJob>,
-    /// Postings dropped as duplicates.
-    pub duplicates_removed: usize,
-    /// Postings left out by the per-company or per-run limits.
-    pub jobs_over_limit: usize,
+    /// What became of the postings fetched, all companies together; each company's
+    /// own counts are in its report.
+    #[serde(default)]
+    pub job_counts: JobCounts,
     /// Postings normalized (`process_jobs`).
     pub jobs: Vec<Job>,
     /// Jobs with scores, best first (`score_jobs`).
@@ -174,8 +180,8 @@ impl HuntState {
             search_note: None,
             company_reports: Vec::new(),
             raw_jobs: Vec::new(),
-            duplicates_removed: 0,
-            jobs_over_limit: 0,
+            exclusions: Vec::new(),
+            job_counts: JobCounts::default(),
             jobs: Vec::new(),
             scored: Vec::new(),
             output_files: Vec::new(),

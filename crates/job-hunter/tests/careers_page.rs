@@ -13,7 +13,9 @@ use agent_llm::{LlmError, Usage};
 use job_capabilities::JobSource;
 use job_capabilities::fetch::{FetchPolicy, PageFetcher};
 use job_hunter::HuntState;
-use job_hunter::models::{Company, CompanyOrigin, CompanyOutcome};
+use job_hunter::models::{
+    Company, CompanyOrigin, CompanyOutcome, RemotePreference, SearchPreferences,
+};
 use job_hunter::steps::{self, careers_page};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
@@ -72,10 +74,23 @@ fn state_with(rig: &Rig, companies: &[(&str, String)]) -> HuntState {
         .map(|(name, url)| Company {
             name: (*name).into(),
             origin: CompanyOrigin::Named,
+            domain: None,
             careers_url: Some(url.clone()),
             board: None,
         })
         .collect();
+    // An open search: no title, place or exclusion cuts a job the page lists.
+    state.preferences = Some(SearchPreferences {
+        target_titles: Vec::new(),
+        target_companies: Vec::new(),
+        industries: Vec::new(),
+        locations: Vec::new(),
+        remote: RemotePreference::Any,
+        min_salary: None,
+        salary_currency: None,
+        excluded_companies: Vec::new(),
+        excluded_industries: Vec::new(),
+    });
     state
 }
 

@@ -63,8 +63,9 @@ async fn a_dry_run_scores_every_job_and_accounts_for_every_company() {
             .filter(|j| j.company == "Old Mill Analytics"
                 && j.url.starts_with("https://oldmill.example/careers/"))
             .count(),
-        4
+        old_mill.jobs.kept
     );
+    assert_eq!(old_mill.jobs.fetched, 4);
     assert_eq!(outcomes["Stonewall Security"], "blocked");
     assert_eq!(outcomes["Nowhere Systems"], "no_careers_page");
     // The blocked company is reported as a non-fatal issue.
@@ -76,9 +77,39 @@ async fn a_dry_run_scores_every_job_and_accounts_for_every_company() {
         state.issues
     );
 
-    // Two duplicates removed; every remaining job processed and scored, best first.
-    assert_eq!(state.duplicates_removed, 2);
-    assert!(state.raw_jobs.len() >= 40, "{}", state.raw_jobs.len());
+    // Every job fetched is kept or counted under why it was cut, per company and in all:
+    // two duplicates, and the titles and places the search rules out; the exclusions
+    // (crypto, gambling) are kept and reported, and remove nothing here.
+    let counts = state.job_counts;
+    assert_eq!(counts.duplicates, 2);
+    assert_eq!(counts.fetched, 52);
+    assert_eq!(counts.kept, state.raw_jobs.len());
+    assert_eq!(counts.kept + counts.cut(), counts.fetched);
+    assert!(counts.off_target > 0 && counts.elsewhere > 0, "{counts:?}");
+    for report in &state.company_reports {
+        if let job_hunter::models::CompanyOutcome::JobsFetched { count, .. } = report.outcome {
+            assert_eq!(report.jobs.fetched, count, "{}", report.company);
+            let kept = state
+                .raw_jobs
+                .iter()
+                .filter(|j| j.company == report.company)
+                .count();
+            assert_eq!(report.jobs.kept, kept, "{}", report.company);
+        }
+    }
+    let exclusions: Vec<String> = state.exclusions.iter().map(|e| e.describe_rule()).collect();
+    assert_eq!(
+        exclusions,
+        [r#"industry "crypto""#, r#"industry "gambling""#]
+    );
+    assert!(
+        !state
+            .raw_jobs
+            .iter()
+            .any(|j| j.title == "Technical Recruiter"
+                || j.location.as_deref() == Some("Remote - US")),
+        "an off-target title or a place elsewhere was kept"
+    );
     assert_eq!(state.jobs.len(), state.raw_jobs.len());
     assert_eq!(state.scored.len(), state.jobs.len());
     assert!(state.scored.windows(2).all(|w| w[0].score >= w[1].score));
@@ -90,7 +121,23 @@ async fn a_dry_run_scores_every_job_and_accounts_for_every_company() {
             .filter(|s| s.score >= 50)
             .all(|s| !s.job_evidence.is_empty() && !s.profile_evidence.is_empty())
     );
-    assert_eq!(state.issues.len(), 1, "{:#?}", state.issues);
+    // The blocked company, and one line per company that had jobs cut.
+    let kinds: Vec<&str> = state.issues.iter().map(|i| i.kind.as_str()).collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "blocked").count(),
+        1,
+        "{kinds:?}"
+    );
+    let cut_companies = state
+        .company_reports
+        .iter()
+        .filter(|r| r.jobs.cut() > 0)
+        .count();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "filter").count(),
+        cut_companies
+    );
+    assert_eq!(state.issues.len(), 1 + cut_companies, "{:#?}", state.issues);
 
     // Pay comes from structured fields or the description, never from the model.
     let structured = state
@@ -179,6 +226,32 @@ async fn a_dry_run_scores_every_job_and_accounts_for_every_company() {
         companies_csv.contains("Stonewall Security,blocked"),
         "{companies_csv}"
     );
+    // Fetched, kept and cut per company, with what was cut.
+    assert!(
+        companies_csv.starts_with("Company,Outcome,Fetched,Kept,Cut,Details"),
+        "{companies_csv}"
+    );
+    let northwind = state
+        .company_reports
+        .iter()
+        .find(|r| r.company == "Northwind Robotics")
+        .unwrap()
+        .jobs;
+    let row = format!(
+        "Northwind Robotics,jobs_fetched,{},{},{},",
+        northwind.fetched,
+        northwind.kept,
+        northwind.cut()
+    );
+    assert!(companies_csv.contains(&row), "{row} not in {companies_csv}");
+    assert!(
+        outcomes_sheet
+            .rows()
+            .any(|r| r[0] == Data::String("Northwind Robotics".into())
+                && r[2] == Data::Float(northwind.fetched as f64)
+                && r[3] == Data::Float(northwind.kept as f64)),
+        "the Companies sheet has Northwind's counts"
+    );
 
     // Without SMTP_URL the summary is an .eml beside the files, with both attached.
     let emls = common::eml_files(&settings.output_dir);
@@ -191,6 +264,17 @@ async fn a_dry_run_scores_every_job_and_accounts_for_every_company() {
     );
     assert!(eml.contains("dry-1-jobs.xlsx") && eml.contains("dry-1-jobs.csv"));
     assert!(eml.contains("To: maya.okafor@mail.example"));
+    // The exclusions and the counts are in the email too.
+    let body = eml.replace("=\r\n", "").replace("=\n", "");
+    assert!(body.contains("Your exclusions:"), "{body}");
+    assert!(
+        body.contains(r#"industry "crypto""#) || body.contains("industry =22crypto=22"),
+        "{body}"
+    );
+    assert!(
+        body.contains(&format!("{} fetched, {} kept", counts.fetched, counts.kept)),
+        "{body}"
+    );
 }
 
 #[tokio::test]
@@ -213,14 +297,32 @@ async fn without_web_search_only_named_companies_are_searched_and_the_run_says_s
     );
     let names: Vec<&str> = state.companies.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["Northwind Robotics", "Quill Labs"]);
-    // Northwind's board is found by probing its name; Quill's token differs from its
-    // name, so it has no findable board.
+    // Both boards are found by probing the names' usual board names on the four
+    // vendors: Northwind's as `northwindrobotics`, Quill's (Ashby) as `quill-labs`;
+    // every probe is recorded.
     let labels: Vec<&str> = state
         .company_reports
         .iter()
         .map(|r| r.outcome.label())
         .collect();
-    assert_eq!(labels, ["jobs_fetched", "no_careers_page"]);
+    assert_eq!(labels, ["jobs_fetched", "jobs_fetched"]);
+    let quill: Vec<String> = state.company_reports[1]
+        .probes
+        .iter()
+        .map(|p| format!("{} {}", p.board, p.outcome))
+        .collect();
+    assert_eq!(
+        quill,
+        [
+            "greenhouse/quilllabs no such board",
+            "lever/quilllabs no such board",
+            "ashby/quilllabs no such board",
+            "workday/quilllabs no such board",
+            "greenhouse/quill-labs no such board",
+            "lever/quill-labs no such board",
+            "ashby/quill-labs 6 jobs",
+        ]
+    );
     assert!(!state.scored.is_empty());
     // No model call to suggest companies.
     assert!(!state.spend.calls_by_step.contains_key("find_companies"));

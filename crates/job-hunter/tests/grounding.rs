@@ -34,6 +34,7 @@ fn prefs_answer(companies: &[&str], locations: &[&str], excluded: &[&str]) -> Va
         min_salary: None,
         salary_currency: None,
         excluded_companies: list(excluded),
+        excluded_industries: Vec::new(),
     })
     .unwrap()
 }
@@ -60,6 +61,65 @@ impl JobBoardClient for RecordingBoards {
             token: board.token.clone(),
         })
     }
+}
+
+/// The README's main job: "no crypto or gambling" as a model phrases it ("crypto
+/// companies") and as the text says it. Both are kept, as industries, and reported; no
+/// value is dropped and the model is not asked again.
+#[tokio::test]
+async fn no_crypto_or_gambling_is_kept_as_two_industries() {
+    const README: &str = "Senior or staff backend or platform roles, remote in Europe or Berlin, Rust or Go, at least 90k EUR. Especially Northwind Robotics and Quill Labs; no crypto or gambling.";
+    let mut answer = prefs_answer(
+        &["Northwind Robotics", "Quill Labs"],
+        &["Berlin", "Remote - Europe"],
+        &["crypto companies", "Gambling"],
+    );
+    answer["excluded_industries"] = json!(["gambling industry"]);
+    let model = ScriptedModel::new(vec![responses::tool_call(
+        "t1",
+        "SearchPreferences",
+        answer,
+    )]);
+    let rig = Rig::new(&model);
+    let mut state = rig.state();
+    state.config.preferences = README.into();
+    steps::parse_prefs::run(&mut state, &rig.env())
+        .await
+        .unwrap();
+
+    let prefs = state.preferences.clone().unwrap();
+    assert!(prefs.excluded_companies.is_empty());
+    assert_eq!(prefs.excluded_industries, ["crypto", "gambling"]);
+    assert_eq!(model.requests().len(), 1, "nothing to ask again");
+    assert!(state.issues.is_empty(), "{:#?}", state.issues);
+    let reported: Vec<String> = state.exclusions.iter().map(|e| e.describe()).collect();
+    assert_eq!(
+        reported,
+        [
+            r#"industry "crypto": removed nothing found in this run"#,
+            r#"industry "gambling": removed nothing found in this run"#
+        ]
+    );
+}
+
+/// "Not Acme" names a company: kept as a company exclusion, and applied to companies
+/// by name and to jobs by their company.
+#[tokio::test]
+async fn a_named_company_is_kept_as_a_company_exclusion() {
+    let answer = prefs_answer(&[], &["Berlin"], &["Acme", "Quill Labs"]);
+    let model = ScriptedModel::new(vec![
+        responses::tool_call("t1", "SearchPreferences", answer.clone()),
+        responses::tool_call("t2", "SearchPreferences", answer),
+    ]);
+    let rig = Rig::new(&model);
+    let mut state = rig.state();
+    state.config.preferences = "Backend roles in Berlin, but not Acme. Quill Labs is fine.".into();
+    steps::parse_prefs::run(&mut state, &rig.env())
+        .await
+        .unwrap();
+    let prefs = state.preferences.clone().unwrap();
+    assert_eq!(prefs.excluded_companies, ["Acme"]);
+    assert!(prefs.excluded_industries.is_empty());
 }
 
 #[tokio::test]
@@ -91,7 +151,9 @@ async fn preferences_the_text_never_states_are_asked_again_once_then_dropped() {
     // What either answer had and the text supports; nothing it does not.
     assert_eq!(prefs.target_companies, ["Northwind Robotics", "Quill Labs"]);
     assert_eq!(prefs.locations, ["Berlin"]);
-    assert_eq!(prefs.excluded_companies, ["crypto companies"]);
+    // "crypto companies", excluded in lower case, is a kind of company: an industry.
+    assert!(prefs.excluded_companies.is_empty());
+    assert_eq!(prefs.excluded_industries, ["crypto"]);
     assert_eq!(prefs.target_titles, ["Backend Engineer"]);
 
     // One re-ask, naming what was wrong; never a third call.

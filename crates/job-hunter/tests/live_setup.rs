@@ -3,7 +3,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use agent_llm::{ChatRequest, ModelPrice, PricingTable, Usage};
-use job_hunter::dry_run::{FixtureError, locate_fixtures};
 use job_hunter::state::Spend;
 use job_hunter::{Deps, Settings};
 use serde_json::json;
@@ -100,31 +99,5 @@ fn the_summary_counts_cached_input_and_says_when_the_cost_is_unknown() {
     assert_eq!(
         unknown.describe(&PricingTable::default(), 5.0),
         "tokens: 5700 (5500 in, 200 out); cost: unknown (no price for my-model; the $5.00 limit stands as 5000000 tokens)"
-    );
-}
-
-#[test]
-fn a_missing_fixtures_directory_is_a_clear_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let missing = dir.path().join("fixtures/job-hunter");
-    let error = locate_fixtures(&missing).unwrap_err();
-    assert!(matches!(error, FixtureError::Missing { .. }));
-    let message = error.to_string();
-    assert!(
-        message.contains(&missing.display().to_string()) && message.contains("--fixtures"),
-        "{message}"
-    );
-    std::fs::create_dir_all(&missing).unwrap();
-    assert_eq!(
-        locate_fixtures(&missing).unwrap(),
-        std::fs::canonicalize(&missing).unwrap()
-    );
-    // The default is relative: found from the current directory (here the crate's
-    // own, as cargo runs tests) or the nearest one above it that has it.
-    let workspace_fixtures =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/job-hunter");
-    assert_eq!(
-        locate_fixtures(job_hunter::dry_run::DEFAULT_FIXTURES.as_ref()).unwrap(),
-        std::fs::canonicalize(workspace_fixtures).unwrap()
     );
 }

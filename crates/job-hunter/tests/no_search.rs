@@ -85,6 +85,7 @@ async fn suggested_companies_are_kept_only_once_their_job_board_is_found() {
         min_salary: None,
         salary_currency: None,
         excluded_companies: vec!["crypto casino".into()],
+        excluded_industries: Vec::new(),
     });
     steps::find_companies::run(&mut state, &rig.env())
         .await
@@ -158,12 +159,22 @@ async fn suggested_companies_are_kept_only_once_their_job_board_is_found() {
         .iter()
         .map(|r| (r.company.as_str(), &r.outcome))
         .collect();
-    assert_eq!(outcomes.len(), 3);
+    assert_eq!(outcomes.len(), 4);
     assert!(
-        outcomes
+        outcomes[..3]
             .iter()
             .all(|(_, o)| matches!(o, CompanyOutcome::JobsFetched { count, .. } if *count > 0)),
         "{outcomes:#?}"
+    );
+    // The excluded suggestion is reported with the exclusion that ruled it out.
+    assert_eq!(
+        outcomes[3],
+        (
+            "Crypto Casino",
+            &CompanyOutcome::Excluded {
+                by: r#"company "crypto casino""#.into()
+            }
+        )
     );
     assert!(!state.raw_jobs.is_empty());
 }
@@ -184,6 +195,7 @@ async fn without_search_named_companies_are_not_joined_by_suggestions() {
         min_salary: None,
         salary_currency: None,
         excluded_companies: Vec::new(),
+        excluded_industries: Vec::new(),
     });
     steps::find_companies::run(&mut state, &rig.env())
         .await

@@ -207,3 +207,65 @@ async fn a_checkpoint_that_cannot_be_written_after_a_step_is_an_error() {
     // The run stopped there.
     assert!(!settings.output_dir.exists());
 }
+
+/// The dry run's recorded model, except that every scoring answer scores nothing.
+struct NoScores(Arc<dyn agent_llm::ChatModel>);
+
+#[async_trait::async_trait]
+impl agent_llm::ChatModel for NoScores {
+    async fn chat(
+        &self,
+        request: &agent_llm::ChatRequest,
+    ) -> Result<agent_llm::ChatResponse, agent_llm::LlmError> {
+        let scoring = matches!(
+            &request.tool_choice,
+            Some(agent_llm::ToolChoice::Tool { name }) if name == "BatchScoreResult"
+        );
+        if scoring {
+            return Ok(agent_llm::testing::responses::tool_call(
+                "t",
+                "BatchScoreResult",
+                serde_json::json!({"scores": []}),
+            ));
+        }
+        self.0.chat(request).await
+    }
+}
+
+#[tokio::test]
+async fn a_run_that_scores_no_job_ends_partial_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = common::settings(dir.path());
+    let (mut deps, _) = common::dry_deps(&settings);
+    deps.model = Arc::new(NoScores(deps.model.clone()));
+    let result = JobHunter::new(deps, settings.clone())
+        .run(common::config("unscored", &settings))
+        .await
+        .unwrap();
+    assert_eq!(result.status, RunStatus::Partial, "{:?}", result.reason);
+    let reason = result.reason.as_deref().unwrap();
+    assert!(
+        reason.starts_with("no job was scored: the model's scores of all")
+            && reason.contains(&result.state.jobs.len().to_string()),
+        "{reason}"
+    );
+    assert!(result.state.scored.is_empty() && !result.state.jobs.is_empty());
+    // Every step ran; the reason is among the run's issues, beside one per job unscored.
+    assert_eq!(result.steps_run.len(), 8);
+    assert!(
+        result
+            .state
+            .issues
+            .iter()
+            .any(|i| i.kind == "partial" && i.message == reason)
+    );
+    assert_eq!(
+        result
+            .state
+            .issues
+            .iter()
+            .filter(|i| i.message == "the model returned no score for this job")
+            .count(),
+        result.state.jobs.len()
+    );
+}

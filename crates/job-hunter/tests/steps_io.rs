@@ -23,7 +23,7 @@ use job_capabilities::search::{SearchError, SearchHit, WebSearch};
 use job_capabilities::{JobSource, PayInterval, RawJob, Salary, SalaryOrigin};
 use job_hunter::models::{
     CandidateProfile, Company, CompanyOrigin, CompanyOutcome, CompanyReport, ExtractedJob, Job,
-    RemotePreference, ScoredJob, SearchPreferences, WorkArrangement,
+    JobCounts, RemotePreference, ScoredJob, SearchPreferences, WorkArrangement,
 };
 use job_hunter::steps::{self};
 use job_hunter::{HuntEvent, HuntState};
@@ -64,6 +64,7 @@ fn prefs(named: &[&str], excluded: &[&str]) -> SearchPreferences {
         min_salary: None,
         salary_currency: None,
         excluded_companies: excluded.iter().map(|&c| c.to_owned()).collect(),
+        excluded_industries: Vec::new(),
     }
 }
 
@@ -87,6 +88,7 @@ fn company(name: &str, careers_url: Option<&str>, board: Option<AtsBoard>) -> Co
     Company {
         name: name.into(),
         origin: CompanyOrigin::Named,
+        domain: None,
         careers_url: careers_url.map(str::to_owned),
         board,
     }
@@ -187,25 +189,42 @@ fn ranked_state(rig: &Rig) -> HuntState {
                 count: 1,
                 source: JobSource::Greenhouse,
             },
+            jobs: JobCounts {
+                fetched: 1,
+                kept: 1,
+                ..JobCounts::default()
+            },
+            probes: Vec::new(),
         },
         CompanyReport {
             company: "Quill Labs".into(),
             outcome: CompanyOutcome::JobsFetched {
-                count: 2,
+                count: 3,
                 source: JobSource::Lever,
             },
+            jobs: JobCounts {
+                fetched: 3,
+                off_target: 1,
+                kept: 2,
+                ..JobCounts::default()
+            },
+            probes: Vec::new(),
         },
         CompanyReport {
             company: "Old Mill Analytics".into(),
             outcome: CompanyOutcome::UnsupportedAts {
                 careers_url: "https://oldmill.example/careers".into(),
             },
+            jobs: JobCounts::default(),
+            probes: Vec::new(),
         },
         CompanyReport {
             company: "Stonewall Security".into(),
             outcome: CompanyOutcome::Blocked {
                 reason: "greenhouse board: blocked by boards-api.greenhouse.io: HTTP 403".into(),
             },
+            jobs: JobCounts::default(),
+            probes: Vec::new(),
         },
     ];
     state
@@ -701,6 +720,8 @@ async fn scrape_jobs_ends_each_company_in_its_outcome_and_applies_the_limits() {
             ("blocked", Some("Fortress")),
             ("scrape", Some("Broken Co")),
             ("scrape", Some("Gone Corp")),
+            ("filter", Some("Northwind Robotics")),
+            ("filter", Some("Acme")),
         ]
     );
     assert!(
@@ -710,7 +731,8 @@ async fn scrape_jobs_ends_each_company_in_its_outcome_and_applies_the_limits() {
             .all(|i| i.step == "scrape_jobs" && !i.fatal)
     );
 
-    // 3 of Northwind's 5 kept, Acme's duplicate dropped, then 4 in all: 3 over the limits.
+    // 3 of Northwind's 5 kept, Acme's duplicate dropped, then 4 in all, the most
+    // relevant: Acme's backend role before the others, its platform role over the limit.
     let urls: Vec<&str> = state.raw_jobs.iter().map(|j| j.url.as_str()).collect();
     assert_eq!(
         urls,
@@ -721,8 +743,50 @@ async fn scrape_jobs_ends_each_company_in_its_outcome_and_applies_the_limits() {
             "https://boards.greenhouse.io/acme/jobs/1",
         ]
     );
-    assert_eq!(state.duplicates_removed, 1);
-    assert_eq!(state.jobs_over_limit, 3);
+    let counts = |company: &str| {
+        state
+            .company_reports
+            .iter()
+            .find(|r| r.company == company)
+            .unwrap()
+            .jobs
+    };
+    assert_eq!(
+        counts("Northwind Robotics"),
+        JobCounts {
+            fetched: 5,
+            over_company_limit: 2,
+            kept: 3,
+            ..JobCounts::default()
+        }
+    );
+    assert_eq!(
+        counts("Acme"),
+        JobCounts {
+            fetched: 3,
+            duplicates: 1,
+            over_run_limit: 1,
+            kept: 1,
+            ..JobCounts::default()
+        }
+    );
+    assert_eq!(
+        (
+            state.job_counts.fetched,
+            state.job_counts.kept,
+            state.job_counts.cut()
+        ),
+        (8, 4, 4)
+    );
+    let northwind = state
+        .issues
+        .iter()
+        .find(|i| i.kind == "filter" && i.company.as_deref() == Some("Northwind Robotics"))
+        .unwrap();
+    assert_eq!(
+        northwind.message,
+        "5 fetched, 3 kept, 2 cut (2 over the per-company limit)"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -792,32 +856,49 @@ async fn aggregate_writes_the_ranked_jobs_and_every_company_outcome() {
     let mut companies = csv::Reader::from_path(&state.output_files[2]).unwrap();
     assert_eq!(
         companies.headers().unwrap(),
-        vec!["Company", "Outcome", "Jobs", "Details"]
+        vec!["Company", "Outcome", "Fetched", "Kept", "Cut", "Details"]
     );
     let rows: Vec<Vec<String>> = companies
         .records()
         .map(|r| r.unwrap().iter().map(str::to_owned).collect())
         .collect();
-    let expected: Vec<Vec<String>> = state
-        .company_reports
-        .iter()
-        .map(|r| {
-            let count = match &r.outcome {
-                CompanyOutcome::JobsFetched { count, .. } => count.to_string(),
-                _ => String::new(),
-            };
-            vec![
-                r.company.clone(),
-                r.outcome.label().to_owned(),
-                count,
-                r.outcome.describe(),
-            ]
-        })
-        .collect();
-    assert_eq!(rows, expected);
+    let row = |cells: &[&str]| cells.iter().map(|c| (*c).to_owned()).collect::<Vec<_>>();
     assert_eq!(
-        rows[3][3],
-        "blocked: greenhouse board: blocked by boards-api.greenhouse.io: HTTP 403"
+        rows,
+        [
+            row(&[
+                "Northwind Robotics",
+                "jobs_fetched",
+                "1",
+                "1",
+                "0",
+                "1 jobs (greenhouse)"
+            ]),
+            row(&[
+                "Quill Labs",
+                "jobs_fetched",
+                "3",
+                "2",
+                "1",
+                "3 jobs (lever); cut: 1 off-target titles"
+            ]),
+            row(&[
+                "Old Mill Analytics",
+                "unsupported_ats",
+                "0",
+                "0",
+                "0",
+                "unsupported job board at https://oldmill.example/careers"
+            ]),
+            row(&[
+                "Stonewall Security",
+                "blocked",
+                "0",
+                "0",
+                "0",
+                "blocked: greenhouse board: blocked by boards-api.greenhouse.io: HTTP 403"
+            ]),
+        ]
     );
 }
 

@@ -60,6 +60,7 @@ fn prefs() -> SearchPreferences {
         min_salary: Some(90_000),
         salary_currency: Some("EUR".into()),
         excluded_companies: vec!["Crypto Casino".into()],
+        excluded_industries: Vec::new(),
     }
 }
 
@@ -231,7 +232,8 @@ async fn parse_prefs_uses_the_fast_model_and_dedupes_company_names() {
             "QUILL LABS".into(),
         ],
         industries: Vec::new(),
-        excluded_companies: vec!["crypto".into()],
+        excluded_companies: Vec::new(),
+        excluded_industries: vec!["crypto".into()],
         ..prefs()
     };
     let model = ScriptedModel::new(vec![responses::tool_call(

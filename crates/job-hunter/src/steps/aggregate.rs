@@ -1,5 +1,5 @@
-//! Step 7: write the ranked jobs as CSV and XLSX, and every company's outcome beside
-//! them. No model calls.
+//! Step 7: write the ranked jobs as CSV and XLSX, and every company's outcome and job
+//! counts (fetched, kept, cut) beside them. No model calls.
 
 use std::path::{Path, PathBuf};
 
@@ -7,7 +7,7 @@ use agent_runtime::graph::NodeError;
 use job_capabilities::export::{Cell, Column, ExportError, Table, write_csv, write_xlsx_sheets};
 
 use super::StepEnv;
-use crate::models::{CompanyReport, ScoredJob};
+use crate::models::{CompanyOutcome, CompanyReport, ScoredJob};
 use crate::state::HuntState;
 
 /// The ranked jobs as a table: rank, score, title, company, location, arrangement,
@@ -81,38 +81,50 @@ pub fn jobs_table(scored: &[ScoredJob]) -> Table {
     table
 }
 
-/// Every company with its outcome.
+/// Every company with its outcome and its jobs: fetched, kept for scoring, cut before
+/// scoring (and why, in the details with the outcome and the boards tried).
 pub fn companies_table(reports: &[CompanyReport]) -> Table {
+    let column = |header: &str, width: f64| Column {
+        header: header.into(),
+        width,
+    };
     let mut table = Table::new(vec![
-        Column {
-            header: "Company".into(),
-            width: 26.0,
-        },
-        Column {
-            header: "Outcome".into(),
-            width: 18.0,
-        },
-        Column {
-            header: "Jobs".into(),
-            width: 8.0,
-        },
-        Column {
-            header: "Details".into(),
-            width: 70.0,
-        },
+        column("Company", 26.0),
+        column("Outcome", 18.0),
+        column("Fetched", 9.0),
+        column("Kept", 8.0),
+        column("Cut", 8.0),
+        column("Details", 90.0),
     ]);
     for report in reports {
-        let jobs = match &report.outcome {
-            crate::models::CompanyOutcome::JobsFetched { count, .. } => {
-                Cell::Integer(*count as i64)
+        let counts = &report.jobs;
+        let searched = !matches!(report.outcome, CompanyOutcome::Excluded { .. });
+        let count = |n: usize| {
+            if searched {
+                Cell::Integer(n as i64)
+            } else {
+                Cell::Empty
             }
-            _ => Cell::Empty,
         };
+        let mut details = report.outcome.describe();
+        if counts.cut() > 0 {
+            details.push_str(&format!("; cut: {}", counts.describe_cuts()));
+        }
+        if !report.probes.is_empty() {
+            let tried: Vec<String> = report
+                .probes
+                .iter()
+                .map(|p| format!("{} {}", p.board, p.outcome))
+                .collect();
+            details.push_str(&format!("; boards tried: {}", tried.join(", ")));
+        }
         let _ = table.push_row(vec![
             Cell::Text(report.company.clone()),
             Cell::Text(report.outcome.label().to_owned()),
-            jobs,
-            Cell::Text(report.outcome.describe()),
+            count(counts.fetched),
+            count(counts.kept),
+            count(counts.cut()),
+            Cell::Text(details),
         ]);
     }
     table

@@ -5,19 +5,22 @@
 //! page. Without it the step says so and keeps the named companies (whose boards
 //! `scrape_jobs` then probes by name); when the preferences name none, the model proposes
 //! companies and each is kept only once a job board is found under its name or domain
-//! ([`board_tokens`]), so every company searched is verified by its board.
+//! ([`board_probe`]), so every company searched is verified by its board. Companies the
+//! candidate excluded, by name or by kind ([`Exclusions`]), are never searched; each is
+//! reported with the exclusion that ruled it out.
 
 use agent_runtime::graph::NodeError;
 use futures::StreamExt as _;
-use job_capabilities::ats::{AtsBoard, AtsError, AtsKind, detect_ats};
+use job_capabilities::ats::{AtsBoard, detect_ats};
 use job_capabilities::search::SearchHit;
 
-use super::{StepEnv, essential};
+use super::{StepEnv, board_probe, essential};
 use crate::events::HuntEvent;
+use crate::exclusions::Exclusions;
 use crate::llm::{LlmCallError, Quality};
 use crate::models::{
     CandidateProfile, Company, CompanyCandidate, CompanyCandidateList, CompanyOrigin,
-    SearchPreferences,
+    CompanyOutcome, CompanyReport, SearchPreferences,
 };
 use crate::state::HuntState;
 
@@ -31,7 +34,7 @@ pub const NO_SEARCH_NOTE: &str = "web search is not configured (set BRAVE_API_KE
 
 /// The note recorded when no web search is configured and the preferences name no
 /// company.
-pub const NO_SEARCH_SUGGESTED_NOTE: &str = "web search is not configured (set BRAVE_API_KEY) and the preferences name no company: searching companies the model suggested, each kept only where a Greenhouse, Lever or Ashby board was found under its name";
+pub const NO_SEARCH_SUGGESTED_NOTE: &str = "web search is not configured (set BRAVE_API_KEY) and the preferences name no company: searching companies the model suggested, each kept only where a Greenhouse, Lever, Ashby or Workday board was found under its name";
 
 /// Hosts whose pages are never a company's careers page.
 const NOT_CAREERS_HOSTS: &[&str] = &[
@@ -74,17 +77,15 @@ pub fn prompt(
         industries = list(&prefs.industries),
         locations = list(&prefs.locations),
         remote = prefs.remote,
-        excluded = list(&prefs.excluded_companies),
+        excluded = list(
+            &[
+                prefs.excluded_companies.clone(),
+                prefs.excluded_industries.clone()
+            ]
+            .concat()
+        ),
         named = list(named),
     )
-}
-
-fn is_excluded(name: &str, prefs: &SearchPreferences) -> bool {
-    let name = name.to_lowercase();
-    prefs
-        .excluded_companies
-        .iter()
-        .any(|ex| !ex.trim().is_empty() && name == ex.trim().to_lowercase())
 }
 
 /// Picks where a company's jobs are from its search hits: the first hit that is a
@@ -138,6 +139,7 @@ async fn suggest(
     (profile, prefs): (&CandidateProfile, &SearchPreferences),
     named: &[String],
     wanted: usize,
+    exclusions: &mut Exclusions,
 ) -> Result<Vec<CompanyCandidate>, NodeError> {
     let list = match env
         .llm
@@ -163,75 +165,38 @@ async fn suggest(
         Err(limit) => return Err(essential("suggest companies", limit)),
     };
     let mut seen: Vec<String> = named.iter().map(|n| n.to_lowercase()).collect();
-    Ok(list
-        .companies
-        .into_iter()
-        .filter_map(|mut candidate| {
-            candidate.name = candidate.name.trim().to_owned();
-            let key = candidate.name.to_lowercase();
-            // A small model suggests languages as companies ("Golang"): never probed.
-            let fresh = !candidate.name.is_empty()
-                && !seen.contains(&key)
-                && !crate::grounding::is_technology(&candidate.name)
-                && !is_excluded(&candidate.name, prefs);
-            seen.push(key);
-            fresh.then_some(candidate)
-        })
-        .collect())
-}
-
-/// The board tokens a company may use: its name run together (`quilllabs`), its name's
-/// words joined by hyphens (`quill-labs`), and the first label of its domain.
-///
-/// ```
-/// use job_hunter::steps::find_companies::board_tokens;
-/// assert_eq!(
-///     board_tokens("Quill Labs", Some("https://www.quill.example/")),
-///     ["quilllabs", "quill-labs", "quill"]
-/// );
-/// ```
-pub fn board_tokens(name: &str, domain: Option<&str>) -> Vec<String> {
-    let words = crate::grounding::words(name);
-    let mut tokens = vec![words.concat(), words.join("-")];
-    if let Some(domain) = domain {
-        let host = domain.trim().to_lowercase();
-        let host = host.split("://").last().unwrap_or_default();
-        let host = host.strip_prefix("www.").unwrap_or(host);
-        if let Some(label) = host.split(['.', '/']).next() {
-            tokens.push(label.to_owned());
+    let mut fresh = Vec::new();
+    for mut candidate in list.companies {
+        candidate.name = candidate.name.trim().to_owned();
+        let key = candidate.name.to_lowercase();
+        // A small model suggests languages as companies ("Golang"): never probed.
+        let new = !candidate.name.is_empty()
+            && !seen.contains(&key)
+            && !crate::grounding::is_technology(&candidate.name);
+        seen.push(key);
+        if new && !exclusions.remove_company(&candidate.name, Some(&candidate.reason)) {
+            fresh.push(candidate);
         }
     }
-    let mut unique: Vec<String> = Vec::new();
-    for token in tokens {
-        if !token.is_empty() && !unique.contains(&token) {
-            unique.push(token);
-        }
-    }
-    unique
+    Ok(fresh)
 }
 
-/// The Greenhouse, Lever or Ashby board of a suggested company, or why none was found.
+/// The Greenhouse, Lever, Ashby or Workday board of a suggested company, or why none
+/// was found.
 async fn verify(env: &StepEnv<'_>, candidate: &CompanyCandidate) -> Result<AtsBoard, String> {
-    let mut refused = Vec::new();
-    for token in board_tokens(&candidate.name, candidate.domain.as_deref()) {
-        for kind in [AtsKind::Greenhouse, AtsKind::Lever, AtsKind::Ashby] {
-            let board = AtsBoard {
-                kind,
-                token: token.clone(),
-                workday: None,
-            };
-            match env.deps.boards.fetch_jobs(&board, &candidate.name).await {
-                Ok(_) => return Ok(board),
-                Err(AtsError::BoardNotFound { .. }) => {}
-                Err(e) => refused.push(format!("{kind} board {token:?}: {e}")),
-            }
-        }
+    let probed = board_probe::probe(
+        env.deps.boards.as_ref(),
+        &candidate.name,
+        candidate.domain.as_deref(),
+    )
+    .await;
+    match probed.found {
+        Some((board, _)) => Ok(board),
+        None => Err(match probed.outcome() {
+            CompanyOutcome::NoCareersPage => "no job board under its name".to_owned(),
+            other => other.describe(),
+        }),
     }
-    Err(if refused.is_empty() {
-        "no job board under its name".to_owned()
-    } else {
-        refused.join("; ")
-    })
 }
 
 /// Without web search and with no company named: suggested companies, each kept only
@@ -241,10 +206,11 @@ async fn suggest_verified(
     env: &StepEnv<'_>,
     wants: (&CandidateProfile, &SearchPreferences),
     max: usize,
+    exclusions: &mut Exclusions,
 ) -> Result<Vec<Company>, NodeError> {
     // Some suggestions have no board we can find: ask for more than needed.
     let wanted = (max * 2).min(max + 10);
-    let candidates = suggest(state, env, wants, &[], wanted).await?;
+    let candidates = suggest(state, env, wants, &[], wanted, exclusions).await?;
     let suggested = candidates.len();
     let checks = futures::stream::iter(candidates)
         .map(|candidate| async move {
@@ -262,6 +228,7 @@ async fn suggest_verified(
                 origin: CompanyOrigin::Suggested {
                     reason: candidate.reason,
                 },
+                domain: candidate.domain,
                 careers_url: None,
                 board: Some(board),
             }),
@@ -297,10 +264,11 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
         return Err(NodeError::fatal("the profile and preferences are missing"));
     };
     let max = env.settings.max_companies;
+    let mut exclusions = Exclusions::new(&prefs, &state.exclusions);
     let named: Vec<&String> = prefs
         .target_companies
         .iter()
-        .filter(|name| !is_excluded(name, &prefs))
+        .filter(|name| !exclusions.remove_company(name, None))
         .collect();
     if named.len() > max {
         let left_out: Vec<&str> = named[max..].iter().map(|n| n.as_str()).collect();
@@ -321,6 +289,7 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
         .map(|name| Company {
             name: name.clone(),
             origin: CompanyOrigin::Named,
+            domain: None,
             careers_url: None,
             board: None,
         })
@@ -328,7 +297,8 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
 
     let Some(search) = env.deps.search.clone() else {
         let note = if companies.is_empty() {
-            companies = suggest_verified(state, env, (&profile, &prefs), max).await?;
+            companies =
+                suggest_verified(state, env, (&profile, &prefs), max, &mut exclusions).await?;
             NO_SEARCH_SUGGESTED_NOTE
         } else {
             NO_SEARCH_NOTE
@@ -339,13 +309,23 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
         });
         state.search_note = Some(note.into());
         state.companies = companies;
+        keep_exclusions(state, exclusions);
         return Ok(());
     };
 
     if companies.len() < max {
         let named: Vec<String> = companies.iter().map(|c| c.name.clone()).collect();
         let wanted = max - companies.len();
-        for candidate in suggest(state, env, (&profile, &prefs), &named, wanted).await? {
+        let suggested = suggest(
+            state,
+            env,
+            (&profile, &prefs),
+            &named,
+            wanted,
+            &mut exclusions,
+        )
+        .await?;
+        for candidate in suggested {
             if companies.len() >= max {
                 break;
             }
@@ -354,6 +334,7 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
                 origin: CompanyOrigin::Suggested {
                     reason: candidate.reason,
                 },
+                domain: candidate.domain,
                 careers_url: None,
                 board: None,
             });
@@ -383,5 +364,24 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
         }
     }
     state.companies = companies;
+    keep_exclusions(state, exclusions);
     Ok(())
+}
+
+/// Keeps what the exclusions removed: in the state's exclusion reports, and each
+/// excluded company as a company report that says which exclusion ruled it out.
+fn keep_exclusions(state: &mut HuntState, exclusions: Exclusions) {
+    for report in exclusions.reports() {
+        for company in &report.companies {
+            state.company_reports.push(CompanyReport {
+                company: company.clone(),
+                outcome: CompanyOutcome::Excluded {
+                    by: report.describe_rule(),
+                },
+                jobs: Default::default(),
+                probes: Vec::new(),
+            });
+        }
+    }
+    state.exclusions = exclusions.into_reports();
 }

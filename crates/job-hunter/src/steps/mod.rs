@@ -2,6 +2,7 @@
 //! of a careers page without a known job board that `scrape_jobs` uses.
 
 pub mod aggregate;
+pub mod board_probe;
 pub mod careers_page;
 pub mod find_companies;
 pub mod notify;

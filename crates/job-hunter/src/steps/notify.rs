@@ -21,7 +21,8 @@ use crate::state::{HuntState, Notification};
 /// The journal key of the summary email.
 pub const JOURNAL_KEY: &str = "notify:summary-email";
 
-/// The summary email: the top jobs with their reasons, every company's outcome, the
+/// The summary email: the top jobs with their reasons, the candidate's exclusions and
+/// what they removed, every company's outcome with its jobs fetched, kept and cut, the
 /// problems met, with the output files attached.
 pub fn compose(state: &HuntState, from: &str, to: Vec<String>, top_n: usize) -> Email {
     let run_id = &state.config.run_id;
@@ -38,10 +39,18 @@ pub fn compose(state: &HuntState, from: &str, to: Vec<String>, top_n: usize) -> 
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "{} jobs scored from {} companies.\n",
+        "{} jobs scored from {} companies; jobs: {}.\n",
         state.scored.len(),
-        state.company_reports.len()
+        state.company_reports.len(),
+        state.job_counts.describe()
     );
+    if !state.exclusions.is_empty() {
+        let _ = writeln!(text, "Your exclusions:");
+        for exclusion in &state.exclusions {
+            let _ = writeln!(text, "- {}", exclusion.describe());
+        }
+        let _ = writeln!(text);
+    }
     let _ = writeln!(text, "Top {}:", top_n.min(state.scored.len()));
     for (rank, s) in state.scored.iter().take(top_n).enumerate() {
         let _ = writeln!(
@@ -58,7 +67,18 @@ pub fn compose(state: &HuntState, from: &str, to: Vec<String>, top_n: usize) -> 
     }
     let _ = writeln!(text, "\nCompanies:");
     for report in &state.company_reports {
-        let _ = writeln!(text, "- {}: {}", report.company, report.outcome.describe());
+        let counts = match report.outcome {
+            crate::models::CompanyOutcome::JobsFetched { .. } => {
+                format!(" ({})", report.jobs.describe())
+            }
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            text,
+            "- {}: {}{counts}",
+            report.company,
+            report.outcome.describe()
+        );
     }
     if let Some(note) = &state.search_note {
         let _ = writeln!(text, "\nNote: {note}");

@@ -5,10 +5,13 @@
 //! exclusion the text does not state is dropped. When the first answer had any, the model
 //! is asked once more, told which values were wrong; values of either answer that the
 //! text supports are kept, and what was dropped is recorded as a `validation` issue.
+//! The exclusions kept are then typed: companies by name, industries by kind
+//! ([`type_exclusions`]).
 
 use agent_runtime::graph::NodeError;
 
 use super::{StepEnv, clip, essential};
+use crate::exclusions::{Exclusions, type_exclusions};
 use crate::grounding::{Dropped, ground_preferences};
 use crate::llm::{LlmCallError, Quality};
 use crate::models::SearchPreferences;
@@ -17,7 +20,9 @@ use crate::state::HuntState;
 /// The system prompt of the preferences parser.
 pub const SYSTEM: &str = "You turn a job seeker's free-text preferences into a structured \
 search. Keep company names exactly as written. Do not add titles, companies or locations the \
-text does not mention; use `any` for remote when the text does not say.";
+text does not mention; use `any` for remote when the text does not say. Companies the text \
+rules out by name go in excluded_companies; kinds of company or work it rules out (\"no crypto\") \
+go in excluded_industries, as the text words them.";
 
 /// The prompt for one preferences text.
 pub fn prompt(preferences: &str) -> String {
@@ -88,6 +93,10 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
                     industries: union(prefs.industries, again.industries),
                     locations: union(prefs.locations, again.locations),
                     excluded_companies: union(prefs.excluded_companies, again.excluded_companies),
+                    excluded_industries: union(
+                        prefs.excluded_industries,
+                        again.excluded_industries,
+                    ),
                     ..again
                 };
                 let still: Vec<String> = still.iter().map(Dropped::describe).collect();
@@ -114,6 +123,8 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
             None,
         );
     }
+    let prefs = type_exclusions(&text, prefs);
+    state.exclusions = Exclusions::new(&prefs, &[]).into_reports();
     state.preferences = Some(prefs);
     Ok(())
 }

@@ -8,207 +8,16 @@
 
 use crate::models::SearchPreferences;
 
-/// Words that carry no meaning of their own in a value.
-const STOP_WORDS: &[&str] = &[
-    "a", "an", "the", "and", "or", "of", "in", "at", "for", "to", "with", "on", "within", "from",
-    "by",
-];
+mod vocabulary;
 
-/// Words that, alone, say nothing: a value made only of them is a non-answer (`any`,
-/// `n/a`, `none specified`, `all companies`).
-const EMPTY_WORDS: &[&str] = &[
-    "any",
-    "all",
-    "none",
-    "no",
-    "n",
-    "na",
-    "not",
-    "specified",
-    "stated",
-    "mentioned",
-    "given",
-    "unknown",
-    "unspecified",
-    "various",
-    "anything",
-    "anywhere",
-    "null",
-    "nil",
-    "other",
-    "others",
-    "tbd",
-    "preference",
-    "company",
-    "companies",
-];
-
-/// Role nouns a title may add to what the text says (`backend roles` asked as
-/// `Backend Engineer`).
-const ROLE_NOUNS: &[&str] = &[
-    "engineer",
-    "engineers",
-    "developer",
-    "developers",
-    "role",
-    "roles",
-    "position",
-    "positions",
-    "job",
-    "jobs",
-    "opportunity",
-    "opportunities",
-];
-
-/// Legal forms a company name may carry that the text leaves out.
-const LEGAL_FORMS: &[&str] = &[
-    "inc",
-    "incorporated",
-    "gmbh",
-    "ltd",
-    "limited",
-    "llc",
-    "corp",
-    "corporation",
-    "co",
-    "ag",
-    "sa",
-    "plc",
-    "bv",
-    "se",
-];
-
-/// Words that turn what follows them in a clause into an exclusion.
-const NEGATIONS: &[&str] = &[
-    "no",
-    "not",
-    "never",
-    "except",
-    "excepting",
-    "without",
-    "nothing",
-    "dont",
-    "doesnt",
-    "isnt",
-    "arent",
-    "wont",
-    "cant",
-    "neither",
-    "nor",
-    "hate",
-    "dislike",
-    "skip",
-    "against",
-];
-
-/// Words that end a clause: what follows no longer falls under an earlier negation.
-const CLAUSE_BREAKS: &[&str] = &["but", "however", "although", "though", "whereas"];
-
-/// The words of `text`: lower case, letters and digits, apostrophes removed.
-///
-/// ```
-/// use job_hunter::grounding::words;
-/// assert_eq!(words("Don't: Rust/Go, (Berlin)!"), ["dont", "rust", "go", "berlin"]);
-/// ```
-pub fn words(text: &str) -> Vec<String> {
-    text.to_lowercase()
-        .replace(['\'', '\u{2019}', '\u{2018}'], "")
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
-/// The same word, allowing a short ending (`engineer` / `engineering`, `company` /
-/// `companies`); words under four letters must be equal.
-fn same_word(a: &str, b: &str) -> bool {
-    if a == b {
-        return true;
-    }
-    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
-    let (la, lb) = (a.chars().count(), b.chars().count());
-    common >= 4 && la.min(lb) - common <= 2 && la.max(lb) - common <= 4
-}
-
-fn is_negation(word: &str) -> bool {
-    NEGATIONS.contains(&word) || word.starts_with("avoid") || word.starts_with("exclud")
-}
-
-/// The words of `value` that must be found in the text.
-fn content_words(value: &str) -> Vec<String> {
-    words(value)
-        .into_iter()
-        .filter(|w| !STOP_WORDS.contains(&w.as_str()))
-        .collect()
-}
-
-/// Whether `value` says nothing (`any`, `N/A`, `none specified`, empty).
-pub fn says_nothing(value: &str) -> bool {
-    content_words(value)
-        .iter()
-        .all(|w| EMPTY_WORDS.contains(&w.as_str()))
-}
-
-/// Languages and technologies a small model puts among the companies ("roles in Rust or
-/// Go" read as the companies Rust and Go).
-const TECHNOLOGIES: &[&str] = &[
-    "rust",
-    "go",
-    "golang",
-    "python",
-    "java",
-    "javascript",
-    "typescript",
-    "kotlin",
-    "scala",
-    "c",
-    "c++",
-    "c#",
-    "ruby",
-    "php",
-    "swift",
-    "elixir",
-    "erlang",
-    "haskell",
-    "clojure",
-    "sql",
-    "postgresql",
-    "postgres",
-    "mysql",
-    "kafka",
-    "kubernetes",
-    "k8s",
-    "docker",
-    "aws",
-    "gcp",
-    "azure",
-    "terraform",
-    "linux",
-    "react",
-    "node",
-    "nodejs",
-    "node.js",
-    "graphql",
-    "spark",
-    "backend",
-    "frontend",
-    "platform",
-    "devops",
-    "remote",
-    "hybrid",
-];
-
-/// Whether `value` is a language or technology rather than a company name.
-///
-/// ```
-/// use job_hunter::grounding::is_technology;
-/// assert!(is_technology(" Go ") && is_technology("Rust"));
-/// assert!(!is_technology("Northwind Robotics"));
-/// ```
-pub fn is_technology(value: &str) -> bool {
-    TECHNOLOGIES.contains(&value.trim().to_lowercase().as_str())
-}
-
+use vocabulary::{
+    CLAUSE_BREAKS, KIND_WORDS, ROLE_NOUNS, content_words, find_phrase, is_negation, same_or_plural,
+    same_word,
+};
+pub use vocabulary::{
+    has_name, is_technology, meaningful_words, name_words, names_a_kind, quotes, says_nothing,
+    words,
+};
 /// Drops the companies of `list` that are technologies, recording why.
 fn without_technologies(
     list: Vec<String>,
@@ -223,39 +32,6 @@ fn without_technologies(
         reason: "a programming language or technology, not a company",
     }));
     companies
-}
-
-/// Where `needle` starts in `haystack`, word by word, using `eq` for each word.
-fn find_phrase(haystack: &[String], needle: &[String], eq: fn(&str, &str) -> bool) -> bool {
-    !needle.is_empty()
-        && haystack.len() >= needle.len()
-        && haystack
-            .windows(needle.len())
-            .any(|window| window.iter().zip(needle).all(|(h, n)| eq(h, n)))
-}
-
-/// Whether `quote` occurs in the text whose words are `text_words`, word for word; a
-/// quote cut with `...` or `…` must have each of its pieces in the text.
-///
-/// ```
-/// use job_hunter::grounding::{quotes, words};
-/// let posting = words("Experience with Kafka or similar event-streaming systems.");
-/// assert!(quotes(&posting, "experience with kafka"));
-/// assert!(quotes(&posting, "Experience with ... event streaming systems"));
-/// assert!(!quotes(&posting, "5 years of Kafka"));
-/// assert!(!quotes(&posting, "..."));
-/// ```
-pub fn quotes(text_words: &[String], quote: &str) -> bool {
-    let pieces: Vec<Vec<String>> = quote
-        .split("...")
-        .flat_map(|piece| piece.split('\u{2026}'))
-        .map(words)
-        .filter(|piece| !piece.is_empty())
-        .collect();
-    !pieces.is_empty()
-        && pieces
-            .iter()
-            .all(|piece| find_phrase(text_words, piece, |a, b| a == b))
 }
 
 /// A text that a model's answer must be grounded in.
@@ -298,22 +74,14 @@ impl SourceText {
         if says_nothing(company) {
             return false;
         }
-        let mut name = words(company);
-        while name.len() > 1
-            && name
-                .last()
-                .is_some_and(|w| LEGAL_FORMS.contains(&w.as_str()))
-        {
-            name.pop();
-        }
-        find_phrase(&self.words, &name, same_word)
+        find_phrase(&self.words, &name_words(company), same_word)
     }
 
     /// Whether the text mentions every meaningful word of `value` (a location, an
-    /// industry), in any order.
+    /// industry), in any order: "fintech companies" is mentioned by "fintech".
     pub fn mentions(&self, value: &str) -> bool {
-        let content = content_words(value);
-        !says_nothing(value) && content.iter().all(|w| self.has_word(w))
+        let meaningful = meaningful_words(value);
+        !meaningful.is_empty() && meaningful.iter().all(|w| self.has_word(w))
     }
 
     /// Whether the text mentions the title `value`: every meaningful word, except role
@@ -322,7 +90,10 @@ impl SourceText {
         if says_nothing(value) {
             return false;
         }
-        let content = content_words(value);
+        let content: Vec<String> = content_words(value)
+            .into_iter()
+            .filter(|w| !KIND_WORDS.contains(&w.as_str()))
+            .collect();
         let specific: Vec<&String> = content
             .iter()
             .filter(|w| !ROLE_NOUNS.contains(&w.as_str()))
@@ -333,22 +104,41 @@ impl SourceText {
         specific.iter().all(|w| self.has_word(w))
     }
 
-    /// Whether the text excludes `value`: a clause mentions every meaningful word of it,
-    /// after a word such as `no`, `not`, `avoid` or `except`.
+    /// Whether the text excludes `value`: a clause mentions every meaningful word of it
+    /// (so "crypto companies" is excluded by "no crypto"), after a word such as `no`,
+    /// `not`, `avoid` or `except`.
     pub fn excludes(&self, value: &str) -> bool {
-        if says_nothing(value) {
-            return false;
-        }
-        let content = content_words(value);
-        self.clauses.iter().any(|clause| {
-            let firsts: Option<Vec<usize>> = content
+        self.clause_with(value, same_word)
+            .any(|(clause, start)| clause[..start].iter().any(|w| is_negation(w)))
+    }
+
+    /// Whether the text says `value` without negating it: a clause has every meaningful
+    /// word of it (as it is, or as a plural: `casinos` for `casino`, never `better` for
+    /// `betting`) with no `no`, `not`, ... before them ("a payments company, not crypto"
+    /// does not affirm crypto).
+    pub fn affirms(&self, value: &str) -> bool {
+        self.clause_with(value, same_or_plural)
+            .any(|(clause, start)| !clause[..start].iter().any(|w| is_negation(w)))
+    }
+
+    /// The clauses that mention every meaningful word of `value` (as `eq` compares
+    /// words), each with where the first of them is.
+    fn clause_with<'a>(
+        &'a self,
+        value: &str,
+        eq: fn(&str, &str) -> bool,
+    ) -> impl Iterator<Item = (&'a [String], usize)> {
+        let meaningful = meaningful_words(value);
+        self.clauses.iter().filter_map(move |clause| {
+            if meaningful.is_empty() {
+                return None;
+            }
+            let firsts: Option<Vec<usize>> = meaningful
                 .iter()
-                .map(|w| clause.iter().position(|c| same_word(c, w)))
+                .map(|w| clause.iter().position(|c| eq(c, w)))
                 .collect();
-            let Some(start) = firsts.and_then(|f| f.into_iter().min()) else {
-                return false;
-            };
-            clause[..start].iter().any(|w| is_negation(w))
+            let start = firsts?.into_iter().min()?;
+            Some((clause.as_slice(), start))
         })
     }
 }
@@ -416,14 +206,15 @@ fn keep_grounded(
 ///     remote: RemotePreference::Any,
 ///     min_salary: None,
 ///     salary_currency: None,
-///     excluded_companies: vec!["Northwind Robotics".into(), "crypto".into()],
+///     excluded_companies: vec!["Northwind Robotics".into(), "crypto companies".into()],
+///     excluded_industries: vec!["gambling".into()],
 /// };
 /// let (kept, dropped) =
 ///     ground_preferences("Backend roles in Berlin, ideally at Northwind Robotics. No crypto.", answer);
 /// assert_eq!(kept.target_companies, ["Northwind Robotics"]);
 /// assert_eq!(kept.locations, ["Berlin"]);
-/// assert_eq!(kept.excluded_companies, ["crypto"]);
-/// assert_eq!(dropped.len(), 3);
+/// assert_eq!(kept.excluded_companies, ["crypto companies"]);
+/// assert_eq!(dropped.len(), 4);
 /// ```
 pub fn ground_preferences(
     text: &str,
@@ -470,6 +261,13 @@ pub fn ground_preferences(
         |v| source.excludes(v),
         &mut dropped,
     );
+    let excluded_industries = keep_grounded(
+        prefs.excluded_industries,
+        "excluded_industries",
+        "the text does not exclude it",
+        |v| source.excludes(v),
+        &mut dropped,
+    );
     (
         SearchPreferences {
             target_titles,
@@ -477,6 +275,7 @@ pub fn ground_preferences(
             industries,
             locations,
             excluded_companies,
+            excluded_industries,
             ..prefs
         },
         dropped,
@@ -534,6 +333,7 @@ mod tests {
             min_salary: None,
             salary_currency: None,
             excluded_companies: Vec::new(),
+            excluded_industries: Vec::new(),
         };
         let (kept, dropped) = ground_preferences(
             "Senior backend roles in Rust or Go, remote in Europe.",
