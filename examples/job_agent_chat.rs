@@ -14,8 +14,12 @@
 //! job boards of the companies the user names (`JOB_CHAT_BOARDS` for defaults); records
 //! live in SQLite (`--db`, default `job-agent-chat.db`), or in PostgreSQL with pgvector
 //! when `DATABASE_URL` is set; `--replay-search` answers searches from the recorded
-//! SerpAPI bodies with a live model. Notifications: the console, plus `SMTP_URL`,
-//! `SLACK_WEBHOOK_URL`, `TEAMS_WEBHOOK_URL`. Keys for the endpoint: `CHAT_API_KEYS`
+//! SerpAPI bodies with a live model. Notifications: the console, email through
+//! `SMTP_URL` to each user's own address, and the Slack and Teams webhooks each user sets
+//! (`set_notification_channels`); `SLACK_WEBHOOK_URL` and `TEAMS_WEBHOOK_URL` serve the
+//! terminal `chat` and `serve --single-user` only. A served chat takes resumes as
+//! attached files (OpenAI `file` content parts) or pasted text; the terminal `chat`
+//! also reads files from its `--resume-dir`. Keys for the endpoint: `CHAT_API_KEYS`
 //! (comma-separated; `key:user` binds a key to one user); without any it listens on
 //! loopback only.
 //! User guide: `docs/job-agent-chat.md`.
@@ -100,9 +104,10 @@ struct ServeArgs {
     /// Address (kept on loopback when no CHAT_API_KEYS are set).
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
-    /// Where uploaded resumes must be (the upload_resume tool reads nothing else).
-    #[arg(long, default_value = "uploads")]
-    upload_dir: PathBuf,
+    /// One user only: SLACK_WEBHOOK_URL and TEAMS_WEBHOOK_URL are theirs (otherwise each
+    /// user sets their own and those variables are left unused).
+    #[arg(long)]
+    single_user: bool,
 }
 
 #[derive(Args)]
@@ -112,6 +117,9 @@ struct ChatArgs {
     /// Who is chatting (records are kept per user).
     #[arg(long, default_value = "me")]
     user: String,
+    /// The folder the upload_resume tool reads resume files from (nothing outside it).
+    #[arg(long, default_value = ".")]
+    resume_dir: PathBuf,
 }
 
 /// Everything a run is made of.
@@ -182,7 +190,11 @@ async fn stores(common: &Common) -> anyhow::Result<Stores> {
     ))
 }
 
-async fn build(common: &Common, upload_root: Option<PathBuf>) -> anyhow::Result<Built> {
+async fn build(
+    common: &Common,
+    upload_root: Option<PathBuf>,
+    single_user: bool,
+) -> anyhow::Result<Built> {
     let (sessions, documents, vectors, store_name) = stores(common).await?;
     let Wiring {
         model,
@@ -200,7 +212,10 @@ async fn build(common: &Common, upload_root: Option<PathBuf>) -> anyhow::Result<
             provider_embeddings: None,
             provider: Arc::new(SerpApiProvider::new(replay.base.clone(), REPLAY_KEY)),
             replay: Some(replay),
-            notifications: Notifications::new().with(Arc::new(ConsoleNotifier)),
+            // Users' webhooks may be a local receiver in a dry run.
+            notifications: Notifications::new()
+                .with(Arc::new(ConsoleNotifier))
+                .with_loopback_webhooks(),
         }
     } else {
         let mut config = ProviderConfig::from_env()?.context(
@@ -232,7 +247,7 @@ async fn build(common: &Common, upload_root: Option<PathBuf>) -> anyhow::Result<
             provider_embeddings: config.embedding_model().ok(),
             replay,
             provider,
-            notifications: Notifications::from_env(),
+            notifications: Notifications::from_env(single_user),
         }
     };
     let embeddings = common
@@ -276,9 +291,7 @@ async fn build(common: &Common, upload_root: Option<PathBuf>) -> anyhow::Result<
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&args.upload_dir)
-        .with_context(|| format!("creating {}", args.upload_dir.display()))?;
-    let built = build(&args.common, Some(args.upload_dir.clone())).await?;
+    let built = build(&args.common, None, args.single_user).await?;
     let front = ChatFront::from_env(built.chat.clone(), built.documents.clone());
     let requested: SocketAddr = format!("{}:{}", args.host, args.port)
         .parse()
@@ -305,7 +318,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 async fn chat(args: ChatArgs) -> anyhow::Result<()> {
-    let built = build(&args.common, None).await?;
+    let built = build(&args.common, Some(args.resume_dir.clone()), true).await?;
     println!("{}", built.described);
     println!(
         "Chatting as {:?}. Type your message; \"exit\" or Ctrl-D ends.",

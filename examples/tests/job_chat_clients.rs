@@ -27,6 +27,21 @@ fn the_openai_python_client_completes_the_conversation_whole_and_streamed() {
 }
 
 #[test]
+fn the_openai_python_client_gives_a_pdf_resume_to_its_own_user_only() {
+    let server = job_chat_server();
+    let pdf = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/realdata/docs/open-resume/openresume-resume.pdf");
+    let printed = python_client(
+        "job_chat_resume_check.py",
+        &[server.url.as_ref(), pdf.as_os_str()],
+    );
+    assert!(
+        printed.contains("skills are in its owner's profile only"),
+        "{printed}"
+    );
+}
+
+#[test]
 fn the_llm_command_line_chats_with_it() {
     let server = job_chat_server();
     let home = tempfile::tempdir().unwrap();

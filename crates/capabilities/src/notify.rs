@@ -162,6 +162,27 @@ struct Webhook {
 }
 
 impl Webhook {
+    /// A webhook a user handed in: the address must be http(s) to a public host
+    /// (loopback too when `allow_loopback`, for tests), and the client connects to
+    /// public addresses only, whatever the name resolves to or redirects to.
+    fn guarded(url: &str, allow_loopback: bool) -> Result<Self, NotifyError> {
+        // The address holds the webhook's secret: the refusal never repeats it.
+        let checked = crate::fetch::check_public_url(url, allow_loopback).map_err(|refusal| {
+            NotifyError(match refusal {
+                crate::fetch::Refusal::Address { address, .. } => format!(
+                    "the webhook address is refused: it leads to the non-public address {address}"
+                ),
+                _ => "the webhook address is refused: it must be an http(s) address".to_owned(),
+            })
+        })?;
+        let http = crate::fetch::guarded_client(Duration::from_secs(15), allow_loopback)
+            .map_err(|e| NotifyError(e.to_string()))?;
+        Ok(Webhook {
+            http,
+            url: checked.to_string(),
+        })
+    }
+
     fn new(url: String) -> Self {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(15))
@@ -203,11 +224,26 @@ pub struct SlackNotifier {
 }
 
 impl SlackNotifier {
-    /// Posting to `webhook_url` (`SLACK_WEBHOOK_URL`).
+    /// Posting to `webhook_url` (`SLACK_WEBHOOK_URL`, the deployment's own).
     pub fn new(webhook_url: impl Into<String>) -> Self {
         SlackNotifier {
             hook: Webhook::new(webhook_url.into()),
         }
+    }
+
+    /// Posting to a webhook a user handed in, behind the private-address guard: refused
+    /// unless http(s) to a public host (loopback too when `allow_loopback`), and never
+    /// connecting to a non-public address it resolves or redirects to.
+    ///
+    /// ```
+    /// use job_capabilities::notify::SlackNotifier;
+    /// assert!(SlackNotifier::for_user("https://hooks.slack.com/services/T0/B0/x", false).is_ok());
+    /// assert!(SlackNotifier::for_user("http://10.0.0.7/hook", false).is_err());
+    /// ```
+    pub fn for_user(webhook_url: &str, allow_loopback: bool) -> Result<Self, NotifyError> {
+        Ok(SlackNotifier {
+            hook: Webhook::guarded(webhook_url, allow_loopback)?,
+        })
     }
 
     /// The Block Kit message for `notice`.
@@ -251,11 +287,19 @@ pub struct TeamsNotifier {
 }
 
 impl TeamsNotifier {
-    /// Posting to `webhook_url` (`TEAMS_WEBHOOK_URL`).
+    /// Posting to `webhook_url` (`TEAMS_WEBHOOK_URL`, the deployment's own).
     pub fn new(webhook_url: impl Into<String>) -> Self {
         TeamsNotifier {
             hook: Webhook::new(webhook_url.into()),
         }
+    }
+
+    /// Posting to a webhook a user handed in, behind the private-address guard (see
+    /// [`SlackNotifier::for_user`]).
+    pub fn for_user(webhook_url: &str, allow_loopback: bool) -> Result<Self, NotifyError> {
+        Ok(TeamsNotifier {
+            hook: Webhook::guarded(webhook_url, allow_loopback)?,
+        })
     }
 
     /// The message carrying the Adaptive Card for `notice`.

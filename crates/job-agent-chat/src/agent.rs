@@ -11,8 +11,8 @@ use agent_runtime::{
     StopCause,
 };
 use agent_server::chat::{
-    ChatAgent, ChatAgentError, ChatMessage, ChatProgress, ChatReply, ChatRole, ChatTurn, ChatUsage,
-    FinishReason,
+    ChatAgent, ChatAgentError, ChatFile, ChatMessage, ChatProgress, ChatReply, ChatRole, ChatTurn,
+    ChatUsage, FinishReason,
 };
 use async_trait::async_trait;
 use tracing::Instrument;
@@ -61,6 +61,7 @@ impl Default for ChatConfig {
 
 /// The chat: router, job-search agent, application-prep agent.
 pub struct JobAgentChat {
+    services: Arc<Services>,
     model: Arc<dyn ChatModel>,
     router: ModelRouter,
     config: ChatConfig,
@@ -123,6 +124,7 @@ impl JobAgentChat {
             &primary,
         );
         JobAgentChat {
+            services,
             model,
             router,
             config,
@@ -191,6 +193,97 @@ fn unavailable(error: &LlmError) -> bool {
     )
 }
 
+/// Reads the files attached to the conversation's user messages into the user's
+/// profile (a resume: PDF, DOCX or TXT, read in memory through job-capabilities) and
+/// tells the agent, in the message, what became of each. Returns one line per file of
+/// the last message, for the answer: read, or refused and why. A file sent before (the
+/// same text: clients resend the whole conversation) is not read again.
+async fn take_attachments(
+    services: &Services,
+    user: &str,
+    messages: &mut [ChatMessage],
+) -> Result<Vec<String>, ChatAgentError> {
+    let last_user = messages.iter().rposition(|m| m.role == ChatRole::User);
+    let mut lines = Vec::new();
+    for (index, message) in messages.iter_mut().enumerate() {
+        let mut notes = Vec::new();
+        for file in std::mem::take(&mut message.files) {
+            let outcome = read_attachment(services, user, file).await?;
+            if Some(index) == last_user {
+                lines.push(outcome.clone());
+            }
+            notes.push(outcome);
+        }
+        if !notes.is_empty() {
+            let said = message.content.trim();
+            let joined = notes.join(" ");
+            message.content = if said.is_empty() {
+                format!("[{joined}]")
+            } else {
+                format!("{said}\n\n[{joined}]")
+            };
+        }
+    }
+    Ok(lines)
+}
+
+/// One attached file read into the profile; what became of it, in a sentence.
+async fn read_attachment(
+    services: &Services,
+    user: &str,
+    file: ChatFile,
+) -> Result<String, ChatAgentError> {
+    let name = file.name.clone();
+    let bytes = match file.content {
+        Ok(bytes) => bytes,
+        Err(reason) => return Ok(format!("Attached {name} was not read: {reason}.")),
+    };
+    let path = std::path::PathBuf::from(&name);
+    let read = tokio::task::spawn_blocking(move || {
+        job_capabilities::documents::read_resume_bytes(&bytes, &path)
+    })
+    .await
+    .map_err(|e| ChatAgentError::Failed(format!("reading {name} stopped: {e}")))?;
+    let text = match read {
+        Ok(text) => text,
+        Err(error) => {
+            return Ok(format!(
+                "Attached {name} was not read: {error}. Send a PDF with a text layer, a DOCX or a text file, or paste the resume's text."
+            ));
+        }
+    };
+    let store_failed = |e: agent_runtime::sessions::StoreError| {
+        ChatAgentError::Unavailable(format!("the store failed: {e}"))
+    };
+    let mut profile = services
+        .store
+        .profile(user)
+        .await
+        .map_err(store_failed)?
+        .unwrap_or_default();
+    if profile.resume_digest != crate::resume::resume_digest(&text) {
+        crate::resume::take_resume(&mut profile, &text, &name);
+        services
+            .store
+            .save_profile(user, &profile)
+            .await
+            .map_err(store_failed)?;
+    }
+    let skills = if profile.skills.is_empty() {
+        "no skills listed".to_owned()
+    } else {
+        format!("skills {}", profile.skills.join(", "))
+    };
+    let who = if profile.name.is_empty() {
+        String::new()
+    } else {
+        format!("{}; ", profile.name)
+    };
+    Ok(format!(
+        "Attached {name} was read into your profile: {who}{skills}."
+    ))
+}
+
 #[async_trait]
 impl ChatAgent for JobAgentChat {
     fn models(&self) -> Vec<String> {
@@ -202,7 +295,11 @@ impl ChatAgent for JobAgentChat {
         turn: ChatTurn,
         progress: ChatProgress,
     ) -> Result<ChatReply, ChatAgentError> {
-        let messages: Vec<ChatMessage> = turn.messages.iter().map(without_progress).collect();
+        let mut messages: Vec<ChatMessage> = turn.messages.iter().map(without_progress).collect();
+        let attached = take_attachments(&self.services, &turn.user, &mut messages).await?;
+        for line in &attached {
+            progress.note(format!("> {line}"));
+        }
         let routed = classify(
             self.model.as_ref(),
             Some(self.router.model(ModelTier::Light)),
@@ -289,6 +386,11 @@ impl ChatAgent for JobAgentChat {
                     FinishReason::Length,
                 )
             }
+        };
+        let text = if attached.is_empty() {
+            text
+        } else {
+            format!("{}\n\n{text}", attached.join("\n"))
         };
         Ok(ChatReply {
             text,

@@ -131,6 +131,19 @@ pub struct UserProfile {
     /// Their resume's text, when they gave one: the evidence generated text must keep to.
     #[serde(default)]
     pub resume_text: String,
+    /// Where the resume came from: the file's name, or `pasted text`.
+    #[serde(default)]
+    pub resume_source: String,
+    /// The SHA-256 of the resume's text, so the same file sent again (clients resend the
+    /// whole conversation) is not read again.
+    #[serde(default)]
+    pub resume_digest: String,
+    /// Their Slack incoming webhook, where their matches go (empty: none).
+    #[serde(default)]
+    pub slack_webhook: String,
+    /// Their Microsoft Teams incoming webhook, where their matches go (empty: none).
+    #[serde(default)]
+    pub teams_webhook: String,
 }
 
 impl UserProfile {

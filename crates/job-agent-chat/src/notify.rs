@@ -2,6 +2,12 @@
 //! console, email, Slack, Teams), every one but the console journaled in the user's
 //! store: a notice is claimed before it is sent, so a retried or concurrent turn never
 //! sends it twice, and released when the send fails, so a retry may.
+//!
+//! Destinations belong to the user: email goes to the address of their profile, Slack
+//! and Teams to the webhooks they set ([`UserWebhooks`], checked against the
+//! private-address guard). The deployment's `SLACK_WEBHOOK_URL` and `TEAMS_WEBHOOK_URL`
+//! are defaults for a single-user deployment only ([`Notifications::from_env`]): a
+//! multi-user server never sends one user's matches to a channel someone else set up.
 
 use std::sync::Arc;
 
@@ -73,10 +79,34 @@ pub enum Delivery {
     },
 }
 
+/// The Slack and Teams incoming webhooks a user set for themselves.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserWebhooks {
+    /// Their Slack webhook.
+    pub slack: Option<String>,
+    /// Their Teams webhook.
+    pub teams: Option<String>,
+}
+
+impl UserWebhooks {
+    /// The webhooks of `profile` (empty ones are none).
+    pub fn of(profile: &crate::models::UserProfile) -> Self {
+        let set = |url: &str| (!url.trim().is_empty()).then(|| url.trim().to_owned());
+        UserWebhooks {
+            slack: set(&profile.slack_webhook),
+            teams: set(&profile.teams_webhook),
+        }
+    }
+}
+
+/// A user's own channel that could not be set up: its name, and why.
+type Refused = (&'static str, NotifyError);
+
 /// Every configured channel.
 #[derive(Clone, Default)]
 pub struct Notifications {
     channels: Vec<Arc<dyn Notifier>>,
+    loopback_webhooks: bool,
 }
 
 impl std::fmt::Debug for Notifications {
@@ -94,16 +124,31 @@ impl Notifications {
         Notifications::default()
     }
 
-    /// Adds a channel.
+    /// Adds a channel of the deployment, used for every user.
     pub fn with(mut self, channel: Arc<dyn Notifier>) -> Self {
         self.channels.push(channel);
         self
     }
 
+    /// Lets users' webhooks be on loopback (a local receiver, for tests and local
+    /// demos); other non-public addresses stay refused.
+    pub fn with_loopback_webhooks(mut self) -> Self {
+        self.loopback_webhooks = true;
+        self
+    }
+
+    /// Checks a webhook address a user hands in: `Err` says why it is refused (not
+    /// http(s), or a non-public address), never repeating the address.
+    pub fn check_webhook(&self, url: &str) -> Result<(), NotifyError> {
+        SlackNotifier::for_user(url, self.loopback_webhooks).map(|_| ())
+    }
+
     /// The console, plus email when `SMTP_URL` is set (from `NOTIFY_FROM`, default
-    /// `job-agent@localhost`), Slack with `SLACK_WEBHOOK_URL` and Teams with
-    /// `TEAMS_WEBHOOK_URL`. A bad `SMTP_URL` is logged and email left out.
-    pub fn from_env() -> Self {
+    /// `job-agent@localhost`) to each user's own address. In a `single_user` deployment,
+    /// Slack with `SLACK_WEBHOOK_URL` and Teams with `TEAMS_WEBHOOK_URL` as the one
+    /// user's defaults; otherwise those variables are left unused, with a warning, and
+    /// each user sets their own webhooks. A bad `SMTP_URL` is logged and email left out.
+    pub fn from_env(single_user: bool) -> Self {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let mut channels = Notifications::new().with(Arc::new(ConsoleNotifier));
         if let Some(url) = var("SMTP_URL") {
@@ -115,19 +160,73 @@ impl Notifications {
                 Err(error) => tracing::warn!(%error, "SMTP_URL is not usable: no email"),
             }
         }
-        if let Some(url) = var("SLACK_WEBHOOK_URL") {
-            channels = channels.with(Arc::new(SlackNotifier::new(url)));
-        }
-        if let Some(url) = var("TEAMS_WEBHOOK_URL") {
-            channels = channels.with(Arc::new(TeamsNotifier::new(url)));
+        for (variable, name) in [
+            ("SLACK_WEBHOOK_URL", "slack"),
+            ("TEAMS_WEBHOOK_URL", "teams"),
+        ] {
+            let Some(url) = var(variable) else { continue };
+            if !single_user {
+                tracing::warn!(
+                    variable,
+                    "a multi-user server sends nobody's matches to the deployment's own webhook: users set theirs (set_notification_channels)"
+                );
+                continue;
+            }
+            let channel: Arc<dyn Notifier> = match name {
+                "slack" => Arc::new(SlackNotifier::new(url)),
+                _ => Arc::new(TeamsNotifier::new(url)),
+            };
+            channels = channels.with(channel);
         }
         channels
     }
 
-    /// Sends `notice` for `user` on every channel; what happened on each.
-    pub async fn deliver(&self, store: &ChatStore, user: &str, notice: &Notice) -> Vec<Delivery> {
-        let mut report = Vec::with_capacity(self.channels.len());
-        for channel in &self.channels {
+    /// Sends `notice` for `user` on every channel of the deployment and on `own`
+    /// webhooks (which replace a single-user default of the same kind); what happened on
+    /// each.
+    pub async fn deliver(
+        &self,
+        store: &ChatStore,
+        user: &str,
+        notice: &Notice,
+        own: &UserWebhooks,
+    ) -> Vec<Delivery> {
+        let mut channels: Vec<Result<Arc<dyn Notifier>, Refused>> = self
+            .channels
+            .iter()
+            .filter(|c| {
+                !(c.channel() == "slack" && own.slack.is_some()
+                    || c.channel() == "teams" && own.teams.is_some())
+            })
+            .cloned()
+            .map(Ok)
+            .collect();
+        if let Some(url) = &own.slack {
+            channels.push(
+                SlackNotifier::for_user(url, self.loopback_webhooks)
+                    .map(|c| Arc::new(c) as Arc<dyn Notifier>)
+                    .map_err(|e| ("slack", e)),
+            );
+        }
+        if let Some(url) = &own.teams {
+            channels.push(
+                TeamsNotifier::for_user(url, self.loopback_webhooks)
+                    .map(|c| Arc::new(c) as Arc<dyn Notifier>)
+                    .map_err(|e| ("teams", e)),
+            );
+        }
+        let mut report = Vec::with_capacity(channels.len());
+        for channel in channels {
+            let channel = match channel {
+                Ok(channel) => channel,
+                Err((name, error)) => {
+                    report.push(Delivery::Failed {
+                        channel: name.to_owned(),
+                        error: error.to_string(),
+                    });
+                    continue;
+                }
+            };
             let name = channel.channel().to_owned();
             if name == "email" && notice.email_to.is_none() {
                 report.push(Delivery::Skipped {

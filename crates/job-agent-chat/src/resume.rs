@@ -162,6 +162,49 @@ pub fn profile_from_resume(text: &str) -> UserProfile {
     }
 }
 
+/// The hex SHA-256 of a resume's text.
+pub fn resume_digest(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Takes a resume into `profile`: what the resume says fills in what the profile lacks
+/// (name, email, skills, titles, years), what the user said stays; the text becomes the
+/// profile's evidence, `source` (a file name, `pasted text`) where it came from.
+///
+/// ```
+/// use job_agent_chat::models::UserProfile;
+/// use job_agent_chat::resume::take_resume;
+/// let mut profile = UserProfile { skills: vec!["Go".into()], ..UserProfile::default() };
+/// take_resume(&mut profile, "Ada Lovelace\nada@example.com\nSkills: Rust, Kafka", "cv.txt");
+/// assert_eq!((profile.name.as_str(), profile.email.as_str()), ("Ada Lovelace", "ada@example.com"));
+/// assert_eq!(profile.skills, ["Go"], "what the user said stays");
+/// assert_eq!(profile.resume_source, "cv.txt");
+/// ```
+pub fn take_resume(profile: &mut UserProfile, text: &str, source: &str) {
+    let read = profile_from_resume(text);
+    let keep = |mine: &mut String, read: String| {
+        if mine.is_empty() {
+            *mine = read;
+        }
+    };
+    keep(&mut profile.name, read.name);
+    keep(&mut profile.email, read.email);
+    if profile.skills.is_empty() {
+        profile.skills = read.skills;
+    }
+    if profile.titles.is_empty() {
+        profile.titles = read.titles;
+    }
+    profile.years_experience = profile.years_experience.or(read.years_experience);
+    profile.resume_digest = resume_digest(text);
+    profile.resume_text = read.resume_text;
+    profile.resume_source = source.to_owned();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

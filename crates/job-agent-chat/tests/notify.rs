@@ -16,7 +16,7 @@ use job_agent_chat::ChatStore;
 use job_agent_chat::models::{Job, JobStatus};
 use job_agent_chat::notify::{
     ConsoleNotifier, Delivery, EmailNotifier, Notice, Notifications, SlackNotifier, TeamsNotifier,
-    job_match,
+    UserWebhooks, job_match,
 };
 use job_capabilities::mail::SmtpMailer;
 use job_capabilities::mail::testing::SmtpServer;
@@ -99,7 +99,9 @@ async fn slack_gets_block_kit_once_and_again_after_a_failure() {
     let store = store();
 
     *receiver.fail.lock().unwrap() = true;
-    let failed = channels.deliver(&store, "ada", &notice(None)).await;
+    let failed = channels
+        .deliver(&store, "ada", &notice(None), &UserWebhooks::default())
+        .await;
     assert_eq!(outcome(&failed[0]), "failed");
     let Delivery::Failed { error, .. } = &failed[0] else {
         unreachable!()
@@ -110,9 +112,13 @@ async fn slack_gets_block_kit_once_and_again_after_a_failure() {
     );
 
     *receiver.fail.lock().unwrap() = false;
-    let sent = channels.deliver(&store, "ada", &notice(None)).await;
+    let sent = channels
+        .deliver(&store, "ada", &notice(None), &UserWebhooks::default())
+        .await;
     assert_eq!(outcome(&sent[0]), "delivered");
-    let retried = channels.deliver(&store, "ada", &notice(None)).await;
+    let retried = channels
+        .deliver(&store, "ada", &notice(None), &UserWebhooks::default())
+        .await;
     assert_eq!(
         outcome(&retried[0]),
         "already_sent",
@@ -151,7 +157,9 @@ async fn teams_gets_an_adaptive_card() {
     let channels = Notifications::new()
         .with(Arc::new(ConsoleNotifier))
         .with(Arc::new(TeamsNotifier::new(url)));
-    let report = channels.deliver(&store(), "ada", &notice(None)).await;
+    let report = channels
+        .deliver(&store(), "ada", &notice(None), &UserWebhooks::default())
+        .await;
     assert_eq!(
         report.iter().map(outcome).collect::<Vec<_>>(),
         ["delivered", "delivered"]
@@ -193,15 +201,27 @@ async fn email_goes_out_once_through_smtp() {
     )));
     let store = store();
 
-    let skipped = channels.deliver(&store, "ada", &notice(None)).await;
+    let skipped = channels
+        .deliver(&store, "ada", &notice(None), &UserWebhooks::default())
+        .await;
     assert_eq!(outcome(&skipped[0]), "skipped", "no address, no mail");
 
     let sent = channels
-        .deliver(&store, "ada", &notice(Some("ada@example.com")))
+        .deliver(
+            &store,
+            "ada",
+            &notice(Some("ada@example.com")),
+            &UserWebhooks::default(),
+        )
         .await;
     assert_eq!(outcome(&sent[0]), "delivered", "{sent:?}");
     let again = channels
-        .deliver(&store, "ada", &notice(Some("ada@example.com")))
+        .deliver(
+            &store,
+            "ada",
+            &notice(Some("ada@example.com")),
+            &UserWebhooks::default(),
+        )
         .await;
     assert_eq!(outcome(&again[0]), "already_sent");
 
@@ -210,4 +230,100 @@ async fn email_goes_out_once_through_smtp() {
     assert!(messages[0].contains("Subject: 1 job matches for you"));
     assert!(messages[0].contains("To: ada@example.com"));
     assert!(messages[0].contains("Tidewater Payments"));
+}
+
+/// Two users of one server at once, each with their own Slack webhook (a local
+/// receiver each): each user's matches reach their own channel and nobody else's; a
+/// user without one gets no Slack message, and the deployment has none to fall back on.
+#[tokio::test]
+async fn each_user_s_matches_go_to_their_own_webhook_only() {
+    let (ada_url, ada_hook) = webhook().await;
+    let (bob_url, bob_hook) = webhook().await;
+    let channels = Notifications::new()
+        .with(Arc::new(ConsoleNotifier))
+        .with_loopback_webhooks();
+    let store = store();
+    let ada = UserWebhooks {
+        slack: Some(ada_url),
+        teams: None,
+    };
+    let bob = UserWebhooks {
+        slack: Some(bob_url),
+        teams: None,
+    };
+    let (notice, nothing) = (notice(None), UserWebhooks::default());
+    let (for_ada, for_bob, for_cy) = tokio::join!(
+        channels.deliver(&store, "ada", &notice, &ada),
+        channels.deliver(&store, "bob", &notice, &bob),
+        channels.deliver(&store, "cy", &notice, &nothing),
+    );
+    let channel_names = |report: &[Delivery]| -> Vec<(String, &'static str)> {
+        report
+            .iter()
+            .map(|d| {
+                let name = match d {
+                    Delivery::Delivered { channel, .. }
+                    | Delivery::AlreadySent { channel, .. }
+                    | Delivery::Skipped { channel, .. }
+                    | Delivery::Failed { channel, .. } => channel.clone(),
+                };
+                (name, outcome(d))
+            })
+            .collect()
+    };
+    let both = vec![
+        ("console".to_owned(), "delivered"),
+        ("slack".to_owned(), "delivered"),
+    ];
+    assert_eq!(channel_names(&for_ada), both);
+    assert_eq!(channel_names(&for_bob), both);
+    assert_eq!(
+        channel_names(&for_cy),
+        [("console".to_owned(), "delivered")]
+    );
+    assert_eq!(ada_hook.bodies.lock().unwrap().len(), 1);
+    assert_eq!(bob_hook.bodies.lock().unwrap().len(), 1);
+}
+
+/// A webhook a user hands in is refused unless it is http(s) to a public address; a
+/// loopback receiver only where the deployment allows it (tests, local demos).
+#[tokio::test]
+async fn a_user_webhook_to_a_private_address_is_refused_without_repeating_it() {
+    let guarded = Notifications::new();
+    for url in [
+        "http://169.254.169.254/latest/meta-data",
+        "http://10.0.0.7/hook/T000-secret",
+        "http://127.0.0.1:9/hook/T000-secret",
+        "file:///etc/passwd",
+    ] {
+        let error = guarded.check_webhook(url).unwrap_err().to_string();
+        assert!(
+            error.contains("refused") && !error.contains("T000-secret"),
+            "{url}: {error}"
+        );
+    }
+    assert!(
+        guarded
+            .check_webhook("https://hooks.slack.com/services/T0/B0/x")
+            .is_ok()
+    );
+    assert!(
+        Notifications::new()
+            .with_loopback_webhooks()
+            .check_webhook("http://127.0.0.1:9/hook")
+            .is_ok()
+    );
+    // Sending to one refused is a failed delivery, never a request to it.
+    let report = guarded
+        .deliver(
+            &store(),
+            "ada",
+            &notice(None),
+            &UserWebhooks {
+                slack: Some("http://10.0.0.7/hook".into()),
+                teams: None,
+            },
+        )
+        .await;
+    assert_eq!(outcome(&report[0]), "failed");
 }

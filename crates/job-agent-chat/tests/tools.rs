@@ -235,6 +235,16 @@ async fn profile_ranking_feedback_and_notifications() {
         "Tidewater matches all three skills"
     );
     assert!(ranked[0]["why"].as_str().unwrap().contains("Rust"));
+    // The four part scores beside the total, each out of 100.
+    for part in ["similarity", "skills", "location", "salary"] {
+        let value = ranked[0]["parts"][part].as_f64().unwrap();
+        assert!((0.0..=100.0).contains(&value), "{part}: {value}");
+    }
+    assert!(
+        ranked[0]["parts"]["skills"].as_f64().unwrap()
+            > ranked[1]["parts"]["skills"].as_f64().unwrap(),
+        "Tidewater asks for more of the profile's skills: {ranked:?}"
+    );
 
     // Feedback is used by the next ranking.
     ok(
@@ -261,25 +271,101 @@ async fn profile_ranking_feedback_and_notifications() {
 }
 
 #[tokio::test]
-async fn a_resume_file_becomes_the_profile() {
-    let (services, _replay) = services(writer()).await;
-    let resume = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/realdata/docs/hr-helper/sample_resume.docx");
-    let read = ok(&services, "ada", "upload_resume", json!({"path": resume})).await;
+async fn a_resume_file_in_the_terminal_chat_s_folder_becomes_the_profile() {
+    let (shared, _replay) = services(writer()).await;
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/realdata/docs/hr-helper");
+    let services = Arc::new(Services {
+        upload_root: Some(folder),
+        ..(*shared).clone()
+    });
+    let read = ok(
+        &services,
+        "ada",
+        "upload_resume",
+        json!({"path": "sample_resume.docx"}),
+    )
+    .await;
     assert!(read["characters"].as_u64().unwrap() > 200, "{read}");
+    assert_eq!(read["profile"]["resume"], "from sample_resume.docx");
     let profile = services.store.profile("ada").await.unwrap().unwrap();
     assert!(!profile.resume_text.is_empty());
 
-    let (missing, is_error, _) = call(
+    for (path, says) in [
+        ("missing.pdf", "missing.pdf"),
+        (
+            "../open-resume/openresume-resume.pdf",
+            "from the upload folder only",
+        ),
+    ] {
+        let (refused, is_error, _) = call(
+            &services,
+            "ada",
+            "JOB_SEARCH",
+            "upload_resume",
+            json!({"path": path}),
+        )
+        .await;
+        assert!(is_error);
+        assert!(refused.as_str().unwrap().contains(says), "{refused}");
+    }
+}
+
+#[tokio::test]
+async fn a_served_chat_has_no_path_tool_and_takes_a_pasted_resume() {
+    let (services, _replay) = services(writer()).await;
+    let model = Arc::new(ScriptedModel::new(vec![
+        responses::tool_call("r", "Route", json!({"intent": "JOB_SEARCH"})),
+        responses::text("hello"),
+    ]));
+    let chat = JobAgentChat::new(services.clone(), model.clone(), dry_run_router());
+    Conversation::new("ada").say(&chat, "hi").await;
+    let names: Vec<String> = model.requests()[1]
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert!(!names.iter().any(|n| n == "upload_resume"), "{names:?}");
+
+    let pasted = "Ada Lovelace\nada@example.com\nSenior Backend Engineer\nSkills: Rust, Kafka, PostgreSQL\n\n8 years of experience";
+    let saved = ok(
+        &services,
+        "ada",
+        "set_user_profile",
+        json!({"preferred_locations": ["Berlin"], "resume_text": pasted}),
+    )
+    .await;
+    assert_eq!(saved["saved"]["resume"], "from pasted text");
+    let profile = services.store.profile("ada").await.unwrap().unwrap();
+    assert_eq!(profile.skills, ["Rust", "Kafka", "PostgreSQL"]);
+    assert_eq!(profile.preferred_locations, ["Berlin"]);
+    assert_eq!(profile.years_experience, Some(8));
+}
+
+#[tokio::test]
+async fn notification_channels_are_the_user_s_own() {
+    let (services, _replay) = services(writer()).await;
+    let saved = ok(
+        &services,
+        "ada",
+        "set_notification_channels",
+        json!({"email": "ada@example.com", "slack_webhook_url": "https://hooks.slack.com/services/T0/B0/secret"}),
+    )
+    .await;
+    assert_eq!(saved["saved"]["slack"], "set");
+    assert!(!saved.to_string().contains("secret"), "{saved}");
+    let (refused, is_error, _) = call(
         &services,
         "ada",
         "JOB_SEARCH",
-        "upload_resume",
-        json!({"path": "/nonexistent/cv.pdf"}),
+        "set_notification_channels",
+        json!({"teams_webhook_url": "http://169.254.169.254/hook"}),
     )
     .await;
-    assert!(is_error);
-    assert!(missing.as_str().unwrap().contains("cv.pdf"), "{missing}");
+    assert!(is_error, "{refused}");
+    assert!(services.store.profile("bob").await.unwrap().is_none());
+    let profile = services.store.profile("ada").await.unwrap().unwrap();
+    assert!(profile.teams_webhook.is_empty());
 }
 
 #[tokio::test]

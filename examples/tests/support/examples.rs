@@ -62,8 +62,6 @@ pub fn job_chat_server_with(args: &[&str], env: &[(String, String)]) -> Server {
     command
         .args(["serve", "--port", "0", "--fixtures"])
         .arg(fixtures)
-        .arg("--upload-dir")
-        .arg(std::env::temp_dir().join("job-chat-uploads"))
         .args(args)
         .envs(env.iter().map(|(k, v)| (k, v)));
     server(command)

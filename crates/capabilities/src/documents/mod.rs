@@ -261,16 +261,43 @@ fn mebibytes(bytes: u64) -> f64 {
 /// # let _ = outcome;
 /// ```
 pub fn read_resume_text(path: &Path) -> Result<String, DocumentError> {
-    let started = Instant::now();
     let bytes = read_capped(path)?;
-    let Some(kind) = DocumentKind::sniff(&bytes).or_else(|| DocumentKind::from_path(path)) else {
+    read_resume_bytes(&bytes, path)
+}
+
+/// The normalized text of a resume held in memory (an upload, a chat attachment),
+/// `name` being the file's name as given (or any path): its kind is taken from the
+/// content's magic bytes, then from the name's extension; errors name the file as
+/// `name`. Nothing is read from disk.
+///
+/// ```
+/// use std::path::Path;
+/// use job_capabilities::documents::{read_resume_bytes, DocumentError};
+/// let text = read_resume_bytes(b"Jane Doe\nEngineer", Path::new("cv.txt"))?;
+/// assert_eq!(text, "Jane Doe\nEngineer");
+/// let refused = read_resume_bytes(b"\x00\x01binary", Path::new("cv.bin")).unwrap_err();
+/// assert!(refused.to_string().contains("cv.bin"));
+/// # Ok::<(), DocumentError>(())
+/// ```
+pub fn read_resume_bytes(bytes: &[u8], name: &Path) -> Result<String, DocumentError> {
+    let path = name;
+    let started = Instant::now();
+    let size = bytes.len() as u64;
+    if size > MAX_DOCUMENT_BYTES {
+        return Err(DocumentError::TooLarge {
+            path: Some(path.to_path_buf()),
+            size,
+            limit: MAX_DOCUMENT_BYTES,
+        });
+    }
+    let Some(kind) = DocumentKind::sniff(bytes).or_else(|| DocumentKind::from_path(path)) else {
         return Err(DocumentError::UnsupportedFormat {
             path: path.to_path_buf(),
-            description: describe_unknown(path, &bytes),
+            description: describe_unknown(path, bytes),
         });
     };
     tracing::debug!(path = %path.display(), %kind, bytes = bytes.len(), "reading resume");
-    let text = extract_text(&bytes, kind).map_err(|err| err.in_file(path))?;
+    let text = extract_text(bytes, kind).map_err(|err| err.in_file(path))?;
     tracing::debug!(
         path = %path.display(),
         %kind,

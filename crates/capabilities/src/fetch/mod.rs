@@ -32,6 +32,44 @@ pub use page::{FetchedPage, PageLink};
 
 use crate::http::{HttpError, PoliteClient, PolitePolicy, error_chain};
 
+/// Refuses `address` unless it is an http(s) URL whose host is a name or a public IP
+/// address (loopback too when `allow_loopback`): the check of an address a user hands
+/// in (a webhook) before anything is sent to it. Names are checked when they are
+/// resolved, by [`guarded_client`].
+///
+/// ```
+/// use job_capabilities::fetch::check_public_url;
+/// assert!(check_public_url("https://hooks.slack.com/services/T0/B0/x", false).is_ok());
+/// assert!(check_public_url("http://169.254.169.254/latest", false).is_err());
+/// assert!(check_public_url("http://127.0.0.1:9/hook", true).is_ok());
+/// assert!(check_public_url("file:///etc/passwd", true).is_err());
+/// ```
+pub fn check_public_url(address: &str, allow_loopback: bool) -> Result<Url, Refusal> {
+    let url = Url::parse(address.trim()).map_err(|_| Refusal::Scheme {
+        target: address.to_owned(),
+    })?;
+    guard::check_target(&url, allow_loopback)?;
+    Ok(url)
+}
+
+/// A client that connects only to public addresses (loopback too when `allow_loopback`):
+/// names resolving elsewhere are refused, and so are redirects to non-public addresses
+/// or other schemes. For requests to addresses users hand in.
+pub fn guarded_client(
+    timeout: Duration,
+    allow_loopback: bool,
+) -> Result<reqwest::Client, HttpError> {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .dns_resolver(Arc::new(guard::GuardedResolver { allow_loopback }))
+        .redirect(guard::redirect_policy(3, allow_loopback))
+        .build()
+        .map_err(|e| HttpError::Transport {
+            url: String::new(),
+            message: format!("cannot build the HTTP client: {}", error_chain(&e)),
+        })
+}
+
 /// The `Accept` header sent with page requests.
 const ACCEPT_HTML: &str = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1";
 

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::{ChatTool, Ctx, Services, find_job, store_failed};
 use crate::models::{Feedback, FeedbackKind, Job, JobStatus, UserProfile};
-use crate::notify::{JobMatch, Notice, job_match};
+use crate::notify::{JobMatch, Notice, UserWebhooks, job_match};
 use crate::providers::SearchCriteria;
 
 fn brief(job: &Job) -> Value {
@@ -259,10 +259,22 @@ async fn ranked(
     Ok((paired, ranking.notes))
 }
 
+/// The four parts of a job's composite score, each out of 100.
+fn part_scores(ranked: &RankedJob) -> Value {
+    let percent = |v: f32| (v * 100.0).round();
+    let parts = &ranked.breakdown;
+    json!({
+        "similarity": percent(parts.similarity),
+        "skills": percent(parts.skills),
+        "location": percent(parts.location),
+        "salary": percent(parts.salary),
+    })
+}
+
 pub(super) fn rank_saved_jobs(services: Arc<Services>) -> ChatTool {
     Arc::new(tool(
         "rank_saved_jobs",
-        "Rank the user's saved jobs against their profile and feedback, with the reasons.",
+        "Rank the user's saved jobs against their profile and feedback, with the reasons and each job's four part scores (similarity, skills, location, salary) beside its total.",
         move |input: RankInput, ctx: Ctx| {
             let services = services.clone();
             async move {
@@ -273,7 +285,9 @@ pub(super) fn rank_saved_jobs(services: Arc<Services>) -> ChatTool {
                 Ok::<_, ToolError>(json!({
                     "ranked": ranked.iter().enumerate().map(|(i, (job, r))| json!({
                         "rank": i + 1, "id": job.id, "job": job.headline(),
-                        "score": (r.score * 100.0).round(), "why": r.justification,
+                        "score": (r.score * 100.0).round(),
+                        "parts": part_scores(r),
+                        "why": r.justification,
                         "missing_skills": r.missing_skills, "deal_breakers": r.deal_breakers,
                     })).collect::<Vec<_>>(),
                     "notes": notes,
@@ -354,15 +368,20 @@ pub(super) fn notify_matches(services: Arc<Services>) -> ChatTool {
                         floor * 100.0
                     )));
                 }
-                let profile = services.store.profile(&user).await.map_err(store_failed)?;
+                let profile = services
+                    .store
+                    .profile(&user)
+                    .await
+                    .map_err(store_failed)?
+                    .unwrap_or_default();
                 let notice = Notice {
                     title: format!("{} job matches for you", matches.len()),
-                    email_to: profile.map(|p| p.email).filter(|e| e.contains('@')),
+                    email_to: Some(profile.email.clone()).filter(|e| e.contains('@')),
                     matches,
                 };
                 let report = services
                     .notifications
-                    .deliver(&services.store, &user, &notice)
+                    .deliver(&services.store, &user, &notice, &UserWebhooks::of(&profile))
                     .await;
                 Ok::<_, ToolError>(json!({"jobs": notice.matches.len(), "channels": report}))
             }

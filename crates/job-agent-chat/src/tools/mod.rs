@@ -37,7 +37,9 @@ pub struct Services {
     pub notifications: Notifications,
     /// The model that writes application packages.
     pub writer: Arc<dyn ChatModel>,
-    /// Where uploaded resumes must be (`None`: any readable path, for a local chat).
+    /// The terminal chat's resume folder: `upload_resume` reads files there only. `None`
+    /// (a chat served to others) offers no path tool: resumes come as attached files or
+    /// pasted text.
     pub upload_root: Option<PathBuf>,
 }
 
@@ -51,9 +53,9 @@ impl std::fmt::Debug for Services {
     }
 }
 
-/// The job-search agent's tools (thirteen).
+/// The job-search agent's tools (thirteen, and `upload_resume` with a resume folder).
 pub fn job_search_tools(services: &Arc<Services>) -> Vec<ChatTool> {
-    vec![
+    let mut tools = vec![
         jobs::search_jobs(services.clone()),
         jobs::list_jobs(services.clone()),
         jobs::get_job_details(services.clone()),
@@ -65,9 +67,13 @@ pub fn job_search_tools(services: &Arc<Services>) -> Vec<ChatTool> {
         jobs::provide_feedback(services.clone()),
         jobs::notify_matches(services.clone()),
         profile::set_user_profile(services.clone()),
-        profile::upload_resume(services.clone()),
+        profile::set_notification_channels(services.clone()),
         profile::show_profile(services.clone()),
-    ]
+    ];
+    if let Some(root) = &services.upload_root {
+        tools.push(profile::upload_resume(services.clone(), root.clone()));
+    }
+    tools
 }
 
 /// The application-prep agent's tools: its three, and listing jobs to find the one meant.

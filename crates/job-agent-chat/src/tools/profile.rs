@@ -1,4 +1,5 @@
-//! The profile tools: set it from what the user says, read it from a resume file, show it.
+//! The profile tools: set it from what the user says (a pasted resume included), read it
+//! from a resume file in the terminal chat's folder, set where matches go, show it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use serde_json::json;
 
 use super::{ChatTool, Ctx, Services, store_failed};
 use crate::models::UserProfile;
-use crate::resume::profile_from_resume;
+use crate::resume::take_resume;
 
 /// What the user said about themselves; fields left out keep their stored values.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -45,6 +46,10 @@ pub struct ProfileInput {
     /// Years of experience.
     #[serde(default)]
     pub years_experience: Option<u32>,
+    /// The full text of a resume the user pasted into the conversation, as pasted: it is
+    /// read into the profile (name, email, skills, title, years) and kept as evidence.
+    #[serde(default)]
+    pub resume_text: Option<String>,
 }
 
 impl ProfileInput {
@@ -80,6 +85,10 @@ impl ProfileInput {
         if self.years_experience.is_some() {
             profile.years_experience = self.years_experience;
         }
+        // What the user said above stays; the resume fills in the rest.
+        if let Some(resume) = self.resume_text.filter(|t| !t.trim().is_empty()) {
+            take_resume(profile, resume.trim(), "pasted text");
+        }
     }
 }
 
@@ -90,14 +99,17 @@ fn shown(profile: &UserProfile) -> serde_json::Value {
         "preferred_locations": profile.preferred_locations, "remote_ok": profile.remote_ok,
         "min_salary": profile.min_salary, "salary_currency": profile.salary_currency,
         "years_experience": profile.years_experience,
-        "resume": if profile.resume_text.is_empty() { "none" } else { "uploaded" },
+        "resume": if profile.resume_text.is_empty() { "none".to_owned() } else { format!("from {}", profile.resume_source) },
+        // Webhooks hold secrets: only whether they are set.
+        "slack": if profile.slack_webhook.is_empty() { "not set" } else { "set" },
+        "teams": if profile.teams_webhook.is_empty() { "not set" } else { "set" },
     })
 }
 
 pub(super) fn set_user_profile(services: Arc<Services>) -> ChatTool {
     Arc::new(tool(
         "set_user_profile",
-        "Set the user's profile from what they said: skills, titles sought, places, remote, pay floor, experience. Fields left out are kept.",
+        "Set the user's profile from what they said: skills, titles sought, places, remote, pay floor, experience, or a resume they pasted (resume_text). Fields left out are kept.",
         move |input: ProfileInput, ctx: Ctx| {
             let services = services.clone();
             async move {
@@ -127,12 +139,9 @@ pub struct UploadInput {
     pub path: String,
 }
 
-/// The file `path` names, inside `root` when uploads are confined to it.
-fn resolve(path: &str, root: Option<&Path>) -> Result<PathBuf, ToolError> {
+/// The file `path` names, inside `root`.
+fn resolve(path: &str, root: &Path) -> Result<PathBuf, ToolError> {
     let path = Path::new(path.trim());
-    let Some(root) = root else {
-        return Ok(path.to_path_buf());
-    };
     let joined = if path.is_absolute() {
         path.to_path_buf()
     } else {
@@ -154,21 +163,23 @@ fn resolve(path: &str, root: Option<&Path>) -> Result<PathBuf, ToolError> {
     }
 }
 
-pub(super) fn upload_resume(services: Arc<Services>) -> ChatTool {
+/// The terminal chat's tool reading a resume file from `root` (a chat served to others
+/// takes resumes as attached files or pasted text, never a path on the server).
+pub(super) fn upload_resume(services: Arc<Services>, root: PathBuf) -> ChatTool {
     Arc::new(tool(
         "upload_resume",
-        "Read the user's resume file (PDF, DOCX or TXT) into their profile: name, email, skills, title, years, and the text as evidence.",
+        "Read the user's resume file (PDF, DOCX or TXT, in the chat's resume folder) into their profile: name, email, skills, title, years, and the text as evidence.",
         move |input: UploadInput, ctx: Ctx| {
             let services = services.clone();
+            let root = root.clone();
             async move {
-                let path = resolve(&input.path, services.upload_root.as_deref())?;
+                let path = resolve(&input.path, &root)?;
                 let text = tokio::task::spawn_blocking(move || {
                     job_capabilities::documents::read_resume_text(&path)
                 })
                 .await
                 .map_err(|e| ToolError::failed(format!("reading the resume stopped: {e}")))?
                 .map_err(|e| ToolError::failed(e.to_string()))?;
-                let read = profile_from_resume(&text);
                 let user = ctx.user_id().to_owned();
                 let mut profile = services
                     .store
@@ -176,22 +187,10 @@ pub(super) fn upload_resume(services: Arc<Services>) -> ChatTool {
                     .await
                     .map_err(store_failed)?
                     .unwrap_or_default();
-                // What the resume says fills in; what the user said stays.
-                let keep = |mine: &mut String, read: String| {
-                    if mine.is_empty() {
-                        *mine = read;
-                    }
-                };
-                keep(&mut profile.name, read.name);
-                keep(&mut profile.email, read.email);
-                if profile.skills.is_empty() {
-                    profile.skills = read.skills;
-                }
-                if profile.titles.is_empty() {
-                    profile.titles = read.titles;
-                }
-                profile.years_experience = profile.years_experience.or(read.years_experience);
-                profile.resume_text = read.resume_text;
+                let name = Path::new(&input.path)
+                    .file_name()
+                    .map_or_else(|| input.path.clone(), |n| n.to_string_lossy().into_owned());
+                take_resume(&mut profile, &text, &name);
                 services
                     .store
                     .save_profile(&user, &profile)
@@ -204,6 +203,68 @@ pub(super) fn upload_resume(services: Arc<Services>) -> ChatTool {
                 Ok::<_, ToolError>(
                     json!({"profile": shown(&profile), "characters": text.chars().count()}),
                 )
+            }
+        },
+    ))
+}
+
+/// Where the user's matches go; fields left out are kept, an empty string removes one.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ChannelsInput {
+    /// Their email address.
+    #[serde(default)]
+    pub email: Option<String>,
+    /// Their Slack incoming-webhook URL (`https://hooks.slack.com/services/...`).
+    #[serde(default)]
+    pub slack_webhook_url: Option<String>,
+    /// Their Microsoft Teams incoming-webhook URL.
+    #[serde(default)]
+    pub teams_webhook_url: Option<String>,
+}
+
+pub(super) fn set_notification_channels(services: Arc<Services>) -> ChatTool {
+    Arc::new(tool(
+        "set_notification_channels",
+        "Set where the user's job matches go: their email address, their Slack or Teams incoming-webhook URL. An empty value removes one.",
+        move |input: ChannelsInput, ctx: Ctx| {
+            let services = services.clone();
+            async move {
+                let user = ctx.user_id().to_owned();
+                let mut profile = services
+                    .store
+                    .profile(&user)
+                    .await
+                    .map_err(store_failed)?
+                    .unwrap_or_default();
+                if let Some(email) = input.email.map(|e| e.trim().to_owned()) {
+                    if !email.is_empty() && !email.contains('@') {
+                        return Err(ToolError::failed(format!(
+                            "{email:?} is not an email address"
+                        )));
+                    }
+                    profile.email = email;
+                }
+                for (url, slot) in [
+                    (input.slack_webhook_url, &mut profile.slack_webhook),
+                    (input.teams_webhook_url, &mut profile.teams_webhook),
+                ] {
+                    let Some(url) = url.map(|u| u.trim().to_owned()) else {
+                        continue;
+                    };
+                    if !url.is_empty() {
+                        services
+                            .notifications
+                            .check_webhook(&url)
+                            .map_err(|e| ToolError::failed(e.to_string()))?;
+                    }
+                    *slot = url;
+                }
+                services
+                    .store
+                    .save_profile(&user, &profile)
+                    .await
+                    .map_err(store_failed)?;
+                Ok::<_, ToolError>(json!({"saved": shown(&profile)}))
             }
         },
     ))

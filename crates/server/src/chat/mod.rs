@@ -56,6 +56,7 @@
 //! ```
 
 mod conversations;
+mod files;
 mod routes;
 mod wire;
 
@@ -83,13 +84,18 @@ pub enum ChatRole {
     Assistant,
 }
 
-/// One message of a conversation, as text.
+/// One message of a conversation, as text, with the files attached to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatMessage {
     /// Who wrote it.
     pub role: ChatRole,
     /// What it says.
     pub content: String,
+    /// The files attached to it (OpenAI `file` content parts), in order. Never stored
+    /// with a conversation: a product takes what it needs from them in the turn they
+    /// arrive.
+    #[serde(skip)]
+    pub files: Vec<ChatFile>,
 }
 
 impl ChatMessage {
@@ -98,8 +104,29 @@ impl ChatMessage {
         ChatMessage {
             role,
             content: content.into(),
+            files: Vec::new(),
         }
     }
+
+    /// The same message with `file` attached.
+    pub fn with_file(mut self, file: ChatFile) -> Self {
+        self.files.push(file);
+        self
+    }
+}
+
+/// A file a client attached to a message, as an OpenAI `file` content part
+/// (`{"type": "file", "file": {"filename": ..., "file_data": "data:...;base64,..."}}`),
+/// decoded in memory; nothing is written to disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatFile {
+    /// Its name as the client gave it (`resume.pdf`), else `attachment`.
+    pub name: String,
+    /// Its media type, from the data URL, when given (`application/pdf`).
+    pub media_type: Option<String>,
+    /// Its bytes, or why the front did not take them (larger than
+    /// [`ChatFront::with_max_file_bytes`]) so the product can say so in its answer.
+    pub content: Result<Vec<u8>, String>,
 }
 
 /// One turn to answer: the whole conversation so far, the last message the user's.
@@ -218,6 +245,13 @@ pub trait ChatAgent: Send + Sync + 'static {
     ) -> Result<ChatReply, ChatAgentError>;
 }
 
+/// The body limit for files of up to `max_file` bytes: base64 makes them a third larger;
+/// room for the conversation and for a file somewhat past the limit, which is then
+/// refused by name rather than by the body limit.
+fn body_limit(max_file: usize) -> usize {
+    max_file.saturating_mul(2).saturating_add(4 * 1024 * 1024)
+}
+
 /// An accepted key: its SHA-256, and the user it speaks for when bound to one.
 #[derive(Debug, Clone)]
 struct ApiKey {
@@ -242,8 +276,12 @@ pub struct ChatFront {
     pub(crate) conversations: Arc<dyn DocumentStore>,
     keys: Arc<Vec<ApiKey>>,
     pub(crate) max_body_bytes: usize,
+    pub(crate) max_file_bytes: usize,
     pub(crate) keep_alive: Duration,
 }
+
+/// The largest attached file a front takes by default (10 MiB).
+pub const DEFAULT_MAX_FILE_BYTES: usize = 10 * 1024 * 1024;
 
 impl ChatFront {
     /// A front for `agent` keeping conversations in `conversations`, accepting any
@@ -253,9 +291,19 @@ impl ChatFront {
             agent,
             conversations,
             keys: Arc::new(Vec::new()),
-            max_body_bytes: 4 * 1024 * 1024,
+            max_body_bytes: body_limit(DEFAULT_MAX_FILE_BYTES),
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             keep_alive: Duration::from_secs(15),
         }
+    }
+
+    /// Takes attached files up to `bytes` each (default [`DEFAULT_MAX_FILE_BYTES`]); a
+    /// larger one reaches the product as refused, with the limit named, and a body too
+    /// large for even that is answered 413.
+    pub fn with_max_file_bytes(mut self, bytes: usize) -> Self {
+        self.max_file_bytes = bytes;
+        self.max_body_bytes = body_limit(bytes);
+        self
     }
 
     /// How often an idle stream sends a keep-alive comment (default 15 s). A client that

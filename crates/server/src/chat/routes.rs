@@ -109,7 +109,7 @@ async fn prepare(
             "We could not parse the JSON body of your request: {e}"
         ))
     })?;
-    let request = read_request(&body)?;
+    let request = read_request(&body, front.max_file_bytes)?;
     if !front.agent.models().contains(&request.model) {
         return Err(WireError::unknown_model(&request.model));
     }

@@ -6,6 +6,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use super::files::read_file;
 use super::{ChatAgentError, ChatMessage, ChatReply, ChatRole, ChatUsage, FinishReason};
 
 /// A request, read.
@@ -24,7 +25,7 @@ pub(crate) struct WireError {
     status: StatusCode,
     message: String,
     kind: &'static str,
-    param: Option<String>,
+    pub(crate) param: Option<String>,
     code: Option<&'static str>,
 }
 
@@ -148,8 +149,12 @@ impl IntoResponse for WireError {
     }
 }
 
-/// Reads a request body (already JSON), naming the parameter at fault.
-pub(crate) fn read_request(body: &Value) -> Result<CompletionRequest, WireError> {
+/// Reads a request body (already JSON), naming the parameter at fault; attached files
+/// above `max_file_bytes` are passed on refused.
+pub(crate) fn read_request(
+    body: &Value,
+    max_file_bytes: usize,
+) -> Result<CompletionRequest, WireError> {
     let Some(object) = body.as_object() else {
         return Err(WireError::body_unreadable(
             "The request body must be a JSON object.",
@@ -169,7 +174,7 @@ pub(crate) fn read_request(body: &Value) -> Result<CompletionRequest, WireError>
         Some(Value::Array(messages)) if !messages.is_empty() => messages
             .iter()
             .enumerate()
-            .filter_map(|(i, message)| read_message(i, message).transpose())
+            .filter_map(|(i, message)| read_message(i, message, max_file_bytes).transpose())
             .collect::<Result<Vec<_>, _>>()?,
         Some(Value::Array(_)) => {
             return Err(WireError::invalid(
@@ -240,9 +245,13 @@ fn flag(value: Option<&Value>, param: &str) -> Result<bool, WireError> {
     }
 }
 
-/// One message as text; `None` for what a text conversation carries no words of (tool
-/// results, an assistant turn that only called tools).
-fn read_message(index: usize, message: &Value) -> Result<Option<ChatMessage>, WireError> {
+/// One message as text with its attached files; `None` for what a text conversation
+/// carries no words of (tool results, an assistant turn that only called tools).
+fn read_message(
+    index: usize,
+    message: &Value,
+    max_file_bytes: usize,
+) -> Result<Option<ChatMessage>, WireError> {
     let at = |field: &str| format!("messages[{index}].{field}");
     let role = match message.get("role").and_then(Value::as_str) {
         Some("system" | "developer") => ChatRole::System,
@@ -264,6 +273,7 @@ fn read_message(index: usize, message: &Value) -> Result<Option<ChatMessage>, Wi
             ));
         }
     };
+    let mut files = Vec::new();
     let content = match message.get("content") {
         Some(Value::String(text)) => text.clone(),
         None | Some(Value::Null) if role == ChatRole::Assistant => return Ok(None),
@@ -277,10 +287,14 @@ fn read_message(index: usize, message: &Value) -> Result<Option<ChatMessage>, Wi
                         }
                         text.push_str(piece);
                     }
+                    (Some("file"), _) if role == ChatRole::User => {
+                        let at_file = at(&format!("content[{p}].file"));
+                        files.push(read_file(part.get("file"), &at_file, max_file_bytes)?);
+                    }
                     (Some(kind), _) if kind != "text" => {
                         return Err(WireError::invalid(
                             format!(
-                                "Content parts of type '{kind}' are not supported: this agent reads text."
+                                "Content parts of type '{kind}' are not supported: this agent reads text, and files a user attaches."
                             ),
                             &at(&format!("content[{p}].type")),
                         ));
@@ -308,7 +322,9 @@ fn read_message(index: usize, message: &Value) -> Result<Option<ChatMessage>, Wi
             ));
         }
     };
-    Ok(Some(ChatMessage::new(role, content)))
+    let mut message = ChatMessage::new(role, content);
+    message.files = files;
+    Ok(Some(message))
 }
 
 /// What every chunk and answer of one completion shares.
@@ -420,7 +436,7 @@ mod tests {
     use super::*;
 
     fn param_of(body: Value) -> Option<String> {
-        read_request(&body).err().unwrap().param
+        read_request(&body, 1024).err().unwrap().param
     }
 
     #[test]
@@ -460,7 +476,7 @@ mod tests {
             "stream": true,
             "stream_options": {"include_usage": true},
             "user": " ada ",
-        }))
+        }), 1024)
         .unwrap();
         assert_eq!(
             request.messages,

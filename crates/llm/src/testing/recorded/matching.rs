@@ -176,10 +176,15 @@ impl<'a> Facts<'a> {
                 _ => content.push(ContentBlock::text(output.to_string())),
             }
         } else {
-            if let Some(text) = &entry.text {
-                content.push(ContentBlock::text(text.clone()));
-            }
             let parsed = result.and_then(|result| serde_json::from_str::<Value>(result).ok());
+            if let Some(text) = &entry.text {
+                let text = if entry.after.is_some() {
+                    fill_text(text, parsed.as_ref())
+                } else {
+                    text.clone()
+                };
+                content.push(ContentBlock::text(text));
+            }
             for (index, call) in entry.tool_calls.iter().enumerate() {
                 let mut input = call.input.clone();
                 if entry.after.is_some() {
@@ -313,6 +318,41 @@ fn fill_templates(input: &mut Value, result: Option<&Value>) -> Result<(), Strin
     }
 }
 
+/// Replaces each `{{result.FIELD}}` in a reaction's `text` with that field of the tool
+/// result as words: a string as it is, a list joined by `, `, a missing field, null or
+/// an empty list as `none`, anything else as JSON.
+fn fill_text(text: &str, result: Option<&Value>) -> String {
+    let mut filled = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("{{result.") {
+        let Some(end) = rest[start..].find("}}") else {
+            break;
+        };
+        filled.push_str(&rest[..start]);
+        let path = &rest[start + "{{result.".len()..start + end];
+        let value = path
+            .split('.')
+            .try_fold(result.unwrap_or(&Value::Null), |at, key| at.get(key));
+        filled.push_str(&match value {
+            None | Some(Value::Null) => "none".to_owned(),
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(items)) if items.is_empty() => "none".to_owned(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|item| match item {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            Some(other) => other.to_string(),
+        });
+        rest = &rest[start + end + 2..];
+    }
+    filled.push_str(rest);
+    filled
+}
+
 /// About four characters a token, of the request as sent and of the answer.
 fn estimated_usage(request: &ChatRequest, content: &[ContentBlock]) -> Usage {
     let asked = serde_json::to_string(request).map_or(0, |text| text.len());
@@ -321,5 +361,34 @@ fn estimated_usage(request: &ChatRequest, content: &[ContentBlock]) -> Usage {
         input_tokens: estimate_tokens(asked),
         output_tokens: estimate_tokens(answered),
         ..Usage::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_reaction_s_text_names_fields_of_the_tool_result_in_words() {
+        let result = json!({"profile": {"name": "Ada", "skills": ["Rust", "Go"], "years": 8, "email": null}});
+        assert_eq!(
+            fill_text(
+                "{{result.profile.name}}: {{result.profile.skills}}; {{result.profile.years}} years; {{result.profile.email}}; {{result.nothing.here}}",
+                Some(&result)
+            ),
+            "Ada: Rust, Go; 8 years; none; none"
+        );
+        assert_eq!(
+            fill_text(
+                "skills: {{result.profile.skills}}",
+                Some(&json!({"profile": null}))
+            ),
+            "skills: none"
+        );
+        assert_eq!(
+            fill_text("no template {{result.x", None),
+            "no template {{result.x"
+        );
     }
 }

@@ -47,8 +47,10 @@
 //!   one-shot calls told apart only by their order).
 //! - `after`: `{"tool": name, "contains": text}`: the last message carries a successful
 //!   result of a call to `name` (containing `text`, if given). Such an answer is a
-//!   *reaction*: its turn is not counted, and a string `"{{result.FIELD}}"` in its tool
-//!   calls' inputs becomes that field of the (JSON) tool result.
+//!   *reaction*: its turn is not counted, a string `"{{result.FIELD}}"` in its tool
+//!   calls' inputs becomes that field of the (JSON) tool result, and `{{result.FIELD}}`
+//!   anywhere in its `text` becomes that field in words (a list joined by `, `; missing,
+//!   null or empty: `none`).
 //!
 //! The first answer in file order that fits wins, so list reactions and narrower answers
 //! before broader ones.
