@@ -10,21 +10,36 @@ use serde::{Deserialize, Serialize};
 
 use crate::collect::ListingSelectors;
 
-/// Selectors for the elements Phase 2 starts from.
+/// Selectors for the elements Phase 2 starts from. Written in camelCase, as the spec's
+/// `Phase1Output` interface has them; read in the spec's snake_case too (its example
+/// output: `filter_button`, `job_listings`). A key of neither form is refused by name,
+/// never read as nothing.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KeyElements {
     /// Opens the filters.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "filter_button",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub filter_button: Option<String>,
     /// Starts an application.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "apply_button",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub apply_button: Option<String>,
     /// Individual job listings (examples; [`Phase1Output::listing`] generalizes them).
-    #[serde(default)]
+    #[serde(default, alias = "job_listings")]
     pub job_listings: Vec<String>,
     /// The search box.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "search_input",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub search_input: Option<String>,
     /// The next-page (or load-more) control.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -128,27 +143,34 @@ pub struct PageSummary {
 }
 
 /// The Phase 1 output: the spec's `Phase1Output` plus the pages seen, the findings, the
-/// generalized listing selectors and why exploring stopped early, if it did.
+/// generalized listing selectors and why exploring stopped early, if it did. Written in
+/// camelCase; the spec's snake_case names are read too.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Phase1Output {
     /// Where exploring started.
-    #[serde(default)]
+    #[serde(default, alias = "start_url")]
     pub start_url: String,
     /// The explored page's type, e.g. `job_search`.
+    #[serde(alias = "page_type")]
     pub page_type: String,
     /// Selectors Phase 2 starts from.
+    #[serde(alias = "key_elements")]
     pub key_elements: KeyElements,
     /// What each element type does, by element type (e.g. `filter_button`).
     #[serde(default)]
     pub behaviors: BTreeMap<String, BehaviorSummary>,
     /// Filter options by filter name.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        alias = "filter_options",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub filter_options: BTreeMap<String, Vec<String>>,
     /// Human-readable summary.
     pub understanding: String,
     /// The Explorer's key findings.
-    #[serde(default)]
+    #[serde(default, alias = "key_findings")]
     pub key_findings: Vec<String>,
     /// The pages seen, in order of first visit.
     #[serde(default)]
@@ -288,6 +310,39 @@ mod tests {
         assert_eq!(k.job_listings, ["#job-1", "#job-2"]);
         assert_eq!(k.other["close_button"], "#close");
         assert_eq!(k.apply_button, None);
+    }
+
+    #[test]
+    fn the_spec_s_snake_case_form_is_read_and_an_unknown_key_refused() {
+        // Spec 002's example output: keyElements with snake_case keys.
+        let spec: Phase1Output = serde_json::from_value(serde_json::json!({
+            "page_type": "job_search",
+            "understanding": "...",
+            "keyFindings": ["..."],
+            "keyElements": {
+                "filter_button": "#ember150",
+                "apply_button": "#jobs-apply-button-id",
+                "job_listings": ["#ember224", "#ember214"],
+                "search_input": "#jobs-search-box-keyword-id-ember100"
+            }
+        }))
+        .unwrap();
+        assert_eq!(
+            spec.key_elements.filter_button.as_deref(),
+            Some("#ember150")
+        );
+        assert_eq!(spec.key_elements.job_listings, ["#ember224", "#ember214"]);
+        assert_eq!(
+            spec.key_elements.search_input.as_deref(),
+            Some("#jobs-search-box-keyword-id-ember100")
+        );
+        let wrong = serde_json::from_value::<Phase1Output>(serde_json::json!({
+            "pageType": "job_search",
+            "understanding": "...",
+            "keyElements": {"JobListings": ["#a"]}
+        }))
+        .unwrap_err();
+        assert!(wrong.to_string().contains("JobListings"), "{wrong}");
     }
 
     #[test]

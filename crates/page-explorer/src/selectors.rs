@@ -81,6 +81,10 @@ pub(crate) struct RawListing {
     /// The text of the listing, panel or page the fields were read from.
     #[serde(default)]
     pub(crate) body: String,
+    /// The text of a panel or page without its headings, controls and the fields read:
+    /// what describes the job.
+    #[serde(default)]
+    pub(crate) prose: String,
 }
 
 /// At most this many characters of a listing's, panel's or page's text are kept for the
@@ -123,10 +127,21 @@ pub(crate) async fn read_fields(
                 if (t) return t.closest('section, article, main, [role=dialog], [role=region]') || t.parentElement;
                 return document.body;
             }})();
+            // The details' prose: their text without headings, controls, navigation and
+            // the fields read above.
+            const prose = (() => {{
+                const copy = box.cloneNode(true);
+                const fields = [{title}, {company}, {location}, {salary}, {posted}, {apply}]
+                    .filter(s => s !== null);
+                for (const sel of ['h1, h2, h3, h4, button, a, nav, form, select, input, label, script, style, noscript', ...fields]) {{
+                    try {{ copy.querySelectorAll(sel).forEach(e => e.remove()); }} catch (e) {{}}
+                }}
+                return text(copy).slice(0, {BODY_CHARS});
+            }})();
             return {{ title: text(find({title})), company: text(find({company})),
                       location: text(find({location})), salary: text(find({salary})),
                       posted: text(find({posted})), link: apply,
-                      body: text(box).slice(0, {BODY_CHARS}) }};
+                      body: text(box).slice(0, {BODY_CHARS}), prose }};
         }})()",
         apply = Value::from(selectors.apply.clone()),
         title = Value::from(selectors.title.clone()),

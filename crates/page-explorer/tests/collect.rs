@@ -65,10 +65,26 @@ async fn collects_every_job_of_the_paged_board_exactly_once() {
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.path().join("jobs.json")).unwrap())
                 .unwrap();
-        assert_eq!(json.as_array().unwrap().len(), 12);
+        // Spec 002's JobData names; what the page did not show is null, not "".
+        let jobs = json.as_array().unwrap();
+        assert_eq!(jobs.len(), 12);
+        let first = &jobs[0];
+        assert_eq!(first["title"], "Rust Engineer");
+        assert_eq!(first["company"], "Acme");
+        assert_eq!(first["location"], serde_json::Value::Null);
+        assert_eq!(first["salary"], serde_json::Value::Null);
+        assert_eq!(first["url"], format!("{base}jobs/1.html"));
+        assert_eq!(first["applyUrl"], format!("{base}jobs/1.html"));
+        assert_eq!(first["applyType"], "unknown");
+        assert!(first.get("description").is_some() && first.get("postedDate").is_some());
         let csv = std::fs::read_to_string(dir.path().join("jobs.csv")).unwrap();
         assert_eq!(csv.lines().count(), 13);
-        assert!(csv.starts_with("title,company,location,salary_text,apply_url"));
+        assert!(
+            csv.starts_with(
+                "title,company,location,salary,url,applyUrl,applyType,postedDate,description,sourcePage\n"
+            ),
+            "{csv}"
+        );
     })
     .await;
 }
@@ -120,6 +136,15 @@ async fn reads_fields_from_detail_pages() {
             first.apply_url
         );
         assert_eq!(first.apply_type, ApplyType::External);
+        // The job's own page stays beside the apply link; its words describe it.
+        assert_eq!(first.url, format!("{base}jobs/1.html"));
+        assert!(
+            first
+                .description
+                .as_deref()
+                .is_some_and(|d| d.contains("A full-time role")),
+            "{first:?}"
+        );
     })
     .await;
 }

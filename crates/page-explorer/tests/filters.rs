@@ -73,8 +73,13 @@ async fn remote_only_leaves_the_six_remote_jobs_and_collect_reads_them_once() {
         let examples = strings(&[r#"[data-testid="job-3"]"#]);
         let listing = infer_listing(browser, &examples).await.unwrap().unwrap();
         let found = collect(browser, &CollectOptions::new(listing)).await;
-        let titles: Vec<&str> = found.jobs.iter().map(|j| j.title.as_str()).collect();
-        assert_eq!(titles, REMOTE, "{found:?}");
+        // Each listing reads "Title — Company": written as its title and its company.
+        let read: Vec<String> = found
+            .jobs
+            .iter()
+            .map(|j| format!("{} — {}", j.title, j.company))
+            .collect();
+        assert_eq!(read, REMOTE, "{found:?}");
         assert_eq!(found.duplicates, 0);
         assert_eq!(listed(browser).await, REMOTE, "still filtered");
     })

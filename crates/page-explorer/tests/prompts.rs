@@ -156,6 +156,7 @@ async fn extractor_request() {
         company: String::new(),
         location: String::new(),
         salary_text: String::new(),
+        url: String::new(),
         apply_url: "https://board.test/#apply-1".into(),
         apply_type: page_explorer::ApplyType::Unknown,
         posted_date: None,

@@ -209,6 +209,7 @@ mod tests {
             company: String::new(),
             location: String::new(),
             salary_text: String::new(),
+            url: String::new(),
             apply_url: "https://board.test/#apply-1".into(),
             apply_type: ApplyKind::Unknown,
             posted_date: None,

@@ -9,6 +9,7 @@
 //! the jobs it has. [`collect_checkpointed`] keeps a checkpoint after every page, and
 //! [`resume_collection`] goes on from the last one.
 
+mod fields;
 mod output;
 mod progress;
 mod read;
@@ -24,7 +25,8 @@ use progress::Saver;
 use walk::Walk;
 
 pub use crate::selectors::{DetailMode, DetailSelectors, ListingSelectors};
-pub use output::{WriteError, write_csv, write_json};
+pub use fields::split_title_company;
+pub use output::{JobRecord, WriteError, write_csv, write_json};
 pub use progress::{CollectCheckpoints, CollectError};
 pub use read::apply_type;
 
@@ -39,7 +41,12 @@ pub struct CollectedJob {
     pub location: String,
     /// The salary as written (empty when unknown).
     pub salary_text: String,
-    /// Where to apply: an absolute URL (`mailto:` for email).
+    /// The job's own page: the listing's link (empty when the listing has none, as on a
+    /// single-page board).
+    #[serde(default)]
+    pub url: String,
+    /// Where to apply: an absolute URL (`mailto:` for email): the apply control of the
+    /// job's panel or page, else its own page.
     pub apply_url: String,
     /// How applying works, in the spec's words (`easy_apply`, `external`, `unknown`).
     pub apply_type: ApplyType,

@@ -13,7 +13,7 @@ use crate::selectors::{
 /// Whether the job's details come from its panel.
 pub(crate) fn uses_panel(mode: DetailMode, job: &CollectedJob) -> bool {
     match mode {
-        DetailMode::Auto => job.apply_url.is_empty(),
+        DetailMode::Auto => job.url.is_empty(),
         DetailMode::Page => false,
         DetailMode::Panel => true,
     }
@@ -73,11 +73,11 @@ pub(crate) async fn read_detail(
     settle: Duration,
 ) -> Result<(), BrowserError> {
     // Another site's page is the employer's, not one the selectors were made for.
-    let own_site = host_of(&job.apply_url).is_some_and(|h| Some(h) == host_of(&job.source_page));
-    if !job.apply_url.starts_with("http") || !own_site {
+    let own_site = host_of(&job.url).is_some_and(|h| Some(h) == host_of(&job.source_page));
+    if !job.url.starts_with("http") || !own_site {
         return Ok(());
     }
-    browser.open(&job.apply_url).await?;
+    browser.open(&job.url).await?;
     browser.wait_for_settle(settle).await?;
     let page = browser.url().await?;
     let found = read_fields(browser, selectors).await?;
@@ -85,7 +85,9 @@ pub(crate) async fn read_detail(
     Ok(())
 }
 
-/// Replaces the job's fields with those found (non-empty) in its details.
+/// Replaces the job's fields with those found (non-empty) in its details, then completes
+/// what the job's own words show ([`fields`](super::fields)). The job's own page stays
+/// its `url`; an apply control found becomes its `apply_url`.
 pub(crate) fn apply_details(job: &mut CollectedJob, found: RawListing, board_host: Option<&str>) {
     let replace = |field: &mut String, found: String| {
         if !found.is_empty() {
@@ -104,7 +106,13 @@ pub(crate) fn apply_details(job: &mut CollectedJob, found: RawListing, board_hos
         job.apply_url = found.link;
     }
     if !found.body.is_empty() {
+        // The panel's or page's words describe the job better than its listing's.
         job.details_text = found.body;
+        job.description = None;
+    }
+    super::fields::complete(job);
+    if let Some(described) = super::fields::description_from(&found.prose, job) {
+        job.description = Some(described);
     }
 }
 

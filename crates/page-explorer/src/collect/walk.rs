@@ -238,15 +238,17 @@ impl<'a> Walk<'a> {
                 company: raw.company,
                 location: raw.location,
                 salary_text: raw.salary,
+                url: raw.link.clone(),
                 apply_url: raw.link,
                 posted_date: (!raw.posted.is_empty()).then_some(raw.posted),
                 source_page: page.to_owned(),
                 description: None,
                 details_text: raw.body,
             };
-            if (job.title.is_empty() && job.apply_url.is_empty()) || self.carried.contains(&job) {
+            if (job.title.is_empty() && job.url.is_empty()) || self.carried.contains(&job) {
                 continue;
             }
+            super::fields::complete(&mut job);
             if self.seen.contains(&job) {
                 self.duplicates += 1;
                 continue;
@@ -320,7 +322,7 @@ impl<'a> Walk<'a> {
         let mut streak = Vec::new();
         while let Some(&index) = self.detail_pending.front() {
             if let Some(job) = self.jobs.get_mut(index) {
-                let url = job.apply_url.clone();
+                let url = job.url.clone();
                 match read_detail(self.browser, job, detail, self.options.settle).await {
                     Ok(()) => {
                         self.failures = 0;
@@ -434,7 +436,8 @@ pub(crate) struct Seen {
 }
 
 impl Seen {
-    /// Whether `job` (its apply URL, or its title, company and location) was seen already.
+    /// Whether `job` (its own page, else its apply URL, or its title, company and
+    /// location) was seen already.
     fn contains(&self, job: &CollectedJob) -> bool {
         let (url, key) = Self::identity(job);
         (!url.is_empty() && self.urls.contains(&url)) || self.keys.contains(&key)
@@ -446,7 +449,12 @@ impl Seen {
             normalize(&job.company),
             normalize(&job.location),
         );
-        (job.apply_url.trim_end_matches('/').to_owned(), key)
+        let url = if job.url.is_empty() {
+            &job.apply_url
+        } else {
+            &job.url
+        };
+        (url.trim_end_matches('/').to_owned(), key)
     }
 
     /// Records `job`; false when it was seen already.
@@ -483,6 +491,7 @@ mod tests {
             company: "Acme".into(),
             location: String::new(),
             salary_text: String::new(),
+            url: url.into(),
             apply_url: url.into(),
             apply_type: ApplyType::External,
             posted_date: None,
