@@ -6,31 +6,14 @@
 //! and per-run caps keep the most relevant jobs, not the first ones a board lists.
 
 use job_capabilities::RawJob;
-use job_capabilities::ranking::{Place, location_fit, read_place, role_fit};
+use job_capabilities::ranking::{Place, is_level_word, location_fit, read_place, role_fit};
 
 use crate::grounding::{meaningful_words, words};
 use crate::models::{RemotePreference, SearchPreferences};
 
-/// Words that say a level or nothing of the field: left out when telling a title's field.
+/// Words that say nothing of the field (levels aside, [`is_level_word`]): left out when
+/// telling a title's field.
 const NOT_FIELD_WORDS: &[&str] = &[
-    "senior",
-    "sr",
-    "junior",
-    "jr",
-    "staff",
-    "principal",
-    "lead",
-    "head",
-    "associate",
-    "intern",
-    "graduate",
-    "entry",
-    "level",
-    "mid",
-    "i",
-    "ii",
-    "iii",
-    "iv",
     "a",
     "an",
     "the",
@@ -107,7 +90,7 @@ pub struct RelevanceFilter {
 fn field_words(title: &str) -> Vec<String> {
     words(title)
         .into_iter()
-        .filter(|w| !NOT_FIELD_WORDS.contains(&w.as_str()))
+        .filter(|w| !NOT_FIELD_WORDS.contains(&w.as_str()) && !is_level_word(w))
         .collect()
 }
 

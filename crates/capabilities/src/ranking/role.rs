@@ -69,6 +69,17 @@ const ROLE_ABBREVIATIONS: &[(&str, &str)] = &[
     ("fullstack", "full stack"),
 ];
 
+/// Whether `word` (lowercase) says a level, not a role: `senior`, `staff`, `ii`, ...
+///
+/// ```
+/// use job_capabilities::ranking::is_level_word;
+/// assert!(is_level_word("senior") && is_level_word("ii"));
+/// assert!(!is_level_word("backend"));
+/// ```
+pub fn is_level_word(word: &str) -> bool {
+    LEVEL_WORDS.contains(&word)
+}
+
 /// The role words of a title, lowercase, abbreviations spelled out.
 ///
 /// ```

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ChatTool, Ctx, Services, find_job, store_failed};
+use super::{ChatTool, Ctx, Services, find_job, profile_of, store_failed};
 use crate::models::{Feedback, FeedbackKind, Job, JobStatus, UserProfile};
 use crate::notify::{JobMatch, Notice, UserWebhooks, job_match};
 use crate::providers::SearchCriteria;
@@ -209,12 +209,13 @@ pub struct RankInput {
 }
 
 /// The user's profile, or a clear error saying how to set one.
-async fn profile_of(services: &Services, user: &str) -> Result<UserProfile, ToolError> {
+async fn required_profile(services: &Services, user: &str) -> Result<UserProfile, ToolError> {
     match services.store.profile(user).await.map_err(store_failed)? {
         Some(profile) if !profile.is_empty() => Ok(profile),
         _ => Err(ToolError::failed(
             "the user has no profile yet: ask for their skills and what they look for \
-             (set_user_profile) or a resume (upload_resume)",
+             (set_user_profile), or for their resume (a file attached to their message, or \
+             its text pasted)",
         )),
     }
 }
@@ -226,7 +227,7 @@ async fn ranked(
     include_new: bool,
     top_k: usize,
 ) -> Result<(Vec<(Job, RankedJob)>, Vec<String>), ToolError> {
-    let profile = profile_of(services, user).await?;
+    let profile = required_profile(services, user).await?;
     let jobs: Vec<Job> = services
         .store
         .jobs(user)
@@ -368,12 +369,7 @@ pub(super) fn notify_matches(services: Arc<Services>) -> ChatTool {
                         floor * 100.0
                     )));
                 }
-                let profile = services
-                    .store
-                    .profile(&user)
-                    .await
-                    .map_err(store_failed)?
-                    .unwrap_or_default();
+                let profile = profile_of(&services, &user).await?;
                 let notice = Notice {
                     title: format!("{} job matches for you", matches.len()),
                     email_to: Some(profile.email.clone()).filter(|e| e.contains('@')),

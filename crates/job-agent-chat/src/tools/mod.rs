@@ -86,6 +86,19 @@ pub fn app_prep_tools(services: &Arc<Services>) -> Vec<ChatTool> {
     ]
 }
 
+/// The user's profile as stored, or an empty one.
+pub(crate) async fn profile_of(
+    services: &Services,
+    user: &str,
+) -> Result<crate::models::UserProfile, ToolError> {
+    Ok(services
+        .store
+        .profile(user)
+        .await
+        .map_err(store_failed)?
+        .unwrap_or_default())
+}
+
 /// A store failure as a tool error.
 pub(crate) fn store_failed(error: agent_runtime::sessions::StoreError) -> ToolError {
     ToolError::failed(format!("the store failed: {error}"))

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ChatTool, Ctx, Services, store_failed};
+use super::{ChatTool, Ctx, Services, profile_of, store_failed};
 use crate::models::UserProfile;
 use crate::resume::take_resume;
 
@@ -114,12 +114,7 @@ pub(super) fn set_user_profile(services: Arc<Services>) -> ChatTool {
             let services = services.clone();
             async move {
                 let user = ctx.user_id().to_owned();
-                let mut profile = services
-                    .store
-                    .profile(&user)
-                    .await
-                    .map_err(store_failed)?
-                    .unwrap_or_default();
+                let mut profile = profile_of(&services, &user).await?;
                 input.apply(&mut profile);
                 services
                     .store
@@ -181,12 +176,7 @@ pub(super) fn upload_resume(services: Arc<Services>, root: PathBuf) -> ChatTool 
                 .map_err(|e| ToolError::failed(format!("reading the resume stopped: {e}")))?
                 .map_err(|e| ToolError::failed(e.to_string()))?;
                 let user = ctx.user_id().to_owned();
-                let mut profile = services
-                    .store
-                    .profile(&user)
-                    .await
-                    .map_err(store_failed)?
-                    .unwrap_or_default();
+                let mut profile = profile_of(&services, &user).await?;
                 let name = Path::new(&input.path)
                     .file_name()
                     .map_or_else(|| input.path.clone(), |n| n.to_string_lossy().into_owned());
@@ -230,12 +220,7 @@ pub(super) fn set_notification_channels(services: Arc<Services>) -> ChatTool {
             let services = services.clone();
             async move {
                 let user = ctx.user_id().to_owned();
-                let mut profile = services
-                    .store
-                    .profile(&user)
-                    .await
-                    .map_err(store_failed)?
-                    .unwrap_or_default();
+                let mut profile = profile_of(&services, &user).await?;
                 if let Some(email) = input.email.map(|e| e.trim().to_owned()) {
                     if !email.is_empty() && !email.contains('@') {
                         return Err(ToolError::failed(format!(

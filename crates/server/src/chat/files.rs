@@ -5,7 +5,23 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use super::ChatFile;
-use super::wire::WireError;
+
+/// A `file` content part that cannot be read: what is wrong, and the parameter at fault
+/// (`messages[0].content[1].file.file_data`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BadFilePart {
+    pub(crate) message: String,
+    pub(crate) param: String,
+}
+
+impl BadFilePart {
+    fn new(message: impl Into<String>, param: &str) -> Self {
+        BadFilePart {
+            message: message.into(),
+            param: param.to_owned(),
+        }
+    }
+}
 
 /// A `file` content part: `{"filename": ..., "file_data": "data:<type>;base64,<data>"}`
 /// (bare base64 is taken too). A file larger than `max_file_bytes` is passed on refused,
@@ -14,9 +30,9 @@ pub(crate) fn read_file(
     file: Option<&Value>,
     at: &str,
     max_file_bytes: usize,
-) -> Result<ChatFile, WireError> {
+) -> Result<ChatFile, BadFilePart> {
     let Some(file) = file.and_then(Value::as_object) else {
-        return Err(WireError::invalid(
+        return Err(BadFilePart::new(
             "A file content part needs a 'file' object.",
             at,
         ));
@@ -31,13 +47,13 @@ pub(crate) fn read_file(
     let data = match (file.get("file_data"), file.get("file_id")) {
         (Some(Value::String(data)), _) => data,
         (_, Some(_)) => {
-            return Err(WireError::invalid(
+            return Err(BadFilePart::new(
                 "Files are read from 'file_data' (the file's bytes, base64): this server has no Files API to resolve a 'file_id'.",
                 &format!("{at}.file_id"),
             ));
         }
         _ => {
-            return Err(WireError::invalid(
+            return Err(BadFilePart::new(
                 "A file content part needs 'file_data': the file's bytes as base64 or a data URL.",
                 &format!("{at}.file_data"),
             ));
@@ -47,7 +63,7 @@ pub(crate) fn read_file(
         Some(url) => match url.split_once(";base64,") {
             Some((media_type, encoded)) => (Some(media_type.to_owned()), encoded),
             None => {
-                return Err(WireError::invalid(
+                return Err(BadFilePart::new(
                     "'file_data' must be base64: a data URL 'data:<type>;base64,<data>' or the bare base64.",
                     &format!("{at}.file_data"),
                 ));
@@ -67,7 +83,7 @@ pub(crate) fn read_file(
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(encoded.trim())
             .map_err(|e| {
-                WireError::invalid(
+                BadFilePart::new(
                     format!("'file_data' is not valid base64: {e}"),
                     &format!("{at}.file_data"),
                 )
@@ -111,15 +127,15 @@ mod tests {
             "{refused}"
         );
         let error = read_file(Some(&json!({"file_id": "file-abc"})), "m.file", 1024).unwrap_err();
-        assert_eq!(error.param.as_deref(), Some("m.file.file_id"));
+        assert_eq!(error.param, "m.file.file_id");
         let error = read_file(
             Some(&json!({"file_data": "data:text/plain,plain"})),
             "m.file",
             1024,
         )
         .unwrap_err();
-        assert_eq!(error.param.as_deref(), Some("m.file.file_data"));
+        assert_eq!(error.param, "m.file.file_data");
         let error = read_file(Some(&json!({"file_data": "***"})), "m.file", 1024).unwrap_err();
-        assert_eq!(error.param.as_deref(), Some("m.file.file_data"));
+        assert_eq!(error.param, "m.file.file_data");
     }
 }

@@ -25,7 +25,7 @@ pub(crate) struct WireError {
     status: StatusCode,
     message: String,
     kind: &'static str,
-    pub(crate) param: Option<String>,
+    param: Option<String>,
     code: Option<&'static str>,
 }
 
@@ -289,7 +289,9 @@ fn read_message(
                     }
                     (Some("file"), _) if role == ChatRole::User => {
                         let at_file = at(&format!("content[{p}].file"));
-                        files.push(read_file(part.get("file"), &at_file, max_file_bytes)?);
+                        let file = read_file(part.get("file"), &at_file, max_file_bytes)
+                            .map_err(|bad| WireError::invalid(bad.message, &bad.param))?;
+                        files.push(file);
                     }
                     (Some(kind), _) if kind != "text" => {
                         return Err(WireError::invalid(
