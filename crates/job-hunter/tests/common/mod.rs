@@ -3,6 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod rig;
+pub mod steps;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
