@@ -2,6 +2,7 @@
 //! settings for tests, and a real SMTP server (aiosmtpd) on loopback.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod llm_steps;
 pub mod rig;
 pub mod steps;
 
