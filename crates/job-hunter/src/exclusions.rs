@@ -343,3 +343,103 @@ impl Exclusions {
         self.reports
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::RemotePreference;
+    use job_capabilities::JobSource;
+
+    fn prefs(companies: &[&str], industries: &[&str]) -> SearchPreferences {
+        let list = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect();
+        SearchPreferences {
+            target_titles: Vec::new(),
+            target_companies: Vec::new(),
+            industries: Vec::new(),
+            locations: Vec::new(),
+            remote: RemotePreference::Any,
+            min_salary: None,
+            salary_currency: None,
+            excluded_companies: list(companies),
+            excluded_industries: list(industries),
+        }
+    }
+
+    fn job(company: &str, title: &str, description: &str) -> RawJob {
+        RawJob {
+            source: JobSource::Greenhouse,
+            external_id: None,
+            company: company.into(),
+            title: title.into(),
+            location: None,
+            remote: None,
+            department: None,
+            employment_type: None,
+            url: format!("https://jobs.example/{title}"),
+            apply_url: None,
+            description: description.into(),
+            posted_at: None,
+            salary: None,
+        }
+    }
+
+    #[test]
+    fn jobs_are_removed_by_company_and_by_kind_and_each_exclusion_counts_its_own() {
+        let mut exclusions = Exclusions::new(&prefs(&["Acme"], &["crypto", "gambling"]), &[]);
+        let removed: Vec<bool> = [
+            job("Acme GmbH", "Backend Engineer", "Payments in Rust."),
+            job(
+                "Coinly",
+                "Backend Engineer",
+                "Build our blockchain settlement engine.",
+            ),
+            job(
+                "Lucky Labs",
+                "Platform Engineer",
+                "Run the sportsbook's odds service.",
+            ),
+            job(
+                "Meridian",
+                "Backend Engineer",
+                "A payments company, not crypto.",
+            ),
+            job(
+                "Bettercloud",
+                "Backend Engineer",
+                "Better tools for IT teams.",
+            ),
+            job("Quill", "Backend Engineer", "Define APIs for our editor."),
+        ]
+        .iter()
+        .map(|j| exclusions.remove_job(j))
+        .collect();
+        assert_eq!(removed, [true, true, true, false, false, false]);
+        let counts: Vec<(String, usize)> = exclusions
+            .reports()
+            .iter()
+            .map(|r| (r.describe_rule(), r.jobs))
+            .collect();
+        assert_eq!(
+            counts,
+            [
+                (r#"company "Acme""#.to_owned(), 1),
+                (r#"industry "crypto""#.to_owned(), 1),
+                (r#"industry "gambling""#.to_owned(), 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn counts_carry_on_from_an_earlier_step() {
+        let prefs = prefs(&[], &["crypto"]);
+        let mut first = Exclusions::new(&prefs, &[]);
+        assert!(first.remove_company("Coinly", Some("A crypto exchange.")));
+        let mut later = Exclusions::new(&prefs, &first.into_reports());
+        assert!(later.remove_job(&job("Chainly", "Engineer", "Crypto wallets.")));
+        let report = &later.reports()[0];
+        assert_eq!(
+            (report.companies.as_slice(), report.jobs),
+            (&["Coinly".to_owned()][..], 1)
+        );
+    }
+}
