@@ -35,6 +35,10 @@ use redis::aio::{ConnectionManager, MultiplexedConnection};
 use redis::streams::{StreamId, StreamRangeReply, StreamReadReply};
 use tokio_util::sync::CancellationToken;
 
+mod reader;
+
+use reader::{Reader, ReaderGuard};
+
 /// How long a subscription's lease lasts unless renewed (renewed every third of it).
 const LEASE: Duration = Duration::from_secs(30);
 /// How long one blocking read waits before looking at the lease again.
@@ -250,140 +254,6 @@ impl RedisBus {
             });
         }
         Ok(())
-    }
-}
-
-/// One subscription's reading state.
-struct Reader {
-    connection: MultiplexedConnection,
-    inbox: String,
-    lease: String,
-    cutoff: String,
-    token: String,
-    /// The last entry read; the next read starts after it.
-    last: String,
-    /// The last entry delivered, deleted before the next read.
-    taken: Option<String>,
-    /// Set once the subscription ended: deliver up to this entry, then end.
-    ending: Option<Option<String>>,
-    _guard: ReaderGuard,
-}
-
-/// Lets go of the lease and the taken entry when the stream is dropped.
-struct ReaderGuard {
-    bus: RedisBus,
-    inbox: String,
-    lease: String,
-    token: String,
-    taken: Arc<Mutex<Option<String>>>,
-    renewal: CancellationToken,
-}
-
-impl Drop for ReaderGuard {
-    fn drop(&mut self) {
-        self.renewal.cancel();
-        if let Ok(mut released) = self.bus.released.lock() {
-            released.insert(self.token.clone());
-        }
-        let (bus, inbox, lease, token) = (
-            self.bus.clone(),
-            self.inbox.clone(),
-            self.lease.clone(),
-            self.token.clone(),
-        );
-        let taken = self.taken.lock().ok().and_then(|mut t| t.take());
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                let mut connection = bus.connection.clone();
-                if let Some(id) = taken {
-                    let _: Result<i64, _> = redis::cmd("XDEL")
-                        .arg(&inbox)
-                        .arg(id)
-                        .query_async(&mut connection)
-                        .await;
-                }
-                let _: Result<i64, _> = redis::cmd("EVAL")
-                    .arg(IF_MINE)
-                    .arg(1)
-                    .arg(&lease)
-                    .arg(&token)
-                    .arg("del")
-                    .query_async(&mut connection)
-                    .await;
-                if let Ok(mut released) = bus.released.lock() {
-                    released.remove(&token);
-                }
-            });
-        }
-    }
-}
-
-impl Reader {
-    /// The next message, or `None` once the subscription has ended.
-    async fn next(
-        &mut self,
-        taken: &Mutex<Option<String>>,
-    ) -> Result<Option<AgentMessage>, BusError> {
-        loop {
-            if let Some(id) = self.taken.take() {
-                let _: i64 = redis::cmd("XDEL")
-                    .arg(&self.inbox)
-                    .arg(&id)
-                    .query_async(&mut self.connection)
-                    .await
-                    .map_err(backend)?;
-                if let Ok(mut shared) = taken.lock() {
-                    *shared = None;
-                }
-            }
-            if self.ending.is_none() {
-                let holder: Option<String> = redis::cmd("GET")
-                    .arg(&self.lease)
-                    .query_async(&mut self.connection)
-                    .await
-                    .map_err(backend)?;
-                if holder.as_deref() != Some(self.token.as_str()) {
-                    let cutoff: Option<String> = redis::cmd("GET")
-                        .arg(&self.cutoff)
-                        .query_async(&mut self.connection)
-                        .await
-                        .map_err(backend)?;
-                    self.ending = Some(cutoff);
-                }
-            }
-            let mut read = redis::cmd("XREAD");
-            read.arg("COUNT").arg(1);
-            if self.ending.is_none() {
-                read.arg("BLOCK").arg(POLL.as_millis() as u64);
-            }
-            let reply: Option<StreamReadReply> = read
-                .arg("STREAMS")
-                .arg(&self.inbox)
-                .arg(&self.last)
-                .query_async(&mut self.connection)
-                .await
-                .map_err(backend)?;
-            let found = first_read(reply)?;
-            match (found, &self.ending) {
-                (Some((id, _)), Some(cutoff))
-                    if cutoff
-                        .as_deref()
-                        .is_none_or(|c| entry_order(&id) > entry_order(c)) =>
-                {
-                    return Ok(None);
-                }
-                (Some((id, message)), _) => {
-                    self.last = id.clone();
-                    self.taken = Some(id.clone());
-                    if let Ok(mut shared) = taken.lock() {
-                        *shared = Some(id);
-                    }
-                    return Ok(Some(message));
-                }
-                (None, Some(_)) => return Ok(None),
-                (None, None) => {}
-            }
-        }
     }
 }
 
