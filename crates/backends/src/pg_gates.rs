@@ -6,8 +6,7 @@ use agent_runtime::sessions::{GateAnswer, OpenGate, StoreError, StoredGate};
 use serde_json::Value;
 use sqlx::PgConnection;
 
-use crate::pg_schema::{backend, now};
-use crate::pg_sessions::{cell, require};
+use crate::pg_schema::{backend, cell, now, require};
 
 /// Records a pending gate; a gate already recorded is left as it is.
 pub(crate) async fn open(

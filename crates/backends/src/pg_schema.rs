@@ -1,5 +1,6 @@
 //! The PostgreSQL database's schema for sessions, checkpoints, documents and leases, its
-//! migrations, and the helpers every Postgres store shares.
+//! migrations, and the helpers every Postgres store shares (errors, times, a row's cells,
+//! the check that a session exists).
 //!
 //! The schema version is the one row of `agent_schema`. Migration `i` brings a database
 //! from version `i` to `i + 1`; connecting runs the ones it lacks in one transaction,
@@ -11,8 +12,8 @@
 
 use agent_runtime::sessions::StoreError;
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::{Connection, PgConnection};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::{Connection, PgConnection, Row};
 
 /// Version 1: sessions, events, state, gates, checkpoints, journal, documents, leases.
 const V1: &str = r#"
@@ -213,4 +214,35 @@ pub(crate) fn now() -> DateTime<Utc> {
 /// An event or position number as PostgreSQL's `BIGINT`, or a corrupt-data error.
 pub(crate) fn stored_number(value: i64, what: impl FnOnce() -> String) -> Result<u64, StoreError> {
     u64::try_from(value).map_err(|_| StoreError::Corrupt(format!("{}: number {value}", what())))
+}
+
+/// Fails with [`StoreError::NotFound`] unless the session exists; with `lock`, holds its
+/// row until the transaction ends.
+pub(crate) async fn require(
+    conn: &mut PgConnection,
+    id: &str,
+    lock: bool,
+) -> Result<(), StoreError> {
+    let query = if lock {
+        "SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE"
+    } else {
+        "SELECT 1 FROM sessions WHERE id = $1"
+    };
+    let found: Option<i32> = sqlx::query_scalar(query)
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+        .map_err(backend)?;
+    found
+        .map(drop)
+        .ok_or_else(|| StoreError::NotFound(id.to_owned()))
+}
+
+/// A cell of a row, or a corrupt-data error naming it.
+pub(crate) fn cell<'r, T>(row: &'r PgRow, column: &str, what: &str) -> Result<T, StoreError>
+where
+    T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
+{
+    row.try_get(column)
+        .map_err(|e| StoreError::Corrupt(format!("{what}, column {column}: {e}")))
 }

@@ -15,10 +15,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::postgres::{PgPool, PgRow};
-use sqlx::{PgConnection, Row};
 
 use crate::pg_gates;
-use crate::pg_schema::{self, backend, now, stored_number};
+use crate::pg_schema::{self, backend, cell, now, require, stored_number};
 
 /// The columns [`session_from_row`] reads.
 const SESSION_COLUMNS: &str =
@@ -121,37 +120,6 @@ impl PgSessionStore {
             None => "PostgreSQL".to_owned(),
         }
     }
-}
-
-/// Fails with [`StoreError::NotFound`] unless the session exists; with `lock`, holds its
-/// row until the transaction ends.
-pub(crate) async fn require(
-    conn: &mut PgConnection,
-    id: &str,
-    lock: bool,
-) -> Result<(), StoreError> {
-    let query = if lock {
-        "SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE"
-    } else {
-        "SELECT 1 FROM sessions WHERE id = $1"
-    };
-    let found: Option<i32> = sqlx::query_scalar(query)
-        .bind(id)
-        .fetch_optional(conn)
-        .await
-        .map_err(backend)?;
-    found
-        .map(drop)
-        .ok_or_else(|| StoreError::NotFound(id.to_owned()))
-}
-
-/// A cell of a row, or a corrupt-data error naming it.
-pub(crate) fn cell<'r, T>(row: &'r PgRow, column: &str, what: &str) -> Result<T, StoreError>
-where
-    T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
-{
-    row.try_get(column)
-        .map_err(|e| StoreError::Corrupt(format!("{what}, column {column}: {e}")))
 }
 
 fn session_from_row(row: &PgRow) -> Result<SessionRecord, StoreError> {
