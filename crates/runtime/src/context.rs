@@ -315,20 +315,4 @@ impl<S, E> AgentContext<S, E> {
     pub fn meter(&self) -> Option<&CostMeter> {
         self.session.meter.as_ref()
     }
-
-    /// Runs `work` with its model calls heard as this invocation's: time queued for the
-    /// model server is left out of this invocation's timeouts and the calls are reported
-    /// as the session's progress. An agent loop does this for its own calls and its
-    /// tools'; use it for work done for this agent on another task (`tokio::spawn`).
-    pub fn hearing_calls<F: Future>(
-        &self,
-        work: F,
-    ) -> impl Future<Output = F::Output> + use<F, S, E>
-    where
-        S: Send + Sync + 'static,
-        E: Send + Sync + 'static,
-    {
-        let observer = crate::progress::InvocationCalls::observer(self, None);
-        agent_llm::capacity::observe_calls(observer, work)
-    }
 }

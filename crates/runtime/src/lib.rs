@@ -19,6 +19,7 @@ pub mod vectors;
 mod events;
 mod gates;
 mod identity;
+mod invocation_calls;
 mod node_failure;
 
 pub use events::{CollectingSink, EventSink, LoopEvent, LoopObserver};

@@ -5,7 +5,7 @@ use super::run::{AgentRun, Next, ToolCall, ToolCalls};
 use crate::config::AgentConfig;
 use crate::context::AgentContext;
 use crate::events::{LoopEvent, LoopObserver};
-use crate::progress::InvocationCalls;
+use crate::invocation_calls::InvocationCalls;
 use crate::result::{AgentResult, StopCause};
 use crate::tool::{AgentTool, ToolError};
 use agent_llm::capacity::observe_calls;
