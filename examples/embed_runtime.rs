@@ -147,7 +147,7 @@ async fn main() -> anyhow::Result<()> {
             ..Letter::default()
         },
     )
-    .with_events(events.clone());
+    .with_events(Arc::new(events.clone()));
     let model = LatencyModel::new(scripted_model(), Duration::from_millis(latency));
     let agent = Arc::new(AgentLoop::new(writer(), model));
 
@@ -218,16 +218,12 @@ async fn main() -> anyhow::Result<()> {
     });
 
     // 9. Run it, or resume it where a killed process left it.
-    let run_id = "demo-session";
-    let result = if store.exists(run_id).await? {
-        println!("resuming {run_id} from {db}");
-        graph
-            .resume_in(&session, run_id, store, RunOptions::new())
-            .await?
-    } else {
-        let options = RunOptions::new().with_run_id(run_id);
-        graph.run_checkpointed_in(&session, store, options).await?
-    };
+    if store.exists(session.id()).await? {
+        println!("resuming {} from {db}", session.id());
+    }
+    let result = graph
+        .run_durable(&session, store, RunOptions::new())
+        .await?;
     user.abort();
 
     println!("graph: {:?} after {:?}", result.status, result.node_names());

@@ -40,7 +40,7 @@ impl StandIn {
 
     async fn ask(
         &self,
-        session: &SessionHandle,
+        session: &SessionHandle<Value>,
         agent: &str,
         name: &str,
         payload: Value,
@@ -120,7 +120,11 @@ impl Product for StandIn {
         Ok(())
     }
 
-    async fn run(&self, session: SessionHandle, request: Value) -> Result<Value, StandInError> {
+    async fn run(
+        &self,
+        session: SessionHandle<Value>,
+        request: Value,
+    ) -> Result<Value, StandInError> {
         let stage = |name: &str, message: &str| {
             session.emit(&json!({"type": "stage_start", "stage": name, "message": message}));
         };

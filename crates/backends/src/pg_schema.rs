@@ -92,8 +92,12 @@ CREATE TABLE IF NOT EXISTS session_leases (
 );
 "#;
 
+/// Version 2: a product's state lives in its run's checkpoints (ADR 0008), no longer
+/// beside the session.
+const V2: &str = "DROP TABLE IF EXISTS state;";
+
 /// Migration `i` brings version `i` to `i + 1`.
-const MIGRATIONS: [&str; 1] = [V1];
+const MIGRATIONS: [&str; 2] = [V1, V2];
 
 /// The schema version this build writes.
 const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;

@@ -394,35 +394,6 @@ impl SessionStore for SqliteSessionStore {
             .map_err(|_| StoreError::Corrupt(format!("session {id:?}: negative event number")))
     }
 
-    async fn save_state(&self, id: &str, state: &Value) -> Result<(), StoreError> {
-        let done = sqlx::query(
-            "INSERT INTO state (session_id, state) SELECT id, ?2 FROM sessions WHERE id = ?1 \
-             ON CONFLICT (session_id) DO UPDATE SET state = excluded.state",
-        )
-        .bind(id)
-        .bind(json_text(state)?)
-        .execute(&self.pool)
-        .await
-        .map_err(backend)?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(id.to_owned()));
-        }
-        Ok(())
-    }
-
-    async fn load_state(&self, id: &str) -> Result<Option<Value>, StoreError> {
-        let row = sqlx::query(
-            "SELECT st.state AS state FROM sessions AS s \
-             LEFT JOIN state AS st ON st.session_id = s.id WHERE s.id = ?1",
-        )
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(backend)?
-        .ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
-        Cells::new(&row, format!("session {id:?}")).opt_json("state")
-    }
-
     async fn open_gate(&self, id: &str, gate: &OpenGate<'_>) -> Result<(), StoreError> {
         let mut tx = self.write().await?;
         sqlite_gates::open(&mut tx, id, gate).await?;

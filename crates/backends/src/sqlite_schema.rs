@@ -136,8 +136,19 @@ CREATE TRIGGER IF NOT EXISTS vectors_updated AFTER UPDATE ON vectors BEGIN
 END;
 "#;
 
+/// Version 6: a product's state lives in its run's checkpoints (ADR 0008), no longer
+/// beside the session.
+const NO_SAVED_STATE: &str = "DROP TABLE IF EXISTS state;";
+
 /// Migration `i` brings version `i` to `i + 1`.
-const MIGRATIONS: [&str; 5] = [SESSIONS, CHECKPOINTS, LIFECYCLE, DOCUMENTS, VECTORS];
+const MIGRATIONS: [&str; 6] = [
+    SESSIONS,
+    CHECKPOINTS,
+    LIFECYCLE,
+    DOCUMENTS,
+    VECTORS,
+    NO_SAVED_STATE,
+];
 
 /// Checks the schema version and runs the missing migrations, on a connection inside a
 /// write transaction (the caller commits). `location` names the database in messages.

@@ -206,30 +206,6 @@ async fn events_numbered(store: &dyn SessionStore) {
     assert_eq!((s2[0].seq, &s2[0].event), (2, &json!({"x": 2})));
 }
 
-async fn state_save_replace_load(store: &dyn SessionStore) {
-    store.create(new_session("s1", "resume")).await.unwrap();
-    store.create(new_session("s2", "resume")).await.unwrap();
-    assert_eq!(store.load_state("s1").await.unwrap(), None);
-
-    store
-        .save_state("s1", &json!({"step": 1, "notes": ["a"]}))
-        .await
-        .unwrap();
-    assert_eq!(
-        store.load_state("s1").await.unwrap(),
-        Some(json!({"step": 1, "notes": ["a"]}))
-    );
-    store.save_state("s1", &json!({"step": 2})).await.unwrap();
-    assert_eq!(
-        store.load_state("s1").await.unwrap(),
-        Some(json!({"step": 2}))
-    );
-    store.save_state("s1", &Value::Null).await.unwrap();
-    assert_eq!(store.load_state("s1").await.unwrap(), Some(Value::Null));
-
-    assert_eq!(store.load_state("s2").await.unwrap(), None);
-}
-
 async fn gates_open_answer_list(store: &dyn SessionStore) {
     store.create(new_session("s1", "resume")).await.unwrap();
     store.create(new_session("s2", "resume")).await.unwrap();
@@ -450,8 +426,6 @@ async fn not_found_everywhere(store: &dyn SessionStore) {
         Err(nf.clone())
     );
     assert_eq!(store.events_after("ghost", 0).await, Err(nf.clone()));
-    assert_eq!(store.save_state("ghost", &json!({})).await, missing());
-    assert_eq!(store.load_state("ghost").await, Err(nf.clone()));
     assert_eq!(
         store.open_gate("ghost", &gate("g", "n", &json!({}))).await,
         missing()
@@ -465,7 +439,6 @@ async fn not_found_everywhere(store: &dyn SessionStore) {
     // Nothing was created by the failed calls, and the real session is untouched.
     assert_eq!(store.get("ghost").await, Ok(None));
     assert!(store.events_after("real", 0).await.unwrap().is_empty());
-    assert_eq!(store.load_state("real").await, Ok(None));
     assert!(store.gates("real").await.unwrap().is_empty());
 }
 
@@ -618,7 +591,6 @@ suite!(
     status_and_stage,
     finish_ok_and_err,
     events_numbered,
-    state_save_replace_load,
     gates_open_answer_list,
     unfinished_oldest_first,
     not_found_everywhere,
@@ -666,7 +638,6 @@ async fn file_survives_reopening() {
     for i in 1..=3 {
         store.append_event("s1", &json!({"i": i})).await.unwrap();
     }
-    store.save_state("s1", &json!({"step": 7})).await.unwrap();
     store
         .open_gate("s1", &gate("g2", "second", &json!(2)))
         .await
@@ -695,10 +666,6 @@ async fn file_survives_reopening() {
     }
     assert_eq!(store.events_after("s1", 0).await.unwrap(), events);
     assert_eq!(store.gates("s1").await.unwrap(), gates);
-    assert_eq!(
-        store.load_state("s1").await.unwrap(),
-        Some(json!({"step": 7}))
-    );
     assert_eq!(store.unfinished("resume").await.unwrap(), unfinished);
     assert_eq!(
         unfinished.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
@@ -827,7 +794,6 @@ async fn corrupt_cells_read_back_as_corrupt() {
     store.create(new_session("s2", "resume")).await.unwrap();
     store.append_event("s1", &json!({"ok": 1})).await.unwrap();
     store.append_event("s1", &json!({"ok": 2})).await.unwrap();
-    store.save_state("s1", &json!({})).await.unwrap();
     store
         .open_gate("s1", &gate("g1", "gate", &json!({})))
         .await
@@ -838,7 +804,6 @@ async fn corrupt_cells_read_back_as_corrupt() {
         "UPDATE sessions SET request = '{not json' WHERE id = 's1'",
         "UPDATE sessions SET created_at = 'yesterday' WHERE id = 's2'",
         "UPDATE events SET event = 'nope' WHERE session_id = 's1' AND seq = 2",
-        "UPDATE state SET state = '[1,' WHERE session_id = 's1'",
         "UPDATE gates SET payload = '' WHERE session_id = 's1'",
     ] {
         sqlx::query(statement).execute(&mut conn).await.unwrap();
@@ -858,18 +823,9 @@ async fn corrupt_cells_read_back_as_corrupt() {
     assert_corrupt(store.events_after("s1", 1).await, &["event 2"]);
     // Only reads that reach a bad cell fail.
     assert_eq!(store.events_after("s1", 2).await, Ok(vec![]));
-    assert_corrupt(store.load_state("s1").await, &["\"s1\"", "state"]);
     assert_corrupt(store.gates("s1").await, &["\"s1\"", "g1", "payload"]);
     // Writes that do not read the bad cells still work.
     assert_eq!(store.append_event("s1", &json!({"ok": 3})).await, Ok(3));
-    store
-        .save_state("s1", &json!({"fixed": true}))
-        .await
-        .unwrap();
-    assert_eq!(
-        store.load_state("s1").await,
-        Ok(Some(json!({"fixed": true})))
-    );
 }
 
 #[tokio::test]
@@ -906,7 +862,7 @@ async fn newer_schema_version_is_refused() {
         .fetch_one(&mut conn)
         .await
         .unwrap();
-    assert_eq!(version, 5, "the store stamps its schema version");
+    assert_eq!(version, 6, "the store stamps its schema version");
     sqlx::query("PRAGMA user_version = 99")
         .execute(&mut conn)
         .await
@@ -921,12 +877,12 @@ async fn newer_schema_version_is_refused() {
     // A fresh file stamped by a newer version is refused too.
     let fresh = dir.path().join("fresh.db");
     let mut conn = raw(&fresh).await;
-    sqlx::query("PRAGMA user_version = 6")
+    sqlx::query("PRAGMA user_version = 7")
         .execute(&mut conn)
         .await
         .unwrap();
     conn.close().await.unwrap();
-    assert_corrupt(SqliteSessionStore::open(&fresh).await, &["version 6"]);
+    assert_corrupt(SqliteSessionStore::open(&fresh).await, &["version 7"]);
 }
 
 #[tokio::test]

@@ -184,7 +184,7 @@ impl JdOptimizer {
         let meter = self.meter(request);
         let session = Session::new(session_id, state)
             .with_user(request.user_id.clone())
-            .with_event_sink(events)
+            .with_events(events)
             .with_cancellation(cancel.clone())
             .with_meter(meter.clone());
         self.run_in(&session, cancel).await
@@ -211,22 +211,9 @@ impl JdOptimizer {
         &self,
         session: &Session<OptimizationState, OptimizeEvent>,
         store: Arc<dyn CheckpointStore>,
-        cancel: CancellationToken,
     ) -> Result<Optimization, OptimizeError> {
         let graph = self.graph()?;
-        let options = RunOptions::new().with_cancellation(cancel);
-        let run = if store.exists(session.id()).await? {
-            tracing::info!(
-                session = session.id(),
-                "resuming the optimization from its last checkpoint"
-            );
-            graph
-                .resume_in(session, session.id(), store, options)
-                .await?
-        } else {
-            let options = options.with_run_id(session.id());
-            graph.run_checkpointed_in(session, store, options).await?
-        };
+        let run = graph.run_durable(session, store, RunOptions::new()).await?;
         finish(session, run)
     }
 }

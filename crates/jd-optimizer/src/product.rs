@@ -16,7 +16,6 @@
 
 use std::sync::Arc;
 
-use agent_runtime::Session;
 use agent_runtime::documents::DocumentStore;
 use agent_server::{Product, Refusal, SessionHandle};
 use async_trait::async_trait;
@@ -172,7 +171,7 @@ impl Product for OptimizeProduct {
 
     async fn run(
         &self,
-        handle: SessionHandle,
+        handle: SessionHandle<OptimizeEvent>,
         mut start: OptimizeRequest,
     ) -> Result<OptimizationResult, SessionError> {
         start.config.budget = start.config.budget.within(&self.ceiling);
@@ -180,18 +179,15 @@ impl Product for OptimizeProduct {
         let state = optimizer
             .initial_state(&start, handle.id())
             .map_err(|e| SessionError(e.to_string()))?;
-        let session = Session::new(handle.id(), state)
+        let session = handle
+            .session(state)
             .with_user(start.user_id.clone())
-            .with_event_sink(handle.event_sink())
-            .with_cancellation(handle.cancellation())
             .with_meter(optimizer.meter(&start));
         let status = |status| session.emit(OptimizeEvent::Status { status });
         if handle.replayed_events() == 0 {
             status(OptimizationStatus::Processing);
         }
-        let outcome = optimizer
-            .run_durable(&session, handle.checkpoints(), handle.cancellation())
-            .await;
+        let outcome = optimizer.run_durable(&session, handle.checkpoints()).await;
         let done = match outcome {
             Ok(done) => done,
             Err(error) => {
@@ -306,7 +302,7 @@ impl Product for InterviewProduct {
 
     async fn run(
         &self,
-        handle: SessionHandle,
+        handle: SessionHandle<InterviewEvent>,
         start: InterviewStart,
     ) -> Result<InterviewPrep, InterviewError> {
         let state = self

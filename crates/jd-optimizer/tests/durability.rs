@@ -13,7 +13,6 @@ use common::{Script, agent_of, gap_answer, optimizer, pair, run, sre_analysis, s
 use jd_optimizer::OptimizeEvent;
 use jd_optimizer::state::OptimizationState;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 fn session(
     optimizer: &jd_optimizer::JdOptimizer,
@@ -22,7 +21,7 @@ fn session(
     let request = pair("senior-sre");
     let state = optimizer.initial_state(&request, id).unwrap();
     Session::new(id, state)
-        .with_event_sink(Arc::new(CollectingSink::<OptimizeEvent>::default()))
+        .with_events(Arc::new(CollectingSink::<OptimizeEvent>::default()))
         .with_meter(optimizer.meter(&request))
 }
 
@@ -36,11 +35,7 @@ async fn a_failed_run_resumes_from_its_last_checkpoint_without_analysing_again()
         .answer("rewriter", "still no");
     let (first, _) = optimizer(&failing);
     let outcome = first
-        .run_durable(
-            &session(&first, "s1"),
-            store.clone(),
-            CancellationToken::new(),
-        )
+        .run_durable(&session(&first, "s1"), store.clone())
         .await;
     assert!(outcome.is_err());
 
@@ -50,7 +45,7 @@ async fn a_failed_run_resumes_from_its_last_checkpoint_without_analysing_again()
         .json("gap", gap_answer());
     let (second, model) = optimizer(&working);
     let done = second
-        .run_durable(&session(&second, "s1"), store, CancellationToken::new())
+        .run_durable(&session(&second, "s1"), store)
         .await
         .unwrap();
     assert!(model.requests().iter().all(|r| agent_of(r) != "analyzer"));

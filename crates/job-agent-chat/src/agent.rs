@@ -323,7 +323,7 @@ impl ChatAgent for JobAgentChat {
         meter.record(self.router.model(ModelTier::Light), routed.usage);
         let session = Session::new(uuid::Uuid::new_v4().to_string(), ())
             .with_user(turn.user.clone())
-            .with_events(Notes(progress.clone()))
+            .with_events(Arc::new(Notes(progress.clone())))
             .with_cancellation(turn.cancellation.clone())
             .with_router(self.router.clone())
             .with_meter(meter.clone());

@@ -4,12 +4,11 @@
 
 use agent_llm::ModelRouter;
 use agent_runtime::bus::InMemoryBus;
-use agent_runtime::checkpoint::CheckpointError;
 use agent_runtime::graph::{
     CompiledGraph, GraphError, NodeContext, NodeError, RunOptions, RunStatus, StateGraph, node_fn,
 };
 use agent_runtime::{
-    AgentConfig, AgentIdentity, AgentLoop, AgentResult, CostMeter, Gate, Session, StopCause,
+    AgentConfig, AgentIdentity, AgentLoop, AgentResult, CostMeter, Gate, StopCause,
 };
 use agent_server::SessionHandle;
 use serde_json::{Value, json};
@@ -69,7 +68,7 @@ pub async fn run(
     llm: Llm,
     router: ModelRouter,
     meter: CostMeter,
-    handle: SessionHandle,
+    handle: SessionHandle<ResumeEvent>,
     request: StartRequest,
     masters: Option<MasterResumes>,
 ) -> Result<ResumeOutput, PipelineError> {
@@ -78,14 +77,12 @@ pub async fn run(
     if let Some((user, masters)) = user {
         state.earlier_evidence = earlier_evidence(masters, user, &request.resume_text).await;
     }
-    let session = Session::new(handle.id(), state)
-        .with_gates(handle.gates().clone())
-        .with_event_sink(handle.event_sink())
+    let session = handle
+        .session(state)
         .with_bus(Arc::new(InMemoryBus::new()))
         .with_router(router.clone())
         .with_meter(meter)
-        .with_progress(ResumeEvent::progress)
-        .with_cancellation(handle.cancellation());
+        .with_progress(ResumeEvent::progress);
     let graph = pipeline(Stages {
         llm,
         router,
@@ -101,18 +98,10 @@ pub async fn run(
         tracing::info!("a gate expired unanswered: stopping the session");
         cancel.cancel();
     });
-    let store = handle.checkpoints();
-    let unreadable = |e: CheckpointError| PipelineError(format!("the session's checkpoints: {e}"));
-    let result = if store.exists(handle.id()).await.map_err(unreadable)? {
-        tracing::info!("resuming the pipeline from its last checkpoint");
-        graph
-            .resume_in(&session, handle.id(), store, RunOptions::new())
-            .await
-    } else {
-        let options = RunOptions::new().with_run_id(handle.id());
-        graph.run_checkpointed_in(&session, store, options).await
-    }
-    .map_err(unreadable);
+    let result = graph
+        .run_durable(&session, handle.checkpoints(), RunOptions::new())
+        .await
+        .map_err(|e| PipelineError(format!("the session's checkpoints: {e}")));
     abandoned.abort();
     let result = result?;
     if !handle.gates().expired().is_empty() {
@@ -184,7 +173,7 @@ pub(crate) type Ctx = NodeContext<ResumeState, ResumeEvent>;
 pub(crate) struct Stages {
     pub(crate) llm: Llm,
     pub(crate) router: ModelRouter,
-    pub(crate) handle: SessionHandle,
+    pub(crate) handle: SessionHandle<ResumeEvent>,
 }
 
 impl Stages {

@@ -183,7 +183,7 @@ impl Product for ResumeProduct {
 
     async fn run(
         &self,
-        session: SessionHandle,
+        session: SessionHandle<ResumeEvent>,
         mut start: StartRequest,
     ) -> Result<ResumeOutput, PipelineError> {
         start.flags = start.flags.narrowed_by(self.flags);

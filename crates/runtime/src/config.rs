@@ -46,7 +46,8 @@ pub struct AgentConfig<S, E> {
     pub model: Option<String>,
     /// Most model calls per invocation.
     pub max_rounds: u32,
-    /// Per tool call limit (interactive tools are exempt).
+    /// Per tool call limit, in working time (time waiting at a gate or for a model slot
+    /// does not count).
     pub round_timeout: Duration,
     /// Whole-invocation limit.
     pub overall_timeout: Duration,

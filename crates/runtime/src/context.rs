@@ -167,11 +167,7 @@ impl<S, E> AgentContext<S, E> {
     /// cancelled, then reads the answer as `T`. The gate id is stable:
     /// `{agent}:{gate}:{n}` for the n-th wait at that gate by this agent in the session.
     /// Time spent waiting does not count against the tool's round timeout.
-    pub async fn wait_for_user<T: DeserializeOwned>(
-        &self,
-        gate: impl Into<GateRequest>,
-    ) -> Result<T, GateError> {
-        let gate = gate.into();
+    async fn wait_at<T: DeserializeOwned>(&self, gate: GateRequest) -> Result<T, GateError> {
         let id = self.session.gates.next_id(&self.agent.name, &gate.name);
         self.wait_clock.enter();
         let waiting = Waiting(&self.wait_clock);
@@ -187,8 +183,11 @@ impl<S, E> AgentContext<S, E> {
         })
     }
 
-    /// Asks the user at a declared gate, showing `payload`, and returns the typed answer
-    /// (see [`wait_for_user`](Self::wait_for_user)).
+    /// Asks the user at a declared gate, showing `payload`, and returns the typed answer.
+    /// The gate id is stable: `{agent}:{gate}:{n}` for the
+    /// n-th wait at that gate by this agent in the session. Time spent waiting does not
+    /// count against the tool's round timeout. Fails when the gate times out, the
+    /// session is cancelled, or the answer does not read as `A`.
     ///
     /// ```
     /// use agent_runtime::{AgentIdentity, Gate, Session};
@@ -213,7 +212,7 @@ impl<S, E> AgentContext<S, E> {
         gate: &Gate<A>,
         payload: Value,
     ) -> Result<A, GateError> {
-        self.wait_for_user(gate.request(payload)).await
+        self.wait_at(gate.request(payload)).await
     }
 
     /// Asks at a declared gate with a request made from it
@@ -225,7 +224,7 @@ impl<S, E> AgentContext<S, E> {
         request: GateRequest,
     ) -> Result<A, GateError> {
         debug_assert_eq!(request.kind, gate.name());
-        self.wait_for_user(request).await
+        self.wait_at(request).await
     }
 
     /// The session's gates.

@@ -38,7 +38,7 @@ mod state;
 mod tool;
 mod typed_gate;
 
-pub use agent_loop::{AgentLoop, AgentRun, Next, RunSaver, ToolCall, ToolCalls, run_agent_loop};
+pub use agent_loop::{AgentLoop, AgentRun, Next, RunSaver, ToolCall, ToolCalls};
 pub use config::{AgentConfig, Compaction, PromptError, render_placeholders};
 pub use context::AgentContext;
 pub use cost::{

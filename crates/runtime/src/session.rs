@@ -42,12 +42,13 @@ pub struct SessionMarks {
 ///
 /// ```
 /// use agent_runtime::{AgentIdentity, CollectingSink, Session};
+/// use std::sync::Arc;
 /// #[derive(Clone, Default)]
 /// struct State { notes: Vec<String> }
 /// let events = CollectingSink::<String>::default();
 /// let session = Session::new("session-1", State::default())
 ///     .with_user("user-7")
-///     .with_events(events.clone());
+///     .with_events(Arc::new(events.clone()));
 /// let ctx = session.context(AgentIdentity::new("writer", "demo"));
 /// ctx.emit("hello".to_string());
 /// ctx.update_state(|s| s.notes.push("drafted".into()));
@@ -110,9 +111,21 @@ impl<S, E> Session<S, E> {
         self.edit(|p| p.user_id = user_id)
     }
 
-    /// Sets where product events go.
-    pub fn with_events(self, sink: impl EventSink<E> + 'static) -> Self {
-        self.edit(|p| p.events = Some(Arc::new(sink)))
+    /// Sets where product events go: a closure, a channel, a [`CollectingSink`] or a
+    /// server's session, shared.
+    ///
+    /// ```
+    /// use agent_runtime::{CollectingSink, Session};
+    /// use std::sync::Arc;
+    /// let events = CollectingSink::default();
+    /// let session: Session<(), &str> = Session::new("s1", ()).with_events(Arc::new(events.clone()));
+    /// session.emit("started");
+    /// assert_eq!(events.events(), ["started"]);
+    /// ```
+    ///
+    /// [`CollectingSink`]: crate::CollectingSink
+    pub fn with_events(self, sink: Arc<dyn EventSink<E>>) -> Self {
+        self.edit(|p| p.events = Some(sink))
     }
 
     /// Uses this gate registry (for example one made with
@@ -120,11 +133,6 @@ impl<S, E> Session<S, E> {
     /// gates across restarts).
     pub fn with_gates(self, gates: GateRegistry) -> Self {
         self.edit(|p| p.gates = gates)
-    }
-
-    /// Sets where product events go, from a shared sink (a server's per-session writer).
-    pub fn with_event_sink(self, sink: Arc<dyn EventSink<E>>) -> Self {
-        self.edit(|p| p.events = Some(sink))
     }
 
     /// Sets the bus the session's agents send messages on.
@@ -265,7 +273,7 @@ impl<S, E> Session<S, E> {
     /// before.emit("one");
     /// before.gates().next_id("writer", "review");
     /// let sink = CollectingSink::default();
-    /// let after: Session<(), &str> = Session::new("s", ()).with_events(sink.clone());
+    /// let after: Session<(), &str> = Session::new("s", ()).with_events(std::sync::Arc::new(sink.clone()));
     /// after.restore_marks(&before.marks());
     /// assert_eq!(after.events_emitted(), 1);
     /// assert_eq!(after.gates().next_id("writer", "review"), "writer:review:2");

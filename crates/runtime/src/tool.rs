@@ -2,7 +2,7 @@
 
 use crate::context::AgentContext;
 use crate::gates::GateError;
-use agent_llm::{LlmError, ModelTier, ToolDefinition};
+use agent_llm::{LlmError, ToolDefinition};
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -53,15 +53,6 @@ pub trait AgentTool<S, E>: Send + Sync {
     fn description(&self) -> &str;
     /// JSON Schema of its input, sent to the model verbatim.
     fn input_schema(&self) -> &Value;
-    /// The cost tier for LLM calls the tool makes itself (a hint; the loop ignores it).
-    fn model_tier(&self) -> Option<ModelTier> {
-        None
-    }
-    /// Whether the tool waits for the user: exempt from the per-round timeout, bounded
-    /// only by the overall timeout.
-    fn interactive(&self) -> bool {
-        false
-    }
     /// Runs the tool.
     async fn execute(&self, input: &Value, ctx: &AgentContext<S, E>) -> Result<Value, ToolError>;
 
@@ -78,8 +69,6 @@ pub struct TypedTool<I, F> {
     name: String,
     description: String,
     schema: Value,
-    tier: Option<ModelTier>,
-    interactive: bool,
     function: F,
     input: PhantomData<fn(I)>,
 }
@@ -108,24 +97,8 @@ where
         name: name.into(),
         description: description.into(),
         schema: agent_llm::structured::schema_of::<I>(),
-        tier: None,
-        interactive: false,
         function,
         input: PhantomData,
-    }
-}
-
-impl<I, F> TypedTool<I, F> {
-    /// Marks the tool as waiting for the user (exempt from the round timeout).
-    pub fn interactive(mut self) -> Self {
-        self.interactive = true;
-        self
-    }
-
-    /// Sets the tier hint for the tool's own LLM calls.
-    pub fn with_tier(mut self, tier: ModelTier) -> Self {
-        self.tier = Some(tier);
-        self
     }
 }
 
@@ -149,14 +122,6 @@ where
 
     fn input_schema(&self) -> &Value {
         &self.schema
-    }
-
-    fn model_tier(&self) -> Option<ModelTier> {
-        self.tier
-    }
-
-    fn interactive(&self) -> bool {
-        self.interactive
     }
 
     async fn execute(&self, input: &Value, ctx: &AgentContext<S, E>) -> Result<Value, ToolError> {

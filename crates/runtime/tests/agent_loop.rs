@@ -7,7 +7,7 @@ use agent_llm::{
 };
 use agent_runtime::{
     AgentConfig, AgentContext, AgentIdentity, AgentLoop, AgentRun, Compaction, CostLimits,
-    CostMeter, LoopEvent, MeteredModel, Session, StopCause, ToolError, tool,
+    CostMeter, Gate, LoopEvent, MeteredModel, Session, StopCause, ToolError, tool,
 };
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -147,34 +147,42 @@ async fn concurrent_tool_calls_return_in_call_order() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn round_timeout_fails_the_call_but_not_interactive_tools() {
+async fn round_timeout_fails_the_call_but_not_the_time_at_a_gate() {
+    const ANSWER: Gate<String> = Gate::new("answer");
     let config = config()
         .with_round_timeout(Duration::from_secs(5))
-        .with_tool(
-            tool(
-                "ask_user",
-                "Waits for the user.",
-                |_args: Wait, _ctx: Ctx| async move {
-                    tokio::time::sleep(Duration::from_secs(60)).await;
-                    Ok::<_, ToolError>("answered")
-                },
-            )
-            .interactive(),
-        );
+        .with_tool(tool(
+            "ask_user",
+            "Waits for the user.",
+            |_args: Wait, ctx: Ctx| async move {
+                let answer = ctx.ask(&ANSWER, json!({})).await;
+                answer.map_err(|e| ToolError::failed(e.to_string()))
+            },
+        ));
+    // One round each: time at a gate pauses the clock of the whole round.
     let model = ScriptedModel::new(vec![
-        responses::tool_calls([
-            ("w", "wait", json!({"seconds": 60, "label": "late"})),
-            ("q", "ask_user", json!({"seconds": 0, "label": ""})),
-        ]),
+        responses::tool_call("w", "wait", json!({"seconds": 60, "label": "late"})),
+        responses::tool_call("q", "ask_user", json!({"seconds": 0, "label": ""})),
         responses::text("ok"),
     ]);
-    let result = AgentLoop::new(config, model).run(&ctx(), "go").await;
-    let results = results_of(&result.transcript[2]);
+    // The user answers after a minute, far beyond the round timeout.
+    let session = Session::new("s", ());
+    let gates = session.gates().clone();
+    let user = tokio::spawn(async move {
+        let gate = gates.next_pending().await;
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        gates.respond(&gate.id, json!("answered")).unwrap();
+    });
+    let ctx = session.context(AgentIdentity::new("calc", "test"));
+    let result = AgentLoop::new(config, model).run(&ctx, "go").await;
+    user.await.unwrap();
+    let timed_out = results_of(&result.transcript[2]);
     assert!(
-        results[0].2 && results[0].1.contains("did not finish within 5s"),
-        "{results:?}"
+        timed_out[0].2 && timed_out[0].1.contains("did not finish within 5s"),
+        "{timed_out:?}"
     );
-    assert_eq!(results[1], ("q".into(), "answered".into(), false));
+    let answered = results_of(&result.transcript[4]);
+    assert_eq!(answered, [("q".into(), "answered".into(), false)]);
 }
 
 /// A model that answers from a script, then never again.

@@ -6,7 +6,7 @@ use agent_llm::{ModelRouter, ModelTier, ProviderKind, Usage};
 use agent_runtime::bus::{AgentBus, InMemoryBus, MessageType};
 use agent_runtime::{
     AgentConfig, AgentContext, AgentIdentity, AgentLoop, CollectingSink, CostLimits, CostMeter,
-    GateError, GateRequest, Session, ToolError, tool,
+    Gate, GateError, Session, ToolError, tool,
 };
 use futures::StreamExt;
 use serde_json::json;
@@ -37,10 +37,12 @@ struct Present {
     summary: String,
 }
 
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Review {
     approved: bool,
 }
+
+const DRAFT_REVIEW: Gate<Review> = Gate::new("draft_review");
 
 fn writer() -> AgentConfig<Draft, Event> {
     AgentConfig::new(AgentIdentity::new("writer", "resume"), "You write resumes.")
@@ -60,24 +62,21 @@ fn writer() -> AgentConfig<Draft, Event> {
                 Ok::<_, ToolError>("written")
             },
         ))
-        .with_tool(
-            tool(
-                "present_to_user",
-                "Shows the draft and waits for approval.",
-                |args: Present, ctx: Ctx| async move {
-                    let gate = GateRequest::new("draft_review")
-                        .with_payload(json!({ "summary": args.summary }));
-                    let review: Review = ctx.wait_for_user(gate).await?;
-                    ctx.update_state(|draft| draft.approved = review.approved);
-                    Ok::<_, ToolError>(if review.approved {
-                        "approved"
-                    } else {
-                        "rejected"
-                    })
-                },
-            )
-            .interactive(),
-        )
+        .with_tool(tool(
+            "present_to_user",
+            "Shows the draft and waits for approval.",
+            |args: Present, ctx: Ctx| async move {
+                let review = ctx
+                    .ask(&DRAFT_REVIEW, json!({ "summary": args.summary }))
+                    .await?;
+                ctx.update_state(|draft| draft.approved = review.approved);
+                Ok::<_, ToolError>(if review.approved {
+                    "approved"
+                } else {
+                    "rejected"
+                })
+            },
+        ))
 }
 
 #[tokio::test]
@@ -87,7 +86,7 @@ async fn tools_change_state_emit_events_wait_at_gates_and_send_messages() {
     let mut producer_inbox = bus.subscribe("resume", "producer").await.unwrap();
     let session = Session::new("session-1", Draft::default())
         .with_user("user-1")
-        .with_events(events.clone())
+        .with_events(Arc::new(events.clone()))
         .with_bus(bus.clone());
     let model = ScriptedModel::new(vec![
         responses::tool_call("c1", "write_section", json!({"section": "Summary"})),
@@ -140,21 +139,18 @@ async fn tools_change_state_emit_events_wait_at_gates_and_send_messages() {
 
 #[tokio::test(start_paused = true)]
 async fn an_unanswered_gate_times_out_and_the_model_is_told() {
-    let config = AgentConfig::new(AgentIdentity::new("asker", "demo"), "Ask.").with_tool(
-        tool(
-            "ask",
-            "Asks the user.",
-            |_: Present, ctx: AgentContext<(), ()>| async move {
-                let answer: bool = ctx
-                    .wait_for_user(
-                        GateRequest::new("confirm").with_timeout(Duration::from_secs(60)),
-                    )
-                    .await?;
-                Ok::<_, ToolError>(answer)
-            },
-        )
-        .interactive(),
-    );
+    let config = AgentConfig::new(AgentIdentity::new("asker", "demo"), "Ask.").with_tool(tool(
+        "ask",
+        "Asks the user.",
+        |_: Present, ctx: AgentContext<(), ()>| async move {
+            const CONFIRM: Gate<bool> = Gate::new("confirm");
+            let request = CONFIRM
+                .request(json!({}))
+                .with_timeout(Duration::from_secs(60));
+            let answer = ctx.ask_with(&CONFIRM, request).await?;
+            Ok::<_, ToolError>(answer)
+        },
+    ));
     let model = ScriptedModel::new(vec![
         responses::tool_call("c1", "ask", json!({"summary": "?"})),
         responses::text("No answer; stopping."),
@@ -189,7 +185,8 @@ async fn a_malformed_answer_is_reported_as_invalid() {
         }
         gates.respond("a:choose:1", json!("not a number")).unwrap();
     });
-    let error = ctx.wait_for_user::<u32>("choose").await.unwrap_err();
+    const CHOOSE: Gate<u32> = Gate::new("choose");
+    let error = ctx.ask(&CHOOSE, json!({})).await.unwrap_err();
     answer.await.unwrap();
     assert!(
         matches!(error, GateError::InvalidAnswer { ref id, .. } if id == "a:choose:1"),

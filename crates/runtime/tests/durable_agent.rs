@@ -14,8 +14,8 @@ use agent_runtime::graph::{
     CompiledGraph, NodeContext, NodeError, RunOptions, RunStatus, StateGraph, node_fn,
 };
 use agent_runtime::{
-    AgentConfig, AgentContext, AgentIdentity, AgentLoop, CostLimits, CostMeter, EventSink,
-    GateRequest, Session, ToolError, tool,
+    AgentConfig, AgentContext, AgentIdentity, AgentLoop, CostLimits, CostMeter, EventSink, Gate,
+    Session, ToolError, tool,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -43,8 +43,9 @@ fn scribe(taken: Taken) -> AgentConfig<Notes, String> {
         move |args: Note, ctx: AgentContext<Notes, String>| {
             let taken = Arc::clone(&taken);
             async move {
-                let approved: bool = ctx
-                    .wait_for_user(GateRequest::new("approve").with_payload(json!(args.text)))
+                const APPROVE: Gate<bool> = Gate::new("approve");
+                let approved = ctx
+                    .ask(&APPROVE, json!(args.text))
                     .await
                     .map_err(|e| ToolError::failed(e.to_string()))?;
                 taken.fetch_add(1, Ordering::SeqCst);
@@ -126,7 +127,7 @@ impl EventSink<String> for Numbered {
 /// A session that approves every gate, recording the gate ids it answered.
 fn session(events: &Numbered) -> (Session<Notes, String>, Arc<Mutex<Vec<String>>>) {
     let session = Session::new("notes-1", Notes::default())
-        .with_events(events.clone())
+        .with_events(Arc::new(events.clone()))
         .with_meter(CostMeter::new(CostLimits::default()));
     let answered = Arc::new(Mutex::new(Vec::new()));
     let (gates, log) = (session.gates().clone(), Arc::clone(&answered));

@@ -85,7 +85,7 @@ async fn tool_calls_queued_behind_a_one_slot_server_are_not_timed_out() {
     );
     let events = CollectingSink::default();
     let session = Session::new("s", ())
-        .with_events(events.clone())
+        .with_events(Arc::new(events.clone()))
         .with_meter(CostMeter::new(CostLimits::default()))
         .with_progress(progress_line);
     let agent = AgentLoop::new(writer(drafting_model(&slots, 3)), loop_model);

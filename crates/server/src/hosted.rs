@@ -17,7 +17,7 @@ pub(crate) trait Hosted: Send + Sync {
     /// Admits a start body (already read) before its session is made.
     async fn admit(&self, body: &Value) -> Result<(), Refusal>;
     /// Runs a session: its result, or its error's message.
-    async fn run(&self, session: SessionHandle) -> Result<Value, String>;
+    async fn run(&self, session: SessionHandle<Value>) -> Result<Value, String>;
     /// The declared gate of this kind, if any.
     fn gate(&self, kind: &str) -> Option<GateSpec>;
     /// The product's OpenAPI document.
@@ -42,10 +42,10 @@ impl<P: Product> Hosted for P {
         Product::admit(self, &start).await
     }
 
-    async fn run(&self, session: SessionHandle) -> Result<Value, String> {
+    async fn run(&self, session: SessionHandle<Value>) -> Result<Value, String> {
         let start: P::Start =
             read_as(session.request()).map_err(|e| format!("the start request is invalid: {e}"))?;
-        let output = Product::run(self, session, start)
+        let output = Product::run(self, session.retyped(), start)
             .await
             .map_err(|e| e.to_string())?;
         serde_json::to_value(output).map_err(|e| format!("the result does not serialize: {e}"))

@@ -85,11 +85,8 @@
 //!         vec![CONFIRM.spec()]
 //!     }
 //!
-//!     async fn run(&self, handle: SessionHandle, start: Start) -> Result<bool, GateError> {
-//!         let session: Session<(), Event> = Session::new(handle.id(), ())
-//!             .with_gates(handle.gates().clone())
-//!             .with_event_sink(handle.event_sink())
-//!             .with_cancellation(handle.cancellation());
+//!     async fn run(&self, handle: SessionHandle<Event>, start: Start) -> Result<bool, GateError> {
+//!         let session: Session<(), Event> = handle.session(());
 //!         session.emit(Event::Hello { name: start.name });
 //!         let ctx = session.context(AgentIdentity::new("greeter", "demo"));
 //!         Ok(ctx.ask(&CONFIRM, serde_json::json!({"question": "Shall we?"})).await?.ok)

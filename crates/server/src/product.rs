@@ -1,18 +1,16 @@
 //! What a product gives the server ([`Product`]) and what the server gives a product's run
 //! ([`SessionHandle`]).
 
-use agent_runtime::EventSink;
-use agent_runtime::GateRegistry;
 use agent_runtime::checkpoint::CheckpointStore;
-use agent_runtime::sessions::StoreError;
-use agent_runtime::{AnswerError, GateSpec};
+use agent_runtime::{AnswerError, EventSink, GateRegistry, GateSpec, Session};
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::marker::PhantomData;
 use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::writer::{Write, is_reserved_type};
@@ -53,7 +51,7 @@ use crate::writer::{Write, is_reserved_type};
 ///
 ///     fn gates(&self) -> Vec<GateSpec> { vec![APPROVE.spec()] }
 ///
-///     async fn run(&self, session: SessionHandle, start: Start) -> Result<String, std::io::Error> {
+///     async fn run(&self, session: SessionHandle<Event>, start: Start) -> Result<String, std::io::Error> {
 ///         session.emit(&Event::Echoed { text: start.text.clone() });
 ///         Ok(start.text)
 ///     }
@@ -64,7 +62,7 @@ pub trait Product: Send + Sync + 'static {
     /// The start request (`POST /api/{name}/start`).
     type Start: DeserializeOwned + JsonSchema + Send + 'static;
     /// The product's own events: JSON objects with a `"type"` field.
-    type Event: Serialize + JsonSchema;
+    type Event: Serialize + JsonSchema + Send + Sync + 'static;
     /// The result of a complete session.
     type Output: Serialize + JsonSchema + Send;
     /// Why a session failed (its message is the session's error).
@@ -94,7 +92,7 @@ pub trait Product: Send + Sync + 'static {
     /// like an `Err`.
     async fn run(
         &self,
-        session: SessionHandle,
+        session: SessionHandle<Self::Event>,
         start: Self::Start,
     ) -> Result<Self::Output, Self::Error>;
 
@@ -145,11 +143,41 @@ impl Refusal {
     }
 }
 
-/// A session as its run sees it: its request, its gates, where its events go, its saved
-/// state. Cheap to clone; clones share everything.
-#[derive(Clone)]
-pub struct SessionHandle {
+/// A session as its run sees it: its request, its gates, where its events go (the
+/// product's own `E`), the deployment's checkpoint store. Cheap to clone; clones share
+/// everything.
+///
+/// [`session`](Self::session) makes the runtime [`Session`] a run works in, wired to all
+/// of it, and [`CompiledGraph::run_durable`](agent_runtime::graph::CompiledGraph::run_durable)
+/// on [`checkpoints`](Self::checkpoints) starts the graph, or resumes it after a restart:
+///
+/// ```
+/// # use agent_server::SessionHandle;
+/// # use agent_runtime::graph::{CompiledGraph, RunOptions, RunResult};
+/// # use agent_runtime::checkpoint::CheckpointError;
+/// # #[derive(Clone, serde::Serialize, serde::Deserialize)] struct Trip;
+/// # #[derive(serde::Serialize)] struct Event;
+/// async fn plan(
+///     handle: SessionHandle<Event>,
+///     graph: &CompiledGraph<Trip, Event>,
+///     trip: Trip,
+/// ) -> Result<RunResult<Trip>, CheckpointError> {
+///     let session = handle.session(trip);
+///     graph.run_durable(&session, handle.checkpoints(), RunOptions::new()).await
+/// }
+/// ```
+pub struct SessionHandle<E> {
     inner: Arc<HandleInner>,
+    event: PhantomData<fn(E)>,
+}
+
+impl<E> Clone for SessionHandle<E> {
+    fn clone(&self) -> Self {
+        SessionHandle {
+            inner: Arc::clone(&self.inner),
+            event: PhantomData,
+        }
+    }
 }
 
 struct HandleInner {
@@ -158,7 +186,6 @@ struct HandleInner {
     request: Value,
     gates: GateRegistry,
     writer: mpsc::UnboundedSender<Write>,
-    saved_state: Option<Value>,
     cancel: CancellationToken,
     checkpoints: Arc<dyn CheckpointStore>,
     /// Product events stored before this run started (a resumed session), in order: a
@@ -167,17 +194,17 @@ struct HandleInner {
     replayed: Vec<Value>,
 }
 
-impl std::fmt::Debug for SessionHandle {
+impl<E> std::fmt::Debug for SessionHandle<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionHandle")
             .field("id", &self.inner.id)
             .field("product", &self.inner.product)
-            .field("resumed", &self.inner.saved_state.is_some())
+            .field("replayed_events", &self.inner.replayed.len())
             .finish()
     }
 }
 
-impl SessionHandle {
+impl<E> SessionHandle<E> {
     pub(crate) fn new(parts: HandleParts) -> Self {
         let HandleParts {
             id,
@@ -185,7 +212,6 @@ impl SessionHandle {
             request,
             gates,
             writer,
-            saved_state,
             cancel,
             checkpoints,
             replayed,
@@ -197,11 +223,20 @@ impl SessionHandle {
                 request,
                 gates,
                 writer,
-                saved_state,
                 cancel,
                 checkpoints,
                 replayed,
             }),
+            event: PhantomData,
+        }
+    }
+
+    /// The same session, for a product whose events are `F` (the server hands each
+    /// product its own).
+    pub(crate) fn retyped<F>(self) -> SessionHandle<F> {
+        SessionHandle {
+            inner: self.inner,
+            event: PhantomData,
         }
     }
 
@@ -220,21 +255,75 @@ impl SessionHandle {
         &self.inner.request
     }
 
-    /// The session's gates. Give them to the runtime session
-    /// ([`Session::with_gates`](agent_runtime::Session::with_gates)) so that the agents'
-    /// `wait_for_user` is answered through `POST /api/{product}/respond`: a gate that opens
-    /// is stored and announced (`gate_open`), an answer is stored and announced
-    /// (`gate_answered`).
+    /// The session's gates, which [`session`](Self::session) gives the runtime session:
+    /// a gate a tool asks ([`AgentContext::ask`](agent_runtime::AgentContext::ask)) is
+    /// answered through `POST /api/{product}/respond`; a gate that opens is stored and
+    /// announced (`gate_open`), an answer is stored and announced (`gate_answered`).
     pub fn gates(&self) -> &GateRegistry {
         &self.inner.gates
     }
 
-    /// Sends a product event: a JSON object with a `"type"` field, which names the SSE
-    /// event. It is stored and numbered, then sent to the live streams, in the order
-    /// emitted. An event that does not serialize, or that uses one of the server's own
-    /// types (`gate_open`, `gate_answered`, `session_complete`, `session_failed`), is
-    /// dropped with a warning.
-    pub fn emit<E: serde::Serialize>(&self, event: &E) {
+    /// Whether the user cancelled the session (`POST /api/{product}/{session}/cancel`):
+    /// the run should end, and its gates are closed. Its cancellation token fires too.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// Records the product's stage name, shown by the status route (in order with the
+    /// events emitted before).
+    pub fn set_stage(&self, stage: &str) {
+        self.send(Write::Stage(stage.to_owned()));
+    }
+
+    /// The deployment's checkpoint store (the same database as the sessions with the
+    /// SQLite backend). A product running a graph runs it here under the session id with
+    /// [`CompiledGraph::run_durable`](agent_runtime::graph::CompiledGraph::run_durable),
+    /// which resumes it after a restart.
+    pub fn checkpoints(&self) -> Arc<dyn CheckpointStore> {
+        Arc::clone(&self.inner.checkpoints)
+    }
+
+    /// How many product events the session had stored when this run started (0 for a new
+    /// session). A resumed run's numbered event ([`EventSink::emit_numbered`]) that equals
+    /// the stored event with its ordinal is a replay of work done again after the last
+    /// checkpoint: it is dropped rather than stored twice. Any other event is stored, so
+    /// nothing is lost.
+    pub fn replayed_events(&self) -> u64 {
+        self.inner.replayed.len() as u64
+    }
+
+    /// The session's cancellation token, which [`session`](Self::session) gives the
+    /// runtime session. It is cancelled once the run has ended, which stops agents the
+    /// run left behind.
+    pub fn cancellation(&self) -> CancellationToken {
+        self.inner.cancel.clone()
+    }
+
+    fn send(&self, write: Write) {
+        if self.inner.writer.send(write).is_err() {
+            tracing::debug!(session = %self.inner.id, "event dropped: the session has ended");
+        }
+    }
+}
+
+impl<E: Serialize + Send + Sync + 'static> SessionHandle<E> {
+    /// The runtime session this server session runs in, holding `state`: its id, its
+    /// gates, its events (numbered, to this handle) and its cancellation are the server
+    /// session's. Add what the product's agents need (a router, a meter, a bus) with the
+    /// session's own `with_*` methods.
+    pub fn session<S>(&self, state: S) -> Session<S, E> {
+        Session::new(self.id(), state)
+            .with_gates(self.gates().clone())
+            .with_events(Arc::new(self.clone()))
+            .with_cancellation(self.cancellation())
+    }
+
+    /// Sends a product event: its `"type"` field names the SSE event. It is stored and
+    /// numbered, then sent to the live streams, in the order emitted. An event that does
+    /// not serialize to an object with a string `"type"`, or that uses one of the
+    /// server's own types (`gate_open`, `gate_answered`, `session_complete`,
+    /// `session_failed`), is dropped with a warning.
+    pub fn emit(&self, event: &E) {
         let value = match serde_json::to_value(event) {
             Ok(value) => value,
             Err(error) => {
@@ -255,71 +344,8 @@ impl SessionHandle {
         self.send(Write::Event(value));
     }
 
-    /// Whether the user cancelled the session (`POST /api/{product}/{session}/cancel`):
-    /// the run should end, and its gates are closed. Its cancellation token fires too.
-    pub fn is_cancelled(&self) -> bool {
-        self.inner.cancel.is_cancelled()
-    }
-
-    /// A sink for the runtime session
-    /// ([`Session::with_events`](agent_runtime::Session::with_events) takes
-    /// `move |e| sink.emit(e)`, or the handle itself, which is a sink too): every event
-    /// goes through [`emit`](Self::emit).
-    pub fn event_sink<E: serde::Serialize + Send + Sync + 'static>(&self) -> Arc<dyn EventSink<E>> {
-        Arc::new(self.clone())
-    }
-
-    /// Persists the product's state and stage name (shown by the status route). Events
-    /// emitted before this call are stored before the state is, so a restart never sees a
-    /// state that is ahead of the events.
-    pub async fn save_state(&self, stage: &str, state: &Value) -> Result<(), StoreError> {
-        let (done, saved) = oneshot::channel();
-        if self
-            .inner
-            .writer
-            .send(Write::SaveState {
-                stage: stage.to_owned(),
-                state: state.clone(),
-                done,
-            })
-            .is_err()
-        {
-            return Err(StoreError::Backend("the session has ended".to_owned()));
-        }
-        saved
-            .await
-            .map_err(|_| StoreError::Backend("the session has ended".to_owned()))?
-    }
-
-    /// Records the product's stage name, shown by the status route (in order with the
-    /// events emitted before).
-    pub fn set_stage(&self, stage: &str) {
-        self.send(Write::Stage(stage.to_owned()));
-    }
-
-    /// The state saved before a restart, if this run resumes a session.
-    pub fn saved_state(&self) -> Option<Value> {
-        self.inner.saved_state.clone()
-    }
-
-    /// The deployment's checkpoint store (the same database as the sessions with the
-    /// SQLite backend). A product running a graph checkpoints it here under the session
-    /// id, and resumes it from here after a restart
-    /// ([`CompiledGraph::resume_in`](agent_runtime::graph::CompiledGraph::resume_in)).
-    pub fn checkpoints(&self) -> Arc<dyn CheckpointStore> {
-        Arc::clone(&self.inner.checkpoints)
-    }
-
-    /// How many product events the session had stored when this run started. A resumed
-    /// run's numbered event ([`EventSink::emit_numbered`]) that equals the stored event
-    /// with its ordinal is a replay of work done again after the last checkpoint: it is
-    /// dropped rather than stored twice. Any other event is stored, so nothing is lost.
-    pub fn replayed_events(&self) -> u64 {
-        self.inner.replayed.len() as u64
-    }
-
     /// Sends a numbered product event, unless it replays a stored one.
-    fn emit_numbered<E: serde::Serialize>(&self, ordinal: u64, event: &E) {
+    fn emit_numbered(&self, ordinal: u64, event: &E) {
         let stored = usize::try_from(ordinal)
             .ok()
             .and_then(|n| n.checked_sub(1))
@@ -332,24 +358,11 @@ impl SessionHandle {
         }
         self.emit(event);
     }
-
-    /// The session's cancellation token (give it to the runtime session with
-    /// [`Session::with_cancellation`](agent_runtime::Session::with_cancellation)). It is
-    /// cancelled once the run has ended, which stops agents the run left behind.
-    pub fn cancellation(&self) -> CancellationToken {
-        self.inner.cancel.clone()
-    }
-
-    fn send(&self, write: Write) {
-        if self.inner.writer.send(write).is_err() {
-            tracing::debug!(session = %self.inner.id, "event dropped: the session has ended");
-        }
-    }
 }
 
-/// A handle is an event sink for any serializable event type, so it can be given to
-/// [`Session::with_events`](agent_runtime::Session::with_events) directly.
-impl<E: serde::Serialize> EventSink<E> for SessionHandle {
+/// A handle is the sink of its product's events, which is how
+/// [`session`](SessionHandle::session) wires the runtime session to the server.
+impl<E: Serialize + Send + Sync + 'static> EventSink<E> for SessionHandle<E> {
     fn emit(&self, event: E) {
         SessionHandle::emit(self, &event);
     }
@@ -366,7 +379,6 @@ pub(crate) struct HandleParts {
     pub(crate) request: Value,
     pub(crate) gates: GateRegistry,
     pub(crate) writer: mpsc::UnboundedSender<Write>,
-    pub(crate) saved_state: Option<Value>,
     pub(crate) cancel: CancellationToken,
     pub(crate) checkpoints: Arc<dyn CheckpointStore>,
     pub(crate) replayed: Vec<Value>,

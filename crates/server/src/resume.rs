@@ -64,7 +64,6 @@ impl AgentServer {
             return Ok(Relaunch::GaveUp(reason));
         }
         let gates = store.gates(&record.id).await?;
-        let saved_state = store.load_state(&record.id).await?;
         let replayed: Vec<Value> = stored
             .into_iter()
             .map(|stored| stored.event)
@@ -82,7 +81,6 @@ impl AgentServer {
                 id: record.id,
                 request: record.request,
                 status: record.status,
-                saved_state,
                 gates,
                 replayed,
             })

@@ -170,7 +170,6 @@ pub(crate) struct Launch {
     pub(crate) id: String,
     pub(crate) request: Value,
     pub(crate) status: SessionStatus,
-    pub(crate) saved_state: Option<Value>,
     pub(crate) gates: Vec<StoredGate>,
     /// Product events stored before this run, in order.
     pub(crate) replayed: Vec<Value>,
@@ -391,7 +390,6 @@ impl AgentServer {
             id,
             request,
             status: SessionStatus::Running,
-            saved_state: None,
             gates: Vec::new(),
             replayed: Vec::new(),
         })
@@ -407,7 +405,6 @@ impl AgentServer {
             id,
             request,
             status,
-            saved_state,
             gates: stored_gates,
             replayed,
         } = launch;
@@ -485,7 +482,7 @@ impl AgentServer {
             announced,
             status,
         };
-        let span = tracing::info_span!("session_run", session.id = %id, product = product.name(), resumed = saved_state.is_some());
+        let span = tracing::info_span!("session_run", session.id = %id, product = product.name(), resumed = !replayed.is_empty());
         tokio::spawn(writer.run(writer_rx).instrument(span.clone()));
 
         let handle = SessionHandle::new(HandleParts {
@@ -494,7 +491,6 @@ impl AgentServer {
             request,
             gates,
             writer: writer_tx.clone(),
-            saved_state,
             cancel: cancel.clone(),
             checkpoints: Arc::clone(&self.inner.checkpoints),
             replayed,

@@ -12,8 +12,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{mpsc, oneshot};
 
-use agent_runtime::sessions::StoreError;
-
 /// `gate_open`: a gate started waiting.
 pub(crate) const GATE_OPEN: &str = "gate_open";
 /// `gate_answered`: a gate was answered.
@@ -75,12 +73,6 @@ pub(crate) enum Write {
     GateAnswered { id: String, answer: Value },
     /// A gate closed without an answer (from the gate listener).
     GateClosed { id: String, reason: String },
-    /// Save the product state and stage, after what was emitted before.
-    SaveState {
-        stage: String,
-        state: Value,
-        done: oneshot::Sender<Result<(), StoreError>>,
-    },
     /// Record the product's stage (shown by the status route), after what was emitted
     /// before.
     Stage(String),
@@ -171,10 +163,6 @@ impl Writer {
                 Write::GateOpened(gate) => self.gate_opened(gate).await,
                 Write::GateAnswered { id, answer } => self.gate_answered(id, answer).await,
                 Write::GateClosed { id, reason } => self.gate_closed(id, reason).await,
-                Write::SaveState { stage, state, done } => {
-                    let saved = self.save_state(&stage, &state).await;
-                    let _ = done.send(saved);
-                }
                 Write::Stage(stage) => {
                     let status = self.status;
                     if let Err(error) = self
@@ -295,13 +283,6 @@ impl Writer {
         }
         self.append(json!({"type": GATE_CLOSED, "gate_id": id, "reason": reason}))
             .await;
-    }
-
-    async fn save_state(&mut self, stage: &str, state: &Value) -> Result<(), StoreError> {
-        self.store.save_state(&self.session, state).await?;
-        self.store
-            .set_status(&self.session, self.status, Some(stage))
-            .await
     }
 
     async fn finish(&mut self, outcome: SessionOutcome) {

@@ -3,6 +3,7 @@
 
 mod common;
 
+use agent_runtime::checkpoint::CheckpointStore;
 use agent_runtime::sessions::{InMemorySessionStore, SessionStatus, SessionStore};
 use agent_server::{AgentServer, ServerConfig};
 use common::{Echo, SseEvent, TestServer, names};
@@ -16,7 +17,9 @@ const SECOND: &str = "coordinator:approve:2";
 fn echo_server() -> (Arc<InMemorySessionStore>, Arc<Echo>, AgentServer) {
     let store = Arc::new(InMemorySessionStore::new());
     let echo = Arc::new(Echo::new("echo"));
-    let server = AgentServer::new(store.clone()).with_product(echo.clone());
+    let server = AgentServer::new(store.clone())
+        .with_checkpoints(store.checkpoints())
+        .with_product(echo.clone());
     (store, echo, server)
 }
 
@@ -86,10 +89,14 @@ async fn a_whole_session_runs_from_start_to_complete() {
     let status = http.status(&session).await;
     assert_eq!(status["stage"], "approved");
     assert_eq!(status["pending_gates"][0]["id"], SECOND);
-    assert_eq!(
-        store.load_state(&session.id).await.unwrap(),
-        Some(json!({"first": "yes"}))
-    );
+    // The graph checkpointed its first node with the answer.
+    let checkpoint = store
+        .checkpoints()
+        .latest(&session.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(checkpoint.state["first"], "yes");
 
     assert_eq!(
         http.respond(&session, SECOND, json!({"ok": 1})).await.0,
@@ -590,7 +597,9 @@ async fn an_idle_stream_gets_keep_alive_comments() {
 async fn the_page_is_served_at_the_root() {
     let store = Arc::new(InMemorySessionStore::new());
     let none = TestServer::spawn(
-        AgentServer::new(store.clone()).with_product(Arc::new(Echo::new("echo"))),
+        AgentServer::new(store.clone())
+            .with_checkpoints(store.checkpoints())
+            .with_product(Arc::new(Echo::new("echo"))),
     )
     .await;
     let response = none.client.get(none.url("/")).send().await.unwrap();
@@ -602,7 +611,8 @@ async fn the_page_is_served_at_the_root() {
     let mut second = Echo::new("second");
     second.page = Some("not this one".to_owned());
     let http = TestServer::spawn(
-        AgentServer::new(store)
+        AgentServer::new(store.clone())
+            .with_checkpoints(store.checkpoints())
             .with_product(Arc::new(Echo::new("echo")))
             .with_product(Arc::new(with_page))
             .with_product(Arc::new(second)),
@@ -631,23 +641,28 @@ enum Backing {
 }
 
 impl Backing {
-    async fn open(&self) -> Arc<dyn SessionStore> {
-        match self {
-            Backing::Memory(store) => store.clone(),
-            Backing::SqliteFile(dir) => Arc::new(
-                agent_backends::SqliteSessionStore::open(dir.path().join("sessions.db"))
-                    .await
-                    .unwrap(),
-            ),
-        }
+    /// A server on the sessions and the run checkpoints kept here.
+    async fn open(&self) -> (Arc<dyn SessionStore>, AgentServer) {
+        let (store, checkpoints): (Arc<dyn SessionStore>, Arc<dyn CheckpointStore>) = match self {
+            Backing::Memory(store) => (store.clone(), store.checkpoints()),
+            Backing::SqliteFile(dir) => {
+                let store =
+                    agent_backends::SqliteSessionStore::open(dir.path().join("sessions.db"))
+                        .await
+                        .unwrap();
+                let checkpoints = Arc::new(store.checkpoints());
+                (Arc::new(store), checkpoints)
+            }
+        };
+        let server = AgentServer::new(store.clone()).with_checkpoints(checkpoints);
+        (store, server)
     }
 }
 
 async fn restart_at_the_second_gate(backing: Backing, answer_before_reopen: bool) {
-    let store = backing.open().await;
+    let (store, server) = backing.open().await;
     let first_echo = Arc::new(Echo::new("echo"));
-    let first =
-        TestServer::spawn(AgentServer::new(store.clone()).with_product(first_echo.clone())).await;
+    let first = TestServer::spawn(server.with_product(first_echo.clone())).await;
     let session = first.start("echo", json!({"text": "persist"})).await;
     let mut stream = first.stream(&session, None).await;
     stream.until("gate_open").await;
@@ -669,8 +684,8 @@ async fn restart_at_the_second_gate(backing: Backing, answer_before_reopen: bool
         second_echo.resume_delay = Duration::from_millis(500);
     }
     let second_echo = Arc::new(second_echo);
-    let store = backing.open().await;
-    let server = AgentServer::new(store.clone()).with_product(second_echo.clone());
+    let (store, server) = backing.open().await;
+    let server = server.with_product(second_echo.clone());
     assert_eq!(server.resume_unfinished().await.unwrap(), 1);
     // Already running: not resumed twice.
     assert_eq!(server.resume_unfinished().await.unwrap(), 0);
@@ -722,11 +737,9 @@ async fn restart_at_the_second_gate(backing: Backing, answer_before_reopen: bool
     let result = json!({"text": "persist", "first": "yes", "second": "sure"});
     assert_eq!(rest[2].data["result"], result);
 
-    // The rerun started from the saved state, and the first gate was not asked again.
-    assert_eq!(
-        *second_echo.runs.lock().unwrap(),
-        [Some(json!({"first": "yes"}))]
-    );
+    // The rerun resumed the graph at its second node, and the first gate was not asked
+    // again.
+    assert_eq!(*second_echo.runs.lock().unwrap(), [Some(json!("yes"))]);
     let all = second.stream(&session, None).await.rest().await;
     assert_eq!(
         all.iter().map(|e| e.id).collect::<Vec<_>>(),

@@ -28,6 +28,7 @@ async fn two_instances() -> (Arc<InMemorySessionStore>, [Arc<Echo>; 2], [TestSer
     let control = Arc::new(InProcessControl::default());
     let instance = |echo: Arc<Echo>| {
         AgentServer::new(store.clone())
+            .with_checkpoints(store.checkpoints())
             .with_product(echo)
             .with_leases(leases.clone())
             .with_fanout(fanout.clone())
@@ -144,6 +145,7 @@ async fn two_instances_on_a_queue(config: ServerConfig) -> Queued {
     let echoes = [Arc::new(Echo::new("echo")), Arc::new(Echo::new("echo"))];
     let servers = echoes.clone().map(|echo| {
         AgentServer::new(store.clone())
+            .with_checkpoints(store.checkpoints())
             .with_product(echo)
             .with_leases(leases.clone())
             .with_fanout(fanout.clone())
@@ -227,7 +229,7 @@ async fn an_instance_that_shuts_down_hands_its_run_to_the_other() {
     let rest = stream.rest().await;
     assert_eq!(rest.last().unwrap().event, "session_complete");
     let resumed_with = q.echoes[other].runs.lock().unwrap().clone();
-    assert_eq!(resumed_with, [Some(json!({"first": "first"}))]);
+    assert_eq!(resumed_with, [Some(json!("first"))]);
     let record = q.store.get(&session.id).await.unwrap().unwrap();
     assert_eq!(record.result.unwrap()["second"], "second");
 }

@@ -30,7 +30,9 @@ async fn cancel(server: &TestServer, session: &common::Started) -> (u16, Value) 
 async fn a_cancelled_session_ends_at_once_closes_its_gates_and_takes_no_answer() {
     let store = Arc::new(InMemorySessionStore::new());
     let server = TestServer::spawn(
-        AgentServer::new(store.clone()).with_product(Arc::new(Echo::new("echo"))),
+        AgentServer::new(store.clone())
+            .with_checkpoints(store.checkpoints())
+            .with_product(Arc::new(Echo::new("echo"))),
     )
     .await;
     let session = server.start("echo", json!({"text": "x"})).await;
@@ -73,7 +75,9 @@ async fn a_cancelled_session_ends_at_once_closes_its_gates_and_takes_no_answer()
 async fn a_gate_that_expires_is_closed_in_the_store_and_the_session_ends_expired() {
     let store = Arc::new(InMemorySessionStore::new());
     let server = TestServer::spawn(
-        AgentServer::new(store.clone()).with_product(Arc::new(Echo::new("echo"))),
+        AgentServer::new(store.clone())
+            .with_checkpoints(store.checkpoints())
+            .with_product(Arc::new(Echo::new("echo"))),
     )
     .await;
     let session = server
@@ -114,7 +118,9 @@ async fn a_gate_that_expires_is_closed_in_the_store_and_the_session_ends_expired
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_shuts_down_parks_its_sessions_and_the_next_one_resumes_them() {
     let store = Arc::new(InMemorySessionStore::new());
-    let first = AgentServer::new(store.clone()).with_product(Arc::new(Echo::new("echo")));
+    let first = AgentServer::new(store.clone())
+        .with_checkpoints(store.checkpoints())
+        .with_product(Arc::new(Echo::new("echo")));
     let http = TestServer::spawn(first.clone()).await;
     let session = http.start("echo", json!({"text": "x"})).await;
     http.stream(&session, None).await.until("gate_open").await;
@@ -129,7 +135,9 @@ async fn a_server_that_shuts_down_parks_its_sessions_and_the_next_one_resumes_th
     let events = store.events_after(&session.id, 0).await.unwrap();
     assert_eq!(events.last().unwrap().event["type"], "gate_open");
 
-    let second = AgentServer::new(store.clone()).with_product(Arc::new(Echo::new("echo")));
+    let second = AgentServer::new(store.clone())
+        .with_checkpoints(store.checkpoints())
+        .with_product(Arc::new(Echo::new("echo")));
     assert_eq!(second.resume_unfinished().await.unwrap(), 1);
     let http = TestServer::spawn(second).await;
     assert_eq!(
@@ -155,7 +163,8 @@ async fn a_session_resumed_again_and_again_without_progress_is_given_up() {
         ..ServerConfig::default()
     };
     let server = |store: Arc<InMemorySessionStore>| {
-        AgentServer::new(store)
+        AgentServer::new(store.clone())
+            .with_checkpoints(store.checkpoints())
             .with_config(config.clone())
             .with_product(Arc::new(Echo::new("echo")))
     };
@@ -228,6 +237,7 @@ async fn two_servers_sharing_leases_never_run_one_session_twice() {
     let store = Arc::new(InMemorySessionStore::new());
     let leases = Arc::new(agent_runtime::sessions::InProcessLeases::default());
     let first = AgentServer::new(store.clone())
+        .with_checkpoints(store.checkpoints())
         .with_leases(leases.clone())
         .with_product(Arc::new(Echo::new("echo")));
     let http = TestServer::spawn(first).await;
@@ -236,6 +246,7 @@ async fn two_servers_sharing_leases_never_run_one_session_twice() {
 
     // Another instance over the same store: the session is leased, it does not run it.
     let second = AgentServer::new(store.clone())
+        .with_checkpoints(store.checkpoints())
         .with_leases(leases.clone())
         .with_product(Arc::new(Echo::new("echo")));
     assert_eq!(second.resume_unfinished().await.unwrap(), 0);
@@ -274,6 +285,7 @@ impl agent_runtime::sessions::SessionLeases for TakenOver {
 async fn a_run_that_loses_its_lease_parks_for_the_instance_that_took_it() {
     let store = Arc::new(InMemorySessionStore::new());
     let server = AgentServer::new(store.clone())
+        .with_checkpoints(store.checkpoints())
         .with_config(ServerConfig {
             lease_ttl: Duration::from_millis(150),
             ..ServerConfig::default()

@@ -13,49 +13,48 @@ use super::{ChatTool, Ctx, Services, find_job, store_failed};
 use crate::prep::{analyze_fit, prepare_application as write_package};
 
 pub(super) fn prepare_application(services: Arc<Services>) -> ChatTool {
-    Arc::new(
-        tool(
-            "prepare_application",
-            "Prepare an application for a job: resume suggestions (before/after, each tied to a requirement), a cover letter and an intro email, all kept to what the user's profile says. The package is saved.",
-            move |input: JobRef, ctx: Ctx| {
-                let services = services.clone();
-                async move {
-                    let user = ctx.user_id().to_owned();
-                    let job = find_job(&services, &user, &input.job_id).await?;
-                    let profile = services
-                        .store
-                        .profile(&user)
-                        .await
-                        .map_err(store_failed)?
-                        .unwrap_or_default();
-                    ctx.emit(format!("writing an application for {}", job.headline()));
-                    // The tool's own calls go through the session's meter, as the loop's do.
-                    let model: Arc<dyn ChatModel> = match ctx.meter() {
-                        Some(meter) => Arc::new(MeteredModel::new(services.writer.clone(), meter.clone())),
-                        None => services.writer.clone(),
-                    };
-                    let tier_model = ctx.model_for(ModelTier::Primary);
-                    let (package, _) = write_package(model.as_ref(), tier_model, &job, &profile)
-                        .await
-                        .map_err(|e| ToolError::failed(e.to_string()))?;
-                    services
-                        .store
-                        .save_package(&user, &package)
-                        .await
-                        .map_err(store_failed)?;
-                    Ok::<_, ToolError>(json!({
-                        "package_id": package.id,
-                        "job": package.job_headline,
-                        "resume_suggestions": package.resume_suggestions,
-                        "cover_letter": package.cover_letter,
-                        "intro_email": package.intro_email,
-                        "removed_unsupported_claims": package.removed,
-                    }))
-                }
-            },
-        )
-        .with_tier(ModelTier::Primary),
-    )
+    Arc::new(tool(
+        "prepare_application",
+        "Prepare an application for a job: resume suggestions (before/after, each tied to a requirement), a cover letter and an intro email, all kept to what the user's profile says. The package is saved.",
+        move |input: JobRef, ctx: Ctx| {
+            let services = services.clone();
+            async move {
+                let user = ctx.user_id().to_owned();
+                let job = find_job(&services, &user, &input.job_id).await?;
+                let profile = services
+                    .store
+                    .profile(&user)
+                    .await
+                    .map_err(store_failed)?
+                    .unwrap_or_default();
+                ctx.emit(format!("writing an application for {}", job.headline()));
+                // The tool's own calls go through the session's meter, as the loop's do.
+                let model: Arc<dyn ChatModel> = match ctx.meter() {
+                    Some(meter) => {
+                        Arc::new(MeteredModel::new(services.writer.clone(), meter.clone()))
+                    }
+                    None => services.writer.clone(),
+                };
+                let tier_model = ctx.model_for(ModelTier::Primary);
+                let (package, _) = write_package(model.as_ref(), tier_model, &job, &profile)
+                    .await
+                    .map_err(|e| ToolError::failed(e.to_string()))?;
+                services
+                    .store
+                    .save_package(&user, &package)
+                    .await
+                    .map_err(store_failed)?;
+                Ok::<_, ToolError>(json!({
+                    "package_id": package.id,
+                    "job": package.job_headline,
+                    "resume_suggestions": package.resume_suggestions,
+                    "cover_letter": package.cover_letter,
+                    "intro_email": package.intro_email,
+                    "removed_unsupported_claims": package.removed,
+                }))
+            }
+        },
+    ))
 }
 
 pub(super) fn analyze_job_fit(services: Arc<Services>) -> ChatTool {

@@ -313,61 +313,55 @@ pub async fn revise(
 
 /// `write_section` (PRIMARY): bullets with evidence ids; unknown ids go back to the model.
 pub fn write_section(llm: Llm) -> ResumeTool {
-    Arc::new(
-        tool(
-            "write_section",
-            "Write one section of the blueprint as bullets, each citing its evidence ids.",
-            move |input: SectionInput, ctx: Ctx| {
-                let llm = llm.clone();
-                async move {
-                    let plan = planned(&ctx, &input.section)?;
-                    let prompt = section_prompt(&ctx, &plan, "");
-                    let draft: SectionWriting =
-                        ask(&ctx, &llm, ModelTier::Primary, WRITE_SECTION_PROMPT, prompt).await?;
-                    let section = ctx.update_state(|s| {
-                        check_evidence(s, &draft.bullets)
-                            .map_err(|e| ToolError::failed(e.to_string()))?;
-                        let mut section = Section {
-                            name: plan.name.clone(),
-                            markdown: String::new(),
-                            bullets: draft.bullets,
-                            approved: false,
-                            user_edited: false,
-                        };
-                        section.markdown = section_markdown(s, &section);
-                        store_section(s, section.clone());
-                        Ok::<_, ToolError>(section)
-                    })?;
-                    ctx.scratchpad()
-                        .set(format!("section:{}", section.name), json!(section));
+    Arc::new(tool(
+        "write_section",
+        "Write one section of the blueprint as bullets, each citing its evidence ids.",
+        move |input: SectionInput, ctx: Ctx| {
+            let llm = llm.clone();
+            async move {
+                let plan = planned(&ctx, &input.section)?;
+                let prompt = section_prompt(&ctx, &plan, "");
+                let draft: SectionWriting =
+                    ask(&ctx, &llm, ModelTier::Primary, WRITE_SECTION_PROMPT, prompt).await?;
+                let section = ctx.update_state(|s| {
+                    check_evidence(s, &draft.bullets)
+                        .map_err(|e| ToolError::failed(e.to_string()))?;
+                    let mut section = Section {
+                        name: plan.name.clone(),
+                        markdown: String::new(),
+                        bullets: draft.bullets,
+                        approved: false,
+                        user_edited: false,
+                    };
+                    section.markdown = section_markdown(s, &section);
+                    store_section(s, section.clone());
                     Ok::<_, ToolError>(section)
-                }
-            },
-        )
-        .with_tier(ModelTier::Primary),
-    )
+                })?;
+                ctx.scratchpad()
+                    .set(format!("section:{}", section.name), json!(section));
+                Ok::<_, ToolError>(section)
+            }
+        },
+    ))
 }
 
 /// `self_review` (MID): issues with a written section.
 pub fn self_review(llm: Llm) -> ResumeTool {
-    Arc::new(
-        tool(
-            "self_review",
-            "Review a written section against its goal and evidence.",
-            move |input: SectionInput, ctx: Ctx| {
-                let llm = llm.clone();
-                async move {
-                    let plan = planned(&ctx, &input.section)?;
-                    let (_, text) = section_text(&ctx, &plan.name)?;
-                    let prompt = section_prompt(&ctx, &plan, &format!("Section text:\n{text}\n"));
-                    let review: SelfReview =
-                        ask(&ctx, &llm, ModelTier::Mid, SELF_REVIEW_PROMPT, prompt).await?;
-                    Ok::<_, ToolError>(review)
-                }
-            },
-        )
-        .with_tier(ModelTier::Mid),
-    )
+    Arc::new(tool(
+        "self_review",
+        "Review a written section against its goal and evidence.",
+        move |input: SectionInput, ctx: Ctx| {
+            let llm = llm.clone();
+            async move {
+                let plan = planned(&ctx, &input.section)?;
+                let (_, text) = section_text(&ctx, &plan.name)?;
+                let prompt = section_prompt(&ctx, &plan, &format!("Section text:\n{text}\n"));
+                let review: SelfReview =
+                    ask(&ctx, &llm, ModelTier::Mid, SELF_REVIEW_PROMPT, prompt).await?;
+                Ok::<_, ToolError>(review)
+            }
+        },
+    ))
 }
 
 /// `check_keywords`: which JD keywords the section covers (no model).
@@ -440,25 +434,22 @@ pub fn bullets_of_markdown(markdown: &str) -> Vec<Bullet> {
 
 /// `revise_section` (PRIMARY): rewrites a section with feedback.
 pub fn revise_section(llm: Llm) -> ResumeTool {
-    Arc::new(
-        tool(
-            "revise_section",
-            "Revise a written section with the given feedback.",
-            move |input: ReviseInput, ctx: Ctx| {
-                let llm = llm.clone();
-                async move {
-                    revise(
-                        &ctx,
-                        &llm,
-                        &input.section,
-                        &input.feedback,
-                        "craftsman",
-                        None,
-                    )
-                    .await
-                }
-            },
-        )
-        .with_tier(ModelTier::Primary),
-    )
+    Arc::new(tool(
+        "revise_section",
+        "Revise a written section with the given feedback.",
+        move |input: ReviseInput, ctx: Ctx| {
+            let llm = llm.clone();
+            async move {
+                revise(
+                    &ctx,
+                    &llm,
+                    &input.section,
+                    &input.feedback,
+                    "craftsman",
+                    None,
+                )
+                .await
+            }
+        },
+    ))
 }

@@ -246,72 +246,71 @@ pub fn check_ats() -> ResumeTool {
 
 /// `check_coherence` (MID): tense, voice and consistency issues.
 pub fn check_coherence(llm: Llm) -> ResumeTool {
-    Arc::new(
-        tool(
-            "check_coherence",
-            "Check the assembled resume for coherence across sections.",
-            move |_: NoInput, ctx: Ctx| {
-                let llm = llm.clone();
-                async move {
-                    let prompt = ctx.read_state(assemble_markdown);
-                    let check: CoherenceCheck =
-                        ask(&ctx, &llm, ModelTier::Mid, COHERENCE_PROMPT, prompt).await?;
-                    ctx.update_state(|s| s.coherence_notes = check.issues.clone());
-                    Ok::<_, ToolError>(check)
-                }
-            },
-        )
-        .with_tier(ModelTier::Mid),
-    )
+    Arc::new(tool(
+        "check_coherence",
+        "Check the assembled resume for coherence across sections.",
+        move |_: NoInput, ctx: Ctx| {
+            let llm = llm.clone();
+            async move {
+                let prompt = ctx.read_state(assemble_markdown);
+                let check: CoherenceCheck =
+                    ask(&ctx, &llm, ModelTier::Mid, COHERENCE_PROMPT, prompt).await?;
+                ctx.update_state(|s| s.coherence_notes = check.issues.clone());
+                Ok::<_, ToolError>(check)
+            }
+        },
+    ))
 }
 
 /// `adversarial_review` (PRIMARY, plus the grounding check): emits a `review_finding` per
 /// new finding.
 pub fn adversarial_review(llm: Llm) -> ResumeTool {
-    Arc::new(
-        tool(
-            "adversarial_review",
-            "Check every claim against its evidence, as a sceptical hiring manager.",
-            move |_: NoInput, ctx: Ctx| {
-                let llm = llm.clone();
-                async move {
-                    let resume = ctx.read_state(annotated);
-                    let prompt = format!("Resume:\n{resume}\nEvidence:\n{}", evidence_lines(&ctx));
-                    let review: AdversarialReview =
-                        ask(&ctx, &llm, ModelTier::Primary, ADVERSARIAL_REVIEW_PROMPT, prompt)
-                            .await?;
-                    let new = ctx.update_state(|s| {
-                        let mut all = review.findings;
-                        all.extend(grounding_findings(s));
-                        let mut new = Vec::new();
-                        for finding in all {
-                            let seen = s
-                                .findings
-                                .iter()
-                                .any(|f| f.section == finding.section && f.claim == finding.claim);
-                            if !seen {
-                                s.findings.push(finding.clone());
-                                new.push(finding);
-                            }
+    Arc::new(tool(
+        "adversarial_review",
+        "Check every claim against its evidence, as a sceptical hiring manager.",
+        move |_: NoInput, ctx: Ctx| {
+            let llm = llm.clone();
+            async move {
+                let resume = ctx.read_state(annotated);
+                let prompt = format!("Resume:\n{resume}\nEvidence:\n{}", evidence_lines(&ctx));
+                let review: AdversarialReview = ask(
+                    &ctx,
+                    &llm,
+                    ModelTier::Primary,
+                    ADVERSARIAL_REVIEW_PROMPT,
+                    prompt,
+                )
+                .await?;
+                let new = ctx.update_state(|s| {
+                    let mut all = review.findings;
+                    all.extend(grounding_findings(s));
+                    let mut new = Vec::new();
+                    for finding in all {
+                        let seen = s
+                            .findings
+                            .iter()
+                            .any(|f| f.section == finding.section && f.claim == finding.claim);
+                        if !seen {
+                            s.findings.push(finding.clone());
+                            new.push(finding);
                         }
-                        new
-                    });
-                    for finding in &new {
-                        ctx.emit(ResumeEvent::ReviewFinding {
-                            section: finding.section.clone(),
-                            claim: finding.claim.clone(),
-                            problem: finding.problem.clone(),
-                        });
                     }
-                    Ok::<Value, ToolError>(json!({
-                        "findings": new,
-                        "next": if new.is_empty() { "no findings" } else { "request_revision for each section with a finding" },
-                    }))
+                    new
+                });
+                for finding in &new {
+                    ctx.emit(ResumeEvent::ReviewFinding {
+                        section: finding.section.clone(),
+                        claim: finding.claim.clone(),
+                        problem: finding.problem.clone(),
+                    });
                 }
-            },
-        )
-        .with_tier(ModelTier::Primary),
-    )
+                Ok::<Value, ToolError>(json!({
+                    "findings": new,
+                    "next": if new.is_empty() { "no findings" } else { "request_revision for each section with a finding" },
+                }))
+            }
+        },
+    ))
 }
 
 /// `request_revision`: a bus `request` to the Craftsman with `{request_id, section,
@@ -321,8 +320,7 @@ pub fn adversarial_review(llm: Llm) -> ResumeTool {
 /// shown to the user again after the Producer's run. It waits for another agent's model calls, so the round timeout
 /// does not cut it: [`REVISION_TIMEOUT`] bounds the wait.
 pub fn request_revision(bus: Arc<dyn AgentBus>) -> ResumeTool {
-    Arc::new(
-        tool(
+    Arc::new(tool(
         "request_revision",
         "Ask the Craftsman to revise a section, with the reason; returns the revised section.",
         move |input: RevisionInput, ctx: Ctx| {
@@ -373,7 +371,5 @@ pub fn request_revision(bus: Arc<dyn AgentBus>) -> ResumeTool {
                 Ok::<Value, ToolError>(reply.payload)
             }
         },
-    )
-        .interactive(),
-    )
+    ))
 }

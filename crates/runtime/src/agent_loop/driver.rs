@@ -395,9 +395,6 @@ where
             .find(|tool| tool.name() == call.name)
             .ok_or_else(|| ToolError::UnknownTool(call.name.into()))?;
         let mut running = tool.execute(call.input, ctx);
-        if tool.interactive() {
-            return running.await;
-        }
         // Most tools finish on their first poll; only a tool that waits gets a timer.
         if let std::task::Poll::Ready(outcome) = futures::poll!(&mut running) {
             return outcome;
@@ -438,22 +435,4 @@ async fn save(saver: Option<&dyn RunSaver>, run: &mut AgentRun) {
         tracing::error!(%error, "the agent run could not be saved; stopping it");
         run.stop(StopCause::Checkpoint(error.to_string()));
     }
-}
-
-/// Runs `config` once on `model` in `ctx`, starting with `initial_message`. For many
-/// invocations build an [`AgentLoop`] once instead.
-pub async fn run_agent_loop<S, E, M>(
-    config: &AgentConfig<S, E>,
-    ctx: &AgentContext<S, E>,
-    model: M,
-    initial_message: impl Into<Message>,
-) -> AgentResult
-where
-    S: Send + Sync + 'static,
-    E: Send + Sync + 'static,
-    M: ChatModel,
-{
-    AgentLoop::new(config.clone(), model)
-        .run(ctx, initial_message)
-        .await
 }

@@ -5,5 +5,5 @@ mod driver;
 mod run;
 mod text_calls;
 
-pub use driver::{AgentLoop, RunSaver, run_agent_loop};
+pub use driver::{AgentLoop, RunSaver};
 pub use run::{AgentRun, Next, ToolCall, ToolCalls};

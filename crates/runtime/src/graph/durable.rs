@@ -70,6 +70,55 @@ where
         self.run_checkpointed_in(&session, store, options).await
     }
 
+    /// Starts the run, or resumes it when `store` already holds its checkpoints: the one
+    /// call a durable product makes, whether its process is new or restarted after a
+    /// crash. The run id is the one in `options`, or else the session's id (a server
+    /// session runs its graph under the session id). A new run goes as
+    /// [`run_checkpointed_in`](Self::run_checkpointed_in), an existing one as
+    /// [`resume_in`](Self::resume_in), so a finished run is returned without running
+    /// anything again.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use agent_runtime::Session;
+    /// use agent_runtime::checkpoint::InMemoryCheckpointStore;
+    /// use agent_runtime::graph::{NodeContext, RunOptions, StateGraph, node_fn};
+    ///
+    /// let graph = StateGraph::sequence([(
+    ///     "count",
+    ///     node_fn(|ctx: &NodeContext<u32>| Box::pin(async move { ctx.update(|n| *n += 1); Ok(()) })),
+    /// )])
+    /// .compile()?;
+    /// let store = Arc::new(InMemoryCheckpointStore::new());
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let session = Session::new("trip-1", 0);
+    /// let first = graph.run_durable(&session, store.clone(), RunOptions::new()).await?;
+    /// // Called again (a restarted process): the finished run is not run twice.
+    /// let again = graph.run_durable(&Session::new("trip-1", 0), store, RunOptions::new()).await?;
+    /// assert_eq!((first.state, again.state), (1, 1));
+    /// # Ok::<(), agent_runtime::checkpoint::CheckpointError>(())
+    /// # }).unwrap();
+    /// # Ok::<(), agent_runtime::graph::GraphError>(())
+    /// ```
+    pub async fn run_durable(
+        &self,
+        session: &Session<S, E>,
+        store: Arc<dyn CheckpointStore>,
+        mut options: RunOptions,
+    ) -> Result<RunResult<S>, CheckpointError> {
+        let run_id = options
+            .run_id
+            .take()
+            .unwrap_or_else(|| session.id().to_owned());
+        if store.exists(&run_id).await? {
+            tracing::info!(run_id, "resuming the run from its last checkpoint");
+            self.resume_in(session, &run_id, store, options).await
+        } else {
+            let options = options.with_run_id(run_id);
+            self.run_checkpointed_in(session, store, options).await
+        }
+    }
+
     /// Like [`run_checkpointed`](Self::run_checkpointed), on `session`'s state (see
     /// [`run_in`](Self::run_in)). Every checkpoint also records the session's
     /// [`SessionMarks`] (events emitted, gate ids, metered usage), which

@@ -1,7 +1,9 @@
 //! A session store in memory: for tests and for servers that need no persistence.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::checkpoint::InMemoryCheckpointStore;
 
 use async_trait::async_trait;
 use chrono::Utc;
@@ -15,7 +17,6 @@ use super::{
 struct Entry {
     record: SessionRecord,
     events: Vec<StoredEvent>,
-    state: Option<Value>,
     gates: Vec<StoredGate>,
     /// Resumes in a row without progress, and the event count at the last one.
     resumes: (u32, u64),
@@ -41,6 +42,7 @@ struct Entry {
 #[derive(Default)]
 pub struct InMemorySessionStore {
     sessions: Mutex<HashMap<String, Entry>>,
+    checkpoints: Arc<InMemoryCheckpointStore>,
 }
 
 impl std::fmt::Debug for InMemorySessionStore {
@@ -55,6 +57,14 @@ impl InMemorySessionStore {
     /// An empty store.
     pub fn new() -> Self {
         InMemorySessionStore::default()
+    }
+
+    /// The runs' checkpoints that go with these sessions, as
+    /// `SqliteSessionStore::checkpoints` gives the ones in its database: two servers
+    /// given this store and these checkpoints (`AgentServer::with_checkpoints`) share
+    /// both, as two processes on one database file do.
+    pub fn checkpoints(&self) -> Arc<InMemoryCheckpointStore> {
+        Arc::clone(&self.checkpoints)
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
@@ -95,7 +105,6 @@ impl SessionStore for InMemorySessionStore {
             Entry {
                 record: record.clone(),
                 events: Vec::new(),
-                state: None,
                 gates: Vec::new(),
                 resumes: (0, 0),
             },
@@ -161,14 +170,6 @@ impl SessionStore for InMemorySessionStore {
 
     async fn event_count(&self, id: &str) -> Result<u64, StoreError> {
         self.with(id, |e| e.events.len() as u64)
-    }
-
-    async fn save_state(&self, id: &str, state: &Value) -> Result<(), StoreError> {
-        self.with(id, |e| e.state = Some(state.clone()))
-    }
-
-    async fn load_state(&self, id: &str) -> Result<Option<Value>, StoreError> {
-        self.with(id, |e| e.state.clone())
     }
 
     async fn open_gate(&self, id: &str, gate: &OpenGate<'_>) -> Result<(), StoreError> {

@@ -250,12 +250,6 @@ pub trait SessionStore: Send + Sync {
         Ok(self.events_after(id, 0).await?.len() as u64)
     }
 
-    /// Replaces the session's saved product state.
-    async fn save_state(&self, id: &str, state: &Value) -> Result<(), StoreError>;
-
-    /// The saved product state, if any.
-    async fn load_state(&self, id: &str) -> Result<Option<Value>, StoreError>;
-
     /// Records a gate as pending. Opening a gate that is already recorded (same id)
     /// changes nothing.
     async fn open_gate(&self, id: &str, gate: &OpenGate<'_>) -> Result<(), StoreError>;

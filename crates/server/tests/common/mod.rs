@@ -1,7 +1,10 @@
 //! A test product ("echo"), a server on loopback, and an SSE reader.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
 
-use agent_runtime::{AgentIdentity, GateRegistry, GateRequest, Session};
+use agent_runtime::graph::{
+    CompiledGraph, NodeContext, NodeError, RunOptions, StateGraph, node_fn,
+};
+use agent_runtime::{AgentIdentity, GateRegistry};
 use agent_server::{Product, SessionHandle};
 use serde_json::{Value, json};
 use std::sync::Mutex;
@@ -10,17 +13,21 @@ use std::time::Duration;
 #[allow(unused_imports)]
 pub use agent_server::testing::{PATIENCE, SseEvent, SseReader, Started, TestServer, names};
 
-/// Emits `started`, waits at `coordinator:approve:1`, emits `approved` and saves state
-/// `approved`, waits at `coordinator:approve:2`, emits `confirmed`, returns both answers.
-/// `"mode"` in the start request: `fail` (returns Err), `panic`, `hang` (never ends),
-/// `expire` (the first gate times out after 200 ms).
-/// A rerun after a restart skips the events and the save it did before.
+/// A graph product of two nodes. `approve` emits `started`, waits at
+/// `coordinator:approve:1`, emits `approved` and sets stage `approved`; `confirm` waits at
+/// `coordinator:approve:2`, emits `confirmed`; the result holds both answers. The graph
+/// runs durably in the server's checkpoint store, so a run after a restart resumes at the
+/// node it had reached. `"mode"` in the start request: `fail` (the node fails), `panic`,
+/// `hang` (never ends, deaf to cancellation), `expire` (the first gate times out after
+/// 200 ms).
 pub struct Echo {
     pub name: String,
     pub page: Option<String>,
-    /// A rerun sleeps this long before going on (to answer a gate before it reopens).
+    /// A resumed run sleeps this long before it goes on (to answer a gate before it
+    /// reopens).
     pub resume_delay: Duration,
-    /// The saved state each run started with.
+    /// Each run: `None` when it started the graph, else the first answer its checkpoint
+    /// held (`Null` before the first gate was answered).
     pub runs: Mutex<Vec<Option<Value>>>,
     /// The gates of the last run.
     pub gates: Mutex<Option<GateRegistry>>,
@@ -40,6 +47,64 @@ impl Echo {
     pub fn last_gates(&self) -> GateRegistry {
         self.gates.lock().unwrap().clone().expect("no run yet")
     }
+}
+
+/// Echo's graph state: what was asked and the answers so far.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct EchoState {
+    pub text: String,
+    pub mode: String,
+    pub first: Option<Value>,
+    pub second: Option<Value>,
+}
+
+/// Echo's graph: `approve`, then `confirm` after `resume_delay`.
+fn echo_graph(
+    handle: SessionHandle<Value>,
+    resume_delay: Duration,
+) -> CompiledGraph<EchoState, Value> {
+    let approve = node_fn(move |ctx: &NodeContext<EchoState, Value>| {
+        let handle = handle.clone();
+        Box::pin(async move {
+            let EchoState { text, mode, .. } = ctx.state();
+            ctx.emit(json!({"type": "started", "text": text}));
+            match mode.as_str() {
+                "fail" => return Err(NodeError::fatal("asked to fail")),
+                "panic" => panic!("asked to panic"),
+                "hang" => std::future::pending::<()>().await,
+                _ => {}
+            }
+            let mut request = APPROVE.request(json!({"question": "approve?", "text": text}));
+            if mode == "expire" {
+                request = request.with_timeout(Duration::from_millis(200));
+            }
+            let asker = ctx.agent_context(AgentIdentity::new("coordinator", "echo"));
+            let first = asker
+                .ask_with(&APPROVE, request)
+                .await
+                .map_err(|e| NodeError::fatal(e.to_string()))?;
+            ctx.update(|s| s.first = Some(first.clone()));
+            ctx.emit(json!({"type": "approved", "answer": first}));
+            handle.set_stage("approved");
+            Ok(())
+        })
+    });
+    let confirm = node_fn(move |ctx: &NodeContext<EchoState, Value>| {
+        Box::pin(async move {
+            tokio::time::sleep(resume_delay).await;
+            let asker = ctx.agent_context(AgentIdentity::new("coordinator", "echo"));
+            let second = asker
+                .ask(&APPROVE, json!({"question": "confirm?"}))
+                .await
+                .map_err(|e| NodeError::fatal(e.to_string()))?;
+            ctx.emit(json!({"type": "confirmed", "answer": second}));
+            ctx.update(|s| s.second = Some(second));
+            Ok(())
+        })
+    });
+    StateGraph::sequence([("approve", approve), ("confirm", confirm)])
+        .compile()
+        .unwrap()
 }
 
 /// Echo's start request.
@@ -98,50 +163,45 @@ impl Product for Echo {
         }
     }
 
-    async fn run(&self, session: SessionHandle, start: EchoStart) -> Result<Value, EchoError> {
-        let saved = session.saved_state();
-        self.runs.lock().unwrap().push(saved.clone());
-        *self.gates.lock().unwrap() = Some(session.gates().clone());
+    async fn run(
+        &self,
+        handle: SessionHandle<Value>,
+        start: EchoStart,
+    ) -> Result<Value, EchoError> {
+        let checkpoints = handle.checkpoints();
+        let resumed = checkpoints
+            .latest(handle.id())
+            .await
+            .map_err(|e| EchoError(e.to_string()))?
+            .map(|checkpoint| checkpoint.state["first"].clone());
+        self.runs.lock().unwrap().push(resumed.clone());
+        *self.gates.lock().unwrap() = Some(handle.gates().clone());
+
         let EchoStart { text, mode } = start;
-
-        let runtime: Session<(), Value> = Session::new(session.id(), ())
-            .with_gates(session.gates().clone())
-            .with_event_sink(session.event_sink())
-            .with_cancellation(session.cancellation());
-        let ctx = runtime.context(AgentIdentity::new("coordinator", "echo"));
-
-        if saved.is_none() {
-            ctx.emit(json!({"type": "started", "text": text}));
-        } else {
-            tokio::time::sleep(self.resume_delay).await;
+        let delay = match resumed {
+            Some(_) => self.resume_delay,
+            None => Duration::ZERO,
+        };
+        let graph = echo_graph(handle.clone(), delay);
+        let session = handle.session(EchoState {
+            text,
+            mode,
+            ..EchoState::default()
+        });
+        let run = graph
+            .run_durable(&session, checkpoints, RunOptions::new())
+            .await
+            .map_err(|e| EchoError(e.to_string()))?;
+        if !run.is_success() {
+            let failure = run.errors.last().map(|f| f.message.clone());
+            return Err(EchoError(failure.or(run.reason).unwrap_or_default()));
         }
-        match mode.as_str() {
-            "fail" => return Err(EchoError("asked to fail".to_owned())),
-            "panic" => panic!("asked to panic"),
-            "hang" => std::future::pending::<()>().await,
-            _ => {}
-        }
-
-        let gates = runtime.gates();
-        let cancel = session.cancellation();
-        let first_id = gates.next_id("coordinator", "approve");
-        let mut request =
-            GateRequest::new("approve").with_payload(json!({"question": "approve?", "text": text}));
-        if mode == "expire" {
-            request = request.with_timeout(Duration::from_millis(200));
-        }
-        let first = gates.wait(&first_id, request, Some(&cancel)).await?;
-        if saved.is_none() {
-            ctx.emit(json!({"type": "approved", "answer": first}));
-            session
-                .save_state("approved", &json!({"first": first}))
-                .await?;
-        }
-
-        let second_id = gates.next_id("coordinator", "approve");
-        let request = GateRequest::new("approve").with_payload(json!({"question": "confirm?"}));
-        let second = gates.wait(&second_id, request, Some(&cancel)).await?;
-        ctx.emit(json!({"type": "confirmed", "answer": second}));
+        let EchoState {
+            text,
+            first,
+            second,
+            ..
+        } = run.state;
         Ok(json!({"text": text, "first": first, "second": second}))
     }
 
