@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_llm::{
-    ChatModel, ChatRequest, ExtractError, ExtractOptions, LlmError, ModelRouter, ModelTier,
+    ChatModel, ChatRequest, ExtractError, ExtractOptions, Limit, LlmError, ModelRouter, ModelTier,
     extract_with,
 };
 use agent_runtime::graph::NodeContext;
@@ -217,13 +217,13 @@ fn call_error(error: ExtractError) -> CallError {
             attempts: error.attempts,
             message,
         },
-        LlmError::LimitExceeded(message) => CallError::Budget {
-            limit: if message.contains("call") {
-                BudgetLimit::Calls
-            } else {
-                BudgetLimit::Tokens
+        LlmError::LimitExceeded(limit) => CallError::Budget {
+            limit: match limit {
+                Limit::Calls { .. } => BudgetLimit::Calls,
+                Limit::WallTime { .. } => BudgetLimit::WallTime,
+                Limit::Tokens { .. } | Limit::Usd { .. } => BudgetLimit::Tokens,
             },
-            message,
+            message: limit.to_string(),
         },
         LlmError::Cancelled => CallError::Cancelled,
         other => CallError::Model(other.to_string()),

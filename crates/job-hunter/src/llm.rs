@@ -157,9 +157,9 @@ impl PipelineLlm {
         now
     }
 
-    /// Why no more calls may be made, if the limit is reached.
-    pub fn limit_reason(&self) -> Option<String> {
-        self.meter.limit_reason()
+    /// The limit that allows no more calls, if one is reached.
+    pub fn limit_reached(&self) -> Option<agent_llm::Limit> {
+        self.meter.reached()
     }
 
     /// Asks for a `T`: at most `JH_MAX_CONCURRENCY` calls run at once, a call is refused
@@ -247,7 +247,7 @@ impl PipelineLlm {
             .map_err(|_| LlmCallError::Failed("the model-call bound was closed".into()))?;
         self.meter
             .check()
-            .map_err(|e| LlmCallError::CostLimit(e.0))?;
+            .map_err(|limit| LlmCallError::CostLimit(limit.to_string()))?;
         let model_id = self.model_id(quality).to_owned();
         let request = ChatRequest::from_prompt(prompt)
             .with_model(model_id.clone())
@@ -284,7 +284,9 @@ impl PipelineLlm {
                 attempts,
             })
             .map_err(|e| match e.error {
-                agent_llm::LlmError::LimitExceeded(reason) => LlmCallError::CostLimit(reason),
+                agent_llm::LlmError::LimitExceeded(limit) => {
+                    LlmCallError::CostLimit(limit.to_string())
+                }
                 _ => LlmCallError::Failed(e.to_string()),
             })
     }

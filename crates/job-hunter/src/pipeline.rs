@@ -364,7 +364,7 @@ impl JobHunter {
             .with_run_id(run_id.clone())
             .with_node_timeout(self.settings.agent_timeout)
             .with_cancellation(self.cancel.clone())
-            .with_limit_check(move || limit_llm.limit_reason());
+            .with_limit_check(move || limit_llm.limit_reached().map(|limit| limit.to_string()));
         let (result, skipped) = match latest {
             Some(checkpoint) => {
                 tracing::info!(run_id, completed = ?checkpoint.completed, "resuming from checkpoint");

@@ -227,7 +227,7 @@ async fn process_jobs_stops_at_the_cost_limit_keeping_what_was_done() {
     assert_eq!(state.raw_jobs, raw);
     assert!(state.issues.is_empty(), "{:#?}", state.issues);
     assert!(rig.llm.spend().cost_usd >= 1.0);
-    assert!(rig.llm.limit_reason().is_some());
+    assert!(rig.llm.limit_reached().is_some());
     assert!(
         rig.events
             .events()

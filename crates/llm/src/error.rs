@@ -76,7 +76,7 @@ pub enum LlmError {
     /// The call was refused before sending because a cost or usage limit was reached
     /// (a metering wrapper's hard limit, a budget); never retried.
     #[error("limit reached: {0}")]
-    LimitExceeded(String),
+    LimitExceeded(crate::Limit),
     /// The provider is not configured correctly (missing base URL, bad header value, ...).
     #[error("configuration error: {0}")]
     Config(String),

@@ -23,6 +23,7 @@ pub mod context_fit;
 mod error;
 mod guard;
 mod http;
+mod limit;
 #[cfg(feature = "local-embeddings")]
 pub mod local_embedding;
 mod model;
@@ -41,6 +42,7 @@ pub use anthropic::{AnthropicConfig, AnthropicModel, PromptCaching};
 pub use config::ProviderConfig;
 pub use error::LlmError;
 pub use http::HttpSettings;
+pub use limit::Limit;
 #[cfg(feature = "local-embeddings")]
 pub use local_embedding::{LocalEmbeddingError, LocalEmbeddingModel};
 pub use model::{

@@ -3,7 +3,7 @@
 
 use agent_llm::{
     ChatModel, ChatRequest, ChatResponse, ChatStream, EmbeddingModel, EmbeddingRequest,
-    EmbeddingResponse, LlmError, PricingTable, StreamEvent, StructuredOutputMode, Usage,
+    EmbeddingResponse, Limit, LlmError, PricingTable, StreamEvent, StructuredOutputMode, Usage,
 };
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -39,24 +39,6 @@ pub struct CostSnapshot {
     pub unpriced_models: Vec<String>,
     /// Time since the meter was made.
     pub elapsed: Duration,
-}
-
-/// A limit was reached; the call was not made.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("cost limit exceeded: {0}")]
-pub struct CostLimitExceeded(pub String);
-
-impl From<CostLimitExceeded> for LlmError {
-    fn from(error: CostLimitExceeded) -> Self {
-        LlmError::LimitExceeded(error.0)
-    }
-}
-
-impl From<CostLimitExceeded> for crate::graph::NodeError {
-    /// A cost limit ends a graph run as partial, keeping its state.
-    fn from(error: CostLimitExceeded) -> Self {
-        crate::graph::NodeError::limit(error.to_string())
-    }
 }
 
 type WarnHook = Arc<dyn Fn(&CostSnapshot) + Send + Sync>;
@@ -153,45 +135,57 @@ impl CostMeter {
         self.inner.totals.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Fails if a limit is reached, so the next call must not be made.
-    pub fn check(&self) -> Result<(), CostLimitExceeded> {
-        match self.limit_reason() {
-            Some(reason) => Err(CostLimitExceeded(reason)),
+    /// Fails with the [`Limit`] reached, if any, so the next call must not be made.
+    pub fn check(&self) -> Result<(), Limit> {
+        match self.reached() {
+            Some(limit) => Err(limit),
             None => Ok(()),
         }
     }
 
     /// Which limit is reached, if any.
-    pub fn limit_reason(&self) -> Option<String> {
+    ///
+    /// ```
+    /// use agent_llm::{Limit, Usage};
+    /// use agent_runtime::{CostLimits, CostMeter};
+    /// let meter = CostMeter::new(CostLimits { max_tokens: Some(100), ..Default::default() });
+    /// meter.record("claude-haiku-4-5", Usage { input_tokens: 150, ..Default::default() });
+    /// assert_eq!(meter.reached(), Some(Limit::Tokens { used: 150, max: 100 }));
+    /// ```
+    pub fn reached(&self) -> Option<Limit> {
         let limits = &self.inner.limits;
         let totals = self.totals();
-        if let Some(max) = limits.max_usd.filter(|max| totals.usd >= *max) {
-            return Some(format!("spent ${:.4} of a ${max:.4} limit", totals.usd));
+        let spent = totals.usd;
+        if let Some(max) = limits.max_usd.filter(|max| spent >= *max) {
+            return Some(Limit::Usd {
+                spent,
+                max,
+                stand_in_tokens: None,
+            });
         }
         if let Some(max) = limits.max_usd.filter(|_| !totals.unpriced.is_empty()) {
-            let stand_in = unpriced_token_limit(max);
             let used = totals.usage.total_tokens();
-            if used >= stand_in {
-                return Some(format!(
-                    "used {used} tokens, the stand-in for the ${max:.2} cost limit while a model has no price"
-                ));
+            if used >= unpriced_token_limit(max) {
+                return Some(Limit::Usd {
+                    spent,
+                    max,
+                    stand_in_tokens: Some(used),
+                });
             }
         }
-        if let Some(max) = limits
-            .max_tokens
-            .filter(|max| totals.usage.total_tokens() >= *max)
-        {
-            return Some(format!(
-                "used {} of {max} tokens",
-                totals.usage.total_tokens()
-            ));
+        let used = totals.usage.total_tokens();
+        if let Some(max) = limits.max_tokens.filter(|max| used >= *max) {
+            return Some(Limit::Tokens { used, max });
         }
         if let Some(max) = limits.max_calls.filter(|max| totals.calls >= *max) {
-            return Some(format!("made {} of {max} LLM calls", totals.calls));
+            return Some(Limit::Calls {
+                made: totals.calls,
+                max,
+            });
         }
         let elapsed = self.inner.started.elapsed();
         if let Some(max) = limits.max_wall.filter(|max| elapsed >= *max) {
-            return Some(format!("ran {elapsed:?} of a {max:?} wall-time budget"));
+            return Some(Limit::WallTime { elapsed, max });
         }
         None
     }
@@ -481,7 +475,15 @@ mod tests {
         meter.record("my-local-model", tokens(100_000));
         let refused = meter.check().unwrap_err();
         assert_eq!(
-            refused.0,
+            refused,
+            Limit::Usd {
+                spent: 0.0,
+                max: 0.5,
+                stand_in_tokens: Some(500_000)
+            }
+        );
+        assert_eq!(
+            refused.to_string(),
             "used 500000 tokens, the stand-in for the $0.50 cost limit while a model has no price"
         );
         assert_eq!(meter.snapshot().unpriced_models, vec!["my-local-model"]);

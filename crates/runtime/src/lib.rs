@@ -42,7 +42,7 @@ pub use agent_loop::{AgentLoop, AgentRun, Next, RunSaver, ToolCall, ToolCalls};
 pub use config::{AgentConfig, Compaction, PromptError, render_placeholders};
 pub use context::AgentContext;
 pub use cost::{
-    CostLimitExceeded, CostLimits, CostMeter, CostSnapshot, MeteredModel, UNPRICED_TOKENS_PER_USD,
+    CostLimits, CostMeter, CostSnapshot, MeteredModel, UNPRICED_TOKENS_PER_USD,
     unpriced_token_limit,
 };
 pub use progress::ModelProgress;

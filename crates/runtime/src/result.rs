@@ -1,7 +1,7 @@
 //! What an agent invocation returns: [`AgentResult`].
 
 use crate::bus::AgentMessage;
-use agent_llm::{LlmError, Message, Usage};
+use agent_llm::{Limit, LlmError, Message, Usage};
 use serde_json::{Map, Value};
 use std::time::Duration;
 
@@ -19,7 +19,7 @@ pub enum StopCause {
     /// A model call failed after its retries.
     ModelError(LlmError),
     /// A cost or budget limit refused the next model call.
-    LimitExceeded(String),
+    LimitExceeded(Limit),
     /// The run's progress could not be saved (a durable run in a graph node); the reason.
     Checkpoint(String),
     /// The model's answers kept running into the output-token limit (`max_tokens`, if the

@@ -438,7 +438,10 @@ async fn a_cost_limit_stops_the_loop_as_limit_exceeded() {
     );
     let result = AgentLoop::new(config(), model).run(&ctx(), "hi").await;
     assert!(
-        matches!(&result.stop, StopCause::LimitExceeded(reason) if reason.contains("1 of 1 LLM calls")),
+        matches!(
+            &result.stop,
+            StopCause::LimitExceeded(agent_llm::Limit::Calls { made: 1, max: 1 })
+        ),
         "{:?}",
         result.stop
     );

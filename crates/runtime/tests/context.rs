@@ -286,7 +286,10 @@ async fn the_session_meter_limits_the_loop_without_wrapping_the_model() {
         .run(&ctx, "Write.")
         .await;
     assert!(
-        matches!(&result.stop, agent_runtime::StopCause::LimitExceeded(reason) if reason.contains("2 of 2")),
+        matches!(
+            &result.stop,
+            agent_runtime::StopCause::LimitExceeded(agent_llm::Limit::Calls { made: 2, max: 2 })
+        ),
         "{:?}",
         result.stop
     );

@@ -434,7 +434,13 @@ async fn a_fatal_error_fails_the_run_with_the_state() {
 #[tokio::test]
 async fn a_limit_error_from_a_model_call_ends_the_run_partial_with_the_state() {
     // What `?` on a model call refused by a cost meter produces.
-    let refused = || NodeError::from(LlmError::LimitExceeded("cost limit of $2 reached".into()));
+    let refused = || {
+        NodeError::from(LlmError::LimitExceeded(agent_llm::Limit::Usd {
+            spent: 2.0,
+            max: 2.0,
+            stand_in_tokens: None,
+        }))
+    };
     let graph = StateGraph::sequence([
         ("gather", add_one()),
         ("score", failing(refused)),
@@ -445,7 +451,12 @@ async fn a_limit_error_from_a_model_call_ends_the_run_partial_with_the_state() {
     let result = run(&graph, RunOptions::new()).await;
     assert_eq!(result.status, RunStatus::Partial);
     assert_eq!(result.stop, Some(StopKind::Limit));
-    assert!(result.reason.unwrap().contains("cost limit of $2 reached"));
+    assert!(
+        result
+            .reason
+            .unwrap()
+            .contains("spent $2.0000 of a $2.0000 limit")
+    );
     assert_eq!(result.state.x, 11);
     assert_eq!(result.errors[0].kind, NodeErrorKind::Limit);
 

@@ -209,8 +209,10 @@ impl Explore<'_> {
                 self.stop(ExploreStop::Cancelled);
                 None
             }
-            Err(LlmError::LimitExceeded(reason)) => {
-                self.stop(ExploreStop::CostLimit { reason });
+            Err(LlmError::LimitExceeded(limit)) => {
+                self.stop(ExploreStop::CostLimit {
+                    reason: limit.to_string(),
+                });
                 None
             }
             other => Some(other),

@@ -226,7 +226,7 @@ where
                 Next::CallModel(request) => {
                     let round = rounds_done + 1;
                     if let Some(Err(limit)) = ctx.meter().map(|meter| meter.check()) {
-                        run.stop(StopCause::LimitExceeded(limit.0));
+                        run.stop(StopCause::LimitExceeded(limit));
                         continue;
                     }
                     round_span = tracing::info_span!("agent.round", round);
@@ -248,8 +248,8 @@ where
                             });
                             save(saver, run).await;
                         }
-                        Err(LlmError::LimitExceeded(reason)) => {
-                            run.stop(StopCause::LimitExceeded(reason))
+                        Err(LlmError::LimitExceeded(limit)) => {
+                            run.stop(StopCause::LimitExceeded(limit))
                         }
                         Err(LlmError::Cancelled) => run.stop(StopCause::Cancelled),
                         Err(error) => run.stop(StopCause::ModelError(error)),

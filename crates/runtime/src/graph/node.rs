@@ -122,9 +122,10 @@ impl<S: Send, E, N: Node<S, E> + ?Sized> Node<S, E> for Arc<N> {
 /// assert_eq!(e.kind(), NodeErrorKind::Recoverable);
 ///
 /// // A model call refused by a cost limit ends the run as partial.
-/// let e: NodeError = LlmError::LimitExceeded("cost limit of $1.00 reached".into()).into();
+/// let limit = agent_llm::Limit::Usd { spent: 1.0, max: 1.0, stand_in_tokens: None };
+/// let e: NodeError = LlmError::LimitExceeded(limit).into();
 /// assert_eq!(e.kind(), NodeErrorKind::Limit);
-/// assert_eq!(e.message(), "cost limit of $1.00 reached");
+/// assert_eq!(e.message(), "spent $1.0000 of a $1.0000 limit");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{kind}: {message}")]
@@ -174,9 +175,16 @@ impl From<agent_llm::LlmError> for NodeError {
     /// already retried what can be retried).
     fn from(error: agent_llm::LlmError) -> Self {
         match error {
-            agent_llm::LlmError::LimitExceeded(message) => Self::limit(message),
+            agent_llm::LlmError::LimitExceeded(limit) => limit.into(),
             other => Self::fatal(other.to_string()),
         }
+    }
+}
+
+impl From<agent_llm::Limit> for NodeError {
+    /// A reached limit ends a graph run as partial, keeping its state.
+    fn from(limit: agent_llm::Limit) -> Self {
+        Self::limit(limit.to_string())
     }
 }
 
