@@ -1,244 +1,187 @@
-//! A new product in one file: the template to copy when you embed agent-runtime.
+//! A new hosted product in one file: the template to copy when you build on agent-runtime.
 //!
-//! The product writes a short cover-letter opening. It has its own state and event types,
-//! two typed tools, one agent, one typed gate (answered here by a simulated user), and a
-//! two-node graph whose state is the session's and whose conditional edge loops back
-//! until the user approves. The run is checkpointed in a SQLite file after every node and
-//! every round of the agent: kill it (`kill -9`) at any point and start it again with the
-//! same `--db`: it resumes where it was, paying for no model call twice.
-//! It runs offline on `ScriptedModel`; swap in `ProviderConfig::from_env()` for a real model.
+//! It drafts a cover-letter opening: a graph whose `draft` node runs an agent with a typed
+//! tool and whose `review` node asks the user at a typed gate, looping back until the
+//! draft is approved. The server hosts it under `/api/letter` (start, SSE stream, answers,
+//! status, cancel, OpenAPI) with every session and checkpoint in one SQLite file: kill
+//! the process (`kill -9`) at any point and start it again with the same `--db`, and each
+//! session goes on where it was, paying for no model call twice.
 //!
 //! ```text
-//! cargo run -p examples --example embed_runtime -- [--db output/embed-runtime.db] [--latency-ms 500]
+//! cargo run -p examples --example embed_runtime -- [--db output/letters.db] [--port 8080]
+//! curl -X POST localhost:8080/api/letter/start -d '{"company": "Acme Pay"}'
 //! ```
-
-// A command-line program: its output is the point.
-#![allow(clippy::print_stdout)]
+#![allow(clippy::print_stdout)] // a command-line program says where it listens
 
 use agent_backends::SqliteSessionStore;
-use agent_llm::Role;
-use agent_llm::testing::{LatencyModel, ScriptedModel, responses};
-use agent_runtime::checkpoint::CheckpointStore;
-use agent_runtime::graph::{END, NodeContext, NodeError, RunOptions, START, StateGraph, node_fn};
-use agent_runtime::{
-    AgentConfig, AgentContext, AgentIdentity, AgentLoop, CollectingSink, Gate, Session, ToolError,
-    tool,
-};
+use agent_llm::testing::{LatencyModel, TestModel};
+use agent_runtime::graph::{CompiledGraph, END, GraphError, NodeContext, NodeError, RunOptions};
+use agent_runtime::graph::{START, StateGraph, node_fn};
+use agent_runtime::{AgentConfig, AgentContext, AgentIdentity, AgentLoop, Gate, GateSpec};
+use agent_runtime::{ToolError, tool};
+use agent_server::{AgentServer, Product, SessionHandle};
+use clap::Parser;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
-use std::sync::Arc;
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
-// 1. The product's state: what its agents share, and what the graph checkpoints.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+/// The start request.
+#[derive(Deserialize, JsonSchema)]
+struct Start {
+    company: String,
+}
+
+/// The state the graph checkpoints and routes on, and the session's result.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 struct Letter {
     company: String,
     draft: Option<String>,
-    approved: bool,
     revisions: u32,
+    approved: bool,
 }
 
-// 2. The product's events: what a UI would be shown as things happen.
-#[derive(Debug, Clone)]
+/// What the stream shows as the work goes on.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
 enum LetterEvent {
     Drafted { revision: u32 },
     Approved,
 }
 
-type Ctx = AgentContext<Letter, LetterEvent>;
-
-// 3. Typed tools: the input struct is the schema the model sees.
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct LookupCompany {
-    /// The company's name.
-    name: String,
-}
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
+/// The typed tool's input: its schema is what the model sees.
+#[derive(Deserialize, JsonSchema)]
 struct SaveDraft {
     /// The opening paragraph.
     text: String,
 }
 
-// 4. The agent: a prompt, the tools, limits.
-fn writer() -> AgentConfig<Letter, LetterEvent> {
-    AgentConfig::new(
-        AgentIdentity::new("writer", "cover_letter"),
-        "Write a one-paragraph opening.",
-    )
-    .with_tool(tool(
-        "lookup_company",
-        "Facts about a company.",
-        |args: LookupCompany, _ctx: Ctx| async move {
-            Ok::<_, ToolError>(json!({ "name": args.name, "mission": "make payments simple" }))
-        },
-    ))
-    .with_tool(tool(
-        "save_draft",
-        "Saves the draft.",
-        |args: SaveDraft, ctx: Ctx| async move {
-            let revision = ctx.update_state(|letter| {
-                letter.revisions += 1;
-                letter.draft = Some(args.text);
-                letter.revisions
-            });
-            ctx.emit(LetterEvent::Drafted { revision });
-            Ok::<_, ToolError>("saved")
-        },
-    ))
-    .with_max_rounds(5)
+/// The typed gate: what the user is shown, and what they answer.
+#[derive(Serialize, JsonSchema)]
+struct DraftToReview {
+    draft: String,
 }
-
-// 5. A scripted model: it answers from the request (the round, the revision asked for),
-//    not from a queue, so a run resumed in a new process gets the answers it would have.
-fn scripted_model() -> ScriptedModel {
-    ScriptedModel::from_fn(|request| {
-        let opening = request
-            .messages
-            .first()
-            .map(|m| m.text())
-            .unwrap_or_default();
-        let text = if opening.contains("revision 2") {
-            "I want to help Acme Pay make payments simple for everyone."
-        } else {
-            "Acme Pay makes payments simple."
-        };
-        let round = request
-            .messages
-            .iter()
-            .filter(|m| m.role == Role::Assistant)
-            .count();
-        Ok(match round {
-            0 => responses::tool_call("c1", "lookup_company", json!({ "name": "Acme Pay" })),
-            1 => responses::tool_call("c2", "save_draft", json!({ "text": text })),
-            _ => responses::text("Draft saved."),
-        })
-    })
-}
-
-// 6. A gate, declared once with its answer type.
-#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[derive(Serialize, Deserialize, JsonSchema)]
 struct Review {
     approve: bool,
 }
+const REVIEW: Gate<DraftToReview, Review> = Gate::new("review");
 
-const APPROVE_DRAFT: Gate<Review> = Gate::new("approve_draft");
+fn writer() -> AgentConfig<Letter, LetterEvent> {
+    let save_draft = |args: SaveDraft, ctx: AgentContext<Letter, LetterEvent>| async move {
+        let revision = ctx.update_state(|l| {
+            l.draft = Some(args.text);
+            l.revisions += 1;
+            l.revisions
+        });
+        ctx.emit(LetterEvent::Drafted { revision });
+        Ok::<_, ToolError>("saved")
+    };
+    let writer = AgentIdentity::new("writer", "letters");
+    AgentConfig::new(writer, "Draft an opening.").with_tool(tool(
+        "save_draft",
+        "Saves it.",
+        save_draft,
+    ))
+}
+
+fn graph(latency: Duration) -> Result<CompiledGraph<Letter, LetterEvent>, GraphError> {
+    // A model for offline runs: it calls each tool, then answers. Use a real one with
+    // `ProviderConfig::from_env()?.chat_model(ModelTier::Primary)?`.
+    let model = TestModel::new().with_tool_arguments("save_draft", json!({"text": "Hello!"}));
+    let agent = Arc::new(AgentLoop::new(writer(), LatencyModel::new(model, latency)));
+    let draft = node_fn(move |ctx: &NodeContext<Letter, LetterEvent>| {
+        let agent = Arc::clone(&agent);
+        Box::pin(async move {
+            let ask =
+                ctx.read(|l| format!("Write to {}, revision {}.", l.company, l.revisions + 1));
+            match ctx.run_agent(&agent, ask).await.is_complete() {
+                true => Ok(()),
+                false => Err(NodeError::fatal("the writer did not finish")),
+            }
+        })
+    });
+    let review = node_fn(|ctx: &NodeContext<Letter, LetterEvent>| {
+        Box::pin(async move {
+            let draft = ctx.read(|l| l.draft.clone().unwrap_or_default());
+            let editor = ctx.agent_context(AgentIdentity::new("editor", "letters"));
+            let review = editor.ask(&REVIEW, &DraftToReview { draft }).await?;
+            ctx.update(|l| l.approved = review.approve);
+            if review.approve {
+                ctx.emit(LetterEvent::Approved);
+            }
+            Ok(())
+        })
+    });
+    let approved = |l: &Letter| if l.approved { "done" } else { "revise" };
+    StateGraph::new()
+        .add_node("draft", draft)
+        .add_node("review", review)
+        .add_edge(START, "draft")
+        .add_edge("draft", "review")
+        .add_conditional_edges("review", approved, [("done", END), ("revise", "draft")])
+        .compile()
+}
+
+struct Letters(CompiledGraph<Letter, LetterEvent>);
+
+#[async_trait::async_trait]
+impl Product for Letters {
+    type Start = Start;
+    type Event = LetterEvent;
+    type Output = Letter;
+    type Error = NodeError;
+
+    fn name(&self) -> &str {
+        "letter"
+    }
+
+    fn gates(&self) -> Vec<GateSpec> {
+        vec![REVIEW.spec()]
+    }
+
+    async fn run(
+        &self,
+        handle: SessionHandle<LetterEvent>,
+        start: Start,
+    ) -> Result<Letter, NodeError> {
+        let session = handle.session(Letter::default());
+        session.state().update(|l| l.company = start.company);
+        let options = RunOptions::new();
+        let run = self
+            .0
+            .run_durable(&session, handle.checkpoints(), options)
+            .await?;
+        run.reason
+            .map_or(Ok(run.state), |why| Err(NodeError::fatal(why)))
+    }
+}
+
+/// Serves the letter product.
+#[derive(Parser)]
+struct Args {
+    /// The SQLite file of the sessions and their checkpoints.
+    #[arg(long, default_value = "output/letters.db")]
+    db: std::path::PathBuf,
+    /// Port on 127.0.0.1 (0: any free port).
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// How long each model answer takes.
+    #[arg(long, default_value_t = 0)]
+    latency_ms: u64,
+}
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let (mut db, mut latency) = ("output/embed-runtime.db".to_owned(), 0);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--db" => db = args.next().unwrap_or(db),
-            "--latency-ms" => latency = args.next().and_then(|v| v.parse().ok()).unwrap_or(0),
-            other => anyhow::bail!("unknown argument {other:?} (--db FILE, --latency-ms MS)"),
-        }
-    }
-    if let Some(dir) = std::path::Path::new(&db).parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let store: Arc<dyn CheckpointStore> =
-        Arc::new(SqliteSessionStore::open(&db).await?.checkpoints());
-    let events = CollectingSink::default();
-    let session = Session::new(
-        "demo-session",
-        Letter {
-            company: "Acme Pay".into(),
-            ..Letter::default()
-        },
-    )
-    .with_events(Arc::new(events.clone()));
-    let model = LatencyModel::new(scripted_model(), Duration::from_millis(latency));
-    let agent = Arc::new(AgentLoop::new(writer(), model));
-
-    // 7. The graph: `draft` runs the agent, `review` waits at the gate; not approved loops
-    //    back. Its state is the session's: the agent's tools change what the graph routes
-    //    on and checkpoints, and `run_agent` saves the agent after every round.
-    let graph = StateGraph::new()
-        .add_node(
-            "draft",
-            node_fn(move |ctx: &NodeContext<Letter, LetterEvent>| {
-                let agent = Arc::clone(&agent);
-                Box::pin(async move {
-                    let (company, revision) = ctx.read(|l| (l.company.clone(), l.revisions + 1));
-                    let opening = format!("Write for {company}, revision {revision}.");
-                    let result = ctx.run_agent(&agent, opening).await;
-                    if result.is_complete() {
-                        Ok(())
-                    } else {
-                        Err(NodeError::fatal(format!(
-                            "writer stopped: {:?}",
-                            result.stop
-                        )))
-                    }
-                })
-            }),
-        )
-        .add_node(
-            "review",
-            node_fn(|ctx: &NodeContext<Letter, LetterEvent>| {
-                Box::pin(async move {
-                    let coordinator =
-                        ctx.agent_context(AgentIdentity::new("coordinator", "cover_letter"));
-                    let draft = ctx.read(|l| l.draft.clone());
-                    let review = coordinator
-                        .ask(&APPROVE_DRAFT, json!({ "draft": draft }))
-                        .await?;
-                    ctx.update(|l| l.approved = review.approve);
-                    if review.approve {
-                        ctx.emit(LetterEvent::Approved);
-                    }
-                    Ok(())
-                })
-            }),
-        )
-        .add_edge(START, "draft")
-        .add_edge("draft", "review")
-        .add_conditional_edges(
-            "review",
-            |l: &Letter| if l.approved { "done" } else { "revise" },
-            [("done", END), ("revise", "draft")],
-        )
-        .compile()?;
-
-    // 8. The user, simulated: rejects the first draft, approves the second.
-    let gates = session.gates().clone();
-    let user = tokio::spawn(async move {
-        loop {
-            let gate = gates.next_pending().await;
-            let approve = gate.id.ends_with(":2");
-            println!(
-                "gate {} shows {}; answering approve={approve}",
-                gate.id, gate.payload
-            );
-            gates.respond(&gate.id, json!({ "approve": approve }))?;
-        }
-        #[allow(unreachable_code)]
-        anyhow::Ok(())
-    });
-
-    // 9. Run it, or resume it where a killed process left it.
-    if store.exists(session.id()).await? {
-        println!("resuming {} from {db}", session.id());
-    }
-    let result = graph
-        .run_durable(&session, store, RunOptions::new())
-        .await?;
-    user.abort();
-
-    println!("graph: {:?} after {:?}", result.status, result.node_names());
-    let letter = result.state;
-    for event in events.events() {
-        match event {
-            LetterEvent::Drafted { revision } => println!("event: drafted revision {revision}"),
-            LetterEvent::Approved => println!("event: approved"),
-        }
-    }
-    println!(
-        "final draft (revision {}): {}",
-        letter.revisions,
-        letter.draft.unwrap_or_default()
-    );
-    println!("mermaid:\n{}", graph.to_mermaid());
-    Ok(())
+    let args = Args::parse();
+    std::fs::create_dir_all(args.db.parent().unwrap_or(".".as_ref()))?;
+    let store = SqliteSessionStore::open(&args.db).await?;
+    let checkpoints = Arc::new(store.checkpoints());
+    let product = Letters(graph(Duration::from_millis(args.latency_ms))?);
+    let server = AgentServer::new(Arc::new(store)).with_checkpoints(checkpoints);
+    let server = server.with_product(Arc::new(product));
+    server.resume_unfinished().await?;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?;
+    println!("listening on http://{}", listener.local_addr()?);
+    Ok(server.serve(listener).await?)
 }

@@ -71,7 +71,6 @@ pub fn locate(relative: &Path) -> Result<PathBuf, NotFound> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -1,6 +1,6 @@
 //! Every example's defaults are relative to where the user runs it: no `--help` shows the
 //! path of the clone the binary was built in.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 mod support;
 

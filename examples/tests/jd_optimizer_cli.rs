@@ -2,7 +2,7 @@
 //! the result, `--docx` writes a document that reads back, `interview --letter` writes
 //! questions and a letter, and a job description that cannot be analysed exits 2 with a
 //! clear message and no model call.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 mod support;
 

@@ -3,7 +3,7 @@
 //! conversations, `/v1/models`; `examples/clients/job_chat_check.py`) and Simon
 //! Willison's `llm` command line, configured as an OpenAI-compatible model, continuing a
 //! conversation with `-c` (`pip install openai llm`; `cargo xtask test` installs both).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 mod support;
 

@@ -2,7 +2,7 @@
 //! two `resume_server` instances over the real PostgreSQL and NATS (`POSTGRES_URL`,
 //! `NATS_URL`, else the machine's servers), every client reaching its session's first
 //! gate. The figures themselves are not asserted (`docs/BENCHMARKS.md` has them).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 mod support;
 

@@ -1,7 +1,7 @@
 //! A client written from `docs/resume-api.md` alone (`examples/clients/resume_client.py`,
 //! Python's standard library only) completes a session against the `resume_server`
 //! example, run as a user runs it (`--dry-run`, a SQLite file, any free port).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 mod support;
 

@@ -5,7 +5,7 @@
 //! finishes it with no model call repeated beyond the one in flight and every event
 //! delivered once to the client that reconnects to it
 //! (`examples/clients/resume_instances_check.py`, run against the example binary).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 mod support;
 

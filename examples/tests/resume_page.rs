@@ -1,7 +1,7 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! The real resume product (`ResumeProduct::dry_run`, recorded model answers) completed
 //! through its web page in a real headless Chromium: start, every gate answered in the
 //! page, the finished resume shown and its DOCX downloaded.
+#![cfg(test)]
 
 mod support;
 

@@ -1,9 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! The resume page (`crates/resume-coordinator/assets/index.html`) in a real headless
 //! Chromium against a stand-in `resume` product that follows `docs/resume-api.md`: the
 //! page starts a session, shows the events, renders every kind of gate and sends answers
 //! of the contract's shapes (the stand-in fails the session on any other), reconnects
 //! after a reload, and offers the finished resume and its DOCX.
+#![cfg(test)]
 
 mod support;
 

@@ -2,7 +2,7 @@
 //! stage and started again on the same SQLite file: the session completes with the model
 //! calls of an uninterrupted session and every event once
 //! (`examples/clients/resume_restart_check.py`, run against the example binary).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 mod support;
 

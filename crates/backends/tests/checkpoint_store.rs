@@ -1,8 +1,8 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! One behaviour suite for every `CheckpointStore`: agent-runtime's in-memory and file
 //! stores (the references), the SQLite store, on a file and in memory, and the
 //! PostgreSQL store must agree. Then what only SQLite has: storage size, sharing the sessions' database, reopening,
 //! concurrent writers, corrupt rows, schema migration, and a graph run on it.
+#![cfg(test)]
 
 mod pg;
 

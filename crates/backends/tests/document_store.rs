@@ -1,6 +1,6 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! One behaviour suite for agent-runtime's `DocumentStore`: the in-memory store and the
 //! SQLite one (a file, reopened) and the PostgreSQL one, written from two instances.
+#![cfg(test)]
 
 mod pg;
 

@@ -1,7 +1,7 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Live events, session control and the run queue on the real NATS server (`NATS_URL`, else
 //! `nats://127.0.0.1:4222`, which `cargo xtask test` starts when it is down); each test
 //! on subjects of its own. Fails, never skips, without the server.
+#![cfg(test)]
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,8 +1,8 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! The agent bus on NATS JetStream (`NATS_URL`, by default `nats://127.0.0.1:4222`;
 //! `cargo xtask test` starts it) passes the runtime's bus suite, each case on a session
 //! of its own; and two instances share one session. Fails, never skips, when NATS is not
 //! there. Every bus made is reset at the end, so the server keeps no test streams.
+#![cfg(test)]
 
 use std::sync::Arc;
 

@@ -1,8 +1,8 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! One behaviour suite for every `SessionStore`: the in-memory reference, SQLite in memory
 //! SQLite on a file and PostgreSQL must agree. Then what only SQLite has: reopening a
 //! file, concurrent appends, corrupt cells and schema versions; and what PostgreSQL adds:
 //! two instances appending and answering at once, and session leases.
+#![cfg(test)]
 
 mod pg;
 

@@ -1,7 +1,7 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! One behaviour suite for agent-runtime's `VectorStore`, run on every store: SQLite (a
 //! file, reopened) and PostgreSQL with pgvector (the server `cargo xtask test` starts, or
 //! `PGVECTOR_URL`; the test fails without it).
+#![cfg(test)]
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -366,7 +366,6 @@ fn retry_after(response: &Response) -> Option<Duration> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
     use wiremock::matchers::{method, path};

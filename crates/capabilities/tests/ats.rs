@@ -1,6 +1,6 @@
 //! The ATS clients replaying real recorded job-board bodies (read in place from the
 //! shared real-data checkout, see its INDEX.md §3) from a local mock server.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 use std::path::Path;
 use std::time::Duration;

@@ -1,7 +1,7 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Resume text from real PDF, DOCX and TXT files (read in place from the shared real-data
 //! directory, never copied into the repository) and from hand-built fixtures in
 //! `fixtures/documents/` (see `make_fixtures.py` there), plus every error path.
+#![cfg(test)]
 
 use std::io::{Cursor, Write};
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Job ranking: the composite's parts (skills with aliases, location and remote scope, pay
 //! against a floor) and a ranking with the real local embedding model on SQLite, where
 //! look-alike jobs are told apart by what only the composite sees.
+#![cfg(test)]
 
 use std::sync::Arc;
 

@@ -1,8 +1,8 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Hybrid retrieval with the real local embedding model (all-MiniLM-L6-v2) over both real
 //! stores, SQLite and PostgreSQL + pgvector: resumes cut into section-typed chunks,
 //! found again by meaning and by words, per tenant. Needs `LOCAL_EMBEDDING_MODEL_DIR`
 //! and the pgvector server (`cargo xtask test` sets both up); fails without them.
+#![cfg(test)]
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -255,7 +255,6 @@ pub fn optimized_docx(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::input::resume_chunks;

@@ -119,7 +119,6 @@ pub fn decide_route(state: &OptimizationState, repairable: bool) -> Route {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::config::OptimizeConfig;

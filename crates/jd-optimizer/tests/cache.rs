@@ -1,6 +1,6 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! The caches are scoped by tenant: a JD analysed for one tenant is reused by that
 //! tenant only, under keys `tenant:{tenant_id}:...`.
+#![cfg(test)]
 
 mod common;
 

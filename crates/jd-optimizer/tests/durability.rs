@@ -1,7 +1,7 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! What a run leaves behind and picks up: a failed run resumes from its last checkpoint
 //! without asking again for what it had, and a second full rewrite sees the first one's
 //! score.
+#![cfg(test)]
 
 mod common;
 

@@ -1,5 +1,5 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Spec 003's error matrix (section 7.3), row by row, against scripted agents.
+#![cfg(test)]
 
 mod common;
 

@@ -1,7 +1,7 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! The optimizer over real HTTP on agent-server: `POST /api/optimize` and its stream,
 //! the 400 and 429 refusals, then interview preparation and a cover letter from the
 //! completed optimization.
+#![cfg(test)]
 
 mod common;
 

@@ -1,6 +1,6 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Interview preparation from a completed optimization: the checks on questions and
 //! letters, the re-ask, the cache per session and tone, the memory profile.
+#![cfg(test)]
 
 mod common;
 

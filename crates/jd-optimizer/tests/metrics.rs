@@ -1,7 +1,7 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Every optimization reports spec 003's metrics as one `jd_optimizer::metrics` event.
 //! (Alone in its test binary: a thread-local subscriber sees every event only when no
 //! other test races it for the event's call site.)
+#![cfg(test)]
 
 mod common;
 

@@ -1,7 +1,7 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Retrieval with the real local embedding model (`LOCAL_EMBEDDING_MODEL_DIR`, which
 //! `cargo xtask test` provides) on SQLite: the resume is indexed once per resume and
 //! tenant, searched by the weighted keywords, and the retrieval cached.
+#![cfg(test)]
 
 mod common;
 

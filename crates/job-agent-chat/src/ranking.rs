@@ -270,7 +270,6 @@ pub fn apply_feedback(ranked: &mut [RankedJob], jobs: &[Job], feedback: &[Feedba
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
 
     use super::*;
     use agent_llm::testing::HashedEmbeddings;

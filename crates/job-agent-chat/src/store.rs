@@ -267,7 +267,6 @@ impl ChatStore {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
 
     use super::*;
     use agent_runtime::documents::InMemoryDocumentStore;

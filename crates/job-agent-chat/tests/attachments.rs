@@ -3,7 +3,7 @@
 //! as the official clients send one) is read in memory into that user's profile, and
 //! the answer says so; another user's conversation never reaches it; a file that cannot
 //! be read, or is over the limit, is refused by name in the answer.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 mod common;
 

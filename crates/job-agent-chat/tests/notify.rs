@@ -2,7 +2,7 @@
 //! (a loopback server that checks the Block Kit and Adaptive Card shapes) and email
 //! through a real SMTP server (aiosmtpd, `pip install aiosmtpd`); the journal sends a
 //! notice once however often a turn is retried, and again after a failed send.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 use std::sync::{Arc, Mutex};
 

@@ -325,7 +325,6 @@ impl Env<'_> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn with(pairs: &[(&str, &str)]) -> Result<Settings, SettingsError> {

@@ -1,6 +1,6 @@
 //! The whole pipeline on the recorded fixtures: every step, every company's outcome,
 //! the files read back, the email.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! Model answers checked against their text: the preferences (parse_prefs) and the
 //! score evidence (score_jobs), each asked again once, what stays unsupported dropped
 //! and recorded.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 mod common;
 

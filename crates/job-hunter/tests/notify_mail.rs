@@ -1,6 +1,6 @@
 //! The summary email: a dry run never sends mail, and a recipient that is not a valid
 //! address is a recorded issue, not a failed run.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 mod common;
 

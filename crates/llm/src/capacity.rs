@@ -290,7 +290,6 @@ impl<M: ChatModel> ChatModel for CapacityLimited<M> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::testing::{LatencyModel, ScriptedModel};
     use std::sync::Mutex;

@@ -371,7 +371,6 @@ impl ProviderConfig {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use std::collections::HashMap;
 

@@ -438,7 +438,6 @@ pub(crate) fn join_url(base: &str, path: &str) -> Result<reqwest::Url, LlmError>
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {

@@ -377,7 +377,6 @@ fn is_version_suffix(suffix: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn usage(input: u64, output: u64, read: u64, write: u64) -> Usage {

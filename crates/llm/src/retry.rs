@@ -151,7 +151,6 @@ impl RetryPolicy {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use std::sync::atomic::{AtomicU32, Ordering};
 

@@ -1,5 +1,5 @@
 //! The Anthropic provider against a local server replaying recorded Messages API bodies.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 mod support;
 

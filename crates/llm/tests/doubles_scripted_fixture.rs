@@ -1,6 +1,5 @@
 //! ScriptedModel and FixtureModel, through the public API.
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![cfg(test)]
 
 use agent_llm::testing::{FixtureModel, ScriptedModel, responses};
 use agent_llm::{

@@ -1,6 +1,5 @@
 //! TestModel, the latency and fault wrappers, and MockChatModel, through the public API.
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![cfg(test)]
 
 use agent_llm::testing::{
     FaultyModel, LatencyModel, ScriptedModel, TestModel, responses, value_for_schema,

@@ -1,5 +1,5 @@
 //! `extract::<T>()` against scripted models: both request styles, re-asking, failures.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 use agent_llm::testing::{ScriptedModel, TestModel, responses};
 use agent_llm::{

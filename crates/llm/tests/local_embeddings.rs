@@ -1,8 +1,8 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! all-MiniLM-L6-v2 in process: the vectors equal sentence-transformers' own (reference
 //! vectors computed once with the PyPI package's loader, `fixtures/embeddings/`), and a
 //! missing or different model is a clear error. Needs `LOCAL_EMBEDDING_MODEL_DIR`
 //! (`cargo xtask test` sets it up); fails without it.
+#![cfg(test)]
 
 use std::path::Path;
 

@@ -1,6 +1,6 @@
 //! The OpenAI-compatible provider's errors and retries, Azure addressing and embeddings,
 //! against a local server replaying recorded and documented bodies.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 mod support;
 

@@ -1,6 +1,6 @@
 //! The OpenAI-compatible provider against a local server replaying recorded Chat
 //! Completions bodies: text, tool calls, streaming, refusals, structured output.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 mod support;
 

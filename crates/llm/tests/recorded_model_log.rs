@@ -2,8 +2,7 @@
 //! check counts model calls by). Alone in its test binary: tracing caches whether a log
 //! line is wanted per call site across threads, so a scoped subscriber in a binary whose
 //! other tests run at the same time may not see it.
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 use agent_llm::ChatRequest;
 use agent_llm::testing::RecordedModel;

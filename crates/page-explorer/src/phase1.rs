@@ -272,7 +272,6 @@ impl Phase1Output {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

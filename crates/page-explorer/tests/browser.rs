@@ -1,5 +1,5 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Real headless Chromium against the fixture sites on loopback.
+#![cfg(test)]
 
 mod support;
 

@@ -1,6 +1,6 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! The paginator and the collector, with real headless Chromium against the fixture sites on
 //! loopback.
+#![cfg(test)]
 
 mod support;
 

@@ -1,8 +1,8 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Phase 2 when pages fail: failed steps are recorded and retried, too many failures in a
 //! row stop the collection with the jobs it has, and a checkpointed collection resumes
 //! where it stopped. Real headless Chromium against the fixture boards on loopback; the
 //! failures are injected by a wrapper around the real browser.
+#![cfg(test)]
 
 mod support;
 

@@ -1,7 +1,7 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Applying filters before collecting, with real headless Chromium against the single-page
 //! fixture board: its Filters button opens a modal dialog with checkboxes and an Apply
 //! button, and "Remote only" leaves the 6 remote jobs of 12.
+#![cfg(test)]
 
 mod support;
 

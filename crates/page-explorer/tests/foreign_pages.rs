@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::print_stderr)]
 //! `observe` on pages written elsewhere: the Rust documentation installed with the toolchain
 //! (mdBook books and rustdoc pages), served on loopback and opened in a real headless Chromium.
@@ -12,6 +11,7 @@
 //!
 //! The documentation comes from `$(rustc --print sysroot)/share/doc/rust/html` (`rustup
 //! component add rust-docs`); without it the tests fail, they do not skip.
+#![cfg(test)]
 
 mod support;
 

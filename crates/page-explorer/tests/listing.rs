@@ -1,7 +1,7 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Inferring listing selectors from a few example selectors, and collecting with them, with
 //! real headless Chromium against the fixture sites on loopback: a paged board with links and
 //! a single-page board whose listings are buttons that fill a details panel.
+#![cfg(test)]
 
 mod support;
 

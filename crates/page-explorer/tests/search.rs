@@ -1,6 +1,6 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Searching before collecting with Phase 1's search box, or one detected, in real headless
 //! Chromium against the fixture boards on loopback.
+#![cfg(test)]
 
 mod support;
 

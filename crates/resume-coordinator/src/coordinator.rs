@@ -11,11 +11,10 @@ use agent_runtime::{
     AgentConfig, AgentIdentity, AgentLoop, AgentResult, CostMeter, Gate, StopCause,
 };
 use agent_server::SessionHandle;
-use serde_json::{Value, json};
 use std::sync::Arc;
 
 use crate::craftsman;
-use crate::gates::{ARCHITECT_REVIEW, RESEARCH_VALIDATION};
+use crate::gates::{ARCHITECT_REVIEW, BlueprintToReview, RESEARCH_VALIDATION, ResearchToValidate};
 use crate::intake::read_resume;
 use crate::llm::Llm;
 use crate::master::MasterResumes;
@@ -319,7 +318,7 @@ impl Stages {
         if state.fast_draft || !state.flags.blueprint_approval {
             return Ok(());
         }
-        let review = gate(ctx, &ARCHITECT_REVIEW, json!({ "blueprint": blueprint })).await?;
+        let review = gate(ctx, &ARCHITECT_REVIEW, &BlueprintToReview { blueprint }).await?;
         if review.approved {
             return Ok(());
         }
@@ -433,10 +432,10 @@ fn intake(ctx: &Ctx) -> Result<(), String> {
 }
 
 /// Waits at one of the coordinator's gates.
-pub(crate) async fn gate<A: serde::de::DeserializeOwned>(
+pub(crate) async fn gate<P: serde::Serialize, A: serde::de::DeserializeOwned>(
     ctx: &Ctx,
-    gate: &Gate<A>,
-    payload: Value,
+    gate: &Gate<P, A>,
+    payload: &P,
 ) -> Result<A, String> {
     ctx.agent_context(AgentIdentity::new(COORDINATOR, DOMAIN))
         .ask(gate, payload)
@@ -448,12 +447,11 @@ pub(crate) async fn gate<A: serde::de::DeserializeOwned>(
 /// notes; a correction becomes a research note the later phases read.
 async fn validate_research(ctx: &Ctx) -> Result<(), String> {
     let (analysis, notes) = ctx.read(|s| (s.jd_analysis.clone(), s.research_notes.clone()));
-    let answer = gate(
-        ctx,
-        &RESEARCH_VALIDATION,
-        json!({ "jd_analysis": analysis, "research_notes": notes }),
-    )
-    .await?;
+    let research = ResearchToValidate {
+        jd_analysis: analysis,
+        research_notes: notes,
+    };
+    let answer = gate(ctx, &RESEARCH_VALIDATION, &research).await?;
     let correction = answer.feedback.filter(|f| !f.trim().is_empty());
     match (answer.approved, correction) {
         (_, Some(correction)) => ctx.update(|s| {

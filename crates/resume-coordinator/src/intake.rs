@@ -99,7 +99,6 @@ pub fn answer_evidence(answers: &[InterviewAnswer]) -> Vec<Evidence> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

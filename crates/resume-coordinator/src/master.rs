@@ -250,7 +250,6 @@ fn read(user: &str, value: Value) -> Result<MasterResume, MasterResumeError> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::types::InterviewAnswer;

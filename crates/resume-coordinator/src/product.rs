@@ -211,7 +211,6 @@ impl Product for ResumeProduct {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde_json::json;

@@ -12,7 +12,7 @@ use crate::coordinator::{Ctx, Stages, gate, totals};
 use crate::craftsman::{self, CRAFTSMAN, review::reapprove};
 use crate::document;
 use crate::docx::{base64, check_docx};
-use crate::gates::{QUALITY_REVIEW, QualityAnswer};
+use crate::gates::{QUALITY_REVIEW, QualityAnswer, QualityToReview};
 use crate::llm::Llm;
 use crate::messages::build_producer_message;
 use crate::producer::{self, tools::ats_check};
@@ -57,13 +57,13 @@ impl Stages {
             if !ctx.read(|s| s.flags.quality_review_approval) {
                 return Ok(());
             }
-            let payload = json!({
-                "ats_score": report.ats_score,
-                "keyword_coverage": report.keyword_coverage,
-                "findings": findings,
-                "resume_markdown": markdown,
-            });
-            let answer: QualityAnswer = gate(ctx, &QUALITY_REVIEW, payload).await?;
+            let shown = QualityToReview {
+                ats_score: report.ats_score,
+                keyword_coverage: report.keyword_coverage,
+                findings,
+                resume_markdown: markdown,
+            };
+            let answer: QualityAnswer = gate(ctx, &QUALITY_REVIEW, &shown).await?;
             if answer.approved {
                 return Ok(());
             }

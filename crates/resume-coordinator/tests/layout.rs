@@ -1,5 +1,5 @@
-#![allow(clippy::unwrap_used, clippy::panic)]
 //! The structure of resumes of several shapes, read without a model.
+#![cfg(test)]
 
 use resume_coordinator::layout::{Block, LayoutSection, ResumeLayout, joined};
 

@@ -1,5 +1,5 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! The agents' system prompts and an opening message, pinned.
+#![cfg(test)]
 
 mod common;
 

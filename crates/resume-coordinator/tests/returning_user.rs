@@ -1,7 +1,7 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! A returning user: a finished session's evidence is kept under the start request's
 //! `user_id`, and that user's next session is given it as `M*` evidence; another user's
 //! is not.
+#![cfg(test)]
 
 mod common;
 

@@ -1,9 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! The Producer's revisions and the final review, on the recorded model and on scripted
 //! Producers: a revision is shown to the user again and needs their approval; a section
 //! the user edited is never overwritten; a section is revised for the Producer at most
 //! once, counted in code; rejecting `quality_review` with feedback sends the sections it
 //! names back to revision.
+#![cfg(test)]
 
 mod common;
 

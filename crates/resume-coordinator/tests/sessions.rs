@@ -1,5 +1,5 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Whole sessions through the HTTP API, on the recorded (dry-run) model.
+#![cfg(test)]
 
 mod common;
 

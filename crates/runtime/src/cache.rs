@@ -120,7 +120,6 @@ impl Cache for InMemoryCache {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde_json::json;

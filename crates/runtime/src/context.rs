@@ -8,6 +8,7 @@ use crate::session_parts::SessionParts;
 use crate::state::{Scratchpad, SharedState};
 use crate::typed_gate::{Gate, read_as};
 use agent_llm::{ModelRouter, ModelTier};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -192,35 +193,37 @@ impl<S, E> AgentContext<S, E> {
     /// ```
     /// use agent_runtime::{AgentIdentity, Gate, Session};
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// #[derive(serde::Serialize, schemars::JsonSchema)]
+    /// struct Draft { text: String }
+    /// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
     /// struct Approval { approved: bool }
-    /// const APPROVE: Gate<Approval> = Gate::new("approve");
+    /// const APPROVE: Gate<Draft, Approval> = Gate::new("approve");
     ///
     /// let session: Session<(), ()> = Session::new("s1", ());
     /// let gates = session.gates().clone();
     /// tokio::spawn(async move {
     ///     let gate = gates.next_pending().await;
-    ///     gates.respond(&gate.id, serde_json::json!({"approved": true})).unwrap();
+    ///     gates.answer(&APPROVE, &gate.id, &Approval { approved: true }).unwrap();
     /// });
     /// let ctx = session.context(AgentIdentity::new("writer", "demo"));
-    /// let answer = ctx.ask(&APPROVE, serde_json::json!({"draft": "Hello"})).await.unwrap();
+    /// let answer = ctx.ask(&APPROVE, &Draft { text: "Hello".into() }).await.unwrap();
     /// assert!(answer.approved);
     /// # });
     /// ```
-    pub async fn ask<A: DeserializeOwned>(
+    pub async fn ask<P: Serialize, A: DeserializeOwned>(
         &self,
-        gate: &Gate<A>,
-        payload: Value,
+        gate: &Gate<P, A>,
+        payload: &P,
     ) -> Result<A, GateError> {
-        self.wait_at(gate.request(payload)).await
+        self.wait_at(gate.request(payload)?).await
     }
 
     /// Asks at a declared gate with a request made from it
     /// ([`Gate::request_for`] for an instance, a timeout with
     /// [`GateRequest::with_timeout`]).
-    pub async fn ask_with<A: DeserializeOwned>(
+    pub async fn ask_with<P, A: DeserializeOwned>(
         &self,
-        gate: &Gate<A>,
+        gate: &Gate<P, A>,
         request: GateRequest,
     ) -> Result<A, GateError> {
         debug_assert_eq!(request.kind, gate.name());

@@ -405,7 +405,6 @@ impl<M: EmbeddingModel> EmbeddingModel for MeteredModel<M> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     /// An embedding model answering one zero vector per input, a token each.

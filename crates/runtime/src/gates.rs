@@ -32,6 +32,24 @@ pub enum GateError {
     /// The run was cancelled while waiting.
     #[error("gate {0:?} was cancelled")]
     Cancelled(String),
+    /// The payload to show does not serialize to JSON; the gate was not opened.
+    #[error("the payload of gate {gate:?} does not serialize: {message}")]
+    InvalidPayload {
+        /// The gate's name.
+        gate: String,
+        /// The serialization error.
+        message: String,
+    },
+    /// An answer given from code is for another kind of gate than the one waiting.
+    #[error("gate {id:?} is a {kind:?} gate, not a {asked:?} gate")]
+    WrongKind {
+        /// The gate.
+        id: String,
+        /// The kind of the gate waiting.
+        kind: String,
+        /// The kind the answer was given as.
+        asked: String,
+    },
     /// The answer does not have the shape the waiting code expects.
     #[error("the answer to gate {id:?} is invalid: {message}")]
     InvalidAnswer {
@@ -451,6 +469,11 @@ impl GateRegistry {
             .answer
             .send(answer)
             .map_err(|_| GateError::Cancelled(id.to_owned()))
+    }
+
+    /// The kind of the gate pending under `id`, if one is.
+    pub(crate) fn pending_kind(&self, id: &str) -> Option<String> {
+        self.lock().pending.get(id).map(|w| w.gate.kind.clone())
     }
 
     /// Waits until a gate is pending and returns the first one (oldest id first): what a

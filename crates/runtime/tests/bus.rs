@@ -1,7 +1,6 @@
 //! The in-memory bus: the behaviour suite every bus passes
 //! (`agent_runtime::bus::suite`), a timeout in paused time, and the wire format.
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 use agent_runtime::bus::suite::next;
 use agent_runtime::bus::{

@@ -1,6 +1,6 @@
-#![allow(clippy::unwrap_used)]
 //! The gate registry: answered once, listened to, restored after a restart, timed out
 //! (by its own timeout or the registry's default), cancelled.
+#![cfg(test)]
 
 use agent_runtime::{GateError, GateListener, GateRegistry, GateRequest, PendingGate};
 use serde_json::{Value, json};

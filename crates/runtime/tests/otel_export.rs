@@ -1,7 +1,7 @@
 //! The `otel` feature: an agent run's spans reach an OTLP/HTTP collector with their
 //! GenAI attributes.
 #![cfg(feature = "otel")]
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 use agent_llm::testing::ScriptedModel;
 use agent_llm::testing::responses::{self, SCRIPTED_INPUT_TOKENS};

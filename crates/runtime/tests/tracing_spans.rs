@@ -1,6 +1,6 @@
 //! The tracing spans the agent loop emits: names, OpenTelemetry GenAI fields (including
 //! those recorded after the span started) and nesting, seen through a recording layer.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 use agent_llm::testing::ScriptedModel;
 use agent_llm::testing::responses::{self, SCRIPTED_INPUT_TOKENS};

@@ -1,23 +1,29 @@
 //! Declared gates: asked by tools with a typed answer, checked by spec, closed with a
 //! reason when they expire; time spent waiting at them is not work for the round timeout.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(test)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_llm::testing::{ScriptedModel, responses};
 use agent_runtime::{
-    AgentConfig, AgentContext, AgentIdentity, AgentLoop, Gate, GateListener, GateRegistry,
-    PendingGate, Session, ToolError, tool,
+    AgentConfig, AgentContext, AgentIdentity, AgentLoop, Gate, GateError, GateListener,
+    GateRegistry, PendingGate, Session, ToolError, tool,
 };
 use serde_json::{Value, json};
 
-#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 struct Approval {
     approved: bool,
 }
 
-const APPROVE: Gate<Approval> = Gate::new("approve");
+/// What the user approves.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+struct Draft {
+    draft: u32,
+}
+
+const APPROVE: Gate<Draft, Approval> = Gate::new("approve");
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Nothing {}
@@ -33,7 +39,7 @@ fn agent(work: Duration) -> AgentConfig<(), ()> {
             "Publishes after approval.",
             move |_: Nothing, ctx: Ctx| async move {
                 let answer = ctx
-                    .ask(&APPROVE, json!({"draft": 1}))
+                    .ask(&APPROVE, &Draft { draft: 1 })
                     .await
                     .map_err(|e| ToolError::failed(e.to_string()))?;
                 tokio::time::sleep(work).await;
@@ -58,7 +64,9 @@ fn answer_after(gates: GateRegistry, after: Duration) {
             ("approve", "approve")
         );
         tokio::time::sleep(after).await;
-        gates.respond(&gate.id, json!({"approved": true})).unwrap();
+        gates
+            .answer(&APPROVE, &gate.id, &Approval { approved: true })
+            .unwrap();
     });
 }
 
@@ -125,7 +133,8 @@ async fn an_expired_gate_is_closed_with_its_reason() {
     let session: Session<(), ()> = Session::new("s", ()).with_gates(gates);
     let ctx = session.context(AgentIdentity::new("writer", "demo"));
     let request = APPROVE
-        .request_for("intro", json!({}))
+        .request_for("intro", &Draft { draft: 2 })
+        .unwrap()
         .with_timeout(Duration::from_secs(30));
     let error = ctx.ask_with(&APPROVE, request).await.unwrap_err();
     assert!(error.to_string().contains("timed out"), "{error}");
@@ -152,4 +161,24 @@ fn a_spec_checks_answers_and_names_the_field() {
         "{error}"
     );
     assert_eq!(spec.check(&json!([])).unwrap_err().path, ".");
+}
+
+#[tokio::test]
+async fn code_answers_a_gate_with_its_typed_answer_and_only_a_gate_of_its_kind() {
+    const OTHER: Gate<(), bool> = Gate::new("other");
+    let session: Session<(), ()> = Session::new("s", ());
+    let gates = session.gates().clone();
+    let ctx = session.context(AgentIdentity::new("writer", "demo"));
+    let asking = tokio::spawn(async move { ctx.ask(&APPROVE, &Draft { draft: 3 }).await });
+    let waiting = gates.next_pending().await;
+    assert_eq!(waiting.payload, json!({"draft": 3}));
+    let refused = gates.answer(&OTHER, &waiting.id, &true).unwrap_err();
+    assert!(
+        matches!(refused, GateError::WrongKind { ref kind, .. } if kind == "approve"),
+        "{refused:?}"
+    );
+    gates
+        .answer(&APPROVE, &waiting.id, &Approval { approved: false })
+        .unwrap();
+    assert!(!asking.await.unwrap().unwrap().approved);
 }

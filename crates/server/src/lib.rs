@@ -64,9 +64,11 @@
 //! #[derive(serde::Serialize, schemars::JsonSchema)]
 //! #[serde(tag = "type", rename_all = "snake_case")]
 //! enum Event { Hello { name: String } }
-//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! #[derive(serde::Serialize, schemars::JsonSchema)]
+//! struct Question { question: String }
+//! #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 //! struct Confirm { ok: bool }
-//! const CONFIRM: Gate<Confirm> = Gate::new("confirm");
+//! const CONFIRM: Gate<Question, Confirm> = Gate::new("confirm");
 //!
 //! struct Greeter;
 //!
@@ -89,7 +91,8 @@
 //!         let session: Session<(), Event> = handle.session(());
 //!         session.emit(Event::Hello { name: start.name });
 //!         let ctx = session.context(AgentIdentity::new("greeter", "demo"));
-//!         Ok(ctx.ask(&CONFIRM, serde_json::json!({"question": "Shall we?"})).await?.ok)
+//!         let question = Question { question: "Shall we?".into() };
+//!         Ok(ctx.ask(&CONFIRM, &question).await?.ok)
 //!     }
 //! }
 //!

@@ -36,11 +36,10 @@ fn output_schema<T: JsonSchema>() -> Value {
     generator.root_schema_for::<T>().to_value()
 }
 
-/// A gate's answer schema, with its `$defs` moved into the components under names that
-/// cannot clash.
-fn gate_schema(gate: &GateSpec, components: &mut Map<String, Value>) -> Value {
-    let mut schema = gate.answer_schema.clone();
-    let prefix = format!("{}_", gate.name);
+/// A gate's payload or answer schema, with its `$defs` moved into the components under
+/// names that cannot clash (`{prefix}{name}`).
+fn gate_schema(schema: &Value, prefix: &str, components: &mut Map<String, Value>) -> Value {
+    let mut schema = schema.clone();
     if let Some(Value::Object(defs)) = schema.as_object_mut().and_then(|s| s.remove("$defs")) {
         for (name, def) in defs {
             components.insert(format!("{prefix}{name}"), def);
@@ -49,10 +48,10 @@ fn gate_schema(gate: &GateSpec, components: &mut Map<String, Value>) -> Value {
     if let Some(fields) = schema.as_object_mut() {
         fields.remove("$schema");
     }
-    rewrite_refs(&mut schema, &prefix);
+    rewrite_refs(&mut schema, prefix);
     for (name, def) in components.iter_mut() {
-        if name.starts_with(&prefix) {
-            rewrite_refs(def, &prefix);
+        if name.starts_with(prefix) {
+            rewrite_refs(def, prefix);
         }
     }
     schema
@@ -73,8 +72,9 @@ fn rewrite_refs(value: &mut Value, prefix: &str) {
     }
 }
 
-/// The server's own events on every stream.
-fn server_events() -> Value {
+/// The server's own events on every stream; a `gate_open` carries the payload of one of
+/// `payloads` (component names).
+fn server_events(payloads: &[String]) -> Value {
     let object = |kind: &str, properties: Value, required: &[&str]| {
         let mut required: Vec<&str> = required.to_vec();
         required.insert(0, "type");
@@ -82,10 +82,18 @@ fn server_events() -> Value {
         properties["type"] = json!({"const": kind});
         json!({"type": "object", "properties": properties, "required": required})
     };
+    let payload = if payloads.is_empty() {
+        json!({})
+    } else {
+        json!({
+            "description": "What the gate shows: the payload of the declared gate its `name` is (or is an instance of).",
+            "anyOf": payloads.iter().map(|name| reference(name)).collect::<Vec<_>>(),
+        })
+    };
     let events = [
         object(
             "gate_open",
-            json!({"gate_id": {"type": "string"}, "name": {"type": "string"}, "payload": {}}),
+            json!({"gate_id": {"type": "string"}, "name": {"type": "string"}, "payload": payload}),
             &["gate_id", "name", "payload"],
         ),
         object(
@@ -137,7 +145,6 @@ pub(crate) fn document<P: Product>(name: &str, gates: &[GateSpec]) -> Value {
         components.insert("StartRequest".into(), start);
     }
     components.insert("ProductEvent".into(), output_schema::<P::Event>());
-    components.insert("ServerEvent".into(), server_events());
     components.insert(
         "Event".into(),
         json!({
@@ -147,8 +154,21 @@ pub(crate) fn document<P: Product>(name: &str, gates: &[GateSpec]) -> Value {
     );
     components.insert("Output".into(), output_schema::<P::Output>());
     let mut answers = Vec::new();
+    let mut payloads = Vec::new();
     for gate in gates {
-        let schema = gate_schema(gate, &mut components);
+        let payload = format!("Payload_{}", gate.name);
+        let schema = gate_schema(
+            &gate.payload_schema,
+            &format!("{}_payload_", gate.name),
+            &mut components,
+        );
+        components.insert(payload.clone(), schema);
+        payloads.push(payload);
+        let schema = gate_schema(
+            &gate.answer_schema,
+            &format!("{}_", gate.name),
+            &mut components,
+        );
         let component = format!("Answer_{}", gate.name);
         components.insert(component.clone(), schema);
         answers.push(json!({
@@ -163,6 +183,7 @@ pub(crate) fn document<P: Product>(name: &str, gates: &[GateSpec]) -> Value {
             "required": ["session_id", "gate", "answer"],
         }));
     }
+    components.insert("ServerEvent".into(), server_events(&payloads));
     components.insert(
         "Respond".into(),
         if answers.is_empty() {

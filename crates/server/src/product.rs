@@ -34,9 +34,11 @@ use crate::writer::{Write, is_reserved_type};
 /// #[derive(serde::Serialize, schemars::JsonSchema)]
 /// #[serde(tag = "type", rename_all = "snake_case")]
 /// enum Event { Echoed { text: String } }
-/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Question { text: String }
+/// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 /// struct Approval { approved: bool }
-/// const APPROVE: Gate<Approval> = Gate::new("approve");
+/// const APPROVE: Gate<Question, Approval> = Gate::new("approve");
 ///
 /// struct Echo;
 ///

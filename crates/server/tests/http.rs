@@ -1,5 +1,5 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! The HTTP host end to end: a real server on loopback, reqwest, and an SSE reader.
+#![cfg(test)]
 
 mod common;
 

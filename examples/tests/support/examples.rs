@@ -31,6 +31,13 @@ pub struct Server {
     pub banner: Vec<String>,
 }
 
+impl Server {
+    /// Kills the process at once (SIGKILL), as a crash would, and waits until it is gone.
+    pub fn kill(self) {
+        drop(self);
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -47,6 +54,22 @@ pub fn resume_server(db: &Path) -> Server {
         .arg(db)
         .arg("--fixtures")
         .arg(fixtures);
+    server(command)
+}
+
+/// `embed_runtime` (the template product) on any free port, its sessions in `db`, each
+/// model answer taking `latency_ms`.
+pub fn embed_runtime_server(db: &Path, latency_ms: u64) -> Server {
+    let mut command = Command::new(example("embed_runtime"));
+    command
+        .args([
+            "--port",
+            "0",
+            "--latency-ms",
+            &latency_ms.to_string(),
+            "--db",
+        ])
+        .arg(db);
     server(command)
 }
 

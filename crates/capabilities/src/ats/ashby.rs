@@ -170,7 +170,6 @@ fn interval(value: &str) -> Option<PayInterval> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
 

@@ -134,7 +134,6 @@ fn decode_entity(name: &str) -> Option<char> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
 

@@ -168,7 +168,6 @@ fn salary(range: SalaryRange) -> Option<Salary> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
 

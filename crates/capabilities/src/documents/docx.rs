@@ -372,7 +372,6 @@ fn push_reference(out: &mut String, reference: &BytesRef<'_>) -> Result<(), XmlE
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

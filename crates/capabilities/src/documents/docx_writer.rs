@@ -212,7 +212,6 @@ pub fn build_docx(markdown: &str) -> Result<Vec<u8>, DocxError> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::super::{DocumentKind, extract_text};
     use super::*;

@@ -204,7 +204,6 @@ impl Resolve for GuardedResolver {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
 

@@ -354,7 +354,6 @@ fn is_html(content_type: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
     use wiremock::matchers::path;

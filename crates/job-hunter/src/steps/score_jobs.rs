@@ -407,7 +407,6 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::models::{ExtractedJob, JobScore, WorkArrangement};
     use job_capabilities::JobSource;

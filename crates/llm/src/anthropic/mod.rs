@@ -270,7 +270,6 @@ impl ChatModel for AnthropicModel {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::types::{ContentBlock, Message, Role, ToolChoice, ToolDefinition};
 

@@ -159,7 +159,6 @@ impl AnthropicStreamDecoder {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::stream::StreamAccumulator;
     use crate::types::StopReason;

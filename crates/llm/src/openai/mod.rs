@@ -408,7 +408,6 @@ impl EmbeddingModel for OpenAiModel {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     #[test]

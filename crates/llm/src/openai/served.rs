@@ -119,7 +119,6 @@ fn parse_slots(props: &Value) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::openai::OpenAiConfig;
     use serde_json::json;

@@ -326,7 +326,7 @@ fn object_value(map: &Map<String, Value>, root: &Value, depth: usize) -> Value {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
+    #![allow(dead_code)]
     use super::*;
     use crate::structured::schema_of;
     use schemars::JsonSchema;

@@ -132,7 +132,6 @@ pub(crate) fn complete(job: &mut CollectedJob) {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::collect::ApplyType;
 

@@ -145,7 +145,6 @@ pub fn apply_type(url: &str, board_host: Option<&str>, apply_control: bool) -> A
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

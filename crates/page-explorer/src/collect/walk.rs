@@ -480,7 +480,6 @@ fn normalize(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::collect::ApplyType;
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::tools::{
     SectionInput, SectionReview, bullets_of_markdown, revise, section_slug, store_section,
 };
-use crate::gates::SECTION_REVIEW;
+use crate::gates::{SECTION_REVIEW, SectionDraft};
 use crate::llm::Llm;
 use crate::types::{Ctx, ResumeEvent, ResumeTool, Section};
 
@@ -47,14 +47,12 @@ pub async fn present(ctx: &Ctx, name: &str) -> Result<Presented, ToolError> {
         bullets: section.bullets.clone(),
     });
     let review = if ctx.read_state(|s| s.flags.section_review) {
-        let gate = SECTION_REVIEW.request_for(
-            section_slug(&section.name),
-            json!({
-                "section": section.name,
-                "markdown": section.markdown,
-                "bullets": section.bullets,
-            }),
-        );
+        let shown = SectionDraft {
+            section: section.name.clone(),
+            markdown: section.markdown.clone(),
+            bullets: section.bullets.clone(),
+        };
+        let gate = SECTION_REVIEW.request_for(section_slug(&section.name), &shown)?;
         ctx.ask_with(&SECTION_REVIEW, gate).await?
     } else {
         SectionReview::Approve

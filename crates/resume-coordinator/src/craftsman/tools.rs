@@ -97,9 +97,7 @@ pub fn section_slug(section: &str) -> String {
 
 /// The gate name of a section's review: `section_review_summary` for "Summary".
 pub fn review_gate(section: &str) -> String {
-    SECTION_REVIEW
-        .request_for(section_slug(section), serde_json::Value::Null)
-        .name
+    SECTION_REVIEW.instance_name(section_slug(section))
 }
 
 /// One bullet's evidence problem (bullets numbered from 1).

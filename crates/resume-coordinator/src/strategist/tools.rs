@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 use super::prompts::{BLUEPRINT_PROMPT, GAP_ANALYSIS_PROMPT, JD_ANALYSIS_PROMPT, RESEARCH_PROMPT};
-use crate::gates::{POSITIONING, QUESTIONNAIRE};
+use crate::gates::{POSITIONING, PositioningQuestion, QUESTIONNAIRE, Questionnaire};
 use crate::llm::{Llm, ask, evidence_lines};
 use crate::types::{
     Blueprint, Ctx, Evidence, GapAnalysis, InterviewAnswer, JdAnalysis, QuestionItem, ResumeEvent,
@@ -200,7 +200,10 @@ pub fn interview_candidate_batch() -> ResumeTool {
                 gate: gate.clone(),
                 questions: questions.clone(),
             });
-            let request = QUESTIONNAIRE.request_for(n, json!({ "questions": questions }));
+            let shown = Questionnaire {
+                questions: questions.clone(),
+            };
+            let request = QUESTIONNAIRE.request_for(n, &shown)?;
             debug_assert_eq!(request.name, gate);
             let answer = ctx.ask_with(&QUESTIONNAIRE, request).await?;
             let pairs = questions
@@ -275,8 +278,11 @@ pub fn interview_candidate() -> ResumeTool {
                 question: input.question.clone(),
                 why: input.why.clone(),
             });
-            let request =
-                POSITIONING.request_for(n, json!({"question": input.question, "why": input.why}));
+            let shown = PositioningQuestion {
+                question: input.question.clone(),
+                why: input.why,
+            };
+            let request = POSITIONING.request_for(n, &shown)?;
             let answer = ctx.ask_with(&POSITIONING, request).await?;
             let ids = add_answers(&ctx, vec![(input.question, answer.answer)]);
             Ok::<Value, ToolError>(json!({ "evidence_added": ids }))

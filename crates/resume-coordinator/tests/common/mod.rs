@@ -1,5 +1,5 @@
 //! A resume server on loopback, an SSE reader, and a session driver.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
+#![allow(dead_code)]
 
 pub use agent_server::testing::{SseEvent, SseReader, Started};
 use agent_server::{AgentServer, InMemorySessionStore, SessionStore};

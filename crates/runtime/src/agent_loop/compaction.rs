@@ -51,7 +51,6 @@ pub(crate) fn compact(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use serde_json::json;
 

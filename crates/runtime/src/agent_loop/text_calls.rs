@@ -57,7 +57,6 @@ pub(crate) fn tool_calls_in_text(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
     use serde_json::json;
 

@@ -346,7 +346,6 @@ impl Rebuilder {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
     use serde_json::json;

@@ -318,7 +318,6 @@ impl CheckpointDecoder {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
     use serde_json::{Value, json};

@@ -76,7 +76,6 @@ impl<'a> Conversation<'a> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use agent_runtime::documents::InMemoryDocumentStore;
 

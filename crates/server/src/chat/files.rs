@@ -99,7 +99,6 @@ pub(crate) fn read_file(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use serde_json::json;
 

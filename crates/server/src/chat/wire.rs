@@ -434,7 +434,6 @@ pub(crate) fn models(ids: &[String], created: i64) -> Value {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn param_of(body: Value) -> Option<String> {

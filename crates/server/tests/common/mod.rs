@@ -1,5 +1,5 @@
 //! A test product ("echo"), a server on loopback, and an SSE reader.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
+#![allow(dead_code)]
 
 use agent_runtime::graph::{
     CompiledGraph, NodeContext, NodeError, RunOptions, StateGraph, node_fn,
@@ -74,7 +74,9 @@ fn echo_graph(
                 "hang" => std::future::pending::<()>().await,
                 _ => {}
             }
-            let mut request = APPROVE.request(json!({"question": "approve?", "text": text}));
+            let mut request = APPROVE
+                .request(&json!({"question": "approve?", "text": text}))
+                .map_err(|e| NodeError::fatal(e.to_string()))?;
             if mode == "expire" {
                 request = request.with_timeout(Duration::from_millis(200));
             }
@@ -94,7 +96,7 @@ fn echo_graph(
             tokio::time::sleep(resume_delay).await;
             let asker = ctx.agent_context(AgentIdentity::new("coordinator", "echo"));
             let second = asker
-                .ask(&APPROVE, json!({"question": "confirm?"}))
+                .ask(&APPROVE, &json!({"question": "confirm?"}))
                 .await
                 .map_err(|e| NodeError::fatal(e.to_string()))?;
             ctx.emit(json!({"type": "confirmed", "answer": second}));
@@ -133,7 +135,7 @@ impl From<agent_runtime::sessions::StoreError> for EchoError {
 }
 
 /// Echo's gate: any answer.
-pub const APPROVE: agent_runtime::Gate<Value> = agent_runtime::Gate::new("approve");
+pub const APPROVE: agent_runtime::Gate<Value, Value> = agent_runtime::Gate::new("approve");
 
 #[async_trait::async_trait]
 impl Product for Echo {

@@ -1,5 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use super::*;
 use crate::stream::StreamAccumulator;
 use crate::types::{ContentBlock, Usage};
