@@ -1,6 +1,9 @@
 //! The layering of DESIGN.md section 2, checked on `cargo metadata`: dependencies point
-//! down only, and products never depend on each other.
+//! down only, and products never depend on each other; and inside each crate, no two
+//! modules import each other, directly or around a cycle.
 #![cfg(test)]
+
+mod modules;
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -79,5 +82,42 @@ fn workspace_dependencies_point_down_only() {
     assert!(
         violations.is_empty(),
         "upward or sideways dependencies: {violations:#?}"
+    );
+}
+
+#[test]
+fn no_module_imports_a_module_that_imports_it_back() {
+    let crates = concat!(env!("CARGO_MANIFEST_DIR"), "/../crates");
+    let mut tangles = Vec::new();
+    let mut read = 0;
+    for entry in std::fs::read_dir(crates).unwrap() {
+        let dir = entry.unwrap().path();
+        let src = dir.join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        let krate = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let graph = modules::imports(&src);
+        read += graph.len();
+        for group in modules::cycles(&graph) {
+            let mut names: Vec<String> = group
+                .iter()
+                .map(|m| {
+                    if m.is_empty() {
+                        "lib".into()
+                    } else {
+                        m.join("::")
+                    }
+                })
+                .collect();
+            names.sort();
+            tangles.push(format!("crates/{krate}: {}", names.join(", ")));
+        }
+    }
+    assert!(read > 100, "the crates' modules were read ({read})");
+    assert!(
+        tangles.is_empty(),
+        "modules in import cycles (break them: move what both need to a module below both):\n{}",
+        tangles.join("\n")
     );
 }
