@@ -31,10 +31,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_backends::{JetStreamRunQueue, NatsCoordination, PgSessionStore, SqliteSessionStore};
+use agent_backends::{
+    JetStreamRunQueue, NatsBus, NatsCoordination, PgSessionStore, SqliteSessionStore,
+};
 use agent_llm::{ModelTier, PricingTable, ProviderConfig};
 use agent_runtime::CostLimits;
-use agent_server::{AgentServer, ServerConfig};
+use agent_runtime::bus::AgentBus;
+use agent_server::{AgentServer, ServerConfig, SessionBuses};
 use anyhow::Context as _;
 use clap::{Parser, ValueEnum};
 use resume_coordinator::{Flags, ResumeProduct};
@@ -218,6 +221,12 @@ async fn scale_out(args: &Args, product: ResumeProduct) -> anyhow::Result<(Agent
     let queue = JetStreamRunQueue::new(&nats, lease)
         .await
         .context("opening the run queue (is JetStream enabled on the NATS server?)")?;
+    // The agents of a session talk over JetStream, so a run taken over by another
+    // instance finds the messages its agents were sent.
+    let client = nats.client().clone();
+    let buses: SessionBuses = Arc::new(move |session: &str| {
+        Arc::new(NatsBus::new(client.clone(), session)) as Arc<dyn AgentBus>
+    });
     let nats = Arc::new(nats);
     let product = product.with_documents(Arc::new(store.documents()));
     let config = ServerConfig {
@@ -232,6 +241,7 @@ async fn scale_out(args: &Args, product: ResumeProduct) -> anyhow::Result<(Agent
         .with_fanout(nats.clone())
         .with_control(nats)
         .with_run_queue(Arc::new(queue))
+        .with_buses(buses)
         .with_config(config)
         .with_product(Arc::new(product));
     let schema = args.schema.as_deref().unwrap_or("default schema");

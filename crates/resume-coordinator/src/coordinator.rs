@@ -3,7 +3,6 @@
 //! stage boundary, and assembles the result. It makes no LLM call of its own.
 
 use agent_llm::ModelRouter;
-use agent_runtime::bus::InMemoryBus;
 use agent_runtime::graph::{
     CompiledGraph, GraphError, NodeContext, NodeError, RunOptions, RunStatus, StateGraph, node_fn,
 };
@@ -11,7 +10,6 @@ use agent_runtime::{
     AgentConfig, AgentIdentity, AgentLoop, AgentResult, CostMeter, Gate, StopCause,
 };
 use agent_server::SessionHandle;
-use std::sync::Arc;
 
 use crate::craftsman;
 use crate::gates::{ARCHITECT_REVIEW, BlueprintToReview, RESEARCH_VALIDATION, ResearchToValidate};
@@ -78,7 +76,6 @@ pub async fn run(
     }
     let session = handle
         .session(state)
-        .with_bus(Arc::new(InMemoryBus::new()))
         .with_router(router.clone())
         .with_meter(meter)
         .with_progress(ResumeEvent::progress);

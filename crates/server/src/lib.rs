@@ -127,7 +127,7 @@ mod writer;
 pub mod testing;
 
 pub use product::{Product, Refusal, SessionHandle};
-pub use server::{AgentServer, ServerConfig};
+pub use server::{AgentServer, ServerConfig, SessionBuses};
 
 /// The session store types a host needs (re-exported from `agent-runtime`).
 pub use agent_runtime::sessions::{InMemorySessionStore, SessionStore, StoreError};

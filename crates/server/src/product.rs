@@ -1,6 +1,7 @@
 //! What a product gives the server ([`Product`]) and what the server gives a product's run
 //! ([`SessionHandle`]).
 
+use agent_runtime::bus::AgentBus;
 use agent_runtime::checkpoint::CheckpointStore;
 use agent_runtime::{AnswerError, EventSink, GateRegistry, GateSpec, Session};
 use async_trait::async_trait;
@@ -190,6 +191,7 @@ struct HandleInner {
     writer: mpsc::UnboundedSender<Write>,
     cancel: CancellationToken,
     checkpoints: Arc<dyn CheckpointStore>,
+    bus: Arc<dyn AgentBus>,
     /// Product events stored before this run started (a resumed session), in order: a
     /// numbered event equal to the stored one with its ordinal is a replay, not stored
     /// again.
@@ -216,6 +218,7 @@ impl<E> SessionHandle<E> {
             writer,
             cancel,
             checkpoints,
+            bus,
             replayed,
         } = parts;
         SessionHandle {
@@ -227,6 +230,7 @@ impl<E> SessionHandle<E> {
                 writer,
                 cancel,
                 checkpoints,
+                bus,
                 replayed,
             }),
             event: PhantomData,
@@ -285,6 +289,13 @@ impl<E> SessionHandle<E> {
         Arc::clone(&self.inner.checkpoints)
     }
 
+    /// The session's agent bus, from the deployment
+    /// ([`AgentServer::with_buses`](crate::AgentServer::with_buses); in process by
+    /// default), which [`session`](Self::session) gives the runtime session.
+    pub fn bus(&self) -> Arc<dyn AgentBus> {
+        Arc::clone(&self.inner.bus)
+    }
+
     /// How many product events the session had stored when this run started (0 for a new
     /// session). A resumed run's numbered event ([`EventSink::emit_numbered`]) that equals
     /// the stored event with its ordinal is a replay of work done again after the last
@@ -310,13 +321,14 @@ impl<E> SessionHandle<E> {
 
 impl<E: Serialize + Send + Sync + 'static> SessionHandle<E> {
     /// The runtime session this server session runs in, holding `state`: its id, its
-    /// gates, its events (numbered, to this handle) and its cancellation are the server
-    /// session's. Add what the product's agents need (a router, a meter, a bus) with the
-    /// session's own `with_*` methods.
+    /// gates, its events (numbered, to this handle), its agent bus and its cancellation
+    /// are the server session's. Add what the product's agents need (a router, a meter)
+    /// with the session's own `with_*` methods.
     pub fn session<S>(&self, state: S) -> Session<S, E> {
         Session::new(self.id(), state)
             .with_gates(self.gates().clone())
             .with_events(Arc::new(self.clone()))
+            .with_bus(self.bus())
             .with_cancellation(self.cancellation())
     }
 
@@ -383,5 +395,6 @@ pub(crate) struct HandleParts {
     pub(crate) writer: mpsc::UnboundedSender<Write>,
     pub(crate) cancel: CancellationToken,
     pub(crate) checkpoints: Arc<dyn CheckpointStore>,
+    pub(crate) bus: Arc<dyn AgentBus>,
     pub(crate) replayed: Vec<Value>,
 }

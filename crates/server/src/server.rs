@@ -1,6 +1,7 @@
 //! [`AgentServer`]: the products, the store, and the runs that are live.
 
 use agent_runtime::GateRegistry;
+use agent_runtime::bus::{AgentBus, InMemoryBus};
 use agent_runtime::checkpoint::{CheckpointStore, InMemoryCheckpointStore};
 use agent_runtime::sessions::{
     EventFanout, InProcessControl, InProcessFanout, InProcessLeases, RunQueue, SessionControl,
@@ -94,7 +95,14 @@ pub(crate) struct Inner {
     pub(crate) instance: String,
     /// The OpenAI-compatible front of a conversational product, if one is served.
     pub(crate) chat: Option<crate::chat::ChatFront>,
+    /// The agent bus of each session run here.
+    pub(crate) buses: SessionBuses,
 }
+
+/// Makes the agent bus of a session, given its id: in process by default
+/// ([`InMemoryBus`]); NATS JetStream or Redis Streams for a deployment of several
+/// instances ([`AgentServer::with_buses`]).
+pub type SessionBuses = Arc<dyn Fn(&str) -> Arc<dyn AgentBus> + Send + Sync>;
 
 impl std::fmt::Debug for AgentServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -193,6 +201,7 @@ impl AgentServer {
                 run_queue: None,
                 instance: uuid::Uuid::new_v4().to_string(),
                 chat: None,
+                buses: Arc::new(|_| Arc::new(InMemoryBus::new())),
             }),
         }
     }
@@ -226,6 +235,28 @@ impl AgentServer {
     pub fn with_checkpoints(self, checkpoints: Arc<dyn CheckpointStore>) -> Self {
         let mut inner = Arc::unwrap_or_clone(self.inner);
         inner.checkpoints = checkpoints;
+        AgentServer {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// Gives each session's agents the bus `buses` makes for its id
+    /// ([`SessionHandle::session`] wires it in), instead of one in process: with several
+    /// instances, agents' messages travel where the deployment's other state does
+    /// (`agent_backends::NatsBus::new(client, session)` on NATS JetStream,
+    /// `RedisBus` on Redis Streams).
+    ///
+    /// ```
+    /// use agent_runtime::bus::{AgentBus, InMemoryBus};
+    /// use agent_server::{AgentServer, InMemorySessionStore};
+    /// use std::sync::Arc;
+    /// let server = AgentServer::new(Arc::new(InMemorySessionStore::new()))
+    ///     .with_buses(Arc::new(|_session: &str| Arc::new(InMemoryBus::new()) as Arc<dyn AgentBus>));
+    /// # let _ = server;
+    /// ```
+    pub fn with_buses(self, buses: SessionBuses) -> Self {
+        let mut inner = Arc::unwrap_or_clone(self.inner);
+        inner.buses = buses;
         AgentServer {
             inner: Arc::new(inner),
         }
@@ -493,6 +524,7 @@ impl AgentServer {
             writer: writer_tx.clone(),
             cancel: cancel.clone(),
             checkpoints: Arc::clone(&self.inner.checkpoints),
+            bus: (self.inner.buses)(&id),
             replayed,
         });
         // Renew the lease while the run goes on; a lost lease parks the run.

@@ -304,3 +304,22 @@ async fn a_run_that_loses_its_lease_parks_for_the_instance_that_took_it() {
     assert!(!record.status.is_finished(), "{:?}", record.status);
     assert!(store.gates(&session.id).await.unwrap()[0].is_pending());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_session_runs_on_the_bus_the_deployment_makes_for_it() {
+    use agent_runtime::bus::{AgentBus, InMemoryBus};
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let recorded = asked.clone();
+    let store = Arc::new(InMemorySessionStore::new());
+    let server = AgentServer::new(store.clone())
+        .with_checkpoints(store.checkpoints())
+        .with_product(Arc::new(Echo::new("echo")))
+        .with_buses(Arc::new(move |session: &str| {
+            recorded.lock().unwrap().push(session.to_owned());
+            Arc::new(InMemoryBus::new()) as Arc<dyn AgentBus>
+        }));
+    let http = TestServer::spawn(server).await;
+    let session = http.start("echo", json!({"text": "x"})).await;
+    http.stream(&session, None).await.until("gate_open").await;
+    assert_eq!(*asked.lock().unwrap(), [session.id.clone()]);
+}
