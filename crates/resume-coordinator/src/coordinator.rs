@@ -249,7 +249,7 @@ impl Stages {
         let result = ctx.run_agent(&agent, message).await;
         tracing::info!(agent = %name, rounds = result.rounds_used, stop = ?result.stop, "agent finished");
         match &result.stop {
-            StopCause::Completed | StopCause::MaxRounds => Ok(result),
+            StopCause::Completed | StopCause::MaxRounds | StopCause::Ended(_) => Ok(result),
             StopCause::ModelError(error) => Err(format!("the {name} failed: {error}")),
             StopCause::Timeout(after) => Err(format!("the {name} timed out after {after:?}")),
             StopCause::Cancelled => Err(format!("the {name} was cancelled")),

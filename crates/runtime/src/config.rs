@@ -63,6 +63,12 @@ pub struct AgentConfig<S, E> {
     /// Whether the last model call `max_rounds` allows is made without tools, the model
     /// told to answer from what it has (see [`AgentConfig::with_answer_at_last_round`]).
     pub answer_at_last_round: bool,
+    /// Whether the calls of one answer run one after the other, each seeing what the one
+    /// before did, instead of at once (see [`AgentConfig::with_sequential_tools`]).
+    pub sequential_tools: bool,
+    /// Whether a call that repeats one of the previous turn is refused (the default) or
+    /// run again (see [`AgentConfig::with_repeated_calls`]).
+    pub refuse_repeated_calls: bool,
     /// Retries of failed model calls made by the loop itself. None by default: the
     /// provider clients (`AnthropicModel`, `OpenAiModel`) already retry every call with
     /// agent-llm's `RetryPolicy` (3 attempts, spec 001), and two layers would multiply the
@@ -86,6 +92,8 @@ impl<S, E> Clone for AgentConfig<S, E> {
             compaction: self.compaction,
             max_calls_per_turn: self.max_calls_per_turn,
             answer_at_last_round: self.answer_at_last_round,
+            sequential_tools: self.sequential_tools,
+            refuse_repeated_calls: self.refuse_repeated_calls,
             retry: self.retry.clone(),
         }
     }
@@ -127,6 +135,8 @@ impl<S, E> AgentConfig<S, E> {
             compaction: Some(Compaction::default()),
             max_calls_per_turn: None,
             answer_at_last_round: false,
+            sequential_tools: false,
+            refuse_repeated_calls: true,
             retry: RetryPolicy::none(),
         }
     }
@@ -180,6 +190,24 @@ impl<S, E> AgentConfig<S, E> {
     /// answer a person reads, such as a chat.
     pub fn with_answer_at_last_round(mut self) -> Self {
         self.answer_at_last_round = true;
+        self
+    }
+
+    /// Runs the calls of one answer one after the other, in the order the model wrote
+    /// them, each seeing what the one before did: for tools that act on one thing
+    /// (a browser, a document) where order matters. A call that ends the run
+    /// ([`AgentContext::end_run`](crate::AgentContext::end_run)) leaves the calls after it
+    /// unrun; the model's transcript says so.
+    pub fn with_sequential_tools(mut self) -> Self {
+        self.sequential_tools = true;
+        self
+    }
+
+    /// Runs a call that repeats one of the previous turn, instead of refusing it with a
+    /// note: for tools whose result changes from one call to the next (clicking "next
+    /// page" again), or whose repeats a tool of the product's own judges.
+    pub fn with_repeated_calls(mut self) -> Self {
+        self.refuse_repeated_calls = false;
         self
     }
 

@@ -100,6 +100,8 @@ pub struct AgentContext<S, E> {
     scratchpad: Scratchpad,
     outbox: Arc<Mutex<Vec<AgentMessage>>>,
     wait_clock: Arc<WaitClock>,
+    /// Why a tool ended the run, once one has.
+    ending: Arc<Mutex<Option<String>>>,
 }
 
 impl<S, E> Clone for AgentContext<S, E> {
@@ -110,6 +112,7 @@ impl<S, E> Clone for AgentContext<S, E> {
             scratchpad: self.scratchpad.clone(),
             outbox: Arc::clone(&self.outbox),
             wait_clock: Arc::clone(&self.wait_clock),
+            ending: Arc::clone(&self.ending),
         }
     }
 }
@@ -131,7 +134,50 @@ impl<S, E> AgentContext<S, E> {
             scratchpad: Scratchpad::default(),
             outbox: Arc::default(),
             wait_clock: Arc::default(),
+            ending: Arc::default(),
         }
+    }
+
+    /// Ends this agent run once the round's tool calls are done: the work is finished,
+    /// or handed on (the page changed, a person takes over). The loop makes no further
+    /// model call and stops with [`StopCause::Ended`](crate::StopCause::Ended) and this
+    /// reason, which a durable run keeps (a resumed run stays ended). With sequential
+    /// tools, the calls after this one are not run. The first reason given wins.
+    ///
+    /// ```
+    /// use agent_llm::testing::{ScriptedModel, responses};
+    /// use agent_runtime::{AgentConfig, AgentContext, AgentIdentity, AgentLoop, Session, StopCause, ToolError, tool};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Done { summary: String }
+    /// let config = AgentConfig::new(AgentIdentity::new("explorer", "demo"), "Explore.").with_tool(tool(
+    ///     "done",
+    ///     "Ends the exploration.",
+    ///     |args: Done, ctx: AgentContext<(), ()>| async move {
+    ///         ctx.end_run(args.summary);
+    ///         Ok::<_, ToolError>("ended")
+    ///     },
+    /// ));
+    /// let model = ScriptedModel::new(vec![responses::tool_call("c1", "done", serde_json::json!({"summary": "all seen"}))]);
+    /// let session = Session::new("s1", ());
+    /// let result = AgentLoop::new(config, model.clone()).run(&session.context(AgentIdentity::new("explorer", "demo")), "Go.").await;
+    /// assert_eq!(result.stop, StopCause::Ended("all seen".into()));
+    /// assert_eq!(model.call_count(), 1); // no model call after the run ended
+    /// # });
+    /// ```
+    pub fn end_run(&self, reason: impl Into<String>) {
+        let mut ending = self.ending.lock().unwrap_or_else(PoisonError::into_inner);
+        if ending.is_none() {
+            *ending = Some(reason.into());
+        }
+    }
+
+    /// Why a tool ended the run, if one did.
+    pub(crate) fn ending(&self) -> Option<String> {
+        self.ending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// How long this invocation has waited (left out of its timeouts).

@@ -31,6 +31,10 @@ pub enum StopCause {
     /// Asked to answer in words (its tools withheld after it repeated its calls), the
     /// model kept writing tool calls as text instead, also after being told why.
     NoAnswer,
+    /// A tool ended the run ([`AgentContext::end_run`](crate::AgentContext::end_run)):
+    /// its work is done, or it hands the work on (the page changed, a person takes
+    /// over). The reason it gave, for the caller to route on.
+    Ended(String),
 }
 
 /// The outcome of one agent invocation. Whatever stopped it, everything gathered so far

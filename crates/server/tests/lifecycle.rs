@@ -321,5 +321,5 @@ async fn each_session_runs_on_the_bus_the_deployment_makes_for_it() {
     let http = TestServer::spawn(server).await;
     let session = http.start("echo", json!({"text": "x"})).await;
     http.stream(&session, None).await.until("gate_open").await;
-    assert_eq!(*asked.lock().unwrap(), [session.id.clone()]);
+    assert_eq!(*asked.lock().unwrap(), std::slice::from_ref(&session.id));
 }

@@ -263,6 +263,9 @@ where
                     if let Some((removed, kept)) = run.on_tool_results(results) {
                         self.observe(|| LoopEvent::Compacted { removed, kept });
                     }
+                    if let Some(reason) = ctx.ending() {
+                        run.end(reason);
+                    }
                     save(saver, run).await;
                 }
             }
@@ -295,7 +298,8 @@ where
         Ok(response)
     }
 
-    /// Runs the round's calls concurrently; results come back in call order.
+    /// Runs the round's calls, concurrently or (with sequential tools) one after the
+    /// other; results come back in call order.
     async fn run_tools<'a>(
         &'a self,
         ctx: &'a AgentContext<S, E>,
@@ -308,7 +312,7 @@ where
                 Some(format!(
                     "Not run: at most {cap} tool calls are run from one answer. Make this call again in your next turn if it is still needed."
                 ))
-            } else if calls.repeats(&call) {
+            } else if self.config.refuse_repeated_calls && calls.repeats(&call) {
                 tracing::warn!(tool = %call.name, "the model repeated its previous call; not run again");
                 Some(format!(
                     "You made this same {} call in your previous turn and have its result above. \
@@ -320,6 +324,20 @@ where
             };
             self.run_unless_refused(ctx, call, refusal, round)
         };
+        if self.config.sequential_tools {
+            let mut results = Vec::new();
+            for (index, call) in calls.iter().enumerate() {
+                let result = match ctx.ending() {
+                    Some(reason) => ContentBlock::tool_error(
+                        call.id,
+                        format!("Not run: an earlier call ended the run ({reason})."),
+                    ),
+                    None => run((index, call)).await,
+                };
+                results.push(result);
+            }
+            return results;
+        }
         let mut each = calls.iter().enumerate();
         match (each.next(), each.next()) {
             (None, _) => Vec::new(),

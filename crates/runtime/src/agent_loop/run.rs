@@ -136,6 +136,9 @@ pub struct AgentRun {
     /// Whether that last call was prepared (tools withheld, the model told).
     #[serde(default)]
     last_round_prepared: bool,
+    /// Why a tool ended the run, if one did (saved: a resumed run stays ended).
+    #[serde(default)]
+    ended: Option<String>,
     #[serde(skip)]
     stop: Option<StopCause>,
 }
@@ -158,6 +161,7 @@ impl AgentRun {
             written_calls_refused: 0,
             answers_at_last_round: false,
             last_round_prepared: false,
+            ended: None,
             stop: None,
         }
     }
@@ -172,6 +176,11 @@ impl AgentRun {
 
     /// What comes next.
     pub fn next_step(&mut self) -> Next<'_> {
+        if self.stop.is_none()
+            && let Some(reason) = &self.ended
+        {
+            self.stop = Some(StopCause::Ended(reason.clone()));
+        }
         if self.stop.is_none() && self.completed {
             self.stop = Some(StopCause::Completed);
         }
@@ -366,15 +375,26 @@ impl AgentRun {
         }
     }
 
+    /// Ends the run for good, after the tool results of its round: a tool said the work
+    /// is done or handed on ([`StopCause::Ended`]). Saved with the run.
+    pub fn end(&mut self, reason: impl Into<String>) {
+        if self.ended.is_none() {
+            self.ended = Some(reason.into());
+        }
+    }
+
     /// Why the run ended, once it has.
     pub fn stop_cause(&self) -> Option<&StopCause> {
         self.stop.as_ref()
     }
 
-    /// Whether the run is over for good: the model gave its final answer or the rounds
-    /// ran out (a run stopped by a timeout, cancellation or an error can be resumed).
+    /// Whether the run is over for good: the model gave its final answer, a tool ended
+    /// it, or the rounds ran out (a run stopped by a timeout, cancellation or an error
+    /// can be resumed).
     pub fn is_finished(&self) -> bool {
-        self.completed || (self.rounds >= self.max_rounds && self.pending_calls().is_none())
+        self.completed
+            || self.ended.is_some()
+            || (self.rounds >= self.max_rounds && self.pending_calls().is_none())
     }
 
     /// Model calls made.
@@ -400,6 +420,7 @@ impl AgentRun {
     pub(crate) fn into_parts(self) -> RunParts {
         let stop = match self.stop {
             Some(stop) => stop,
+            None if self.ended.is_some() => StopCause::Ended(self.ended.unwrap_or_default()),
             None if self.completed => StopCause::Completed,
             None if self.rounds >= self.max_rounds => StopCause::MaxRounds,
             None => StopCause::Cancelled,
