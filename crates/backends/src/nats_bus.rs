@@ -46,10 +46,6 @@ fn backend(what: &str, error: impl std::fmt::Display) -> BusError {
     BusError::Backend(format!("NATS {what}: {error}"))
 }
 
-fn hex(name: &str) -> String {
-    name.bytes().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The session's JetStream parts.
 #[derive(Clone)]
 struct Parts {
@@ -97,7 +93,7 @@ impl NatsBus {
         NatsBus {
             js: jetstream::new(client.clone()),
             client,
-            id: hex(session),
+            id: hex::encode(session),
             log_cap: 500,
             held_cap: 1_000,
             parts: Arc::default(),
@@ -114,7 +110,12 @@ impl NatsBus {
     }
 
     fn inbox_subject(&self, domain: &str, agent: &str) -> String {
-        format!("bus.{}.in.{}.{}", self.id, hex(domain), hex(agent))
+        format!(
+            "bus.{}.in.{}.{}",
+            self.id,
+            hex::encode(domain),
+            hex::encode(agent)
+        )
     }
 
     fn name(&self, prefix: &str) -> String {
@@ -122,11 +123,21 @@ impl NatsBus {
     }
 
     fn lease_subject(&self, domain: &str, agent: &str) -> String {
-        format!("bus.{}.sub.{}.{}", self.id, hex(domain), hex(agent))
+        format!(
+            "bus.{}.sub.{}.{}",
+            self.id,
+            hex::encode(domain),
+            hex::encode(agent)
+        )
     }
 
     fn cutoff_subject(&self, domain: &str, agent: &str) -> String {
-        format!("bus.{}.cut.{}.{}", self.id, hex(domain), hex(agent))
+        format!(
+            "bus.{}.cut.{}.{}",
+            self.id,
+            hex::encode(domain),
+            hex::encode(agent)
+        )
     }
 
     fn reset_subject(&self) -> String {
@@ -134,7 +145,7 @@ impl NatsBus {
     }
 
     fn reply_subject(&self, request: &str) -> String {
-        format!("bus.{}.reply.{}", self.id, hex(request))
+        format!("bus.{}.reply.{}", self.id, hex::encode(request))
     }
 
     /// The session's streams and bucket, made when missing.
@@ -387,7 +398,7 @@ impl AgentBus for NatsBus {
         };
         let cutoff = self.cutoff_subject(domain, agent);
         parts.leases.clear(&cutoff).await?;
-        let durable = format!("in_{}_{}", hex(domain), hex(agent));
+        let durable = format!("in_{}_{}", hex::encode(domain), hex::encode(agent));
         let consumer = parts
             .inbox
             .get_or_create_consumer(

@@ -5,9 +5,8 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use reqwest::header::RETRY_AFTER;
 use reqwest::{Request, Response, StatusCode};
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
@@ -237,7 +236,7 @@ impl PoliteClient {
             if status.is_success() {
                 return Ok(response);
             }
-            let retry_after = retry_after(&response);
+            let retry_after = agent_llm::parse_retry_after(response.headers());
             match status {
                 StatusCode::FORBIDDEN => {
                     tracing::warn!(%host, "403: blocked");
@@ -352,16 +351,6 @@ impl PoliteClient {
         let slot = slots.entry(host.to_owned()).or_insert(earliest);
         *slot = (*slot).max(earliest);
     }
-}
-
-/// The `Retry-After` header as a duration: seconds or an HTTP date.
-fn retry_after(response: &Response) -> Option<Duration> {
-    let value = response.headers().get(RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
-    }
-    let at = httpdate::parse_http_date(value).ok()?;
-    Some(at.duration_since(SystemTime::now()).unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -69,7 +69,7 @@ pub fn text_hash(text: &str) -> String {
         .collect::<Vec<_>>()
         .join(" ");
     let digest = Sha256::digest(canonical.as_bytes());
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    hex::encode(&digest[..8])
 }
 
 /// What the analyzer reads of a job description: its title lines, responsibilities,

@@ -78,8 +78,7 @@ impl Job {
     /// `j` and 10 hex digits of their hash, so a job found twice is stored once.
     pub fn id_for(source: &str, key: &str) -> String {
         let digest = Sha256::digest(format!("{source}\n{key}").as_bytes());
-        let hex: String = digest.iter().take(5).map(|b| format!("{b:02x}")).collect();
-        format!("j{hex}")
+        format!("j{}", hex::encode(&digest[..5]))
     }
 
     /// One line: title, company, place and pay.

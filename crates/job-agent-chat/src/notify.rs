@@ -42,7 +42,7 @@ fn journal_key(notice: &Notice, channel: &str) -> String {
     let mut ids: Vec<&str> = notice.matches.iter().map(|m| m.id.as_str()).collect();
     ids.sort_unstable();
     let digest = Sha256::digest(format!("{channel}\n{}\n{}", notice.title, ids.join(",")));
-    digest.iter().take(12).map(|b| format!("{b:02x}")).collect()
+    hex::encode(&digest[..12])
 }
 
 /// What happened on one channel.

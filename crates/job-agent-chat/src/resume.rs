@@ -165,10 +165,7 @@ pub fn profile_from_resume(text: &str) -> UserProfile {
 /// The hex SHA-256 of a resume's text.
 pub fn resume_digest(text: &str) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(text.as_bytes()))
 }
 
 /// Takes a resume into `profile`: what the resume says fills in what the profile lacks

@@ -303,8 +303,18 @@ fn format_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-/// Reads `retry-after-ms`, then `retry-after` (seconds, possibly fractional, or an HTTP date).
-pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+/// How long a server asked to wait before the next request: `retry-after-ms` (OpenAI's),
+/// then `retry-after` (seconds, possibly fractional, or an HTTP date; a date in the past
+/// is no wait). `None` without either, or when neither reads.
+///
+/// ```
+/// use reqwest::header::{HeaderMap, HeaderValue};
+/// use std::time::Duration;
+/// let mut headers = HeaderMap::new();
+/// headers.insert("retry-after", HeaderValue::from_static("1.5"));
+/// assert_eq!(agent_llm::parse_retry_after(&headers), Some(Duration::from_millis(1500)));
+/// ```
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let header = |name: &str| {
         headers
             .get(name)

@@ -42,6 +42,7 @@ pub use anthropic::{AnthropicConfig, AnthropicModel, PromptCaching};
 pub use config::ProviderConfig;
 pub use error::LlmError;
 pub use http::HttpSettings;
+pub use http::retry_after as parse_retry_after;
 pub use limit::Limit;
 #[cfg(feature = "local-embeddings")]
 pub use local_embedding::{LocalEmbeddingError, LocalEmbeddingModel};

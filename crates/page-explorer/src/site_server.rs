@@ -12,14 +12,16 @@
 //! # Ok(()) }
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Body;
-use axum::http::{StatusCode, Uri, header};
-use axum::response::{IntoResponse as _, Response};
+use axum::extract::Request;
+use axum::http::Uri;
+use axum::middleware::Next;
+use axum::response::Response;
 use tokio::task::JoinHandle;
+use tower_http::services::ServeDir;
 
 /// The longest `?delay=` honoured, so a request cannot hold the server forever.
 const MAX_DELAY: Duration = Duration::from_secs(60);
@@ -45,7 +47,8 @@ impl Drop for ServedSite {
 }
 
 /// Serves the files of `dir` on `127.0.0.1` on a free port, from a task on the current
-/// Tokio runtime. A directory answers with its `index.html`.
+/// Tokio runtime (tower-http's `ServeDir`: content types by extension, a directory
+/// answers with its `index.html`, a path that climbs out of `dir` is not found).
 pub async fn serve_dir(dir: PathBuf) -> std::io::Result<ServedSite> {
     if !dir.is_dir() {
         return Err(std::io::Error::new(
@@ -53,15 +56,9 @@ pub async fn serve_dir(dir: PathBuf) -> std::io::Result<ServedSite> {
             format!("{} is not a directory", dir.display()),
         ));
     }
-    let app = Router::new().fallback(move |uri: Uri| {
-        let dir = dir.clone();
-        async move {
-            if let Some(delay) = requested_delay(&uri) {
-                tokio::time::sleep(delay).await;
-            }
-            file(&dir, &uri)
-        }
-    });
+    let app = Router::new()
+        .fallback_service(ServeDir::new(dir))
+        .layer(axum::middleware::from_fn(delayed));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
     let task = tokio::spawn(async move {
@@ -75,6 +72,14 @@ pub async fn serve_dir(dir: PathBuf) -> std::io::Result<ServedSite> {
     })
 }
 
+/// Answers `?delay=MS` that many milliseconds late.
+async fn delayed(request: Request, next: Next) -> Response {
+    if let Some(delay) = requested_delay(request.uri()) {
+        tokio::time::sleep(delay).await;
+    }
+    next.run(request).await
+}
+
 /// The `delay=MS` of the query, if any.
 fn requested_delay(uri: &Uri) -> Option<Duration> {
     let ms = uri
@@ -86,107 +91,67 @@ fn requested_delay(uri: &Uri) -> Option<Duration> {
     Some(Duration::from_millis(ms).min(MAX_DELAY))
 }
 
-/// The file `uri` names under `dir`, with its content type.
-fn file(dir: &Path, uri: &Uri) -> Response {
-    let path = uri.path().trim_start_matches('/');
-    let mut target = dir.to_path_buf();
-    for part in path.split('/').filter(|p| !p.is_empty()) {
-        let part = percent_decode(part);
-        if part == ".." || part.contains(['/', '\\']) {
-            return StatusCode::FORBIDDEN.into_response();
-        }
-        target.push(part);
-    }
-    if target.is_dir() {
-        target.push("index.html");
-    }
-    let Ok(bytes) = std::fs::read(&target) else {
-        return StatusCode::NOT_FOUND.into_response();
-    };
-    (
-        [(header::CONTENT_TYPE, content_type(&target))],
-        Body::from(bytes),
-    )
-        .into_response()
-}
-
-/// The content type for the file's extension.
-fn content_type(path: &Path) -> &'static str {
-    match path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase)
-        .as_deref()
-    {
-        Some("html" | "htm") => "text/html; charset=utf-8",
-        Some("js" | "mjs") => "text/javascript",
-        Some("css") => "text/css",
-        Some("json") => "application/json",
-        Some("txt") => "text/plain; charset=utf-8",
-        Some("svg") => "image/svg+xml",
-        Some("png") => "image/png",
-        Some("jpg" | "jpeg") => "image/jpeg",
-        Some("gif") => "image/gif",
-        Some("woff2") => "font/woff2",
-        _ => "application/octet-stream",
-    }
-}
-
-/// Decodes `%XX` escapes (a path segment such as `a%20b.html`); invalid escapes stay as
-/// written.
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        if bytes[i] == b'%'
-            && let (Some(hi), Some(lo)) = (
-                bytes.get(i + 1).copied().and_then(hex),
-                bytes.get(i + 2).copied().and_then(hex),
-            )
-        {
-            out.push((hi * 16 + lo) as u8);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
     #[test]
-    fn delays_and_decoding() {
-        let uri: Uri = "/salaries.json?x=1&delay=250".parse().unwrap_or_default();
+    fn delays_are_read_from_the_query() {
+        let uri: Uri = "/salaries.json?x=1&delay=250".parse().unwrap();
         assert_eq!(requested_delay(&uri), Some(Duration::from_millis(250)));
-        let uri: Uri = "/index.html".parse().unwrap_or_default();
+        let uri: Uri = "/index.html".parse().unwrap();
         assert_eq!(requested_delay(&uri), None);
-        assert_eq!(percent_decode("a%20b%2E%2e"), "a b..");
-        assert_eq!(percent_decode("100%"), "100%");
-        assert_eq!(
-            content_type(Path::new("x/INDEX.HTML")),
-            "text/html; charset=utf-8"
-        );
     }
 
-    #[test]
-    fn serves_files_and_refuses_to_climb_out() {
-        let Ok(dir) = tempfile::tempdir() else { return };
+    /// The status line and body of `GET path`.
+    async fn get(site: &ServedSite, path: &str) -> String {
+        let address = site
+            .url()
+            .trim_start_matches("http://")
+            .trim_end_matches('/');
+        let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.unwrap();
+        answer
+    }
+
+    #[tokio::test]
+    async fn serves_files_and_never_what_lies_outside() {
+        let dir = tempfile::tempdir().unwrap();
         let site = dir.path().join("site");
-        assert!(std::fs::create_dir_all(site.join("jobs")).is_ok());
-        assert!(std::fs::write(site.join("index.html"), "<p>hi</p>").is_ok());
-        assert!(std::fs::write(dir.path().join("secret.txt"), "no").is_ok());
-        let get = |path: &str| file(&site, &path.parse().unwrap_or_default()).status();
-        assert_eq!(get("/"), StatusCode::OK);
-        assert_eq!(get("/index.html"), StatusCode::OK);
-        assert_eq!(get("/missing.html"), StatusCode::NOT_FOUND);
-        assert_eq!(get("/jobs/../../secret.txt"), StatusCode::FORBIDDEN);
-        assert_eq!(get("/%2e%2e/secret.txt"), StatusCode::FORBIDDEN);
-        assert_eq!(get("/jobs/..%2F..%2Fsecret.txt"), StatusCode::FORBIDDEN);
+        std::fs::create_dir_all(site.join("jobs")).unwrap();
+        std::fs::write(site.join("index.html"), "<p>hi</p>").unwrap();
+        std::fs::write(site.join("jobs").join("a b.html"), "<p>job</p>").unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "no").unwrap();
+        let served = serve_dir(site).await.unwrap();
+        let index = get(&served, "/").await;
+        assert!(index.starts_with("HTTP/1.1 200"), "{index}");
+        assert!(
+            index.contains("text/html") && index.ends_with("<p>hi</p>"),
+            "{index}"
+        );
+        assert!(
+            get(&served, "/jobs/a%20b.html?delay=5")
+                .await
+                .ends_with("<p>job</p>")
+        );
+        assert!(
+            get(&served, "/missing.html")
+                .await
+                .starts_with("HTTP/1.1 404")
+        );
+        for climbing in [
+            "/jobs/../../secret.txt",
+            "/%2e%2e/secret.txt",
+            "/jobs/..%2F..%2Fsecret.txt",
+        ] {
+            let answer = get(&served, climbing).await;
+            assert!(answer.starts_with("HTTP/1.1 4"), "{climbing}: {answer}");
+            assert!(!answer.ends_with("no"), "{climbing}: {answer}");
+        }
     }
 }

@@ -11,7 +11,10 @@ use std::sync::Arc;
 use crate::coordinator::{Ctx, Stages, gate, totals};
 use crate::craftsman::{self, CRAFTSMAN, review::reapprove};
 use crate::document;
-use crate::docx::{base64, check_docx};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+
+use crate::docx::check_docx;
 use crate::gates::{QUALITY_REVIEW, QualityAnswer, QualityToReview};
 use crate::llm::Llm;
 use crate::messages::build_producer_message;
@@ -135,7 +138,7 @@ impl Stages {
         let totals = totals(ctx);
         let output = ResumeOutput {
             resume_markdown: markdown,
-            docx_base64: base64(&bytes),
+            docx_base64: BASE64.encode(&bytes),
             docx_bytes: bytes.len(),
             usage: TokenUsage {
                 input_tokens: totals.input_tokens,

@@ -3,7 +3,6 @@
 
 use axum::http::{HeaderMap, header};
 use sha2::{Digest, Sha256};
-use std::fmt::Write as _;
 
 /// A fresh token: 64 hex characters from two random v4 uuids.
 pub(crate) fn new_token() -> String {
@@ -16,13 +15,7 @@ pub(crate) fn new_token() -> String {
 
 /// The SHA-256 of `token`, as lowercase hex: what the store keeps.
 pub(crate) fn hash_token(token: &str) -> String {
-    let digest = Sha256::digest(token.as_bytes());
-    let mut hex = String::with_capacity(digest.len() * 2);
-    for byte in digest {
-        // Writing to a String cannot fail.
-        let _ = write!(hex, "{byte:02x}");
-    }
-    hex
+    hex::encode(Sha256::digest(token.as_bytes()))
 }
 
 /// Whether `token` hashes to `stored_hash`, comparing the hex strings in constant time.

@@ -235,26 +235,9 @@ fn query_value(url: &Url, key: &str) -> Option<String> {
 
 /// Undoes `%XX` escapes; leaves the text as it was if the result is not UTF-8.
 fn percent_decode(segment: &str) -> String {
-    let bytes = segment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).unwrap_or_else(|_| segment.to_owned())
+    percent_encoding::percent_decode_str(segment)
+        .decode_utf8()
+        .map_or_else(|_| segment.to_owned(), |decoded| decoded.into_owned())
 }
 
 #[cfg(test)]

@@ -278,24 +278,20 @@ enum PercentDecodeError {
     NotUtf8,
 }
 
-/// Decodes `%XX` escapes (URL user info and paths keep them encoded).
+/// Decodes `%XX` escapes (URL user info and paths keep them encoded); a malformed escape
+/// is an error rather than kept as written, so a mistyped password is named.
 fn percent_decode(text: &str) -> Result<String, PercentDecodeError> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes
-                .get(i + 1..i + 3)
-                .ok_or(PercentDecodeError::CutShort)?;
-            let hex = std::str::from_utf8(hex).map_err(|_| PercentDecodeError::NotHex)?;
-            let byte = u8::from_str_radix(hex, 16).map_err(|_| PercentDecodeError::NotHex)?;
-            out.push(byte);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
+    for escape in text.split('%').skip(1) {
+        let digits = escape
+            .as_bytes()
+            .get(..2)
+            .ok_or(PercentDecodeError::CutShort)?;
+        if !digits.iter().all(u8::is_ascii_hexdigit) {
+            return Err(PercentDecodeError::NotHex);
         }
     }
-    String::from_utf8(out).map_err(|_| PercentDecodeError::NotUtf8)
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8()
+        .map(|decoded| decoded.into_owned())
+        .map_err(|_| PercentDecodeError::NotUtf8)
 }

@@ -466,30 +466,11 @@ pub(crate) fn parse_embeddings(
 
 /// Decodes standard base64 holding little-endian `f32`s.
 fn decode_base64_f32(text: &str) -> Result<Vec<f32>, LlmError> {
+    use base64::Engine as _;
     let invalid = || LlmError::InvalidResponse("embedding is not valid base64 f32 data".into());
-    let mut bytes = Vec::with_capacity(text.len() * 3 / 4);
-    let mut buffer = 0u32;
-    let mut bits = 0;
-    for c in text
-        .bytes()
-        .filter(|c| !c.is_ascii_whitespace() && *c != b'=')
-    {
-        let value = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return Err(invalid()),
-        };
-        buffer = (buffer << 6) | u32::from(value);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            bytes.push((buffer >> bits) as u8);
-            buffer &= (1 << bits) - 1;
-        }
-    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|_| invalid())?;
     if bytes.len() % 4 != 0 {
         return Err(invalid());
     }
