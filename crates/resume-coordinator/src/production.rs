@@ -133,8 +133,15 @@ impl Stages {
         // back against it (text, order and styles) before it is offered.
         let paragraphs = document::paragraphs(&state);
         let markdown = document::markdown_of(&paragraphs);
-        let bytes = build_docx(&markdown).map_err(|e| e.to_string())?;
-        check_docx(&bytes, &paragraphs).map_err(|e| e.to_string())?;
+        // Writing and reading back a DOCX is CPU work: a blocking thread does it.
+        let written = markdown.clone();
+        let bytes = tokio::task::spawn_blocking(move || {
+            let bytes = build_docx(&written).map_err(|e| e.to_string())?;
+            check_docx(&bytes, &paragraphs).map_err(|e| e.to_string())?;
+            Ok::<_, String>(bytes)
+        })
+        .await
+        .map_err(|e| format!("writing the DOCX stopped: {e}"))??;
         let totals = totals(ctx);
         let output = ResumeOutput {
             resume_markdown: markdown,

@@ -149,10 +149,15 @@ pub fn write_outputs(state: &HuntState, dir: &Path) -> Result<Vec<PathBuf>, Expo
     Ok(vec![jobs_csv, xlsx, companies_csv])
 }
 
-/// Writes the output files; failing to write them is fatal.
+/// Writes the output files (on a blocking thread: building a workbook is CPU work);
+/// failing to write them is fatal.
 pub async fn run(state: &mut HuntState, _env: &StepEnv<'_>) -> Result<(), NodeError> {
     let dir = state.config.output_dir.clone();
-    let files = write_outputs(state, &dir).map_err(|e| NodeError::fatal(e.to_string()))?;
+    let snapshot = state.clone();
+    let files = tokio::task::spawn_blocking(move || write_outputs(&snapshot, &dir))
+        .await
+        .map_err(|e| NodeError::fatal(format!("writing the output files stopped: {e}")))?
+        .map_err(|e| NodeError::fatal(e.to_string()))?;
     for file in &files {
         tracing::info!(path = %file.display(), "output written");
     }
