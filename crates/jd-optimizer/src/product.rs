@@ -17,6 +17,9 @@
 use std::sync::Arc;
 
 use agent_runtime::documents::DocumentStore;
+use agent_runtime::graph::{
+    CompiledGraph, GraphError, NodeContext, NodeError, RunOptions, StateGraph, node_fn,
+};
 use agent_server::{Product, Refusal, SessionHandle};
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -25,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::events::OptimizationStatus;
 use crate::interview::cover_letter::Tone;
 use crate::interview::memory::MemoryStore;
-use crate::interview::{InterviewError, InterviewPrep, InterviewRequest};
+use crate::interview::{InterviewError, InterviewPrep, InterviewRequest, Interviewer};
 use crate::pipeline::{JdOptimizer, OptimizeError};
 use crate::state::OptimizationState;
 use crate::{Budget, OptimizationResult, OptimizeEvent, OptimizeRequest};
@@ -251,6 +254,41 @@ pub enum InterviewEvent {
     },
 }
 
+/// An interview preparation's run: what it prepares from, and what it prepared.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Preparation {
+    optimization: OptimizationState,
+    request: InterviewRequest,
+    prep: Option<InterviewPrep>,
+}
+
+/// The preparation's graph: one node that runs the interviewer with the run's journal.
+fn preparation(
+    interviewer: Interviewer,
+) -> Result<CompiledGraph<Preparation, InterviewEvent>, GraphError> {
+    let prepare = node_fn(move |ctx: &NodeContext<Preparation, InterviewEvent>| {
+        let interviewer = interviewer.clone();
+        Box::pin(async move {
+            let (optimization, request) = ctx.read(|p| (p.optimization.clone(), p.request.clone()));
+            ctx.emit(InterviewEvent::Preparing {
+                session_id: optimization.session_id.clone(),
+            });
+            let cancel = ctx.run().cancellation_token().clone();
+            let prep = interviewer
+                .prepare_in(&optimization, &request, &cancel, ctx.run())
+                .await
+                .map_err(|e| NodeError::fatal(e.to_string()))?;
+            ctx.emit(InterviewEvent::Prepared {
+                tokens_used: prep.total_tokens_used,
+                cached: prep.cached,
+            });
+            ctx.update(|p| p.prep = Some(prep));
+            Ok(())
+        })
+    });
+    StateGraph::sequence([("prepare", prepare)]).compile()
+}
+
 /// Interview questions and cover letters from completed optimizations.
 #[derive(Debug, Clone)]
 pub struct InterviewProduct {
@@ -300,34 +338,43 @@ impl Product for InterviewProduct {
         self.optimization(start).await.map(|_| ())
     }
 
+    /// Runs the preparation as a durable one-node graph in the server's checkpoint
+    /// store: every answer is journaled as it comes, so a restarted server finishes the
+    /// session without paying for an answer twice, and a finished one is not redone.
     async fn run(
         &self,
         handle: SessionHandle<InterviewEvent>,
         start: InterviewStart,
     ) -> Result<InterviewPrep, InterviewError> {
-        let state = self
+        let optimization = self
             .optimization(&start)
             .await
             .map_err(|_| InterviewError::NotCompleted(start.session_id.clone()))?;
-        handle.emit(&InterviewEvent::Preparing {
-            session_id: start.session_id.clone(),
-        });
         let request = InterviewRequest {
             questions: !self.letter_only,
             cover_letter: self.letter_only || start.cover_letter,
             tone: start.tone,
         };
         let memory = MemoryStore::new(Arc::clone(&self.shared.documents));
-        let prep = self
-            .shared
-            .optimizer
-            .interviewer(Some(memory))
-            .prepare(&state, &request, &handle.cancellation())
-            .await?;
-        handle.emit(&InterviewEvent::Prepared {
-            tokens_used: prep.total_tokens_used,
-            cached: prep.cached,
+        let interviewer = self.shared.optimizer.interviewer(Some(memory));
+        let graph = preparation(interviewer).map_err(|e| InterviewError::Run(e.to_string()))?;
+        let session = handle.session(Preparation {
+            optimization,
+            request,
+            prep: None,
         });
-        Ok(prep)
+        let run = graph
+            .run_durable(&session, handle.checkpoints(), RunOptions::new())
+            .await
+            .map_err(|e| InterviewError::Run(e.to_string()))?;
+        match run.state.prep {
+            Some(prep) if run.is_success() => Ok(prep),
+            _ => {
+                let failure = run.errors.last().map(|f| f.message.clone());
+                Err(InterviewError::Run(
+                    failure.or(run.reason).unwrap_or_default(),
+                ))
+            }
+        }
     }
 }

@@ -6,7 +6,10 @@ mod common;
 
 use std::sync::Arc;
 
+use agent_runtime::Session;
+use agent_runtime::checkpoint::{CheckpointStore, InMemoryCheckpointStore};
 use agent_runtime::documents::InMemoryDocumentStore;
+use agent_runtime::graph::{NodeContext, NodeError, RunOptions, StateGraph, node_fn};
 use common::{Script, agent_of, gap_answer, optimizer, pair, run, sre_analysis, sre_rewrite};
 use jd_optimizer::interview::cover_letter::Tone;
 use jd_optimizer::interview::memory::MemoryStore;
@@ -265,4 +268,76 @@ async fn a_thin_profile_sends_the_resume_as_well() {
             .text()
             .contains("Full background:\nSite reliability engineer")
     );
+}
+
+/// Prepares `state`'s interview in a one-node graph run durably in `store`, as the
+/// server's interview product does: its result, or why the run failed.
+async fn prepare_durably(
+    optimizer: &jd_optimizer::JdOptimizer,
+    state: &OptimizationState,
+    request: &InterviewRequest,
+    store: Arc<dyn CheckpointStore>,
+) -> Result<jd_optimizer::interview::InterviewPrep, String> {
+    let interviewer = optimizer.interviewer(None);
+    let (state, request) = (state.clone(), request.clone());
+    let prepare = node_fn(
+        move |ctx: &NodeContext<Option<jd_optimizer::interview::InterviewPrep>>| {
+            let (interviewer, state, request) =
+                (interviewer.clone(), state.clone(), request.clone());
+            Box::pin(async move {
+                let cancel = CancellationToken::new();
+                let prep = interviewer
+                    .prepare_in(&state, &request, &cancel, ctx.run())
+                    .await
+                    .map_err(|e| NodeError::fatal(e.to_string()))?;
+                ctx.update(|p| *p = Some(prep));
+                Ok(())
+            })
+        },
+    );
+    let graph = StateGraph::sequence([("prepare", prepare)])
+        .compile()
+        .unwrap();
+    let session = Session::new("prep-1", None);
+    let run = graph
+        .run_durable(&session, store, RunOptions::new())
+        .await
+        .unwrap();
+    run.state.ok_or_else(|| run.reason.unwrap_or_default())
+}
+
+#[tokio::test]
+async fn a_preparation_run_again_after_it_failed_takes_the_answers_it_had_from_its_journal() {
+    // The questions are answered; the letter's call fails (the model is gone): the run
+    // stops there, as a crash would stop it.
+    let script = base().json("questions", good_questions());
+    let (first, first_model, state) = completed(&script).await;
+    let store: Arc<dyn CheckpointStore> = Arc::new(InMemoryCheckpointStore::new());
+    let request = InterviewRequest {
+        questions: true,
+        cover_letter: true,
+        tone: Tone::Formal,
+    };
+    let failed = prepare_durably(&first, &state, &request, store.clone()).await;
+    assert!(failed.unwrap_err().contains("cover_letter_generator failed"));
+    let asked = |model: &agent_llm::testing::ScriptedModel, agent: &str| {
+        model
+            .requests()
+            .iter()
+            .filter(|r| agent_of(r) == agent)
+            .count()
+    };
+    assert_eq!(asked(&first_model, "questions"), 1);
+
+    // Run again (a restarted server): the questions come from the run's journal; only the
+    // letter is asked for.
+    let script = Script::new().json("letter", letter(300, "Keeping payments up is what I do."));
+    let (second, second_model) = optimizer(&script);
+    let prep = prepare_durably(&second, &state, &request, store)
+        .await
+        .unwrap();
+    assert_eq!(asked(&second_model, "questions"), 0);
+    assert_eq!(asked(&second_model, "letter"), 1);
+    assert_eq!(prep.questions.len(), 10);
+    assert_eq!(prep.cover_letter.unwrap().words, 300);
 }

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use agent_llm::ModelTier;
+use agent_runtime::graph::{NodeError, RunContext};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -97,6 +98,19 @@ pub enum InterviewError {
         /// Why.
         error: CallError,
     },
+    /// The run's journal or checkpoints failed: an answer could not be kept, or the
+    /// durable run could not go on.
+    #[error("{0}")]
+    Run(String),
+}
+
+/// One answer as the run's journal keeps it, so a preparation run again after a crash
+/// takes it from there instead of paying for it again.
+#[derive(Serialize, Deserialize)]
+struct Answered<T> {
+    value: T,
+    tokens: u64,
+    calls: u64,
 }
 
 /// Runs the interview agents.
@@ -169,15 +183,18 @@ impl Interviewer {
     }
 
     /// Asks for a `T`, checks it with `check`, and asks once more with the problems.
+    /// Each answer goes through `run`'s journal: a preparation run again after a crash
+    /// takes the answers it already had from there.
     async fn checked<T>(
         &self,
         ask: Ask,
         check: impl Fn(&T) -> Vec<String>,
         usage: &mut (BTreeMap<String, u64>, u64),
         cancel: &CancellationToken,
+        run: &RunContext,
     ) -> Result<T, InterviewError>
     where
-        T: JsonSchema + DeserializeOwned,
+        T: JsonSchema + Serialize + DeserializeOwned,
     {
         let agent = ask.agent;
         let mut problems = Vec::new();
@@ -189,12 +206,35 @@ impl Interviewer {
                     problems.join("; ")
                 ));
             }
-            let called = self.caller.call::<T>(ask, None, CALL_TIMEOUT, cancel).await;
-            *usage.0.entry(agent.to_owned()).or_default() += called.tokens;
-            usage.1 += called.calls;
-            let value = called
-                .outcome
-                .map_err(|error| InterviewError::Call { agent, error })?;
+            let mut failed = None;
+            let answered = run
+                .once(&format!("{agent}#{attempt}"), || async {
+                    let called = self.caller.call::<T>(ask, None, CALL_TIMEOUT, cancel).await;
+                    match called.outcome {
+                        Ok(value) => Ok(Answered {
+                            value,
+                            tokens: called.tokens,
+                            calls: called.calls,
+                        }),
+                        Err(error) => {
+                            failed = Some((error, called.tokens, called.calls));
+                            Err(NodeError::recoverable("the call failed"))
+                        }
+                    }
+                })
+                .await;
+            let (tokens, calls) = match (&answered, &failed) {
+                (Ok(answered), _) => (answered.tokens, answered.calls),
+                (Err(_), Some((_, tokens, calls))) => (*tokens, *calls),
+                (Err(_), None) => (0, 0),
+            };
+            *usage.0.entry(agent.to_owned()).or_default() += tokens;
+            usage.1 += calls;
+            let value = match (answered, failed) {
+                (Ok(answered), _) => answered.value,
+                (Err(_), Some((error, ..))) => return Err(InterviewError::Call { agent, error }),
+                (Err(journal), None) => return Err(InterviewError::Run(journal.to_string())),
+            };
             problems = check(&value);
             if problems.is_empty() {
                 return Ok(value);
@@ -210,6 +250,20 @@ impl Interviewer {
         state: &OptimizationState,
         request: &InterviewRequest,
         cancel: &CancellationToken,
+    ) -> Result<InterviewPrep, InterviewError> {
+        let run = RunContext::standalone(format!("interview-{}", state.session_id));
+        self.prepare_in(state, request, cancel, &run).await
+    }
+
+    /// Prepares the interview inside a graph run: every answer goes through `run`'s
+    /// journal, so with a checkpoint store a preparation stopped half-way (a crash, a
+    /// restart) pays for no answer twice when it runs again.
+    pub async fn prepare_in(
+        &self,
+        state: &OptimizationState,
+        request: &InterviewRequest,
+        cancel: &CancellationToken,
+        run: &RunContext,
     ) -> Result<InterviewPrep, InterviewError> {
         if state.final_result.is_none() {
             return Err(InterviewError::NotCompleted(state.session_id.clone()));
@@ -244,6 +298,7 @@ impl Interviewer {
                         |set| check_questions(set, &material.facts),
                         &mut usage,
                         cancel,
+                        run,
                     )
                     .await?;
                 cached.questions = Some(set.questions);
@@ -263,6 +318,7 @@ impl Interviewer {
                         |d: &LetterDraft| check_letter(&d.cover_letter, &material.facts),
                         &mut usage,
                         cancel,
+                        run,
                     )
                     .await?;
                 cached.cover_letter = Some(CoverLetter {
