@@ -319,7 +319,11 @@ async fn a_preparation_run_again_after_it_failed_takes_the_answers_it_had_from_i
         tone: Tone::Formal,
     };
     let failed = prepare_durably(&first, &state, &request, store.clone()).await;
-    assert!(failed.unwrap_err().contains("cover_letter_generator failed"));
+    assert!(
+        failed
+            .unwrap_err()
+            .contains("cover_letter_generator failed")
+    );
     let asked = |model: &agent_llm::testing::ScriptedModel, agent: &str| {
         model
             .requests()

@@ -80,13 +80,14 @@ impl AgentServer {
     ) -> Result<JoinHandle<()>, agent_runtime::sessions::StoreError> {
         let mut requests = self.inner.control.serve(session).await?;
         let (server, session) = (self.clone(), session.to_owned());
-        Ok(tokio::spawn(async move {
+        let tasks = self.inner.tasks.clone();
+        Ok(tasks.clone().spawn(async move {
             while let Some(ControlRequest { body, reply }) = requests.next().await {
                 let server = server.clone();
                 let session = session.clone();
                 // Each request on its own task: an answer waits for the store, a cancel
                 // for the run to end, and neither holds up a ping.
-                tokio::spawn(async move {
+                tasks.spawn(async move {
                     let answer = match server.serve_op(&session, body).await {
                         Ok(value) => json!({ "ok": value }),
                         Err(error) => json!({ "error": error.to_json() }),

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::hosted::Hosted;
@@ -97,6 +98,9 @@ pub(crate) struct Inner {
     pub(crate) chat: Option<crate::chat::ChatFront>,
     /// The agent bus of each session run here.
     pub(crate) buses: SessionBuses,
+    /// Every task the server starts (a session's run, writer and lease, the worker, a
+    /// streamed chat turn): shutting down waits for them.
+    pub(crate) tasks: TaskTracker,
 }
 
 /// Makes the agent bus of a session, given its id: in process by default
@@ -202,6 +206,7 @@ impl AgentServer {
                 instance: uuid::Uuid::new_v4().to_string(),
                 chat: None,
                 buses: Arc::new(|_| Arc::new(InMemoryBus::new())),
+                tasks: TaskTracker::new(),
             }),
         }
     }
@@ -317,7 +322,7 @@ impl AgentServer {
     /// `/v1/models`) beside the products' routes.
     pub fn with_chat(self, front: crate::chat::ChatFront) -> Self {
         let mut inner = Arc::unwrap_or_clone(self.inner);
-        inner.chat = Some(front);
+        inner.chat = Some(front.with_tasks(inner.tasks.clone()));
         AgentServer {
             inner: Arc::new(inner),
         }
@@ -330,7 +335,8 @@ impl AgentServer {
 
     /// Serves until `shutdown` resolves (Ctrl-C, SIGTERM), then shuts down gracefully:
     /// stops accepting connections, parks every running session at its next checkpoint
-    /// (it resumes at the next start; its gates stay pending), and flushes their events.
+    /// (it resumes at the next start; its gates stay pending), flushes their events, and
+    /// waits (at most [`ServerConfig::park_timeout`]) for every task it started to end.
     pub async fn serve_until(
         self,
         listener: tokio::net::TcpListener,
@@ -339,9 +345,10 @@ impl AgentServer {
         if let Ok(address) = listener.local_addr() {
             tracing::info!(%address, "agent server listening");
         }
+        let tasks = self.inner.tasks.clone();
         let worker = self.inner.run_queue.is_some().then(|| {
             let server = self.clone();
-            tokio::spawn(async move {
+            tasks.spawn(async move {
                 if let Err(error) = server.run_worker().await {
                     tracing::error!(%error, "the run queue's worker stopped");
                 }
@@ -350,7 +357,7 @@ impl AgentServer {
         let stop = CancellationToken::new();
         let stopping = stop.clone();
         let server = self.clone();
-        let parked = tokio::spawn(async move {
+        let parked = tasks.spawn(async move {
             shutdown.await;
             tracing::info!("shutting down: parking running sessions");
             server.park_all().await;
@@ -362,6 +369,16 @@ impl AgentServer {
         parked.abort();
         if let Some(worker) = worker {
             worker.abort();
+        }
+        tasks.close();
+        if tokio::time::timeout(self.inner.config.park_timeout, tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                left = tasks.len(),
+                "some of the server's tasks did not end in time"
+            );
         }
         served
     }
@@ -514,7 +531,8 @@ impl AgentServer {
             status,
         };
         let span = tracing::info_span!("session_run", session.id = %id, product = product.name(), resumed = !replayed.is_empty());
-        tokio::spawn(writer.run(writer_rx).instrument(span.clone()));
+        let tasks = &self.inner.tasks;
+        tasks.spawn(writer.run(writer_rx).instrument(span.clone()));
 
         let handle = SessionHandle::new(HandleParts {
             id: id.clone(),
@@ -535,7 +553,7 @@ impl AgentServer {
                 instance.clone(),
                 Arc::clone(&this_run),
             );
-            tokio::spawn(async move {
+            tasks.spawn(async move {
                 loop {
                     tokio::time::sleep(ttl / 3).await;
                     match leases.renew(&id, &instance, ttl).await {
@@ -551,11 +569,13 @@ impl AgentServer {
             })
         };
         let live_map = Arc::clone(&self.inner.live);
-        tokio::spawn(
+        let run_tasks = tasks.clone();
+        tasks.spawn(
             async move {
                 tracing::info!("run started");
                 // The run is its own task, so a panic is caught by its JoinHandle.
-                let run = tokio::spawn(async move { product.run(handle).await }.in_current_span());
+                let run =
+                    run_tasks.spawn(async move { product.run(handle).await }.in_current_span());
                 let outcome = match run.await {
                     Ok(outcome) => outcome,
                     Err(error) if error.is_panic() => {

@@ -56,7 +56,7 @@ impl AgentServer {
                 break;
             }
             let server = self.clone();
-            tokio::spawn(async move {
+            self.inner.tasks.spawn(async move {
                 let outcome = server.work_on(&run).await;
                 settle(run.ticket, &run.session, outcome).await;
                 drop(slot);

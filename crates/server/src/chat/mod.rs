@@ -69,6 +69,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::auth::{hash_token, token_matches};
 
@@ -278,6 +279,9 @@ pub struct ChatFront {
     pub(crate) max_body_bytes: usize,
     pub(crate) max_file_bytes: usize,
     pub(crate) keep_alive: Duration,
+    /// The server's tasks, which a streamed turn runs among (set when the server takes
+    /// the front).
+    pub(crate) tasks: TaskTracker,
 }
 
 /// The largest attached file a front takes by default (10 MiB).
@@ -294,7 +298,14 @@ impl ChatFront {
             max_body_bytes: body_limit(DEFAULT_MAX_FILE_BYTES),
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             keep_alive: Duration::from_secs(15),
+            tasks: TaskTracker::new(),
         }
+    }
+
+    /// Runs streamed turns among `tasks` (the server's, which shutdown waits for).
+    pub(crate) fn with_tasks(mut self, tasks: TaskTracker) -> Self {
+        self.tasks = tasks;
+        self
     }
 
     /// Takes attached files up to `bytes` each (default [`DEFAULT_MAX_FILE_BYTES`]); a

@@ -209,7 +209,8 @@ fn streamed(front: ChatFront, prepared: Prepared) -> impl IntoResponse {
     let (events, receiver) = mpsc::channel::<Event>(64);
     let span = turn_span(&prepared.turn, true);
     let keep_alive = KeepAlive::new().interval(front.keep_alive);
-    tokio::spawn(run_stream(front, prepared, events).instrument(span));
+    let tasks = front.tasks.clone();
+    tasks.spawn(run_stream(front, prepared, events).instrument(span));
     let stream = futures::stream::unfold(receiver, |mut receiver| async move {
         receiver
             .recv()
