@@ -253,13 +253,24 @@ impl NatsBus {
             .await;
         match published {
             Ok(_) => Ok(()),
-            Err(error) if error.to_string().contains("maximum messages per subject") => {
-                tracing::warn!(domain = %message.domain, to = %message.to, id = %message.id, "bus: held queue full; message undeliverable");
+            Err(error) if store_refused(&error) => {
+                tracing::warn!(domain = %message.domain, to = %message.to, id = %message.id, %error, "bus: held queue full; message undeliverable");
                 Err(undeliverable(self.held_cap.to_string()))
             }
             Err(error) => Err(backend("sending", error)),
         }
     }
+}
+
+/// Whether JetStream's store refused a publish (`STREAM_STORE_FAILED`): on a recipient's
+/// subject, whose stream discards new messages past the held cap, the cap is full.
+fn store_refused(error: &jetstream::context::PublishError) -> bool {
+    use std::error::Error as _;
+    error.source().is_some_and(|source| {
+        source
+            .downcast_ref::<jetstream::Error>()
+            .is_some_and(|api| api.error_code() == jetstream::ErrorCode::STREAM_STORE_FAILED)
+    })
 }
 
 /// One subscription's reading state.

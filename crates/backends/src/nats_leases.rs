@@ -66,7 +66,8 @@ impl Leases {
         match ack {
             Ok(ack) => Ok(Some(ack.sequence)),
             Err(error)
-                if expected.is_some() && error.to_string().contains("wrong last sequence") =>
+                if expected.is_some()
+                    && error.kind() == jetstream::context::PublishErrorKind::WrongLastSequence =>
             {
                 Ok(None)
             }
