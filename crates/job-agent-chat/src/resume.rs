@@ -174,7 +174,7 @@ pub fn resume_digest(text: &str) -> String {
 ///
 /// ```
 /// use job_agent_chat::models::UserProfile;
-/// use job_agent_chat::resume::take_resume;
+/// use job_agent_chat::take_resume;
 /// let mut profile = UserProfile { skills: vec!["Go".into()], ..UserProfile::default() };
 /// take_resume(&mut profile, "Ada Lovelace\nada@example.com\nSkills: Rust, Kafka", "cv.txt");
 /// assert_eq!((profile.name.as_str(), profile.email.as_str()), ("Ada Lovelace", "ada@example.com"));

@@ -6,8 +6,8 @@ use agent_server::chat::{ChatMessage, ChatRole};
 use chrono::{TimeZone, Utc};
 use job_agent_chat::models::{Job, JobStatus, UserProfile};
 use job_agent_chat::notify::{Notice, SlackNotifier, TeamsNotifier, job_match};
-use job_agent_chat::prep::writer_request;
-use job_agent_chat::router::route_request;
+use job_agent_chat::prompts::route_request;
+use job_agent_chat::prompts::writer_request;
 
 fn job() -> Job {
     Job {

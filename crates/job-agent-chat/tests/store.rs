@@ -12,11 +12,11 @@ use agent_llm::testing::dry_run_router;
 use agent_runtime::documents::DocumentStore;
 use chrono::{Duration, Utc};
 use common::{Conversation, fixtures, memory_vectors, services_on};
+use job_agent_chat::Claim;
 use job_agent_chat::dry_run::recorded_model;
 use job_agent_chat::models::{
     ApplicationPackage, Feedback, FeedbackKind, Job, JobStatus, UserProfile,
 };
-use job_agent_chat::store::Claim;
 use job_agent_chat::{ChatStore, JobAgentChat};
 use sqlx::Connection;
 

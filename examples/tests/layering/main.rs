@@ -1,8 +1,10 @@
 //! The layering of DESIGN.md section 2, checked on `cargo metadata`: dependencies point
-//! down only, and products never depend on each other; and inside each crate, no two
-//! modules import each other, directly or around a cycle.
+//! down only, and products never depend on each other; inside each crate, no two
+//! modules import each other, directly or around a cycle; and each crate's root exports
+//! exactly what its section of `docs/ARCHITECTURE.md` lists.
 #![cfg(test)]
 
+mod exports;
 mod modules;
 
 use serde_json::Value;
@@ -119,5 +121,48 @@ fn no_module_imports_a_module_that_imports_it_back() {
         tangles.is_empty(),
         "modules in import cycles (break them: move what both need to a module below both):\n{}",
         tangles.join("\n")
+    );
+}
+
+#[test]
+fn every_crate_exports_at_its_root_exactly_what_architecture_lists() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let architecture = std::fs::read_to_string(format!("{root}/docs/ARCHITECTURE.md")).unwrap();
+    let documented = exports::documented(&architecture);
+    let mut differences = Vec::new();
+    let mut crates = 0;
+    for entry in std::fs::read_dir(format!("{root}/crates")).unwrap() {
+        let dir = entry.unwrap().path();
+        let lib = dir.join("src/lib.rs");
+        if !lib.is_file() {
+            continue;
+        }
+        crates += 1;
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let exported = exports::root_exports(&lib);
+        let Some(listed) = documented.get(&name) else {
+            differences.push(format!(
+                "crates/{name}: its section has no **Root exports**: line"
+            ));
+            continue;
+        };
+        let extra: Vec<&String> = exported.difference(listed).collect();
+        let missing: Vec<&String> = listed.difference(&exported).collect();
+        if !extra.is_empty() {
+            differences.push(format!(
+                "crates/{name} exports what ARCHITECTURE does not list: {extra:?}"
+            ));
+        }
+        if !missing.is_empty() {
+            differences.push(format!(
+                "crates/{name} does not export what ARCHITECTURE lists: {missing:?}"
+            ));
+        }
+    }
+    assert!(crates >= 10, "the crates were read ({crates})");
+    assert!(
+        differences.is_empty(),
+        "root exports and docs/ARCHITECTURE.md disagree (export less, or document it):\n{}",
+        differences.join("\n")
     );
 }

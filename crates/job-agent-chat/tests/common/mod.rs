@@ -13,8 +13,8 @@ use agent_server::chat::{ChatAgent, ChatMessage, ChatProgress, ChatReply, ChatRo
 use job_agent_chat::dry_run::{REPLAY_KEY, SerpApiReplay};
 use job_agent_chat::notify::{ConsoleNotifier, Notifications};
 use job_agent_chat::providers::SerpApiProvider;
-use job_agent_chat::ranking::{JOBS_COLLECTION, Ranking};
 use job_agent_chat::{ChatStore, Services};
+use job_agent_chat::{JOBS_COLLECTION, Ranking};
 use job_capabilities::retrieval::HybridRetriever;
 use tokio_util::sync::CancellationToken;
 
