@@ -162,18 +162,7 @@ impl SessionStore for PgSessionStore {
         if done.rows_affected() == 0 {
             return Err(StoreError::Conflict(session.id));
         }
-        Ok(SessionRecord {
-            id: session.id,
-            product: session.product,
-            token_hash: session.token_hash,
-            status: SessionStatus::Running,
-            stage: None,
-            request: session.request,
-            result: None,
-            error: None,
-            created_at: now,
-            updated_at: now,
-        })
+        Ok(session.into_record(now))
     }
 
     async fn get(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {

@@ -88,20 +88,10 @@ impl SessionStore for InMemorySessionStore {
             return Err(StoreError::Conflict(session.id));
         }
         let now = Utc::now();
-        let record = SessionRecord {
-            id: session.id.clone(),
-            product: session.product,
-            token_hash: session.token_hash,
-            status: SessionStatus::Running,
-            stage: None,
-            request: session.request,
-            result: None,
-            error: None,
-            created_at: now,
-            updated_at: now,
-        };
+        let id = session.id.clone();
+        let record = session.into_record(now);
         sessions.insert(
-            session.id,
+            id,
             Entry {
                 record: record.clone(),
                 events: Vec::new(),

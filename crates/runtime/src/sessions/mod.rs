@@ -111,6 +111,25 @@ pub struct NewSession {
     pub request: Value,
 }
 
+impl NewSession {
+    /// The record of this session as created at `now`: running, with no stage, result or
+    /// error yet. Every store answers `create` with it.
+    pub fn into_record(self, now: DateTime<Utc>) -> SessionRecord {
+        SessionRecord {
+            id: self.id,
+            product: self.product,
+            token_hash: self.token_hash,
+            status: SessionStatus::Running,
+            stage: None,
+            request: self.request,
+            result: None,
+            error: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+}
+
 /// A stored session.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionRecord {
