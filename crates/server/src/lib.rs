@@ -113,6 +113,7 @@ pub mod chat;
 mod control;
 mod error;
 mod hosted;
+mod launch;
 mod openapi;
 mod product;
 mod respond;

@@ -8,7 +8,8 @@ use agent_runtime::sessions::{SessionOutcome, SessionRecord, StoreError};
 use serde_json::Value;
 
 use crate::hosted::Hosted;
-use crate::server::{AgentServer, Launch};
+use crate::launch::Launch;
+use crate::server::AgentServer;
 use crate::writer::{is_reserved_type, terminal_event};
 
 /// What [`AgentServer::relaunch`] did.

@@ -1,0 +1,243 @@
+//! Starting a session's run: its writer, its handle, its lease kept while it runs, the
+//! run itself on a task of its own (a panic fails the session), and what is written when
+//! it ends.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use agent_runtime::GateRegistry;
+use agent_runtime::sessions::{SessionOutcome, SessionStatus, StoreError, StoredGate};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::hosted::Hosted;
+use crate::product::{HandleParts, SessionHandle};
+use crate::server::{AgentServer, LiveSession};
+use crate::writer::{Listener, RestoredGates, Write, Writer};
+
+/// What a run starts from.
+pub(crate) struct Launch {
+    pub(crate) product: Arc<dyn Hosted>,
+    pub(crate) id: String,
+    pub(crate) request: Value,
+    pub(crate) status: SessionStatus,
+    pub(crate) gates: Vec<StoredGate>,
+    /// Product events stored before this run, in order.
+    pub(crate) replayed: Vec<Value>,
+}
+
+impl AgentServer {
+    /// Starts the run of a session just created.
+    pub(crate) async fn start_run(
+        &self,
+        product: Arc<dyn Hosted>,
+        id: String,
+        request: Value,
+    ) -> Result<(), StoreError> {
+        if let Some(queue) = &self.inner.run_queue {
+            return queue.enqueue(product.name(), &id).await;
+        }
+        self.launch(Launch {
+            product,
+            id,
+            request,
+            status: SessionStatus::Running,
+            gates: Vec::new(),
+            replayed: Vec::new(),
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Starts a run unless one is live for this session or another instance holds its
+    /// lease. Returns whether it started one.
+    pub(crate) async fn launch(&self, launch: Launch) -> Result<bool, StoreError> {
+        let Launch {
+            product,
+            id,
+            request,
+            status,
+            gates: stored_gates,
+            replayed,
+        } = launch;
+        if self.inner.live.get(&id).is_some() || self.inner.shutting_down.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
+        let (leases, instance) = (Arc::clone(&self.inner.leases), self.inner.instance.clone());
+        let ttl = self.inner.config.lease_ttl;
+        if !leases.acquire(&id, &instance, ttl).await? {
+            tracing::info!(session = %id, "another instance runs it");
+            return Ok(false);
+        }
+        let (writer_tx, writer_rx) = mpsc::unbounded_channel();
+        let restored = Arc::new(RestoredGates::default());
+        let parked = Arc::new(AtomicBool::new(false));
+        let gates = GateRegistry::with_listener(Arc::new(Listener {
+            writer: writer_tx.clone(),
+            restored: Arc::clone(&restored),
+            parked: Arc::clone(&parked),
+        }));
+        let mut answers = Vec::new();
+        let mut announced = HashSet::new();
+        {
+            let mut pending = restored.lock();
+            for gate in stored_gates {
+                match gate.answer {
+                    Some(answer) => answers.push((gate.id, answer)),
+                    None if gate.closed.is_some() => {}
+                    None => {
+                        announced.insert(gate.id.clone());
+                        pending.insert(gate.id.clone(), gate);
+                    }
+                }
+            }
+        }
+        gates.restore(answers);
+        let cancel = CancellationToken::new();
+        let live = Arc::new(LiveSession {
+            gates: gates.clone(),
+            writer: writer_tx.clone(),
+            restored: Arc::clone(&restored),
+            respond_lock: tokio::sync::Mutex::new(()),
+            cancel: cancel.clone(),
+            cancelled: Mutex::new(None),
+            ended: CancellationToken::new(),
+            parked,
+        });
+        let this_run = Arc::clone(&live);
+        {
+            let mut map = self.inner.live.lock();
+            if map.contains_key(&id) {
+                tracing::debug!(session = %id, "already running");
+                return Ok(false);
+            }
+            map.insert(id.clone(), live);
+        }
+        // Other instances reach the run from now on.
+        let control = match self.serve_control(&id).await {
+            Ok(task) => task,
+            Err(error) => {
+                self.inner.live.lock().remove(&id);
+                if let Err(error) = leases.release(&id, &instance).await {
+                    tracing::warn!(%error, "lease not released");
+                }
+                return Err(error);
+            }
+        };
+
+        let writer = Writer {
+            store: Arc::clone(&self.inner.store),
+            session: id.clone(),
+            fanout: Arc::clone(&self.inner.fanout),
+            gates: gates.clone(),
+            restored,
+            announced,
+            status,
+        };
+        let span = tracing::info_span!("session_run", session.id = %id, product = product.name(), resumed = !replayed.is_empty());
+        let tasks = &self.inner.tasks;
+        tasks.spawn(writer.run(writer_rx).instrument(span.clone()));
+
+        let handle = SessionHandle::new(HandleParts {
+            id: id.clone(),
+            product: product.name().to_owned(),
+            request,
+            gates,
+            writer: writer_tx.clone(),
+            cancel: cancel.clone(),
+            checkpoints: Arc::clone(&self.inner.checkpoints),
+            bus: (self.inner.buses)(&id),
+            replayed,
+        });
+        // Renew the lease while the run goes on; a lost lease parks the run.
+        let renewing = {
+            let (leases, id, instance, run) = (
+                Arc::clone(&leases),
+                id.clone(),
+                instance.clone(),
+                Arc::clone(&this_run),
+            );
+            tasks.spawn(async move {
+                loop {
+                    tokio::time::sleep(ttl / 3).await;
+                    match leases.renew(&id, &instance, ttl).await {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            tracing::warn!(session = %id, "lease lost: parking the run");
+                            run.park();
+                            return;
+                        }
+                        Err(error) => tracing::warn!(session = %id, %error, "lease not renewed"),
+                    }
+                }
+            })
+        };
+        let live_map = Arc::clone(&self.inner.live);
+        let run_tasks = tasks.clone();
+        tasks.spawn(
+            async move {
+                tracing::info!("run started");
+                // The run is its own task, so a panic is caught by its JoinHandle.
+                let run =
+                    run_tasks.spawn(async move { product.run(handle).await }.in_current_span());
+                let outcome = match run.await {
+                    Ok(outcome) => outcome,
+                    Err(error) if error.is_panic() => {
+                        Err(panic_message(error.into_panic().as_ref()))
+                    }
+                    Err(_) => Err("the run was cancelled".to_owned()),
+                };
+                // A run that failed once a gate had timed out was abandoned by its user.
+                let outcome = match (this_run.cancel_reason(), outcome) {
+                    (Some(reason), _) => SessionOutcome::Cancelled(reason),
+                    (None, Ok(result)) => SessionOutcome::Complete(result),
+                    (None, Err(error)) if !this_run.gates.expired().is_empty() => {
+                        SessionOutcome::Expired(error)
+                    }
+                    (None, Err(error)) => SessionOutcome::Failed(error),
+                };
+                let parked = this_run.parked.load(Ordering::SeqCst)
+                    && matches!(outcome, SessionOutcome::Failed(_));
+                match &outcome {
+                    _ if parked => tracing::info!("run parked"),
+                    SessionOutcome::Complete(_) => tracing::info!("run complete"),
+                    SessionOutcome::Failed(error) => tracing::warn!(%error, "run failed"),
+                    SessionOutcome::Cancelled(reason) => tracing::info!(%reason, "run cancelled"),
+                    SessionOutcome::Expired(reason) => tracing::info!(%reason, "run expired"),
+                }
+                cancel.cancel();
+                let (done, written) = oneshot::channel();
+                let last = if parked {
+                    Write::Park(done)
+                } else {
+                    Write::Finish { outcome, done }
+                };
+                if writer_tx.send(last).is_ok() {
+                    let _ = written.await;
+                }
+                renewing.abort();
+                control.abort();
+                if let Err(error) = leases.release(&id, &instance).await {
+                    tracing::warn!(%error, "lease not released");
+                }
+                live_map.lock().remove(&id);
+                this_run.ended.cancel();
+            }
+            .instrument(span),
+        );
+        Ok(true)
+    }
+}
+
+/// The message of a caught panic.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    let detail = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_owned());
+    format!("the run panicked: {detail}")
+}
