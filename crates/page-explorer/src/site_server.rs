@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::Request;
-use axum::http::Uri;
+use axum::http::{HeaderValue, Uri, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use tokio::task::JoinHandle;
@@ -72,12 +72,22 @@ pub async fn serve_dir(dir: PathBuf) -> std::io::Result<ServedSite> {
     })
 }
 
-/// Answers `?delay=MS` that many milliseconds late.
+/// Answers `?delay=MS` that many milliseconds late, and says that HTML and plain text
+/// are UTF-8 (a saved page without a `<meta charset>` would otherwise be read as Latin-1).
 async fn delayed(request: Request, next: Next) -> Response {
     if let Some(delay) = requested_delay(request.uri()) {
         tokio::time::sleep(delay).await;
     }
-    next.run(request).await
+    let mut response = next.run(request).await;
+    let content_type = response.headers().get(header::CONTENT_TYPE);
+    let bare = content_type
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| matches!(*v, "text/html" | "text/plain"))
+        .map(|v| format!("{v}; charset=utf-8"));
+    if let Some(value) = bare.and_then(|v| HeaderValue::from_str(&v).ok()) {
+        response.headers_mut().insert(header::CONTENT_TYPE, value);
+    }
+    response
 }
 
 /// The `delay=MS` of the query, if any.
@@ -131,7 +141,8 @@ mod tests {
         let index = get(&served, "/").await;
         assert!(index.starts_with("HTTP/1.1 200"), "{index}");
         assert!(
-            index.contains("text/html") && index.ends_with("<p>hi</p>"),
+            index.contains("content-type: text/html; charset=utf-8")
+                && index.ends_with("<p>hi</p>"),
             "{index}"
         );
         assert!(
