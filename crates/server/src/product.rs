@@ -23,8 +23,11 @@ use crate::writer::{Write, is_reserved_type};
 ///
 /// `run` is called once for a new session and again, for the same session, after a server
 /// restart ([`AgentServer::resume_unfinished`](crate::AgentServer::resume_unfinished)): a
-/// product running a graph resumes it from [`SessionHandle::checkpoints`], and the gates
-/// it had passed pass again at once.
+/// product running its graph with
+/// [`CompiledGraph::run_durable`](agent_runtime::graph::CompiledGraph::run_durable) on
+/// [`SessionHandle::checkpoints`] goes on where it was, and the gates it had passed pass
+/// again at once (see [`SessionHandle`] for the two lines, and `examples/embed_runtime.rs`
+/// for a whole product).
 ///
 /// ```
 /// use agent_server::{Product, SessionHandle};
