@@ -256,14 +256,19 @@ pub enum InterviewEvent {
 
 /// An interview preparation's run: what it prepares from, and what it prepared.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct Preparation {
-    optimization: OptimizationState,
-    request: InterviewRequest,
-    prep: Option<InterviewPrep>,
+pub struct Preparation {
+    /// The completed optimization.
+    pub optimization: OptimizationState,
+    /// What to prepare.
+    pub request: InterviewRequest,
+    /// What was prepared, once it is.
+    pub prep: Option<InterviewPrep>,
 }
 
-/// The preparation's graph: one node that runs the interviewer with the run's journal.
-fn preparation(
+/// The preparation's graph, as [`InterviewProduct`] runs it: one node that runs the
+/// interviewer with the run's journal, so a run resumed from its checkpoints pays for no
+/// answer twice.
+pub fn preparation(
     interviewer: Interviewer,
 ) -> Result<CompiledGraph<Preparation, InterviewEvent>, GraphError> {
     let prepare = node_fn(move |ctx: &NodeContext<Preparation, InterviewEvent>| {

@@ -9,11 +9,12 @@ use std::sync::Arc;
 use agent_runtime::Session;
 use agent_runtime::checkpoint::{CheckpointStore, InMemoryCheckpointStore};
 use agent_runtime::documents::InMemoryDocumentStore;
-use agent_runtime::graph::{NodeContext, NodeError, RunOptions, StateGraph, node_fn};
+use agent_runtime::graph::RunOptions;
 use common::{Script, agent_of, gap_answer, optimizer, pair, run, sre_analysis, sre_rewrite};
 use jd_optimizer::interview::cover_letter::Tone;
 use jd_optimizer::interview::memory::MemoryStore;
 use jd_optimizer::interview::{InterviewError, InterviewRequest};
+use jd_optimizer::product::{Preparation, preparation};
 use jd_optimizer::state::OptimizationState;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -270,40 +271,31 @@ async fn a_thin_profile_sends_the_resume_as_well() {
     );
 }
 
-/// Prepares `state`'s interview in a one-node graph run durably in `store`, as the
-/// server's interview product does: its result, or why the run failed.
+/// Prepares `state`'s interview with the interview product's graph, run durably in
+/// `store` as the server runs it: its result, or why the run failed.
 async fn prepare_durably(
     optimizer: &jd_optimizer::JdOptimizer,
     state: &OptimizationState,
     request: &InterviewRequest,
     store: Arc<dyn CheckpointStore>,
 ) -> Result<jd_optimizer::interview::InterviewPrep, String> {
-    let interviewer = optimizer.interviewer(None);
-    let (state, request) = (state.clone(), request.clone());
-    let prepare = node_fn(
-        move |ctx: &NodeContext<Option<jd_optimizer::interview::InterviewPrep>>| {
-            let (interviewer, state, request) =
-                (interviewer.clone(), state.clone(), request.clone());
-            Box::pin(async move {
-                let cancel = CancellationToken::new();
-                let prep = interviewer
-                    .prepare_in(&state, &request, &cancel, ctx.run())
-                    .await
-                    .map_err(|e| NodeError::fatal(e.to_string()))?;
-                ctx.update(|p| *p = Some(prep));
-                Ok(())
-            })
+    let graph = preparation(optimizer.interviewer(None)).unwrap();
+    let session = Session::new(
+        "prep-1",
+        Preparation {
+            optimization: state.clone(),
+            request: request.clone(),
+            prep: None,
         },
     );
-    let graph = StateGraph::sequence([("prepare", prepare)])
-        .compile()
-        .unwrap();
-    let session = Session::new("prep-1", None);
     let run = graph
         .run_durable(&session, store, RunOptions::new())
         .await
         .unwrap();
-    run.state.ok_or_else(|| run.reason.unwrap_or_default())
+    let failure = run.errors.last().map(|f| f.message.clone());
+    run.state
+        .prep
+        .ok_or_else(|| failure.or(run.reason).unwrap_or_default())
 }
 
 #[tokio::test]

@@ -54,19 +54,8 @@ pub fn prefs() -> SearchPreferences {
 
 pub fn raw_job(company: &str, title: &str, url: &str, description: &str) -> RawJob {
     RawJob {
-        source: JobSource::Greenhouse,
-        external_id: None,
-        company: company.into(),
-        title: title.into(),
-        location: Some("Berlin".into()),
-        remote: None,
-        department: None,
-        employment_type: None,
-        url: url.into(),
-        apply_url: None,
         description: description.into(),
-        posted_at: None,
-        salary: None,
+        ..super::steps::raw_job(company, title, url)
     }
 }
 
