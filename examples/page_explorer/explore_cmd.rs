@@ -1,5 +1,10 @@
 //! `explore URL`: Phase 1 with the four agents, the live report on stdout, and the Phase 1
 //! output, the page graph and a screenshot per page written to `--out`.
+//!
+//! Exploring is a durable run (`page_explorer::durable`): its checkpoints and the journal
+//! of model answers are kept in `<out>/checkpoints`. Started again with the same
+//! `--run-id` after a crash or a kill, it replays the answers already paid for and goes on
+//! from there; a finished run's outputs are written again without exploring.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -8,12 +13,14 @@ use std::time::Duration;
 
 use agent_llm::testing::{LatencyModel, RECORDED_MODEL, RecordedModel};
 use agent_llm::{ChatModel, ModelPrice, PricingTable, ProviderConfig};
-use agent_runtime::{CostLimits, CostMeter};
+use agent_runtime::checkpoint::FileCheckpointStore;
+use agent_runtime::{CostLimits, CostMeter, EventSink};
 use anyhow::Context as _;
 use page_explorer::agents::ExplorerModels;
+use page_explorer::durable::{DurableExplore, explore_durable};
 use page_explorer::{
     Breakers, ChromiumBrowser, DEFAULT_BUDGET_TOKENS, Exploration, ExploreEvent, ExploreOptions,
-    LaunchOptions, explore,
+    LaunchOptions,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -30,9 +37,14 @@ pub struct ExploreArgs {
         default_value = "Find out how this job site lists, filters and paginates jobs, and how to apply."
     )]
     task: String,
-    /// Where to write phase1.json, graph.mmd, memory.json and screenshots/.
+    /// Where to write phase1.json, graph.mmd, memory.json and screenshots/ (and the run's
+    /// checkpoints/).
     #[arg(long, default_value = "explore-out")]
     out: PathBuf,
+    /// The run's id: give the id of an interrupted run to resume it (it is printed at the
+    /// start). Default: a new run.
+    #[arg(long)]
+    run_id: Option<String>,
     /// Answer with recorded model responses instead of a provider (for the fixture sites:
     /// fixtures/page-explorer/dry-run/<site>.json).
     #[arg(long)]
@@ -124,20 +136,45 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<ExitCode> {
             println!("{event}");
         }
     };
-    let browser = ChromiumBrowser::launch(LaunchOptions::default()).await?;
-    let explored = explore(&browser, &models, target.url(), &options, &print, &cancel).await;
-    browser.close().await;
-    let exploration = explored?;
+    let run_id = args
+        .run_id
+        .clone()
+        .unwrap_or_else(|| format!("explore-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S%3f")));
+    let checkpoints = args.out.join("checkpoints");
+    if !json {
+        println!(
+            "run {run_id} (checkpoints in {}; after an interruption, resume with --run-id {run_id})",
+            checkpoints.display()
+        );
+    }
+    let run = DurableExplore {
+        run_id,
+        store: Arc::new(FileCheckpointStore::new(&checkpoints)),
+        report: Arc::new(print) as Arc<dyn EventSink<ExploreEvent>>,
+        cancel,
+    };
+    let browser = Arc::new(ChromiumBrowser::launch(LaunchOptions::default()).await?);
+    let explored = explore_durable(browser.clone(), models, target.url(), options, run).await;
+    // The run is over: this is the last handle on the browser.
+    if let Some(browser) = Arc::into_inner(browser) {
+        browser.close().await;
+    }
+    let explored = explored?;
+    let exploration = explored.exploration;
     let written = write_outputs(&exploration, &args.out)?;
     if !json {
+        if explored.already_finished {
+            println!("\nthe run had finished: its outputs are written again, nothing explored");
+        }
         println!("\nwrote:");
         for path in written {
             println!("  {}", path.display());
         }
         let cost = &exploration.cost;
         println!(
-            "model calls: {}, tokens: {} in / {} out, cost: ${:.4}{}",
+            "model calls: {} ({} replayed from the interrupted run's journal), tokens: {} in / {} out, cost: ${:.4}{}",
             cost.calls,
+            explored.replayed,
             cost.usage.input_tokens,
             cost.usage.output_tokens,
             cost.usd,

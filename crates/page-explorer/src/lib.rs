@@ -16,6 +16,7 @@ pub mod agents;
 pub mod browser;
 pub mod collect;
 pub mod dom;
+pub mod durable;
 pub mod filters;
 pub mod guard;
 pub mod listing;

@@ -27,7 +27,7 @@ pub struct CostLimits {
 }
 
 /// What was spent so far.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CostSnapshot {
     /// Tokens of all calls.
     pub usage: Usage,

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use agent_runtime::CostSnapshot;
+use serde::{Deserialize, Serialize};
 
 use crate::browser::BrowserError;
 use crate::dom::DEFAULT_BUDGET_TOKENS;
@@ -54,19 +55,20 @@ impl ExploreOptions {
     }
 }
 
-/// A PNG of a page, taken when the page was first entered.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A PNG of a page, taken when the page was first entered (kept as base64 in JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PageScreenshot {
     /// The page id.
     pub page_id: String,
     /// The URL shown.
     pub url: String,
     /// The PNG bytes.
+    #[serde(with = "base64_bytes")]
     pub png: Vec<u8>,
 }
 
 /// What exploring produced. Whatever stopped it, everything learned is here.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Exploration {
     /// The Phase 1 output (its `stopped` says why exploring ended early, if it did).
     pub output: Phase1Output,
@@ -95,4 +97,20 @@ pub enum ExploreError {
         /// Why.
         source: BrowserError,
     },
+}
+
+/// Bytes as a base64 string.
+mod base64_bytes {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        STANDARD.decode(text).map_err(serde::de::Error::custom)
+    }
 }
