@@ -367,3 +367,61 @@ async fn a_corrupt_or_newer_checkpoint_file_is_a_clear_error_naming_it() {
     );
     assert!(err.to_string().contains("upgrade"), "{err}");
 }
+
+/// A node that works through ten items, saving where it stands after each with
+/// `save_step`; `crash_after` makes it fail (as a crash would) after that many items.
+fn counting_graph(crash_after: Option<u32>, worked: Arc<AtomicUsize>) -> CompiledGraph<u32> {
+    let count = node_fn(move |ctx: &NodeContext<u32>| {
+        let worked = worked.clone();
+        Box::pin(async move {
+            let mut done: u32 = ctx.saved_step("done")?.unwrap_or(0);
+            while done < 10 {
+                if crash_after == Some(done) {
+                    return Err(NodeError::fatal("crashed"));
+                }
+                worked.fetch_add(1, Ordering::SeqCst);
+                done += 1;
+                ctx.save_step("done", &done).await?;
+            }
+            ctx.update(|total| *total = done);
+            Ok(())
+        })
+    });
+    StateGraph::new()
+        .add_node("count", count)
+        .add_edge(START, "count")
+        .add_edge("count", END)
+        .compile()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_node_resumed_inside_goes_on_from_the_step_it_saved() {
+    let store = Arc::new(InMemoryCheckpointStore::new());
+    let worked = Arc::new(AtomicUsize::new(0));
+    let options = || RunOptions::new().with_run_id("steps");
+    let crashed = counting_graph(Some(4), worked.clone())
+        .run_checkpointed(0, store.clone(), options())
+        .await
+        .unwrap();
+    assert_eq!(crashed.status, RunStatus::Failed);
+    assert_eq!(worked.load(Ordering::SeqCst), 4);
+    // Every step is a checkpoint inside the node.
+    let inside = store.latest("steps").await.unwrap().unwrap();
+    assert_eq!(inside.next.as_deref(), Some("count"));
+    assert_eq!(inside.progress.unwrap()["steps"]["done"], json!(4));
+
+    let resumed = counting_graph(None, worked.clone())
+        .resume("steps", store.clone(), RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(resumed.status, RunStatus::Success);
+    assert_eq!(resumed.state, 10);
+    assert_eq!(worked.load(Ordering::SeqCst), 10, "no item worked twice");
+
+    // Without a store the steps are kept for the node run only.
+    let fresh = counting_graph(None, Arc::new(AtomicUsize::new(0)))
+        .run(0, RunOptions::new())
+        .await;
+    assert_eq!(fresh.state, 10);
+}

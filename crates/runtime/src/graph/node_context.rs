@@ -10,8 +10,8 @@ use agent_llm::{ChatModel, Message};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::RunContext;
 use super::checkpointer::Checkpointer;
+use super::{NodeError, RunContext};
 use crate::checkpoint::CheckpointError;
 use crate::{
     AgentContext, AgentIdentity, AgentLoop, AgentResult, AgentRun, RunSaver, Session, SessionMarks,
@@ -90,6 +90,9 @@ pub(crate) struct NodeProgress {
     start_state: Option<Value>,
     /// Agent runs by key (`{agent}#{n}`, the n-th run of that agent in the node).
     agents: BTreeMap<String, SavedAgent>,
+    /// What the node saved of its own work, by key (see [`NodeContext::save_step`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    steps: BTreeMap<String, Value>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -113,6 +116,7 @@ impl NodeProgress {
             start,
             start_state: None,
             agents: BTreeMap::new(),
+            steps: BTreeMap::new(),
         }
     }
 
@@ -193,6 +197,83 @@ impl<S, E> NodeContext<S, E> {
     /// gate, a tool called directly).
     pub fn agent_context(&self, agent: AgentIdentity) -> AgentContext<S, E> {
         self.session.context(agent)
+    }
+
+    /// What the node saved under `key` with [`save_step`](Self::save_step) before the run
+    /// was interrupted: `None` in a node run that has not saved it (a fresh one, or a
+    /// run without checkpoints).
+    ///
+    /// A node that works through many steps (pages, items, batches) saves where it
+    /// stands after each one, and when the run resumes inside it, starts from there
+    /// instead of from the beginning:
+    ///
+    /// ```
+    /// use agent_runtime::graph::{NodeContext, NodeError};
+    ///
+    /// async fn count_to_ten(ctx: &NodeContext<u32>) -> Result<(), NodeError> {
+    ///     let mut done: u32 = ctx.saved_step("counted")?.unwrap_or(0);
+    ///     while done < 10 {
+    ///         done += 1; // one unit of work
+    ///         ctx.save_step("counted", &done).await?;
+    ///     }
+    ///     ctx.update(|total| *total = done);
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn saved_step<T: serde::de::DeserializeOwned>(
+        &self,
+        key: &str,
+    ) -> Result<Option<T>, NodeError> {
+        let saved = self.progress().steps.get(key).cloned();
+        saved
+            .map(|value| {
+                serde_json::from_value(value).map_err(|e| {
+                    NodeError::fatal(format!(
+                        "the step {key:?} saved in node {:?} does not decode: {e}",
+                        self.run.node()
+                    ))
+                })
+            })
+            .transpose()
+    }
+
+    /// Saves `value` under `key` as where this node stands, in a checkpoint inside the
+    /// node, written before this returns; [`saved_step`](Self::saved_step) gives it back
+    /// when the run resumes inside the node. The node's state changes are not saved by
+    /// it (they are checkpointed when the node completes): what the node needs to go on
+    /// belongs in `value`. Without a checkpoint store, it is kept for this node run only.
+    pub async fn save_step<T: Serialize>(&self, key: &str, value: &T) -> Result<(), NodeError> {
+        let value = serde_json::to_value(value)
+            .map_err(|e| NodeError::fatal(format!("the step {key:?} does not serialize: {e}")))?;
+        self.progress().steps.insert(key.to_owned(), value);
+        let Some(checkpointer) = &self.checkpointer else {
+            return Ok(());
+        };
+        self.save_progress(checkpointer).await.map_err(|e| {
+            NodeError::fatal(format!(
+                "the step {key:?} of node {:?} could not be checkpointed: {e}",
+                self.run.node()
+            ))
+        })
+    }
+
+    /// Writes the node's progress in a checkpoint inside the node. Until the node's
+    /// first save, the last checkpoint is the one the node started after: its state is
+    /// the node's starting state.
+    async fn save_progress(&self, checkpointer: &Checkpointer) -> Result<(), CheckpointError> {
+        let first_save = self.progress().start_state.is_none();
+        let start_state = match first_save {
+            true => Some(checkpointer.last_state().await),
+            false => None,
+        };
+        let progress = {
+            let mut progress = self.progress();
+            if progress.start_state.is_none() {
+                progress.start_state = start_state;
+            }
+            serde_json::to_value(&*progress)?
+        };
+        checkpointer.save_progress(progress).await
     }
 
     fn progress(&self) -> MutexGuard<'_, NodeProgress> {
@@ -285,35 +366,19 @@ where
     E: Send + Sync + 'static,
 {
     async fn save(&self, run: &AgentRun) -> Result<(), CheckpointError> {
-        // Until the node's first save, the last checkpoint is the one the node started
-        // after: its state is the node's starting state.
-        let before_first_save = self.node.progress().start_state.is_none();
-        let start_state = if before_first_save {
-            Some(self.checkpointer.last_state().await)
-        } else {
-            None
+        let end_state = match run.is_finished() {
+            true => Some(self.checkpointer.state_now()?),
+            false => None,
         };
-        let progress = {
-            let mut progress = self.node.progress();
-            if progress.start_state.is_none() {
-                progress.start_state = start_state;
-            }
-            let end_state = if run.is_finished() {
-                Some(self.checkpointer.state_now()?)
-            } else {
-                None
-            };
-            progress.agents.insert(
-                self.key.to_owned(),
-                SavedAgent {
-                    run: run.clone(),
-                    scratchpad: self.ctx.scratchpad().snapshot(),
-                    marks: self.node.session.marks(),
-                    end_state,
-                },
-            );
-            serde_json::to_value(&*progress)?
-        };
-        self.checkpointer.save_progress(progress).await
+        self.node.progress().agents.insert(
+            self.key.to_owned(),
+            SavedAgent {
+                run: run.clone(),
+                scratchpad: self.ctx.scratchpad().snapshot(),
+                marks: self.node.session.marks(),
+                end_state,
+            },
+        );
+        self.node.save_progress(self.checkpointer).await
     }
 }
