@@ -97,9 +97,12 @@ struct Plan {
 pub async fn run(args: CollectArgs) -> anyhow::Result<ExitCode> {
     let phase1 = Phase1Output::read(&args.phase1)?;
     let target = Target::resolve(&args.url).await?;
-    let browser = ChromiumBrowser::launch(LaunchOptions::default()).await?;
+    let browser = Arc::new(ChromiumBrowser::launch(LaunchOptions::default()).await?);
     let outcome = collect_with(&browser, &args, &phase1, target.url()).await;
-    browser.close().await;
+    // The collection is over: this is the last handle on the browser.
+    if let Some(browser) = Arc::into_inner(browser) {
+        browser.close().await;
+    }
     let (plan, mut collection) =
         outcome.with_context(|| format!("collecting from {}", args.url))?;
     if args.extract {
@@ -178,7 +181,7 @@ async fn extract(args: &CollectArgs, site: &str, jobs: &mut [CollectedJob]) -> a
 
 /// Opens the board, plans the selectors and collects.
 async fn collect_with(
-    browser: &ChromiumBrowser,
+    browser: &Arc<ChromiumBrowser>,
     args: &CollectArgs,
     phase1: &Phase1Output,
     url: &str,
@@ -188,7 +191,7 @@ async fn collect_with(
     filter(browser, args, phase1).await?;
     if let Some(query) = &args.search {
         let known = phase1.key_elements.search_input.as_deref();
-        let searched = search(browser, known, query, SETTLE)
+        let searched = search(&**browser, known, query, SETTLE)
             .await
             .with_context(|| format!("searching for {query:?}"))?;
         let from = if searched.detected {
@@ -212,9 +215,9 @@ async fn collect_with(
     let store = FileCheckpointStore::new(args.out.join("checkpoints"));
     let checkpoints = CollectCheckpoints::new(Arc::new(store), "collect");
     let collection = if args.resume {
-        resume_collection(browser, &options, &checkpoints).await?
+        resume_collection(browser.clone(), &options, &checkpoints).await?
     } else {
-        collect_checkpointed(browser, &options, &checkpoints).await?
+        collect_checkpointed(browser.clone(), &options, &checkpoints).await?
     };
     Ok((plan, collection))
 }

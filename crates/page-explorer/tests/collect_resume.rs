@@ -15,7 +15,7 @@ use agent_runtime::checkpoint::{
 };
 use serde_json::Value;
 use support::flaky::Flaky;
-use support::{open, with_browser};
+use support::{open, with_shared_browser};
 
 use page_explorer::{
     CollectCheckpoints, CollectEnd, CollectOptions, CollectStep, DetailSelectors, ListingSelectors,
@@ -43,7 +43,7 @@ fn checkpoints(dir: &std::path::Path) -> CollectCheckpoints {
 #[tokio::test]
 async fn a_page_that_fails_is_retried_and_recorded() {
     let base = support::serve(support::site("board-pages")).await;
-    with_browser(async |browser| {
+    with_shared_browser(async |browser| {
         open(browser, &base).await;
         let flaky = Flaky::failing_on(browser, "page2", 2);
         let found = collect(&flaky, &board_options()).await;
@@ -69,10 +69,10 @@ async fn a_browser_that_dies_stops_the_collection_and_a_resume_finishes_it() {
     let dir = tempfile::tempdir().unwrap();
     let checkpoints = checkpoints(dir.path());
     let options = board_options();
-    with_browser(async |browser| {
+    with_shared_browser(async |browser| {
         open(browser, &base).await;
-        let dying = Flaky::dying_on(browser, "page3");
-        let stopped = collect_checkpointed(&dying, &options, &checkpoints)
+        let dying = Arc::new(Flaky::dying_on(browser, "page3"));
+        let stopped = collect_checkpointed(dying, &options, &checkpoints)
             .await
             .unwrap();
         assert_eq!(stopped.end, CollectEnd::TooManyErrors);
@@ -82,8 +82,8 @@ async fn a_browser_that_dies_stops_the_collection_and_a_resume_finishes_it() {
     })
     .await;
     // A new browser, on no page at all: the checkpoint says where to go on.
-    with_browser(async |browser| {
-        let resumed = resume_collection(browser, &options, &checkpoints)
+    with_shared_browser(async |browser| {
+        let resumed = resume_collection(browser.clone(), &options, &checkpoints)
             .await
             .unwrap();
         assert_eq!(resumed.end, CollectEnd::Pages(StopReason::NoNextControl));
@@ -101,11 +101,44 @@ async fn a_browser_that_dies_stops_the_collection_and_a_resume_finishes_it() {
             "the earlier failures stay on record"
         );
         // Finished: resuming again gives the same collection, without browsing.
-        let again = resume_collection(browser, &options, &checkpoints)
+        let again = resume_collection(browser.clone(), &options, &checkpoints)
             .await
             .unwrap();
         assert_eq!(again.jobs, resumed.jobs);
         assert_eq!(again.end, resumed.end);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_collection_cut_off_mid_walk_resumes_from_its_last_page() {
+    let base = support::serve(support::site("board-pages")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoints = checkpoints(dir.path());
+    let options = board_options();
+    with_shared_browser(async |browser| {
+        open(browser, &base).await;
+        // The process "dies" on the third page: its future is dropped there.
+        let hanging = Arc::new(Flaky::hanging_on(browser, "page3"));
+        tokio::select! {
+            _ = collect_checkpointed(hanging.clone(), &options, &checkpoints) => {
+                panic!("the collection finished on a page that never answers")
+            }
+            () = hanging.hung.as_ref().unwrap().notified() => {}
+        }
+    })
+    .await;
+    with_shared_browser(async |browser| {
+        let resumed = resume_collection(browser.clone(), &options, &checkpoints)
+            .await
+            .unwrap();
+        assert_eq!(resumed.end, CollectEnd::Pages(StopReason::NoNextControl));
+        // Saved when the walk reached the second page: the first page's jobs; the
+        // second page is read again, its jobs once.
+        assert_eq!(resumed.resumed_jobs, 4);
+        assert_eq!(resumed.jobs.len(), 12, "{:?}", titles(&resumed.jobs));
+        assert_eq!(resumed.duplicates, 0);
+        assert!(resumed.errors.is_empty(), "{:?}", resumed.errors);
     })
     .await;
 }
@@ -122,10 +155,10 @@ async fn detail_pages_left_unread_are_read_on_resume() {
         apply: Some("a.apply".into()),
         ..DetailSelectors::default()
     });
-    with_browser(async |browser| {
+    with_shared_browser(async |browser| {
         open(browser, &base).await;
-        let dying = Flaky::dying_on(browser, "jobs/3.html");
-        let stopped = collect_checkpointed(&dying, &options, &checkpoints)
+        let dying = Arc::new(Flaky::dying_on(browser, "jobs/3.html"));
+        let stopped = collect_checkpointed(dying, &options, &checkpoints)
             .await
             .unwrap();
         assert_eq!(stopped.end, CollectEnd::TooManyErrors);
@@ -148,8 +181,8 @@ async fn detail_pages_left_unread_are_read_on_resume() {
         );
     })
     .await;
-    with_browser(async |browser| {
-        let resumed = resume_collection(browser, &options, &checkpoints)
+    with_shared_browser(async |browser| {
+        let resumed = resume_collection(browser.clone(), &options, &checkpoints)
             .await
             .unwrap();
         assert_eq!(resumed.end, CollectEnd::MaxJobs);
@@ -161,12 +194,16 @@ async fn detail_pages_left_unread_are_read_on_resume() {
     .await;
 }
 
-/// A store whose disk is full: every save fails, the rest works.
+/// A store whose disk fills up after the run's first checkpoint: every later save fails,
+/// the rest works.
 struct FullDisk(InMemoryCheckpointStore);
 
 #[async_trait::async_trait]
 impl CheckpointStore for FullDisk {
     async fn save(&self, checkpoint: &Checkpoint) -> Result<(), CheckpointError> {
+        if checkpoint.seq == 0 {
+            return self.0.save(checkpoint).await;
+        }
         Err(CheckpointError::Io {
             path: format!("{}.json", checkpoint.run_id).into(),
             source: std::io::Error::other("no space left on device"),
@@ -202,9 +239,9 @@ async fn a_checkpoint_that_cannot_be_written_stops_with_the_jobs_gathered() {
     let base = support::serve(support::site("board-pages")).await;
     let store = FullDisk(InMemoryCheckpointStore::default());
     let checkpoints = CollectCheckpoints::new(Arc::new(store), "collect");
-    with_browser(async |browser| {
+    with_shared_browser(async |browser| {
         open(browser, &base).await;
-        let found = collect_checkpointed(browser, &board_options(), &checkpoints)
+        let found = collect_checkpointed(browser.clone(), &board_options(), &checkpoints)
             .await
             .unwrap();
         assert_eq!(found.end, CollectEnd::CheckpointFailed);
@@ -219,8 +256,8 @@ async fn a_checkpoint_that_cannot_be_written_stops_with_the_jobs_gathered() {
 #[tokio::test]
 async fn resuming_a_collection_that_never_ran_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
-    with_browser(async |browser| {
-        let error = resume_collection(browser, &board_options(), &checkpoints(dir.path()))
+    with_shared_browser(async |browser| {
+        let error = resume_collection(browser.clone(), &board_options(), &checkpoints(dir.path()))
             .await
             .unwrap_err();
         assert_eq!(

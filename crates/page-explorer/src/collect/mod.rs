@@ -9,6 +9,7 @@
 //! the jobs it has. [`collect_checkpointed`] keeps a checkpoint after every page, and
 //! [`resume_collection`] goes on from the last one.
 
+mod durable;
 mod fields;
 mod output;
 mod progress;
@@ -21,10 +22,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::browser::Browser;
 use crate::paginate::StopReason;
-use progress::Saver;
 use walk::Walk;
 
 pub use crate::selectors::{DetailMode, DetailSelectors, ListingSelectors};
+pub use durable::{collect_checkpointed, resume_collection};
 pub use fields::split_title_company;
 pub use output::{JobRecord, WriteError, write_csv, write_json};
 pub use progress::{CollectCheckpoints, CollectError};
@@ -231,33 +232,5 @@ pub struct Collection {
 /// # }
 /// ```
 pub async fn collect(browser: &dyn Browser, options: &CollectOptions) -> Collection {
-    Walk::fresh(browser, options, None).run().await
-}
-
-/// As [`collect`], keeping a checkpoint in `checkpoints` after every listing page and every
-/// detail page (the collection's earlier checkpoints are removed first), so that
-/// [`resume_collection`] can go on after an interruption. A checkpoint that cannot be
-/// written stops the collection as [`CollectEnd::CheckpointFailed`].
-pub async fn collect_checkpointed(
-    browser: &dyn Browser,
-    options: &CollectOptions,
-    checkpoints: &CollectCheckpoints,
-) -> Result<Collection, CollectError> {
-    checkpoints.clear().await?;
-    let saver = Saver::new(checkpoints.clone(), 0);
-    Ok(Walk::fresh(browser, options, Some(saver)).run().await)
-}
-
-/// Goes on with the collection whose checkpoints are in `checkpoints`, from the page it was
-/// on (a listing that grows in place is read again from its start, the jobs already
-/// collected skipped) or the detail pages it had left; a finished collection is returned as
-/// it was. The jobs carried over are counted in [`Collection::resumed_jobs`].
-pub async fn resume_collection(
-    browser: &dyn Browser,
-    options: &CollectOptions,
-    checkpoints: &CollectCheckpoints,
-) -> Result<Collection, CollectError> {
-    let (seq, progress) = checkpoints.load().await?;
-    let saver = Saver::new(checkpoints.clone(), seq + 1);
-    Ok(Walk::resumed(browser, options, saver, progress).run().await)
+    Walk::fresh(browser, options).run().await
 }

@@ -1,14 +1,16 @@
-//! Where a collection stands, kept in the runtime's [`CheckpointStore`] after every listing
-//! page and every detail page, so that an interrupted collection resumes where it stopped
-//! instead of starting again.
+//! Where a collection stands: the state of its graph (see [`durable`](super::durable)),
+//! saved in the runtime's [`CheckpointStore`] after every listing page and every detail
+//! page, so that an interrupted collection resumes where it stopped instead of starting
+//! again.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use agent_runtime::checkpoint::{Checkpoint, CheckpointError, CheckpointStore};
+use agent_runtime::checkpoint::{CheckpointError, CheckpointStore};
+use agent_runtime::graph::GraphError;
 use serde::{Deserialize, Serialize};
 
-use super::{CollectEnd, CollectedJob, PageError};
+use super::{CollectEnd, CollectedJob, Collection, PageError};
 
 /// Where a collection keeps its checkpoints: a store and the collection's run id in it.
 ///
@@ -50,16 +52,17 @@ pub enum CollectError {
         /// The run asked for.
         run_id: String,
     },
-    /// The checkpoint is not one a collection writes.
-    #[error("checkpoint {seq} of {run_id:?} is not a collection's: {reason}")]
-    NotACollection {
+    /// The run stopped for another reason than the collection's own.
+    #[error("the collection {run_id:?} stopped: {reason}")]
+    Stopped {
         /// The run.
         run_id: String,
-        /// The checkpoint.
-        seq: u64,
-        /// What did not read.
+        /// Why.
         reason: String,
     },
+    /// The collection's graph did not build (a bug).
+    #[error("the collection's graph: {0}")]
+    Graph(#[from] GraphError),
 }
 
 /// The step a checkpoint was taken before (or `Done`): what resuming does next.
@@ -76,18 +79,8 @@ pub(crate) enum Stage {
     Done { end: CollectEnd },
 }
 
-impl Stage {
-    /// The checkpoint node of the stage.
-    fn node(&self) -> &'static str {
-        match self {
-            Stage::Listings { .. } => "listings",
-            Stage::Details { .. } => "details",
-            Stage::Done { .. } => "done",
-        }
-    }
-}
-
-/// What a checkpoint holds: everything collected so far and the stage to go on with.
+/// What a checkpoint holds: everything collected so far and the stage to go on with (the
+/// graph's state, and its nodes' saved step).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Progress {
     pub(crate) stage: Stage,
@@ -101,7 +94,37 @@ pub(crate) struct Progress {
     pub(crate) detail_pending: VecDeque<usize>,
 }
 
+impl Default for Progress {
+    /// A collection starting on the page shown.
+    fn default() -> Self {
+        Progress {
+            stage: Stage::Listings {
+                url: None,
+                in_place: false,
+            },
+            jobs: Vec::new(),
+            details_texts: Vec::new(),
+            pages: 1,
+            duplicates: 0,
+            errors: Vec::new(),
+            detail_pending: VecDeque::new(),
+        }
+    }
+}
+
 impl Progress {
+    /// The collection as it stands, ended as `end`.
+    pub(crate) fn into_collection(mut self, end: CollectEnd, resumed_jobs: usize) -> Collection {
+        Collection {
+            jobs: self.take_jobs(),
+            pages: self.pages,
+            duplicates: self.duplicates,
+            end,
+            errors: self.errors,
+            resumed_jobs,
+        }
+    }
+
     /// The jobs with their `details_text` put back.
     pub(crate) fn take_jobs(&mut self) -> Vec<CollectedJob> {
         let mut jobs = std::mem::take(&mut self.jobs);
@@ -131,56 +154,14 @@ impl CollectCheckpoints {
         Ok(self.store.exists(&self.run_id).await?)
     }
 
+    /// The store.
+    pub(crate) fn store(&self) -> Arc<dyn CheckpointStore> {
+        self.store.clone()
+    }
+
     /// Removes the collection's checkpoints, to start it afresh.
     pub(crate) async fn clear(&self) -> Result<(), CollectError> {
         self.store.prune(&self.run_id, 0).await?;
-        Ok(())
-    }
-
-    /// The latest checkpoint's sequence number and what it holds.
-    pub(crate) async fn load(&self) -> Result<(u64, Progress), CollectError> {
-        let checkpoint = self.store.latest(&self.run_id).await?.ok_or_else(|| {
-            CollectError::NothingToResume {
-                run_id: self.run_id.clone(),
-            }
-        })?;
-        checkpoint.check_version()?;
-        let progress = serde_json::from_value(checkpoint.state).map_err(|error| {
-            CollectError::NotACollection {
-                run_id: self.run_id.clone(),
-                seq: checkpoint.seq,
-                reason: error.to_string(),
-            }
-        })?;
-        Ok((checkpoint.seq, progress))
-    }
-}
-
-/// Writes a collection's checkpoints, numbering them.
-pub(crate) struct Saver {
-    checkpoints: CollectCheckpoints,
-    next_seq: u64,
-}
-
-impl Saver {
-    /// A saver whose first checkpoint is number `next_seq`.
-    pub(crate) fn new(checkpoints: CollectCheckpoints, next_seq: u64) -> Self {
-        Saver {
-            checkpoints,
-            next_seq,
-        }
-    }
-
-    /// Saves `progress`: resumable at its stage, finished at `Done`.
-    pub(crate) async fn save(&mut self, progress: &Progress) -> Result<(), CollectError> {
-        let state = serde_json::to_value(progress).map_err(CheckpointError::from)?;
-        let node = progress.stage.node();
-        let mut checkpoint = Checkpoint::new(&self.checkpoints.run_id, self.next_seq, node, state);
-        if !matches!(progress.stage, Stage::Done { .. }) {
-            checkpoint = checkpoint.with_next(node);
-        }
-        self.checkpoints.store.save(&checkpoint).await?;
-        self.next_seq += 1;
         Ok(())
     }
 }

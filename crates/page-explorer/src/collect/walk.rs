@@ -1,11 +1,14 @@
 //! The walk over a board: listing page after listing page, then the jobs' own pages, with
-//! every failed step recorded and retried, a stop after too many failures in a row, and a
-//! checkpoint after every page when the walk has a [`Saver`].
+//! every failed step recorded and retried, a stop after too many failures in a row, and,
+//! when it runs in a graph node, where it stands saved after every page
+//! ([`NodeContext::save_step`]).
 
 use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 
-use super::progress::{Progress, Saver, Stage};
+use agent_runtime::graph::NodeContext;
+
+use super::progress::{Progress, Stage};
 use super::read::{apply_details, apply_type, extract_listings, host_of, read_detail, uses_panel};
 use super::{CollectEnd, CollectOptions, CollectStep, CollectedJob, Collection, PageError};
 use crate::browser::{Browser, BrowserError};
@@ -16,9 +19,27 @@ use crate::selectors::RawListing;
 /// How long to wait before retrying a failed step, per failure in a row.
 const RETRY_PAUSE: Duration = Duration::from_millis(500);
 
+/// Runs a step (a future, made again for each try) until it succeeds, through
+/// [`Walk::retried`]; `?` on the halt. A macro rather than a method taking an async
+/// closure: the walk runs in a graph node, whose future must be `Send`, which the compiler
+/// cannot prove for an async closure borrowing the walk's references.
+macro_rules! attempt {
+    ($walk:expr, $step:expr, $url:expr, $try:expr) => {
+        loop {
+            let outcome = $try.await;
+            if let Some(value) = $walk.retried($step, $url, outcome).await? {
+                break value;
+            }
+        }
+    };
+}
+
+/// The key of the walk's progress among its node's saved steps.
+pub(crate) const WALK_STEP: &str = "walk";
+
 /// Why a walk stopped before its end: too many failures in a row, or a checkpoint that
 /// could not be written.
-struct Halt(CollectEnd);
+pub(crate) struct Halt(pub(crate) CollectEnd);
 
 /// One collection under way.
 pub(crate) struct Walk<'a> {
@@ -44,16 +65,14 @@ pub(crate) struct Walk<'a> {
     last_panel: Option<RawListing>,
     /// Failed steps in a row.
     failures: usize,
-    saver: Option<Saver>,
+    /// The graph node the walk runs in, which keeps its progress: none for a walk kept
+    /// in memory only.
+    node: Option<&'a NodeContext<Progress>>,
 }
 
 impl<'a> Walk<'a> {
-    /// A walk starting on the page shown now.
-    pub(crate) fn fresh(
-        browser: &'a dyn Browser,
-        options: &'a CollectOptions,
-        saver: Option<Saver>,
-    ) -> Self {
+    /// A walk starting on the page shown now, kept in memory.
+    pub(crate) fn fresh(browser: &'a dyn Browser, options: &'a CollectOptions) -> Self {
         Walk {
             browser,
             options,
@@ -72,26 +91,31 @@ impl<'a> Walk<'a> {
             read_here: HashSet::new(),
             last_panel: None,
             failures: 0,
-            saver,
+            node: None,
         }
     }
 
-    /// A walk going on from a checkpoint's `progress`.
-    pub(crate) fn resumed(
+    /// A walk in graph node `node`, going on from `progress`; its jobs were collected
+    /// before this process when `carried_over`.
+    pub(crate) fn in_node(
         browser: &'a dyn Browser,
         options: &'a CollectOptions,
-        saver: Saver,
+        node: &'a NodeContext<Progress>,
         mut progress: Progress,
+        carried_over: bool,
     ) -> Self {
         let jobs = progress.take_jobs();
         let mut seen = Seen::default();
         for job in &jobs {
             seen.insert(job);
         }
-        let mut walk = Walk::fresh(browser, options, Some(saver));
-        walk.carried = seen.clone();
+        let mut walk = Walk::fresh(browser, options);
+        walk.node = Some(node);
+        if carried_over {
+            walk.carried = seen.clone();
+            walk.resumed_jobs = jobs.len();
+        }
         walk.seen = seen;
-        walk.resumed_jobs = jobs.len();
         walk.jobs = jobs;
         walk.resume_at = progress.stage;
         walk.pages = progress.pages;
@@ -103,33 +127,48 @@ impl<'a> Walk<'a> {
 
     /// Walks to the end (or to a halt) and returns what was collected.
     pub(crate) async fn run(mut self) -> Collection {
-        if let Stage::Done { end } = self.resume_at {
-            return self.into_collection(end);
-        }
-        let end = match self.walk().await {
-            Ok(end) => end,
-            Err(Halt(end)) => {
-                if end != CollectEnd::CheckpointFailed {
-                    // Where it stopped, with the failures recorded, for a resume.
-                    let _ = self.save().await;
-                }
-                return self.into_collection(end);
-            }
+        let end = match self.detail_stage().await {
+            Ok(end) | Err(Halt(end)) => end,
         };
-        self.resume_at = Stage::Done { end };
-        match self.save().await {
-            Ok(()) => self.into_collection(end),
-            Err(Halt(stopped)) => self.into_collection(stopped),
-        }
+        self.into_collection(end)
     }
 
-    async fn walk(&mut self) -> Result<CollectEnd, Halt> {
-        let end = match self.resume_at.clone() {
-            Stage::Listings { url, in_place } => self.listings(url, in_place).await?,
-            Stage::Details { end } | Stage::Done { end } => end,
+    /// Reads the listing pages, from where the walk stands; then it stands before the
+    /// detail pages. A halt is saved where it stopped, for a resume.
+    pub(crate) async fn listing_stage(&mut self) -> Result<(), Halt> {
+        let Stage::Listings { url, in_place } = self.resume_at.clone() else {
+            return Ok(());
         };
-        self.details(end).await?;
+        let end = match self.listings(url, in_place).await {
+            Ok(end) => end,
+            Err(halt) => return Err(self.halted(halt).await),
+        };
+        self.resume_at = Stage::Details { end };
+        Ok(())
+    }
+
+    /// Reads the detail pages left (after the listing pages, if they are not read yet)
+    /// and ends the walk: its end, or a halt saved where it stopped.
+    pub(crate) async fn detail_stage(&mut self) -> Result<CollectEnd, Halt> {
+        self.listing_stage().await?;
+        let end = match self.resume_at {
+            Stage::Details { end } => end,
+            Stage::Done { end } => return Ok(end),
+            Stage::Listings { .. } => return Err(Halt(CollectEnd::TooManyErrors)),
+        };
+        if let Err(halt) = self.details(end).await {
+            return Err(self.halted(halt).await);
+        }
+        self.resume_at = Stage::Done { end };
         Ok(end)
+    }
+
+    /// A halt on failures is saved where the walk stopped, with the failures recorded.
+    async fn halted(&mut self, halt: Halt) -> Halt {
+        if halt.0 != CollectEnd::CheckpointFailed {
+            let _ = self.save().await;
+        }
+        halt
     }
 
     /// Reads the listing pages from `url` (the page shown when `None`) on.
@@ -144,22 +183,17 @@ impl<'a> Walk<'a> {
             // Not opened again when shown already: a listing that grows in place keeps
             // the search and filters the caller set up on it.
             Some(url) => {
-                self.attempt(CollectStep::Open, &url, async || {
+                attempt!(self, CollectStep::Open, &url, async {
                     if browser.url().await? != url {
                         browser.open(&url).await?;
                     }
                     browser.wait_for_settle(settle).await
-                })
-                .await?;
+                });
                 url
             }
             None => {
-                self.attempt(CollectStep::Open, "", async || {
-                    browser.wait_for_settle(settle).await
-                })
-                .await?;
-                self.attempt(CollectStep::Open, "", async || browser.url().await)
-                    .await?
+                attempt!(self, CollectStep::Open, "", browser.wait_for_settle(settle));
+                attempt!(self, CollectStep::Open, "", browser.url())
             }
         };
         self.resume_at = Stage::Listings {
@@ -172,14 +206,13 @@ impl<'a> Walk<'a> {
             .with_known_next(options.pagination.clone())
             .with_pages_seen(seen_already);
         loop {
-            let listings = self
-                .attempt(CollectStep::Listings, &shown, async || {
-                    extract_listings(browser, &options.listing).await
-                })
-                .await?;
-            let page = self
-                .attempt(CollectStep::Listings, &shown, async || browser.url().await)
-                .await?;
+            let listings = attempt!(
+                self,
+                CollectStep::Listings,
+                &shown,
+                extract_listings(browser, &options.listing)
+            );
+            let page = attempt!(self, CollectStep::Listings, &shown, browser.url());
             if self.take_listings(listings, &page).await? {
                 return Ok(CollectEnd::MaxJobs);
             }
@@ -187,15 +220,13 @@ impl<'a> Walk<'a> {
             // opened again before the retry, so that no page is skipped.
             let mut retry = false;
             let addressable = !in_place;
-            let advance = self
-                .attempt(CollectStep::NextPage, &page, async || {
-                    if std::mem::replace(&mut retry, true) && addressable {
-                        browser.open(&page).await?;
-                        browser.wait_for_settle(settle).await?;
-                    }
-                    paginator.advance(browser).await
-                })
-                .await?;
+            let advance = attempt!(self, CollectStep::NextPage, &page, async {
+                if std::mem::replace(&mut retry, true) && addressable {
+                    browser.open(&page).await?;
+                    browser.wait_for_settle(settle).await?;
+                }
+                paginator.advance(browser).await
+            });
             self.pages = self.pages.max(paginator.pages());
             match advance {
                 Advance::Moved {
@@ -345,24 +376,24 @@ impl<'a> Walk<'a> {
         Ok(())
     }
 
-    /// Runs `step` until it succeeds, pausing longer after each failure; a halt once
-    /// failures in a row reach the limit.
-    async fn attempt<T>(
+    /// Takes one try of `step`: its value, or `None` once the failure is recorded and
+    /// paused after (longer after each failure in a row), for the caller to try again; a
+    /// halt once failures in a row reach the limit. See [`attempt!`].
+    async fn retried<T>(
         &mut self,
         step: CollectStep,
         url: &str,
-        mut run: impl AsyncFnMut() -> Result<T, BrowserError>,
-    ) -> Result<T, Halt> {
-        loop {
-            match run().await {
-                Ok(value) => {
-                    self.failures = 0;
-                    return Ok(value);
-                }
-                Err(error) => {
-                    self.record(step, url, &error)?;
-                    tokio::time::sleep(RETRY_PAUSE * self.failures as u32).await;
-                }
+        outcome: Result<T, BrowserError>,
+    ) -> Result<Option<T>, Halt> {
+        match outcome {
+            Ok(value) => {
+                self.failures = 0;
+                Ok(Some(value))
+            }
+            Err(error) => {
+                self.record(step, url, &error)?;
+                tokio::time::sleep(RETRY_PAUSE * self.failures as u32).await;
+                Ok(None)
             }
         }
     }
@@ -386,12 +417,9 @@ impl<'a> Walk<'a> {
         Ok(())
     }
 
-    /// Saves a checkpoint of where the walk stands, when it keeps them.
-    async fn save(&mut self) -> Result<(), Halt> {
-        let Some(saver) = &mut self.saver else {
-            return Ok(());
-        };
-        let progress = Progress {
+    /// Where the walk stands.
+    pub(crate) fn progress(&self) -> Progress {
+        Progress {
             stage: self.resume_at.clone(),
             jobs: self.jobs.clone(),
             details_texts: self
@@ -403,20 +431,32 @@ impl<'a> Walk<'a> {
             duplicates: self.duplicates,
             errors: self.errors.clone(),
             detail_pending: self.detail_pending.clone(),
+        }
+    }
+
+    /// Saves where the walk stands in its node's checkpoints, when it runs in a node.
+    async fn save(&mut self) -> Result<(), Halt> {
+        let Some(node) = self.node else {
+            return Ok(());
         };
-        if let Err(error) = saver.save(&progress).await {
+        if let Err(error) = node.save_step(WALK_STEP, &self.progress()).await {
             tracing::warn!(%error, "the collection's checkpoint could not be written: stopping");
             self.errors.push(PageError {
                 step: CollectStep::Checkpoint,
                 url: String::new(),
-                error: error.to_string(),
+                error: error.message().to_owned(),
             });
             return Err(Halt(CollectEnd::CheckpointFailed));
         }
         Ok(())
     }
 
-    fn into_collection(self, end: CollectEnd) -> Collection {
+    /// How many jobs came from before this process.
+    pub(crate) fn resumed_jobs(&self) -> usize {
+        self.resumed_jobs
+    }
+
+    pub(crate) fn into_collection(self, end: CollectEnd) -> Collection {
         Collection {
             jobs: self.jobs,
             pages: self.pages,

@@ -1,7 +1,7 @@
 //! A real browser that fails on purpose: every call fails while the page shown is one of
 //! the broken ones, either a number of times or for good (a browser that died there).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -9,8 +9,8 @@ use page_explorer::{Browser, BrowserError, ChromiumBrowser};
 use serde_json::Value;
 
 /// Wraps a real browser; see [`Flaky::failing_on`] and [`Flaky::dying_on`].
-pub struct Flaky<'a> {
-    inner: &'a ChromiumBrowser,
+pub struct Flaky {
+    inner: Arc<ChromiumBrowser>,
     /// The URL fragment of the broken page.
     page: String,
     /// How many more calls fail on it (`usize::MAX`: all of them, wherever the browser is
@@ -19,22 +19,35 @@ pub struct Flaky<'a> {
     dead: Mutex<bool>,
     /// The calls that failed.
     pub failed: Mutex<usize>,
+    /// Never answer on the broken page instead of failing (a process that died there),
+    /// told through this.
+    pub hung: Option<tokio::sync::Notify>,
 }
 
-impl<'a> Flaky<'a> {
+impl Flaky {
     /// Fails `times` calls made while a URL containing `page` is shown.
-    pub fn failing_on(inner: &'a ChromiumBrowser, page: &str, times: usize) -> Self {
+    pub fn failing_on(inner: &Arc<ChromiumBrowser>, page: &str, times: usize) -> Self {
         Flaky {
-            inner,
+            inner: inner.clone(),
             page: page.to_owned(),
             failures_left: Mutex::new(times),
             dead: Mutex::new(false),
             failed: Mutex::new(0),
+            hung: None,
+        }
+    }
+
+    /// Never answers once a URL containing `page` is shown: the caller's future hangs
+    /// there, to be dropped as a crash would end it ([`hung`](Self::hung) says when).
+    pub fn hanging_on(inner: &Arc<ChromiumBrowser>, page: &str) -> Self {
+        Flaky {
+            hung: Some(tokio::sync::Notify::new()),
+            ..Self::dying_on(inner, page)
         }
     }
 
     /// Fails every call from the first one made on a URL containing `page` on.
-    pub fn dying_on(inner: &'a ChromiumBrowser, page: &str) -> Self {
+    pub fn dying_on(inner: &Arc<ChromiumBrowser>, page: &str) -> Self {
         Self::failing_on(inner, page, usize::MAX)
     }
 
@@ -54,6 +67,10 @@ impl<'a> Flaky<'a> {
                 *left -= 1;
             }
         }
+        if let Some(hung) = &self.hung {
+            hung.notify_one();
+            std::future::pending::<()>().await;
+        }
         *self.failed.lock().unwrap() += 1;
         Err(BrowserError::Timeout(
             "the page stopped answering (on purpose)".into(),
@@ -62,7 +79,7 @@ impl<'a> Flaky<'a> {
 }
 
 #[async_trait]
-impl Browser for Flaky<'_> {
+impl Browser for Flaky {
     async fn open(&self, url: &str) -> Result<(), BrowserError> {
         if *self.dead.lock().unwrap() {
             return self.check().await;

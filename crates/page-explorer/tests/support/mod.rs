@@ -54,6 +54,25 @@ where
     }
 }
 
+/// Like [`with_browser`], with the browser shared (as a durable collection's graph holds
+/// it); closed when the test is done with it.
+pub async fn with_shared_browser<F>(test: F)
+where
+    F: AsyncFnOnce(&std::sync::Arc<ChromiumBrowser>),
+{
+    let browser = std::sync::Arc::new(launch().await);
+    let outcome = {
+        let run = std::panic::AssertUnwindSafe(test(&browser));
+        futures::FutureExt::catch_unwind(run).await
+    };
+    if let Some(browser) = std::sync::Arc::into_inner(browser) {
+        browser.close().await;
+    }
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
 /// Opens `url` and waits for it to settle.
 pub async fn open(browser: &ChromiumBrowser, url: &str) {
     use page_explorer::Browser as _;
