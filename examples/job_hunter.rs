@@ -20,7 +20,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_llm::PricingTable;
 use agent_runtime::graph::RunStatus;
 use anyhow::{Context as _, bail};
 use clap::{Parser, Subcommand};
@@ -191,7 +190,6 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
         .run_id
         .unwrap_or_else(|| chrono::Local::now().format("run_%Y%m%d_%H%M%S").to_string());
     let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-    let pricing = deps.pricing.clone();
     let deps = deps.with_events(Arc::new(sender));
     let display = tokio::spawn(show_progress(receiver));
     let cancel = tokio_util::sync::CancellationToken::new();
@@ -214,7 +212,7 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
     drop(hunter);
     let _ = display.await;
     let result = outcome?;
-    print_summary(&result, &settings, &pricing, latency);
+    print_summary(&result, &settings, latency);
     Ok(match result.status {
         RunStatus::Success => 0,
         RunStatus::Partial => 3,
@@ -289,12 +287,7 @@ fn listed(items: &[String]) -> String {
     }
 }
 
-fn print_summary(
-    result: &HuntResult,
-    settings: &Settings,
-    pricing: &PricingTable,
-    latency: Option<Duration>,
-) {
+fn print_summary(result: &HuntResult, settings: &Settings, latency: Option<Duration>) {
     let state = &result.state;
     say!();
     say!(
@@ -361,7 +354,7 @@ fn print_summary(
     }
     say!(
         "  {}",
-        state.spend.describe(pricing, settings.max_cost_per_run_usd)
+        job_hunter::llm::describe_cost(&result.cost, settings.max_cost_per_run_usd)
     );
     let path = &result.critical_path;
     let mut timing = format!(

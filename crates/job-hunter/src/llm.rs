@@ -1,12 +1,15 @@
-//! Typed model calls for the pipeline's steps: quality tiers, a concurrency bound, the
-//! cost meter, and spending kept for the state.
+//! Typed model calls for the pipeline's steps: quality tiers, a concurrency bound, and
+//! the run's cost meter (the session's: its totals, per model and per step, travel with
+//! the run's checkpoints).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_llm::{ChatModel, ChatRequest, ExtractOptions, PricingTable, Usage, extract_with};
 use agent_runtime::graph::{NodeError, NodeErrorKind, RunContext};
-use agent_runtime::{CostLimits, CostMeter, EventSink, MeteredModel};
+use agent_runtime::{
+    CostLimits, CostMeter, CostSnapshot, EventSink, MeteredModel, unpriced_token_limit,
+};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -14,7 +17,6 @@ use tokio::sync::Semaphore;
 
 use crate::events::HuntEvent;
 use crate::settings::Settings;
-use crate::state::Spend;
 
 /// Which model a call needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,8 +47,8 @@ struct Recorded<T> {
     attempts: u32,
 }
 
-/// Makes the pipeline's model calls. Cheap to clone; clones share the meter, the bound
-/// and the ledger.
+/// Makes the pipeline's model calls. Cheap to clone; clones share the meter and the
+/// bound.
 #[derive(Clone)]
 pub struct PipelineLlm {
     model: Arc<dyn ChatModel>,
@@ -55,8 +57,6 @@ pub struct PipelineLlm {
     max_attempts: u32,
     meter: CostMeter,
     bound: Arc<Semaphore>,
-    ledger: Arc<Mutex<Spend>>,
-    loaded: Arc<Spend>,
     /// Calls per step whose answers were replayed from the journal (paid before a crash).
     replayed: Arc<Mutex<BTreeMap<String, u64>>>,
 }
@@ -78,13 +78,13 @@ impl std::fmt::Debug for PipelineLlm {
 pub const FIRST_ANSWER_TOKENS: u32 = 1536;
 
 impl PipelineLlm {
-    /// Calls through `model`, priced by `pricing`, under the settings' limits, starting from `spent` (a resumed
-    /// run keeps counting), warning through `events` once the threshold is passed.
+    /// Calls through `model`, priced by `pricing`, under the settings' limits, warning
+    /// through `events` once the threshold is passed. The meter is the run's session's
+    /// (see [`meter`](Self::meter)): a resumed run's session restores what was spent.
     pub fn new(
         model: Arc<dyn ChatModel>,
         pricing: PricingTable,
         settings: &Settings,
-        spent: &Spend,
         events: Arc<dyn EventSink<HuntEvent>>,
     ) -> Self {
         let threshold = settings.warn_cost_threshold_usd;
@@ -104,9 +104,6 @@ impl PipelineLlm {
                 threshold_usd: threshold,
             });
         });
-        for (model_id, usage) in &spent.usage_by_model {
-            meter.record(model_id, *usage);
-        }
         PipelineLlm {
             model,
             fast_model: settings.haiku_model.clone(),
@@ -114,8 +111,6 @@ impl PipelineLlm {
             max_attempts: settings.llm_max_attempts,
             meter,
             bound: Arc::new(Semaphore::new(settings.max_concurrency.max(1))),
-            ledger: Arc::new(Mutex::new(spent.clone())),
-            loaded: Arc::new(spent.clone()),
             replayed: Arc::default(),
         }
     }
@@ -128,33 +123,32 @@ impl PipelineLlm {
         }
     }
 
-    /// Spending so far (what was loaded plus every call since).
-    pub fn spend(&self) -> Spend {
-        self.ledger
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+    /// The meter every call is recorded on, per model and per step.
+    pub fn meter(&self) -> &CostMeter {
+        &self.meter
     }
 
-    /// The calls made through this caller, without those of an earlier process that
-    /// the run resumed from (loaded from the checkpoint, or replayed from the journal).
-    pub fn spend_since_start(&self) -> Spend {
-        let mut now = self.spend();
+    /// What the run has spent so far.
+    pub fn cost(&self) -> CostSnapshot {
+        self.meter.snapshot()
+    }
+
+    /// The calls made through this caller since `start` (what the meter held when this
+    /// process took the run over), without the answers replayed from the journal (paid
+    /// before a crash).
+    pub fn cost_since(&self, start: &CostSnapshot) -> CostSnapshot {
+        let mut since = self.cost().since(start);
         let replayed = self
             .replayed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let earlier = |step: &str| {
-            self.loaded.calls_by_step.get(step).copied().unwrap_or(0)
-                + replayed.get(step).copied().unwrap_or(0)
-        };
-        now.calls -= (self.loaded.calls + replayed.values().sum::<u64>()).min(now.calls);
-        for (step, calls) in now.calls_by_step.iter_mut() {
-            *calls -= earlier(step).min(*calls);
+        since.calls -= replayed.values().sum::<u64>().min(since.calls);
+        for (step, calls) in since.calls_by_step.iter_mut() {
+            *calls -= replayed.get(step).copied().unwrap_or(0).min(*calls);
         }
-        now.calls_by_step.retain(|_, calls| *calls > 0);
-        now
+        since.calls_by_step.retain(|_, calls| *calls > 0);
+        since
     }
 
     /// The limit that allows no more calls, if one is reached.
@@ -260,13 +254,12 @@ impl PipelineLlm {
         let started = std::time::Instant::now();
         // Through the meter, as every model call of the platform: a reached limit refuses
         // each attempt before it is made, and each attempt's usage is recorded.
-        let metered = MeteredModel::new(Arc::clone(&self.model), self.meter.clone());
+        let metered = MeteredModel::new(Arc::clone(&self.model), self.meter.for_step(step));
         let outcome = extract_with::<T, _>(&metered, request, options).await;
         let (usage, attempts, answered_by) = match &outcome {
             Ok(done) => (done.usage.clone(), done.attempts, done.model.clone()),
             Err(e) => (e.usage.clone(), e.attempts, model_id.clone()),
         };
-        self.account(step, &answered_by, &usage, attempts);
         tracing::debug!(
             step,
             model = %answered_by,
@@ -291,24 +284,52 @@ impl PipelineLlm {
             })
     }
 
-    /// Counts an answer replayed from the journal (paid before a crash) in the run's
-    /// spending, on the meter and in the ledger.
+    /// Counts an answer replayed from the journal (paid before a crash, and lost with the
+    /// step's unsaved state) on the meter again: its usage, and each of its attempts as a
+    /// call.
     fn count_replayed(&self, step: &str, model_id: &str, usage: Usage, attempts: u32) {
-        self.meter.record(model_id, usage);
-        self.account(step, model_id, &[usage], attempts);
+        let meter = self.meter.for_step(step);
+        meter.record(model_id, usage);
+        for _ in 1..attempts {
+            meter.record(model_id, Usage::default());
+        }
     }
+}
 
-    /// The spending ledger (the meter has recorded the calls already).
-    fn account(&self, step: &str, model_id: &str, usage: &[Usage], attempts: u32) {
-        let total: Usage = usage.iter().copied().sum();
-        let snapshot = self.meter.snapshot();
-        let mut ledger = self.ledger.lock().unwrap_or_else(PoisonError::into_inner);
-        ledger.calls += u64::from(attempts);
-        *ledger.calls_by_step.entry(step.to_owned()).or_default() += u64::from(attempts);
-        *ledger
-            .usage_by_model
-            .entry(model_id.to_owned())
-            .or_default() += total;
-        ledger.cost_usd = ledger.cost_usd.max(snapshot.usd);
+/// One line on tokens and cost: `tokens: N (I in, O out); cost: $C (limit $L)`, or, when a
+/// model has no price, `cost: unknown (no price for M; the $L limit stands as T tokens)`.
+///
+/// ```
+/// use agent_llm::Usage;
+/// use agent_runtime::{CostLimits, CostMeter};
+/// let meter = CostMeter::new(CostLimits::default());
+/// meter.record(
+///     "my-local-model",
+///     Usage { input_tokens: 100, output_tokens: 20, cache_read_input_tokens: 50, ..Usage::default() },
+/// );
+/// assert_eq!(
+///     job_hunter::llm::describe_cost(&meter.snapshot(), 5.0),
+///     "tokens: 170 (150 in, 20 out); cost: unknown (no price for my-local-model; the $5.00 limit stands as 5000000 tokens)"
+/// );
+/// ```
+pub fn describe_cost(spent: &CostSnapshot, max_usd: f64) -> String {
+    let tokens = format!(
+        "tokens: {} ({} in, {} out)",
+        spent.total_tokens(),
+        spent.usage.prompt_tokens(),
+        spent.usage.output_tokens
+    );
+    if spent.unpriced_models.is_empty() {
+        return format!("{tokens}; cost: ${:.4} (limit ${max_usd:.2})", spent.usd);
     }
+    let priced = if spent.usd > 0.0 {
+        format!("; ${:.4} for the priced models", spent.usd)
+    } else {
+        String::new()
+    };
+    format!(
+        "{tokens}; cost: unknown (no price for {}; the ${max_usd:.2} limit stands as {} tokens{priced})",
+        spent.unpriced_models.join(", "),
+        unpriced_token_limit(max_usd)
+    )
 }

@@ -12,6 +12,7 @@ use agent_runtime::graph::{
     CompiledGraph, GraphError, NodeContext, NodeError, RunOptions, RunStatus, StateGraph, StopKind,
     node_fn,
 };
+use agent_runtime::{CostSnapshot, Session, SessionMarks};
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
@@ -20,7 +21,7 @@ use crate::events::HuntEvent;
 use crate::llm::PipelineLlm;
 use crate::models::RunIssue;
 use crate::settings::Settings;
-use crate::state::{HuntState, RunConfig, Spend};
+use crate::state::{HuntState, RunConfig};
 use crate::steps::{self, STEP_NAMES, StepEnv};
 
 /// A failure outside the steps: invalid settings, the checkpoint store, or a graph that
@@ -59,15 +60,15 @@ pub struct CriticalPath {
 
 impl CriticalPath {
     /// From the calls per step and the concurrency bound.
-    pub fn of(spend: &Spend, concurrency: usize) -> Self {
+    pub fn of(spent: &CostSnapshot, concurrency: usize) -> Self {
         let bound = concurrency.max(1) as u64;
         CriticalPath {
-            waves: spend
+            waves: spent
                 .calls_by_step
                 .values()
                 .map(|calls| calls.div_ceil(bound))
                 .sum(),
-            calls: spend.calls,
+            calls: spent.calls,
         }
     }
 
@@ -86,8 +87,11 @@ pub struct HuntResult {
     pub status: RunStatus,
     /// Why it did not succeed.
     pub reason: Option<String>,
-    /// The state: profile, companies, jobs, scores, files, issues, spending.
+    /// The state: profile, companies, jobs, scores, files, issues.
     pub state: HuntState,
+    /// What the run's model calls cost, all of its processes together: tokens and calls
+    /// per model and per step, USD.
+    pub cost: CostSnapshot,
     /// Steps run by this call (a resumed run lists only what it ran).
     pub steps_run: Vec<String>,
     /// Steps a checkpoint showed done and were skipped.
@@ -292,7 +296,6 @@ impl JobHunter {
                         run: ctx.run(),
                     };
                     let outcome = run(state, &env).await;
-                    state.spend = shared.llm.spend();
                     tracing::info!(
                         step = name,
                         duration_seconds = started.elapsed().as_secs_f64(),
@@ -340,17 +343,30 @@ impl JobHunter {
         self.settings.validate()?;
         let store = self.store();
         let run_id = config.run_id.clone();
+        // Read to announce the steps a resumed run skips, and what it had spent.
         let latest = store.latest(&run_id).await?;
-        let spent: Spend = latest
+        let skipped = latest
             .as_ref()
-            .and_then(|cp| cp.state.get("spend").cloned())
-            .and_then(|v| serde_json::from_value(v).ok())
+            .map(|checkpoint| checkpoint.completed.clone())
             .unwrap_or_default();
+        let spent_before = latest
+            .as_ref()
+            .and_then(|checkpoint| checkpoint.session.clone())
+            .and_then(|marks| serde_json::from_value::<SessionMarks>(marks).ok())
+            .map(|marks| marks.spent())
+            .unwrap_or_default();
+        if latest.is_some() {
+            tracing::info!(run_id, completed = ?skipped, "resuming from checkpoint");
+        }
+        for step in &skipped {
+            self.deps
+                .events
+                .emit(HuntEvent::StepSkipped { step: step.clone() });
+        }
         let llm = PipelineLlm::new(
             self.deps.model.clone(),
             self.deps.pricing.clone(),
             &self.settings,
-            &spent,
             self.deps.events.clone(),
         );
         let shared = Arc::new(Shared {
@@ -365,26 +381,11 @@ impl JobHunter {
             .with_node_timeout(self.settings.agent_timeout)
             .with_cancellation(self.cancel.clone())
             .with_limit_check(move || limit_llm.limit_reached().map(|limit| limit.to_string()));
-        let (result, skipped) = match latest {
-            Some(checkpoint) => {
-                tracing::info!(run_id, completed = ?checkpoint.completed, "resuming from checkpoint");
-                for step in &checkpoint.completed {
-                    self.deps
-                        .events
-                        .emit(HuntEvent::StepSkipped { step: step.clone() });
-                }
-                (
-                    graph.resume(&run_id, store, options).await?,
-                    checkpoint.completed,
-                )
-            }
-            None => (
-                graph
-                    .run_checkpointed(HuntState::new(config), store, options)
-                    .await?,
-                Vec::new(),
-            ),
-        };
+        // The meter is the session's: its totals are saved with every checkpoint and
+        // restored when the run resumes (`config` is then the checkpoint's).
+        let session =
+            Session::new(run_id.clone(), HuntState::new(config)).with_meter(llm.meter().clone());
+        let result = graph.run_durable(&session, store, options).await?;
         if result.stop == Some(StopKind::Checkpoint) {
             let reason = result
                 .reason
@@ -410,7 +411,7 @@ impl JobHunter {
             });
             (status, reason) = (RunStatus::Partial, Some(why));
         }
-        state.spend = llm.spend();
+        let cost = llm.cost();
         if let Some(reason) = &result.reason {
             let step = result
                 .steps
@@ -442,8 +443,8 @@ impl JobHunter {
         tracing::info!(
             run_id,
             status = status.as_str(),
-            total_tokens = state.spend.total_tokens(),
-            total_cost_usd = (state.spend.cost_usd * 10_000.0).round() / 10_000.0,
+            total_tokens = cost.total_tokens(),
+            total_cost_usd = (cost.usd * 10_000.0).round() / 10_000.0,
             duration_seconds = started.elapsed().as_secs_f64(),
             jobs_scored = state.scored.len(),
             errors = state.issues.len(),
@@ -451,9 +452,10 @@ impl JobHunter {
         );
         Ok(HuntResult {
             critical_path: CriticalPath::of(
-                &llm.spend_since_start(),
+                &llm.cost_since(&spent_before),
                 self.settings.max_concurrency,
             ),
+            cost,
             run_id,
             status,
             reason,

@@ -188,7 +188,7 @@ async fn only_the_jobs_the_page_lists_are_kept_the_others_dropped_with_the_reaso
         "{prompt}"
     );
     assert!(prompt.contains(&format!("- Product Designer -> {base}/careers/designer\n")));
-    assert_eq!(rig.llm.spend().calls_by_step.get("scrape_jobs"), Some(&1));
+    assert_eq!(rig.llm.cost().calls_by_step.get("scrape_jobs"), Some(&1));
 }
 
 #[tokio::test]

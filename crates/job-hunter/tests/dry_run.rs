@@ -166,9 +166,9 @@ async fn a_dry_run_scores_every_job_and_accounts_for_every_company() {
     // One model call for the resume, preferences and companies each, one for Old Mill's
     // careers page, one per job, one per batch of five.
     let batches = state.jobs.len().div_ceil(settings.score_batch_size) as u64;
-    assert_eq!(state.spend.calls, 4 + state.jobs.len() as u64 + batches);
-    assert_eq!(state.spend.calls_by_step.get("scrape_jobs"), Some(&1));
-    assert!(state.spend.cost_usd > 0.0);
+    assert_eq!(result.cost.calls, 4 + state.jobs.len() as u64 + batches);
+    assert_eq!(result.cost.calls_by_step.get("scrape_jobs"), Some(&1));
+    assert!(result.cost.usd > 0.0);
     assert_eq!(
         result.critical_path.waves,
         4 + (state.jobs.len() as u64).div_ceil(8) + batches.div_ceil(8)
@@ -325,7 +325,7 @@ async fn without_web_search_only_named_companies_are_searched_and_the_run_says_s
     );
     assert!(!state.scored.is_empty());
     // No model call to suggest companies.
-    assert!(!state.spend.calls_by_step.contains_key("find_companies"));
+    assert!(!result.cost.calls_by_step.contains_key("find_companies"));
     assert!(
         events.events().iter().any(
             |e| matches!(e, HuntEvent::Notice { message } if message.contains("not configured"))

@@ -3,7 +3,8 @@
 #![cfg(test)]
 
 use agent_llm::{ChatRequest, ModelPrice, PricingTable, Usage};
-use job_hunter::state::Spend;
+use agent_runtime::{CostLimits, CostMeter, CostSnapshot};
+use job_hunter::llm::describe_cost;
 use job_hunter::{Deps, Settings};
 use serde_json::json;
 use wiremock::matchers::{body_partial_json, method, path};
@@ -64,13 +65,11 @@ async fn a_discovered_provider_names_and_calls_the_model_its_server_serves() {
     assert_eq!(answer.model, SERVED);
 }
 
-fn spend(model: &str, usage: Usage, cost_usd: f64) -> Spend {
-    let mut spend = Spend {
-        cost_usd,
-        ..Spend::default()
-    };
-    spend.usage_by_model.insert(model.into(), usage);
-    spend
+/// What a meter priced by `pricing` holds after one call of `model`.
+fn spent(pricing: PricingTable, model: &str, usage: Usage) -> CostSnapshot {
+    let meter = CostMeter::with_pricing(CostLimits::default(), pricing);
+    meter.record(model, usage);
+    meter.snapshot()
 }
 
 #[test]
@@ -83,21 +82,18 @@ fn the_summary_counts_cached_input_and_says_when_the_cost_is_unknown() {
     };
     let priced =
         PricingTable::default().with_price("my-model", ModelPrice::new(1.0, 2.0, 0.1, 1.25));
-    let known = spend("my-model", usage, 0.0026);
-    assert_eq!(known.input_tokens(), 5_500);
-    assert!(known.unpriced_models(&priced).is_empty());
+    let known = spent(priced, "my-model", usage);
+    assert_eq!(known.usage.prompt_tokens(), 5_500);
+    assert!(known.unpriced_models.is_empty());
     assert_eq!(
-        known.describe(&priced, 5.0),
-        "tokens: 5700 (5500 in, 200 out); cost: $0.0026 (limit $5.00)"
+        describe_cost(&known, 5.0),
+        "tokens: 5700 (5500 in, 200 out); cost: $0.0024 (limit $5.00)"
     );
 
-    let unknown = spend("my-model", usage, 0.0);
+    let unknown = spent(PricingTable::default(), "my-model", usage);
+    assert_eq!(unknown.unpriced_models, ["my-model"]);
     assert_eq!(
-        unknown.unpriced_models(&PricingTable::default()),
-        ["my-model"]
-    );
-    assert_eq!(
-        unknown.describe(&PricingTable::default(), 5.0),
+        describe_cost(&unknown, 5.0),
         "tokens: 5700 (5500 in, 200 out); cost: unknown (no price for my-model; the $5.00 limit stands as 5000000 tokens)"
     );
 }

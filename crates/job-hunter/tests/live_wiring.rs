@@ -241,7 +241,7 @@ async fn the_live_clients_run_the_whole_pipeline_over_their_wire_formats() {
             .collect::<Vec<_>>()
     };
     assert_eq!(labels(&live), labels(&dry));
-    assert_eq!(live.state.spend.calls, dry.state.spend.calls);
-    assert!((live.state.spend.cost_usd - dry.state.spend.cost_usd).abs() < 1e-9);
+    assert_eq!(live.cost.calls, dry.cost.calls);
+    assert!((live.cost.usd - dry.cost.usd).abs() < 1e-9);
     assert_eq!(common::eml_files(&settings.output_dir).len(), 1);
 }

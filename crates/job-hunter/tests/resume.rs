@@ -76,10 +76,7 @@ async fn a_run_stopped_at_every_step_boundary_resumes_to_the_same_ranking() {
             .count();
         assert_eq!(skipped, index + 1);
         // Model calls before the crash are not repeated, and their cost is kept.
-        assert_eq!(
-            resumed.state.spend.calls, baseline.state.spend.calls,
-            "after {step}"
-        );
+        assert_eq!(resumed.cost.calls, baseline.cost.calls, "after {step}");
         assert_eq!(
             common::eml_files(&settings.output_dir).len(),
             1,
@@ -211,6 +208,6 @@ async fn a_run_killed_inside_process_jobs_does_not_pay_again_for_the_jobs_it_had
     assert!(made <= 30 + 10, "{made} calls reached the model");
     assert_eq!(resumed.critical_path.calls as usize, made);
     // Every call is still counted once in the run's spending.
-    assert_eq!(resumed.state.spend.calls, baseline.state.spend.calls);
-    assert!((resumed.state.spend.cost_usd - baseline.state.spend.cost_usd).abs() < 1e-9);
+    assert_eq!(resumed.cost.calls, baseline.cost.calls);
+    assert!((resumed.cost.usd - baseline.cost.usd).abs() < 1e-9);
 }

@@ -43,7 +43,7 @@ async fn the_cost_limit_ends_the_run_partial_with_what_was_scored_written() {
         "processing finished"
     );
     assert!(!state.scored.is_empty() && state.scored.len() < state.jobs.len());
-    assert!(state.spend.cost_usd >= 0.15);
+    assert!(result.cost.usd >= 0.15);
     // What was scored is written, not lost; no email for a partial run.
     assert_eq!(state.output_files.len(), 3);
     assert!(state.output_files.iter().all(|f| f.exists()));
@@ -134,7 +134,7 @@ async fn a_model_that_never_answers_in_shape_fails_the_run() {
     );
     // Three attempts, all counted.
     assert_eq!(model.call_count(), 3);
-    assert_eq!(result.state.spend.calls, 3);
+    assert_eq!(result.cost.calls, 3);
 }
 
 #[tokio::test]

@@ -226,7 +226,7 @@ async fn process_jobs_stops_at_the_cost_limit_keeping_what_was_done() {
     assert_eq!(urls, [URL_STRUCTURED]);
     assert_eq!(state.raw_jobs, raw);
     assert!(state.issues.is_empty(), "{:#?}", state.issues);
-    assert!(rig.llm.spend().cost_usd >= 1.0);
+    assert!(rig.llm.cost().usd >= 1.0);
     assert!(rig.llm.limit_reached().is_some());
     assert!(
         rig.events
@@ -443,5 +443,5 @@ async fn score_jobs_ranks_valid_scores_and_records_each_invalid_one() {
             ),
         ]
     );
-    assert_eq!(rig.llm.spend().calls_by_step.get("score_jobs"), Some(&3));
+    assert_eq!(rig.llm.cost().calls_by_step.get("score_jobs"), Some(&3));
 }

@@ -57,7 +57,7 @@ async fn parse_resume_sends_the_read_resume_to_the_quality_model_once() {
     insta::assert_snapshot!("parse_resume_prompt", prompt);
     insta::assert_snapshot!("parse_resume_system", request.system.clone().unwrap());
 
-    let spend = rig.llm.spend();
+    let spend = rig.llm.cost();
     assert_eq!(spend.calls, 1);
     assert_eq!(spend.calls_by_step.get("parse_resume"), Some(&1));
     assert!(
@@ -96,10 +96,10 @@ async fn parse_resume_re_asks_after_an_invalid_answer_and_counts_both_calls() {
             .all(|r| r.model.as_deref() == Some(rig.settings.sonnet_model.as_str()))
     );
 
-    let spend = rig.llm.spend();
+    let spend = rig.llm.cost();
     assert_eq!(spend.calls, 2);
     assert_eq!(spend.calls_by_step.get("parse_resume"), Some(&2));
-    assert_eq!(spend.usage(), expected_usage);
+    assert_eq!(spend.usage, expected_usage);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -163,7 +163,7 @@ async fn parse_prefs_uses_the_fast_model_and_dedupes_company_names() {
         prompt.contains("Northwind Robotics and Quill Labs"),
         "{prompt}"
     );
-    assert_eq!(rig.llm.spend().calls_by_step.get("parse_prefs"), Some(&1));
+    assert_eq!(rig.llm.cost().calls_by_step.get("parse_prefs"), Some(&1));
 }
 
 #[tokio::test]
@@ -178,6 +178,6 @@ async fn parse_prefs_refuses_empty_preferences_without_calling_the_model() {
     assert_eq!(error.kind(), NodeErrorKind::Fatal);
     assert!(error.message().contains("empty"), "{error}");
     assert_eq!(model.call_count(), 0);
-    assert_eq!(rig.llm.spend().calls, 0);
+    assert_eq!(rig.llm.cost().calls, 0);
     assert!(state.preferences.is_none());
 }

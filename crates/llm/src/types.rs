@@ -379,6 +379,26 @@ impl Usage {
     pub fn total_tokens(&self) -> u64 {
         self.prompt_tokens() + self.output_tokens
     }
+
+    /// The tokens of `self` beyond `earlier`'s, each count at least zero.
+    ///
+    /// ```
+    /// let later = agent_llm::Usage { input_tokens: 10, output_tokens: 5, ..Default::default() };
+    /// let earlier = agent_llm::Usage { input_tokens: 4, output_tokens: 9, ..Default::default() };
+    /// assert_eq!((later.saturating_sub(&earlier).input_tokens, later.saturating_sub(&earlier).output_tokens), (6, 0));
+    /// ```
+    pub fn saturating_sub(&self, earlier: &Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.saturating_sub(earlier.input_tokens),
+            output_tokens: self.output_tokens.saturating_sub(earlier.output_tokens),
+            cache_read_input_tokens: self
+                .cache_read_input_tokens
+                .saturating_sub(earlier.cache_read_input_tokens),
+            cache_creation_input_tokens: self
+                .cache_creation_input_tokens
+                .saturating_sub(earlier.cache_creation_input_tokens),
+        }
+    }
 }
 
 impl Add for Usage {

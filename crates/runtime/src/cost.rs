@@ -7,7 +7,7 @@ use agent_llm::{
 };
 use async_trait::async_trait;
 use futures::StreamExt;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -27,7 +27,7 @@ pub struct CostLimits {
 }
 
 /// What was spent so far.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CostSnapshot {
     /// Tokens of all calls.
     pub usage: Usage,
@@ -39,6 +39,63 @@ pub struct CostSnapshot {
     pub unpriced_models: Vec<String>,
     /// Time since the meter was made.
     pub elapsed: Duration,
+    /// Tokens per model, as the providers named them.
+    #[serde(default)]
+    pub usage_by_model: BTreeMap<String, Usage>,
+    /// Calls per step, for the calls recorded through a meter of [`CostMeter::for_step`].
+    #[serde(default)]
+    pub calls_by_step: BTreeMap<String, u64>,
+}
+
+impl CostSnapshot {
+    /// Input tokens (cache reads and writes included) plus output tokens.
+    pub fn total_tokens(&self) -> u64 {
+        self.usage.total_tokens()
+    }
+
+    /// What was spent since `earlier`, a snapshot of the same meter: calls, tokens and
+    /// USD, per model and per step (the models and steps of `earlier` and no call since
+    /// are left out).
+    ///
+    /// ```
+    /// use agent_llm::Usage;
+    /// use agent_runtime::{CostLimits, CostMeter};
+    /// let meter = CostMeter::new(CostLimits::default());
+    /// meter.for_step("parse").record("m", Usage { input_tokens: 5, ..Default::default() });
+    /// let before = meter.snapshot();
+    /// meter.for_step("score").record("m", Usage { input_tokens: 7, ..Default::default() });
+    /// let since = meter.snapshot().since(&before);
+    /// assert_eq!((since.calls, since.usage.input_tokens), (1, 7));
+    /// assert_eq!(since.calls_by_step.keys().collect::<Vec<_>>(), ["score"]);
+    /// ```
+    pub fn since(&self, earlier: &CostSnapshot) -> CostSnapshot {
+        let mut usage_by_model = self.usage_by_model.clone();
+        for (model, usage) in &mut usage_by_model {
+            if let Some(before) = earlier.usage_by_model.get(model) {
+                *usage = usage.saturating_sub(before);
+            }
+        }
+        usage_by_model.retain(|_, usage| *usage != Usage::default());
+        let mut calls_by_step = self.calls_by_step.clone();
+        for (step, calls) in &mut calls_by_step {
+            *calls -= earlier
+                .calls_by_step
+                .get(step)
+                .copied()
+                .unwrap_or(0)
+                .min(*calls);
+        }
+        calls_by_step.retain(|_, calls| *calls > 0);
+        CostSnapshot {
+            usage: self.usage.saturating_sub(&earlier.usage),
+            calls: self.calls - earlier.calls.min(self.calls),
+            usd: (self.usd - earlier.usd).max(0.0),
+            unpriced_models: self.unpriced_models.clone(),
+            elapsed: self.elapsed.saturating_sub(earlier.elapsed),
+            usage_by_model,
+            calls_by_step,
+        }
+    }
 }
 
 type WarnHook = Arc<dyn Fn(&CostSnapshot) + Send + Sync>;
@@ -49,6 +106,8 @@ struct Totals {
     usd: f64,
     unpriced: BTreeSet<String>,
     warned: bool,
+    by_model: BTreeMap<String, Usage>,
+    by_step: BTreeMap<String, u64>,
 }
 
 struct MeterInner {
@@ -73,6 +132,8 @@ struct MeterInner {
 #[derive(Clone)]
 pub struct CostMeter {
     inner: Arc<MeterInner>,
+    /// The step the calls recorded through this handle are counted under.
+    step: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for CostMeter {
@@ -106,12 +167,34 @@ impl CostMeter {
                     usd: 0.0,
                     unpriced: BTreeSet::new(),
                     warned: false,
+                    by_model: BTreeMap::new(),
+                    by_step: BTreeMap::new(),
                 }),
                 limits,
                 pricing,
                 on_warn: None,
                 started: Instant::now(),
             }),
+            step: None,
+        }
+    }
+
+    /// This meter (the same counts and limits), recording the calls made through the
+    /// handle under `step` too ([`CostSnapshot::calls_by_step`]).
+    ///
+    /// ```
+    /// use agent_llm::Usage;
+    /// use agent_runtime::{CostLimits, CostMeter};
+    /// let meter = CostMeter::new(CostLimits::default());
+    /// meter.for_step("rank").record("m", Usage::default());
+    /// meter.record("m", Usage::default());
+    /// let spent = meter.snapshot();
+    /// assert_eq!((spent.calls, spent.calls_by_step["rank"]), (2, 1));
+    /// ```
+    pub fn for_step(&self, step: &str) -> CostMeter {
+        CostMeter {
+            inner: Arc::clone(&self.inner),
+            step: Some(Arc::from(step)),
         }
     }
 
@@ -122,11 +205,15 @@ impl CostMeter {
                 inner.on_warn = Some(Arc::new(hook));
                 CostMeter {
                     inner: Arc::new(inner),
+                    step: self.step,
                 }
             }
             Err(shared) => {
                 tracing::warn!("warn hook set on a meter already shared; ignored");
-                CostMeter { inner: shared }
+                CostMeter {
+                    inner: shared,
+                    step: self.step,
+                }
             }
         }
     }
@@ -198,6 +285,10 @@ impl CostMeter {
             let mut totals = self.totals();
             totals.usage += usage;
             totals.calls += 1;
+            *totals.by_model.entry(model.to_owned()).or_default() += usage;
+            if let Some(step) = &self.step {
+                *totals.by_step.entry(step.to_string()).or_default() += 1;
+            }
             match cost {
                 Ok(usd) => totals.usd += usd,
                 Err(unknown) => {
@@ -224,22 +315,40 @@ impl CostMeter {
         snapshot
     }
 
-    /// Sets what was spent to totals saved earlier (a run resumed in a new process
-    /// carries on counting, and its limits apply to the whole run).
+    /// Sets what was spent to a snapshot taken earlier (a run resumed in a new process
+    /// carries on counting, and its limits apply to the whole run). The models without a
+    /// price among its models count as such again.
     ///
     /// ```
     /// use agent_runtime::{CostLimits, CostMeter};
     /// use agent_llm::Usage;
+    /// let before = CostMeter::new(CostLimits::default());
+    /// for _ in 0..3 {
+    ///     before.record("claude-haiku-4-5", Usage { input_tokens: 10, ..Default::default() });
+    /// }
     /// let meter = CostMeter::new(CostLimits { max_calls: Some(3), ..Default::default() });
-    /// meter.restore(Usage { input_tokens: 10, ..Default::default() }, 3, 0.5);
+    /// meter.restore(&before.snapshot());
     /// assert_eq!(meter.snapshot().calls, 3);
     /// assert!(meter.check().is_err());
     /// ```
-    pub fn restore(&self, usage: Usage, calls: u64, usd: f64) {
+    pub fn restore(&self, spent: &CostSnapshot) {
+        let unpriced = spent
+            .usage_by_model
+            .keys()
+            .filter(|model| self.inner.pricing.price(model).is_none())
+            .cloned();
         let mut totals = self.totals();
-        totals.usage = usage;
-        totals.calls = calls;
-        totals.usd = usd;
+        totals.usage = spent.usage;
+        totals.calls = spent.calls;
+        totals.usd = spent.usd;
+        totals.by_model = spent.usage_by_model.clone();
+        totals.by_step = spent.calls_by_step.clone();
+        totals.unpriced = spent
+            .unpriced_models
+            .iter()
+            .cloned()
+            .chain(unpriced)
+            .collect();
     }
 
     /// What was spent so far.
@@ -306,6 +415,8 @@ fn snapshot_of(totals: &Totals, elapsed: Duration) -> CostSnapshot {
         usd: totals.usd,
         unpriced_models: totals.unpriced.iter().cloned().collect(),
         elapsed,
+        usage_by_model: totals.by_model.clone(),
+        calls_by_step: totals.by_step.clone(),
     }
 }
 

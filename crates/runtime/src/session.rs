@@ -2,7 +2,7 @@
 
 use crate::bus::AgentBus;
 use crate::context::AgentContext;
-use crate::cost::CostMeter;
+use crate::cost::{CostMeter, CostSnapshot};
 use crate::events::EventSink;
 use crate::gates::GateRegistry;
 use crate::identity::AgentIdentity;
@@ -11,6 +11,7 @@ use crate::session_parts::SessionParts;
 use crate::state::SharedState;
 use agent_llm::{ModelRouter, Usage};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio_util::sync::CancellationToken;
@@ -35,6 +36,26 @@ pub struct SessionMarks {
     /// USD metered.
     #[serde(default)]
     pub usd: f64,
+    /// Tokens metered per model.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub usage_by_model: BTreeMap<String, Usage>,
+    /// Calls metered per step.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub calls_by_step: BTreeMap<String, u64>,
+}
+
+impl SessionMarks {
+    /// What the session's meter had spent at these marks.
+    pub fn spent(&self) -> CostSnapshot {
+        CostSnapshot {
+            usage: self.usage,
+            calls: self.calls,
+            usd: self.usd,
+            usage_by_model: self.usage_by_model.clone(),
+            calls_by_step: self.calls_by_step.clone(),
+            ..CostSnapshot::default()
+        }
+    }
 }
 
 /// One user's run of a product: what its agents share. Make one per session, then an
@@ -261,6 +282,11 @@ impl<S, E> Session<S, E> {
             usage: spent.as_ref().map(|s| s.usage).unwrap_or_default(),
             calls: spent.as_ref().map_or(0, |s| s.calls),
             usd: spent.as_ref().map_or(0.0, |s| s.usd),
+            usage_by_model: spent
+                .as_ref()
+                .map(|s| s.usage_by_model.clone())
+                .unwrap_or_default(),
+            calls_by_step: spent.map(|s| s.calls_by_step).unwrap_or_default(),
         }
     }
 
@@ -284,7 +310,7 @@ impl<S, E> Session<S, E> {
             .gates
             .set_id_counters(marks.gate_ids.iter().cloned());
         if let Some(meter) = &self.parts.meter {
-            meter.restore(marks.usage, marks.calls, marks.usd);
+            meter.restore(&marks.spent());
         }
     }
 }

@@ -8,7 +8,6 @@ use agent_llm::testing::ScriptedModel;
 use agent_runtime::CollectingSink;
 use agent_runtime::graph::RunContext;
 use job_hunter::llm::PipelineLlm;
-use job_hunter::state::Spend;
 use job_hunter::steps::StepEnv;
 use job_hunter::{Deps, HuntEvent, HuntState, Settings};
 
@@ -44,7 +43,6 @@ impl Rig {
             model,
             agent_llm::PricingTable::default(),
             &settings,
-            &Spend::default(),
             deps.events.clone(),
         );
         Rig {
