@@ -1,11 +1,10 @@
 //! A new hosted product in one file: the template to copy when you build on agent-runtime.
 //!
 //! It drafts a cover-letter opening: a graph whose `draft` node runs an agent with a typed
-//! tool and whose `review` node asks the user at a typed gate, looping back until the
-//! draft is approved. The server hosts it under `/api/letter` (start, SSE stream, answers,
-//! status, cancel, OpenAPI) with every session and checkpoint in one SQLite file: kill
-//! the process (`kill -9`) at any point and start it again with the same `--db`, and each
-//! session goes on where it was, paying for no model call twice.
+//! tool and whose `review` node asks at a typed gate, looping until the draft is approved.
+//! The server hosts it under `/api/letter` (start, SSE stream, answers, status, cancel,
+//! OpenAPI), every session and checkpoint in one SQLite file: kill it (`kill -9`) at any
+//! point, start it again with the same `--db`, and each session goes on where it was.
 //!
 //! ```text
 //! cargo run -p examples --example embed_runtime -- [--db output/letters.db] [--port 8080]
@@ -15,11 +14,10 @@
 
 use agent_backends::SqliteSessionStore;
 use agent_llm::testing::{LatencyModel, TestModel};
-use agent_runtime::graph::{CompiledGraph, END, GraphError, NodeContext, NodeError, RunOptions};
+use agent_runtime::graph::{CompiledGraph, END, GraphError, NodeContext, NodeError};
 use agent_runtime::graph::{START, StateGraph, node_fn};
-use agent_runtime::{AgentConfig, AgentContext, AgentIdentity, AgentLoop, Gate, GateSpec};
-use agent_runtime::{ToolError, tool};
-use agent_server::{AgentServer, Product, SessionHandle};
+use agent_runtime::{AgentConfig, AgentContext, AgentIdentity, AgentLoop, Gate, ToolError, tool};
+use agent_server::{AgentServer, GraphProduct};
 use clap::Parser;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -78,11 +76,8 @@ fn writer() -> AgentConfig<Letter, LetterEvent> {
         Ok::<_, ToolError>("saved")
     };
     let writer = AgentIdentity::new("writer", "letters");
-    AgentConfig::new(writer, "Draft an opening.").with_tool(tool(
-        "save_draft",
-        "Saves it.",
-        save_draft,
-    ))
+    let save_draft = tool("save_draft", "Saves it.", save_draft);
+    AgentConfig::new(writer, "Draft an opening.").with_tool(save_draft)
 }
 
 fn graph(latency: Duration) -> Result<CompiledGraph<Letter, LetterEvent>, GraphError> {
@@ -93,12 +88,11 @@ fn graph(latency: Duration) -> Result<CompiledGraph<Letter, LetterEvent>, GraphE
     let draft = node_fn(move |ctx: &NodeContext<Letter, LetterEvent>| {
         let agent = Arc::clone(&agent);
         Box::pin(async move {
-            let ask =
-                ctx.read(|l| format!("Write to {}, revision {}.", l.company, l.revisions + 1));
-            match ctx.run_agent(&agent, ask).await.is_complete() {
-                true => Ok(()),
-                false => Err(NodeError::fatal("the writer did not finish")),
+            let ask = ctx.read(|l| format!("Write to {}, draft {}.", l.company, l.revisions + 1));
+            if !ctx.run_agent(&agent, ask).await.is_complete() {
+                return Err(NodeError::fatal("the writer did not finish"));
             }
+            Ok(())
         })
     });
     let review = node_fn(|ctx: &NodeContext<Letter, LetterEvent>| {
@@ -123,44 +117,10 @@ fn graph(latency: Duration) -> Result<CompiledGraph<Letter, LetterEvent>, GraphE
         .compile()
 }
 
-struct Letters(CompiledGraph<Letter, LetterEvent>);
-
-#[async_trait::async_trait]
-impl Product for Letters {
-    type Start = Start;
-    type Event = LetterEvent;
-    type Output = Letter;
-    type Error = NodeError;
-
-    fn name(&self) -> &str {
-        "letter"
-    }
-
-    fn gates(&self) -> Vec<GateSpec> {
-        vec![REVIEW.spec()]
-    }
-
-    async fn run(
-        &self,
-        handle: SessionHandle<LetterEvent>,
-        start: Start,
-    ) -> Result<Letter, NodeError> {
-        let session = handle.session(Letter::default());
-        session.state().update(|l| l.company = start.company);
-        let options = RunOptions::new();
-        let run = self
-            .0
-            .run_durable(&session, handle.checkpoints(), options)
-            .await?;
-        run.reason
-            .map_or(Ok(run.state), |why| Err(NodeError::fatal(why)))
-    }
-}
-
 /// Serves the letter product.
 #[derive(Parser)]
 struct Args {
-    /// The SQLite file of the sessions and their checkpoints.
+    /// The SQLite file of the sessions and their checkpoints (made with its directory).
     #[arg(long, default_value = "output/letters.db")]
     db: std::path::PathBuf,
     /// Port on 127.0.0.1 (0: any free port).
@@ -174,12 +134,15 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    std::fs::create_dir_all(args.db.parent().unwrap_or(".".as_ref()))?;
     let store = SqliteSessionStore::open(&args.db).await?;
-    let checkpoints = Arc::new(store.checkpoints());
-    let product = Letters(graph(Duration::from_millis(args.latency_ms))?);
-    let server = AgentServer::new(Arc::new(store)).with_checkpoints(checkpoints);
-    let server = server.with_product(Arc::new(product));
+    // The graph is the product: each start is its first state, its end state the result.
+    let graph = graph(Duration::from_millis(args.latency_ms))?;
+    let first = |start: Start| Letter {
+        company: start.company,
+        ..Letter::default()
+    };
+    let product = GraphProduct::new("letter", graph, first).with_gates([REVIEW.spec()]);
+    let server = AgentServer::new(Arc::new(store)).with_product(Arc::new(product));
     server.resume_unfinished().await?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?;
     println!("listening on http://{}", listener.local_addr()?);

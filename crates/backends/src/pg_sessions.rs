@@ -11,6 +11,9 @@ use agent_runtime::sessions::{
     GateAnswer, NewSession, OpenGate, SessionOutcome, SessionRecord, SessionStatus, SessionStore,
     StoreError, StoredEvent, StoredGate,
 };
+use std::sync::Arc;
+
+use agent_runtime::checkpoint::CheckpointStore;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -350,5 +353,9 @@ impl SessionStore for PgSessionStore {
         .await
         .map_err(backend)?;
         rows.iter().map(session_from_row).collect()
+    }
+
+    fn checkpoint_store(&self) -> Option<Arc<dyn CheckpointStore>> {
+        Some(Arc::new(self.checkpoints()))
     }
 }

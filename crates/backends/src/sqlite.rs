@@ -17,6 +17,9 @@ use agent_runtime::sessions::{
     GateAnswer, NewSession, OpenGate, SessionOutcome, SessionRecord, SessionStatus, SessionStore,
     StoreError, StoredEvent, StoredGate,
 };
+use std::sync::Arc;
+
+use agent_runtime::checkpoint::CheckpointStore;
 use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::sqlite::{
@@ -461,5 +464,9 @@ impl SessionStore for SqliteSessionStore {
         .await
         .map_err(backend)?;
         rows.iter().map(session_from_row).collect()
+    }
+
+    fn checkpoint_store(&self) -> Option<Arc<dyn CheckpointStore>> {
+        Some(Arc::new(self.checkpoints()))
     }
 }

@@ -112,6 +112,7 @@ mod auth;
 pub mod chat;
 mod control;
 mod error;
+mod graph_product;
 mod hosted;
 mod launch;
 mod openapi;
@@ -127,6 +128,7 @@ mod writer;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use graph_product::GraphProduct;
 pub use product::{Product, Refusal, SessionHandle};
 pub use server::{AgentServer, ServerConfig, SessionBuses};
 

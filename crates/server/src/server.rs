@@ -176,12 +176,18 @@ impl LiveSession {
 
 impl AgentServer {
     /// A server keeping its sessions in `store`, with no product yet. Runs checkpoint in
-    /// memory until [`with_checkpoints`](Self::with_checkpoints) gives a durable store.
+    /// the store's own checkpoint store when it has one
+    /// ([`SessionStore::checkpoint_store`]: SQLite, PostgreSQL), else in memory until
+    /// [`with_checkpoints`](Self::with_checkpoints) gives a durable store.
     pub fn new(store: Arc<dyn SessionStore>) -> Self {
+        // The store's own checkpoints when it has them: runs resume with their sessions.
+        let checkpoints = store
+            .checkpoint_store()
+            .unwrap_or_else(|| Arc::new(InMemoryCheckpointStore::new()));
         AgentServer {
             inner: Arc::new(Inner {
                 store,
-                checkpoints: Arc::new(InMemoryCheckpointStore::new()),
+                checkpoints,
                 products: Vec::new(),
                 config: ServerConfig::default(),
                 live: Arc::default(),

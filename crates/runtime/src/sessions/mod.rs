@@ -301,4 +301,11 @@ pub trait SessionStore: Send + Sync {
     /// The sessions of `product` whose run has not finished (running or waiting), oldest
     /// first: what a restarted server resumes.
     async fn unfinished(&self, product: &str) -> Result<Vec<SessionRecord>, StoreError>;
+
+    /// The checkpoint store in the same database, when this store has one: one store per
+    /// deployment (ADR 0008), so a server on it keeps its runs' checkpoints beside its
+    /// sessions unless given others. `None` (the default) for a store without one.
+    fn checkpoint_store(&self) -> Option<std::sync::Arc<dyn crate::checkpoint::CheckpointStore>> {
+        None
+    }
 }
