@@ -4,22 +4,12 @@
 //! model sees it; no provider and no `--dry-run` is a clear error.
 #![cfg(test)]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
-
-fn binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(Path::parent).unwrap();
-    let binary = dir.join("examples").join("page_explorer");
-    assert!(
-        binary.exists(),
-        "{} is missing: run `cargo test --workspace` (which builds the examples) or `cargo build -p examples --examples`",
-        binary.display()
-    );
-    binary
-}
 
 fn site(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -36,7 +26,7 @@ async fn run(args: Vec<String>) -> Output {
 /// Runs the example in `dir` as its current directory.
 async fn run_in(dir: PathBuf, args: Vec<String>) -> Output {
     tokio::task::spawn_blocking(move || {
-        Command::new(binary())
+        Command::new(support::examples::example("page_explorer"))
             .current_dir(dir)
             .args(args)
             .env_remove("ANTHROPIC_API_KEY")

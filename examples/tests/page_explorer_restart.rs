@@ -5,29 +5,19 @@
 //! the one in flight.
 #![cfg(test)]
 
+mod support;
+
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
-
-fn binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(Path::parent).unwrap();
-    let binary = dir.join("examples").join("page_explorer");
-    assert!(
-        binary.exists(),
-        "{} is missing: run `cargo test --workspace` (which builds the examples)",
-        binary.display()
-    );
-    binary
-}
 
 fn explore(site: &str, out: &Path, run_id: &str, latency_ms: u64) -> Command {
     let site = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../fixtures/sites")
         .join(site);
-    let mut command = Command::new(binary());
+    let mut command = Command::new(support::examples::example("page_explorer"));
     command
         .args(["explore", site.to_str().unwrap(), "--dry-run"])
         .args(["--out", out.to_str().unwrap(), "--run-id", run_id])
