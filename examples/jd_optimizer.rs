@@ -327,9 +327,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("opening {}", args.db.display()))?;
     let optimizer = with_embeddings(optimizer, &args.embeddings, provider.as_ref(), &store)?;
     let product = OptimizeProduct::new(optimizer, Arc::new(store.documents()), args.daily_quota);
-    let checkpoints = store.checkpoints();
+    // One database: sessions, their runs' checkpoints and the documents.
     let server = AgentServer::new(Arc::new(store))
-        .with_checkpoints(Arc::new(checkpoints))
         .with_product(Arc::new(product.interview_product(false)))
         .with_product(Arc::new(product.interview_product(true)))
         .with_product(Arc::new(product));

@@ -178,10 +178,7 @@ async fn main() -> anyhow::Result<()> {
             // One database: sessions, events and gates, the runs' checkpoints and the
             // users' master resumes beside them.
             let product = product.with_documents(Arc::new(store.documents()));
-            let checkpoints = store.checkpoints();
-            let server = AgentServer::new(Arc::new(store))
-                .with_checkpoints(Arc::new(checkpoints))
-                .with_product(Arc::new(product));
+            let server = AgentServer::new(Arc::new(store)).with_product(Arc::new(product));
             let resumed = server.resume_unfinished().await?;
             if resumed > 0 {
                 println!("resumed {resumed} unfinished session(s)");
@@ -236,7 +233,6 @@ async fn scale_out(args: &Args, product: ResumeProduct) -> anyhow::Result<(Agent
         ..ServerConfig::default()
     };
     let server = AgentServer::new(Arc::new(store.clone()))
-        .with_checkpoints(Arc::new(store.checkpoints()))
         .with_leases(Arc::new(store.leases()))
         .with_fanout(nats.clone())
         .with_control(nats)

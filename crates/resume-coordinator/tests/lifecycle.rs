@@ -60,10 +60,7 @@ async fn a_session_parked_at_shutdown_resumes_on_the_next_server_and_completes()
     let path = dir.path().join("sessions.db");
     let open = || async {
         let store = SqliteSessionStore::open(&path).await.unwrap();
-        let checkpoints = Arc::new(store.checkpoints());
-        AgentServer::new(Arc::new(store))
-            .with_checkpoints(checkpoints)
-            .with_product(dry_run_product())
+        AgentServer::new(Arc::new(store)).with_product(dry_run_product())
     };
     let first = open().await;
     let http = TestServer::spawn(first.clone()).await;

@@ -42,10 +42,7 @@ pub async fn durable_server(path: &std::path::Path) -> AgentServer {
             .await
             .unwrap(),
     );
-    let checkpoints = Arc::new(store.checkpoints());
-    AgentServer::new(store)
-        .with_checkpoints(checkpoints)
-        .with_product(dry_run_product())
+    AgentServer::new(store).with_product(dry_run_product())
 }
 
 /// The resume product's server on a loopback port: agent-server's test server (its
