@@ -30,6 +30,7 @@ mod agent_loop;
 mod config;
 mod context;
 mod cost;
+mod metered;
 mod progress;
 mod result;
 mod session;
@@ -42,9 +43,9 @@ pub use agent_loop::{AgentLoop, AgentRun, Next, RunSaver, ToolCall, ToolCalls};
 pub use config::{AgentConfig, Compaction, PromptError, render_placeholders};
 pub use context::AgentContext;
 pub use cost::{
-    CostLimits, CostMeter, CostSnapshot, MeteredModel, UNPRICED_TOKENS_PER_USD,
-    unpriced_token_limit,
+    CostLimits, CostMeter, CostSnapshot, UNPRICED_TOKENS_PER_USD, unpriced_token_limit,
 };
+pub use metered::MeteredModel;
 pub use progress::ModelProgress;
 pub use result::{AgentResult, StopCause};
 pub use session::{Session, SessionMarks};
