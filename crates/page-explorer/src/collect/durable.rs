@@ -140,7 +140,7 @@ async fn walk_part(
     let first_here = !shared.ran.swap(true, Ordering::SeqCst);
     let mut walk = Walk::in_node(browser, options, ctx, progress, first_here);
     let outcome = match part {
-        Part::Listings => walk.listing_stage().await,
+        Part::Listings => walk.listing_stage().await.map(|_| ()),
         Part::Details => walk.detail_stage().await.map(|_| ()),
     };
     if first_here {

@@ -133,29 +133,29 @@ impl<'a> Walk<'a> {
         self.into_collection(end)
     }
 
-    /// Reads the listing pages, from where the walk stands; then it stands before the
-    /// detail pages. A halt is saved where it stopped, for a resume.
-    pub(crate) async fn listing_stage(&mut self) -> Result<(), Halt> {
-        let Stage::Listings { url, in_place } = self.resume_at.clone() else {
-            return Ok(());
+    /// Reads the listing pages, from where the walk stands (nothing when they are read),
+    /// and says how the listing ended; then the walk stands before the detail pages. A
+    /// halt is saved where it stopped, for a resume.
+    pub(crate) async fn listing_stage(&mut self) -> Result<CollectEnd, Halt> {
+        let (url, in_place) = match self.resume_at.clone() {
+            Stage::Listings { url, in_place } => (url, in_place),
+            Stage::Details { end } | Stage::Done { end } => return Ok(end),
         };
         let end = match self.listings(url, in_place).await {
             Ok(end) => end,
             Err(halt) => return Err(self.halted(halt).await),
         };
         self.resume_at = Stage::Details { end };
-        Ok(())
+        Ok(end)
     }
 
     /// Reads the detail pages left (after the listing pages, if they are not read yet)
     /// and ends the walk: its end, or a halt saved where it stopped.
     pub(crate) async fn detail_stage(&mut self) -> Result<CollectEnd, Halt> {
-        self.listing_stage().await?;
-        let end = match self.resume_at {
-            Stage::Details { end } => end,
-            Stage::Done { end } => return Ok(end),
-            Stage::Listings { .. } => return Err(Halt(CollectEnd::TooManyErrors)),
-        };
+        let end = self.listing_stage().await?;
+        if matches!(self.resume_at, Stage::Done { .. }) {
+            return Ok(end);
+        }
         if let Err(halt) = self.details(end).await {
             return Err(self.halted(halt).await);
         }
