@@ -5,15 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_llm::{
-    ChatModel, ChatRequest, ExtractError, ExtractOptions, Limit, LlmError, ModelRouter, ModelTier,
-    extract_with,
-};
+use agent_llm::{ChatModel, ExtractError, Limit, LlmError, ModelRouter, ModelTier};
+use agent_runtime::Session;
 use agent_runtime::graph::NodeContext;
-use agent_runtime::{CostMeter, MeteredModel};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use tokio_util::sync::CancellationToken;
 
 use crate::budget::{Spent, limit_reached};
 use crate::events::OptimizeEvent;
@@ -125,6 +121,14 @@ impl AgentCaller {
         self.router.model(tier)
     }
 
+    /// Gives `session` this caller's model and tiers: the sessions an optimization or a
+    /// preparation runs in must have them, since every call is the session's.
+    pub fn equip<S, E>(&self, session: Session<S, E>) -> Session<S, E> {
+        session
+            .with_model(Arc::clone(&self.model))
+            .with_router(self.router.clone())
+    }
+
     /// Asks for a `T`. Refused before calling when a budget limit is reached; the call
     /// is cut at what is left of the wall time; every attempt's tokens are added to the
     /// agent's count in the state, whatever the outcome.
@@ -138,8 +142,7 @@ impl AgentCaller {
         }
         let left = Duration::from_millis(budget.max_wall_ms.saturating_sub(spent.elapsed_ms));
         let agent = ask.agent;
-        let cancel = ctx.run().cancellation_token().clone();
-        let called = self.call(ask, ctx.session().meter(), left, &cancel).await;
+        let called = Self::call(ctx, ask, left).await;
         ctx.update(|s| {
             *s.token_usage.entry(agent.to_owned()).or_default() += called.tokens;
             s.total_tokens_used += called.tokens;
@@ -148,43 +151,22 @@ impl AgentCaller {
         called.outcome
     }
 
-    /// Makes one structured-output call (re-asked once on invalid output) through
-    /// `meter` when given, cut after `left`, stopped by `cancel`; says what it used.
-    pub async fn call<T>(
-        &self,
-        ask: Ask,
-        meter: Option<&CostMeter>,
-        left: Duration,
-        cancel: &CancellationToken,
-    ) -> Called<T>
+    /// Makes one structured-output call (re-asked once on invalid output) as the
+    /// runtime's one metered call on `ctx`'s session (its model, tiers and meter, the
+    /// meter counting the call under the agent's name), cut after `left`, stopped when
+    /// the run is cancelled; says what it used.
+    pub async fn call<T, S, E>(ctx: &NodeContext<S, E>, ask: Ask, left: Duration) -> Called<T>
     where
         T: JsonSchema + DeserializeOwned,
     {
-        let mut request = ChatRequest::from_prompt(ask.prompt);
-        request.system = Some(ask.system);
-        request.model = Some(self.router.model(ask.tier).to_owned());
-        request.temperature = Some(ask.temperature);
-        request.max_tokens = Some(ask.max_tokens);
-        let options = ExtractOptions {
-            max_attempts: 2,
-            ..ExtractOptions::default()
-        };
-        let call = async {
-            match meter {
-                Some(meter) => {
-                    let metered = MeteredModel::new(Arc::clone(&self.model), meter.clone());
-                    extract_with::<T, _>(&metered, request, options).await
-                }
-                None => extract_with::<T, _>(self.model.as_ref(), request, options).await,
-            }
-        };
-        let outcome = tokio::select! {
-            outcome = tokio::time::timeout(left, call) => outcome,
-            () = cancel.cancelled() => {
-                return Called { outcome: Err(CallError::Cancelled), tokens: 0, calls: 1 };
-            }
-        };
-        let Ok(outcome) = outcome else {
+        let question = agent_runtime::Ask::new(ask.prompt)
+            .system(ask.system)
+            .tier(ask.tier)
+            .step(ask.agent)
+            .temperature(ask.temperature)
+            .max_tokens(ask.max_tokens)
+            .attempts(2);
+        let Ok(outcome) = tokio::time::timeout(left, ctx.extract::<T>(question)).await else {
             // The call ran past its time; what it used is not known.
             return Called {
                 outcome: Err(CallError::Budget {
@@ -206,7 +188,7 @@ impl AgentCaller {
         Called {
             outcome: outcome.map(|e| e.value).map_err(call_error),
             tokens: usage.input_tokens + usage.output_tokens,
-            calls: u64::from(attempts),
+            calls: u64::from(attempts.max(1)),
         }
     }
 }

@@ -44,6 +44,9 @@ pub enum OptimizeError {
     /// The checkpoints could not be read or written.
     #[error("the optimization's checkpoints: {0}")]
     Checkpoint(#[from] CheckpointError),
+    /// The session given has no model to ask: nothing was run.
+    #[error("session {0} has no model to ask: give it the optimizer's with `JdOptimizer::equip`")]
+    NoModel(String),
 }
 
 /// A finished optimization.
@@ -123,6 +126,13 @@ impl JdOptimizer {
         &self.deps.cache
     }
 
+    /// Gives `session` this optimizer's model and tiers. A session an optimization runs
+    /// in ([`run_in`](Self::run_in), [`run_durable`](Self::run_durable)) must have them:
+    /// every model call of the graph is the session's, through its meter.
+    pub fn equip<S, E>(&self, session: Session<S, E>) -> Session<S, E> {
+        self.deps.caller.equip(session)
+    }
+
     /// The interview agents on this optimizer's model and caches, remembering profiles
     /// in `memory` when given.
     pub fn interviewer(&self, memory: Option<MemoryStore>) -> Interviewer {
@@ -182,7 +192,8 @@ impl JdOptimizer {
     ) -> Result<Optimization, OptimizeError> {
         let state = self.initial_state(request, session_id)?;
         let meter = self.meter(request);
-        let session = Session::new(session_id, state)
+        let session = self
+            .equip(Session::new(session_id, state))
             .with_user(request.user_id.clone())
             .with_events(events)
             .with_cancellation(cancel.clone())
@@ -196,6 +207,7 @@ impl JdOptimizer {
         session: &Session<OptimizationState, OptimizeEvent>,
         cancel: CancellationToken,
     ) -> Result<Optimization, OptimizeError> {
+        equipped(session)?;
         let graph = self.graph()?;
         let options = RunOptions::new()
             .with_run_id(session.id())
@@ -212,9 +224,18 @@ impl JdOptimizer {
         session: &Session<OptimizationState, OptimizeEvent>,
         store: Arc<dyn CheckpointStore>,
     ) -> Result<Optimization, OptimizeError> {
+        equipped(session)?;
         let graph = self.graph()?;
         let run = graph.run_durable(session, store, RunOptions::new()).await?;
         finish(session, run)
+    }
+}
+
+/// Refuses a session that cannot ask a model, before anything runs.
+fn equipped(session: &Session<OptimizationState, OptimizeEvent>) -> Result<(), OptimizeError> {
+    match session.model() {
+        Some(_) => Ok(()),
+        None => Err(OptimizeError::NoModel(session.id().to_owned())),
     }
 }
 

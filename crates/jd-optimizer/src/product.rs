@@ -182,8 +182,8 @@ impl Product for OptimizeProduct {
         let state = optimizer
             .initial_state(&start, handle.id())
             .map_err(|e| SessionError(e.to_string()))?;
-        let session = handle
-            .session(state)
+        let session = optimizer
+            .equip(handle.session(state))
             .with_user(start.user_id.clone())
             .with_meter(optimizer.meter(&start));
         let status = |status| session.emit(OptimizeEvent::Status { status });
@@ -278,9 +278,8 @@ pub fn preparation(
             ctx.emit(InterviewEvent::Preparing {
                 session_id: optimization.session_id.clone(),
             });
-            let cancel = ctx.run().cancellation_token().clone();
             let prep = interviewer
-                .prepare_in(&optimization, &request, &cancel, ctx.run())
+                .prepare_in(&optimization, &request, ctx)
                 .await
                 .map_err(|e| NodeError::fatal(e.to_string()))?;
             ctx.emit(InterviewEvent::Prepared {
@@ -363,11 +362,11 @@ impl Product for InterviewProduct {
         let memory = MemoryStore::new(Arc::clone(&self.shared.documents));
         let interviewer = self.shared.optimizer.interviewer(Some(memory));
         let graph = preparation(interviewer).map_err(|e| InterviewError::Run(e.to_string()))?;
-        let session = handle.session(Preparation {
+        let session = self.shared.optimizer.equip(handle.session(Preparation {
             optimization,
             request,
             prep: None,
-        });
+        }));
         let run = graph
             .run_durable(&session, handle.checkpoints(), RunOptions::new())
             .await

@@ -20,7 +20,8 @@ fn session(
 ) -> Session<OptimizationState, OptimizeEvent> {
     let request = pair("senior-sre");
     let state = optimizer.initial_state(&request, id).unwrap();
-    Session::new(id, state)
+    optimizer
+        .equip(Session::new(id, state))
         .with_events(Arc::new(CollectingSink::<OptimizeEvent>::default()))
         .with_meter(optimizer.meter(&request))
 }
@@ -82,4 +83,22 @@ async fn a_second_full_rewrite_is_told_the_best_score_so_far() {
         "{second}"
     );
     assert!(second.contains("keywords"), "{second}");
+}
+
+#[tokio::test]
+async fn a_session_without_the_optimizers_model_is_refused_before_anything_runs() {
+    let (optimizer, model) = optimizer(&Script::new());
+    let request = pair("senior-sre");
+    let state = optimizer.initial_state(&request, "bare").unwrap();
+    let bare = Session::new("bare", state);
+    let refused = optimizer
+        .run_in(&bare, tokio_util::sync::CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, jd_optimizer::OptimizeError::NoModel(id) if id == "bare"),
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("JdOptimizer::equip"));
+    assert!(model.requests().is_empty());
 }

@@ -280,14 +280,14 @@ async fn prepare_durably(
     store: Arc<dyn CheckpointStore>,
 ) -> Result<jd_optimizer::interview::InterviewPrep, String> {
     let graph = preparation(optimizer.interviewer(None)).unwrap();
-    let session = Session::new(
+    let session = optimizer.equip(Session::new(
         "prep-1",
         Preparation {
             optimization: state.clone(),
             request: request.clone(),
             prep: None,
         },
-    );
+    ));
     let run = graph
         .run_durable(&session, store, RunOptions::new())
         .await

@@ -300,12 +300,20 @@ impl ChatAgent for JobAgentChat {
         for line in &attached {
             progress.note(format!("> {line}"));
         }
-        let routed = classify(
-            self.model.as_ref(),
-            Some(self.router.model(ModelTier::Light)),
-            &messages,
-        )
-        .await;
+        // One session and one meter for the whole turn: the router's call, the agent's
+        // and its tools'.
+        let meter = CostMeter::new(CostLimits {
+            max_tokens: Some(self.config.max_tokens_per_turn),
+            ..CostLimits::default()
+        });
+        let session = Session::new(uuid::Uuid::new_v4().to_string(), ())
+            .with_user(turn.user.clone())
+            .with_events(Arc::new(Notes(progress.clone())))
+            .with_cancellation(turn.cancellation.clone())
+            .with_model(self.model.clone())
+            .with_router(self.router.clone())
+            .with_meter(meter.clone());
+        let routed = classify(&session, &messages).await;
         tracing::info!(
             intent = routed.intent.label(),
             fallback = routed.fallback.as_deref().unwrap_or(""),
@@ -315,18 +323,6 @@ impl ChatAgent for JobAgentChat {
         progress.note(format!("> routed to {}", routed.intent.label()));
 
         let history: Vec<Message> = messages.iter().filter_map(to_message).collect();
-        // One meter for the whole turn: the router's call, the agent's and its tools'.
-        let meter = CostMeter::new(CostLimits {
-            max_tokens: Some(self.config.max_tokens_per_turn),
-            ..CostLimits::default()
-        });
-        meter.record(self.router.model(ModelTier::Light), routed.usage);
-        let session = Session::new(uuid::Uuid::new_v4().to_string(), ())
-            .with_user(turn.user.clone())
-            .with_events(Arc::new(Notes(progress.clone())))
-            .with_cancellation(turn.cancellation.clone())
-            .with_router(self.router.clone())
-            .with_meter(meter.clone());
         let config = self.agent_config(routed.intent);
         let ctx = session.context(config.identity.clone());
         let result = AgentLoop::new(config.clone(), self.model.clone())

@@ -2,8 +2,8 @@
 //! job search or application prep. Anything it cannot read goes to job search, the agent
 //! with the broader tools (spec 004's default).
 
-use agent_llm::structured::ExtractOptions;
-use agent_llm::{ChatModel, ChatRequest, Message, Usage, extract_with};
+use agent_llm::{ChatRequest, Message, ModelTier, Usage};
+use agent_runtime::{Ask, Session};
 use agent_server::chat::{ChatMessage, ChatRole};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -84,21 +84,15 @@ pub struct Routed {
     pub fallback: Option<String>,
 }
 
-/// Classifies the conversation with `model` (`model_id`: the light tier's model).
-pub async fn classify(
-    model: &dyn ChatModel,
-    model_id: Option<&str>,
-    messages: &[ChatMessage],
-) -> Routed {
-    let mut request = route_request(messages);
-    if let Some(id) = model_id {
-        request = request.with_model(id);
-    }
-    let options = ExtractOptions {
-        max_attempts: 2,
-        ..ExtractOptions::default()
-    };
-    match extract_with::<Route, _>(model, request, options).await {
+/// Classifies the conversation: the runtime's one metered call on `session` (its model,
+/// the model its router gives the light tier, its meter, which counts the call under
+/// `router`).
+pub async fn classify<S, E>(session: &Session<S, E>, messages: &[ChatMessage]) -> Routed {
+    let ask = Ask::from_request(route_request(messages))
+        .tier(ModelTier::Light)
+        .step("router")
+        .attempts(2);
+    match session.extract::<Route>(ask).await {
         Ok(route) => Routed {
             intent: route.value.intent,
             usage: route.total_usage(),
@@ -108,7 +102,7 @@ pub async fn classify(
             tracing::warn!(%error, "the router failed; answering as job search");
             Routed {
                 intent: Intent::JobSearch,
-                usage: Usage::default(),
+                usage: error.usage.iter().copied().sum(),
                 fallback: Some(error.to_string()),
             }
         }

@@ -5,11 +5,9 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agent_llm::{ChatModel, ChatRequest, ExtractOptions, PricingTable, Usage, extract_with};
-use agent_runtime::graph::{NodeError, NodeErrorKind, RunContext};
-use agent_runtime::{
-    CostLimits, CostMeter, CostSnapshot, EventSink, MeteredModel, unpriced_token_limit,
-};
+use agent_llm::{PricingTable, Usage};
+use agent_runtime::graph::{NodeError, NodeErrorKind};
+use agent_runtime::{Ask, CostLimits, CostMeter, CostSnapshot, EventSink, unpriced_token_limit};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -17,6 +15,7 @@ use tokio::sync::Semaphore;
 
 use crate::events::HuntEvent;
 use crate::settings::Settings;
+use crate::state::HuntNode;
 
 /// Which model a call needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +50,6 @@ struct Recorded<T> {
 /// bound.
 #[derive(Clone)]
 pub struct PipelineLlm {
-    model: Arc<dyn ChatModel>,
     fast_model: String,
     best_model: String,
     max_attempts: u32,
@@ -78,11 +76,11 @@ impl std::fmt::Debug for PipelineLlm {
 pub const FIRST_ANSWER_TOKENS: u32 = 1536;
 
 impl PipelineLlm {
-    /// Calls through `model`, priced by `pricing`, under the settings' limits, warning
-    /// through `events` once the threshold is passed. The meter is the run's session's
-    /// (see [`meter`](Self::meter)): a resumed run's session restores what was spent.
+    /// Calls priced by `pricing`, under the settings' limits, warning through `events`
+    /// once the threshold is passed. The calls are those of the step's session (its
+    /// model), and the meter is the run's session's (see [`meter`](Self::meter)): a
+    /// resumed run's session restores what was spent.
     pub fn new(
-        model: Arc<dyn ChatModel>,
         pricing: PricingTable,
         settings: &Settings,
         events: Arc<dyn EventSink<HuntEvent>>,
@@ -105,7 +103,6 @@ impl PipelineLlm {
             });
         });
         PipelineLlm {
-            model,
             fast_model: settings.haiku_model.clone(),
             best_model: settings.sonnet_model.clone(),
             max_attempts: settings.llm_max_attempts,
@@ -162,6 +159,7 @@ impl PipelineLlm {
     /// too).
     pub async fn extract<T>(
         &self,
+        ctx: &HuntNode,
         step: &str,
         quality: Quality,
         system: &str,
@@ -170,7 +168,7 @@ impl PipelineLlm {
     where
         T: JsonSchema + DeserializeOwned,
     {
-        self.extract_recorded(step, quality, system, prompt)
+        self.extract_recorded(ctx, step, quality, system, prompt)
             .await
             .map(|recorded| recorded.value)
     }
@@ -181,7 +179,7 @@ impl PipelineLlm {
     /// them with the step's unsaved state). Failed calls are not recorded.
     pub async fn extract_once<T>(
         &self,
-        run: &RunContext,
+        ctx: &HuntNode,
         key: &str,
         step: &str,
         quality: Quality,
@@ -192,10 +190,11 @@ impl PipelineLlm {
         T: JsonSchema + Serialize + DeserializeOwned,
     {
         let mut made_here = false;
-        let outcome = run
+        let outcome = ctx
+            .run()
             .once(key, || async {
                 made_here = true;
-                self.extract_recorded::<T>(step, quality, system, prompt)
+                self.extract_recorded::<T>(ctx, step, quality, system, prompt)
                     .await
                     .map_err(|e| match e {
                         LlmCallError::CostLimit(reason) => NodeError::limit(reason),
@@ -226,6 +225,7 @@ impl PipelineLlm {
 
     async fn extract_recorded<T>(
         &self,
+        ctx: &HuntNode,
         step: &str,
         quality: Quality,
         system: &str,
@@ -239,23 +239,17 @@ impl PipelineLlm {
             .acquire()
             .await
             .map_err(|_| LlmCallError::Failed("the model-call bound was closed".into()))?;
-        self.meter
-            .check()
-            .map_err(|limit| LlmCallError::CostLimit(limit.to_string()))?;
         let model_id = self.model_id(quality).to_owned();
-        let request = ChatRequest::from_prompt(prompt)
-            .with_model(model_id.clone())
-            .with_system(system)
-            .with_max_tokens(FIRST_ANSWER_TOKENS);
-        let options = ExtractOptions {
-            max_attempts: self.max_attempts,
-            ..ExtractOptions::default()
-        };
+        let ask = Ask::new(prompt)
+            .system(system)
+            .model(model_id.clone())
+            .step(step)
+            .max_tokens(FIRST_ANSWER_TOKENS)
+            .attempts(self.max_attempts);
         let started = std::time::Instant::now();
-        // Through the meter, as every model call of the platform: a reached limit refuses
-        // each attempt before it is made, and each attempt's usage is recorded.
-        let metered = MeteredModel::new(Arc::clone(&self.model), self.meter.for_step(step));
-        let outcome = extract_with::<T, _>(&metered, request, options).await;
+        // The session's one metered call: a reached limit refuses each attempt before it
+        // is made, and each attempt's usage is recorded under the step.
+        let outcome = ctx.extract::<T>(ask).await;
         let (usage, attempts, answered_by) = match &outcome {
             Ok(done) => (done.usage.clone(), done.attempts, done.model.clone()),
             Err(e) => (e.usage.clone(), e.attempts, model_id.clone()),

@@ -2,17 +2,16 @@
 //! resume by run id.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use agent_runtime::checkpoint::{
     CheckpointError, CheckpointStore, FileCheckpointStore, InMemoryCheckpointStore,
 };
 use agent_runtime::graph::{
-    CompiledGraph, GraphError, NodeContext, NodeError, RunOptions, RunStatus, StateGraph, StopKind,
-    node_fn,
+    CompiledGraph, GraphError, NodeError, RunOptions, RunStatus, StateGraph, StopKind, node_fn,
 };
-use agent_runtime::{CostSnapshot, Session, SessionMarks};
+use agent_runtime::{CostSnapshot, EventSink, Session, SessionMarks};
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
@@ -22,7 +21,7 @@ use crate::llm::PipelineLlm;
 use crate::models::RunIssue;
 use crate::settings::Settings;
 use crate::state::{HuntState, RunConfig};
-use crate::steps::{self, STEP_NAMES, StepEnv};
+use crate::steps::{self, HuntNode, STEP_NAMES, StepEnv};
 
 /// A failure outside the steps: invalid settings, the checkpoint store, or a graph that
 /// does not build.
@@ -142,6 +141,36 @@ struct Shared {
     llm: PipelineLlm,
 }
 
+/// The run's session, once it exists, as an event sink: what it is given goes through
+/// the session, numbered with the run's other events. Emptied when the run ends (the
+/// session holds the meter, whose warning hook holds this).
+#[derive(Clone, Default)]
+struct SessionSlot(Arc<Mutex<Option<Session<HuntState, HuntEvent>>>>);
+
+impl SessionSlot {
+    fn fill(&self, session: &Session<HuntState, HuntEvent>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(session.clone());
+    }
+
+    fn empty(&self) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
+    }
+}
+
+impl EventSink<HuntEvent> for SessionSlot {
+    fn emit(&self, event: HuntEvent) {
+        let session = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        match session {
+            Some(session) => session.emit(event),
+            None => tracing::debug!(?event, "an event outside the run is dropped"),
+        }
+    }
+}
+
 type StepFn =
     for<'a> fn(&'a mut HuntState, &'a StepEnv<'a>) -> BoxFuture<'a, Result<(), NodeError>>;
 
@@ -163,7 +192,7 @@ fn step_fn(name: &str) -> StepFn {
 /// it had gathered, as the run's result and the partial-run salvage expect). The steps
 /// run no agents, so nothing else reads the state meanwhile.
 struct WriteBack<'a> {
-    ctx: &'a NodeContext<HuntState>,
+    ctx: &'a HuntNode,
     state: Option<HuntState>,
 }
 
@@ -269,11 +298,14 @@ impl JobHunter {
         &self.settings
     }
 
-    fn graph(&self, shared: Arc<Shared>) -> Result<CompiledGraph<HuntState>, GraphError> {
+    fn graph(
+        &self,
+        shared: Arc<Shared>,
+    ) -> Result<CompiledGraph<HuntState, HuntEvent>, GraphError> {
         let nodes = STEP_NAMES.map(|name| {
             let shared = shared.clone();
             let run = step_fn(name);
-            let node = node_fn(move |ctx: &NodeContext<HuntState>| {
+            let node = node_fn(move |ctx: &HuntNode| {
                 let shared = shared.clone();
                 Box::pin(async move {
                     let mut step_state = WriteBack {
@@ -283,17 +315,14 @@ impl JobHunter {
                     let Some(state) = step_state.state.as_mut() else {
                         return Err(NodeError::fatal("the step state is gone"));
                     };
-                    shared
-                        .deps
-                        .events
-                        .emit(HuntEvent::StepStarted { step: name.into() });
+                    ctx.emit(HuntEvent::StepStarted { step: name.into() });
                     tracing::info!(step = name, "agent start");
                     let started = Instant::now();
                     let env = StepEnv {
                         deps: &shared.deps,
                         llm: &shared.llm,
                         settings: &shared.settings,
-                        run: ctx.run(),
+                        ctx,
                     };
                     let outcome = run(state, &env).await;
                     tracing::info!(
@@ -303,7 +332,7 @@ impl JobHunter {
                         "agent end"
                     );
                     if outcome.is_ok() {
-                        shared.deps.events.emit(HuntEvent::StepFinished {
+                        ctx.emit(HuntEvent::StepFinished {
                             step: name.into(),
                             summary: step_summary(name, state),
                         });
@@ -358,16 +387,21 @@ impl JobHunter {
         if latest.is_some() {
             tracing::info!(run_id, completed = ?skipped, "resuming from checkpoint");
         }
+        // Announced before the run, straight to the sink: the session's numbering starts
+        // when `run_durable` restores the count its checkpoint kept.
         for step in &skipped {
             self.deps
                 .events
                 .emit(HuntEvent::StepSkipped { step: step.clone() });
         }
+        // The meter's cost warning goes through the session, like every event of the run;
+        // the meter is made first (the session holds it), so the warning finds the session
+        // here once it exists.
+        let session_slot = SessionSlot::default();
         let llm = PipelineLlm::new(
-            self.deps.model.clone(),
             self.deps.pricing.clone(),
             &self.settings,
-            self.deps.events.clone(),
+            Arc::new(session_slot.clone()),
         );
         let shared = Arc::new(Shared {
             deps: self.deps.clone(),
@@ -383,9 +417,14 @@ impl JobHunter {
             .with_limit_check(move || limit_llm.limit_reached().map(|limit| limit.to_string()));
         // The meter is the session's: its totals are saved with every checkpoint and
         // restored when the run resumes (`config` is then the checkpoint's).
-        let session =
-            Session::new(run_id.clone(), HuntState::new(config)).with_meter(llm.meter().clone());
-        let result = graph.run_durable(&session, store, options).await?;
+        let session = Session::new(run_id.clone(), HuntState::new(config))
+            .with_model(self.deps.model.clone())
+            .with_meter(llm.meter().clone())
+            .with_events(self.deps.events.clone());
+        session_slot.fill(&session);
+        let result = graph.run_durable(&session, store, options).await;
+        session_slot.empty();
+        let result = result?;
         if result.stop == Some(StopKind::Checkpoint) {
             let reason = result
                 .reason

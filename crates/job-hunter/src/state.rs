@@ -2,15 +2,21 @@
 
 use std::path::PathBuf;
 
+use agent_runtime::graph::NodeContext;
 use chrono::Utc;
 use job_capabilities::RawJob;
 use serde::{Deserialize, Serialize};
 
+use crate::events::HuntEvent;
 use crate::exclusions::ExclusionReport;
 use crate::models::{
     CandidateProfile, Company, CompanyReport, Job, JobCounts, RunIssue, ScoredJob,
     SearchPreferences,
 };
+
+/// The context a step's node runs in: the run (id, journal, cancellation) and the run's
+/// session, which holds this state, the model and the meter, and numbers the events.
+pub type HuntNode = NodeContext<HuntState, HuntEvent>;
 
 /// What a run was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,10 +4,11 @@
 
 mod common;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_llm::testing::{LatencyModel, ScriptedModel};
+use agent_runtime::EventSink;
 use agent_runtime::graph::RunStatus;
 use job_hunter::{HuntEvent, JobHunter, RunConfig, Settings};
 
@@ -69,6 +70,47 @@ async fn the_cost_limit_ends_the_run_partial_with_what_was_scored_written() {
     assert_eq!(resumed.status, RunStatus::Success, "{:?}", resumed.reason);
     assert_eq!(resumed.steps_run, ["score_jobs", "aggregate", "notify"]);
     assert_eq!(resumed.state.scored.len(), resumed.state.jobs.len());
+}
+
+/// Keeps each event with the ordinal its session gave it (0: given without one).
+#[derive(Clone, Default)]
+struct Numbered(Arc<Mutex<Vec<(u64, HuntEvent)>>>);
+
+impl EventSink<HuntEvent> for Numbered {
+    fn emit(&self, event: HuntEvent) {
+        self.0.lock().unwrap().push((0, event));
+    }
+
+    fn emit_numbered(&self, ordinal: u64, event: HuntEvent) {
+        self.0.lock().unwrap().push((ordinal, event));
+    }
+}
+
+#[tokio::test]
+async fn every_event_of_a_run_goes_through_its_session_numbered_the_cost_warning_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = Settings {
+        warn_cost_threshold_usd: 0.05,
+        ..common::settings(dir.path())
+    };
+    let sink = Numbered::default();
+    let (deps, _) = common::dry_deps(&settings);
+    let deps = deps.with_events(Arc::new(sink.clone()));
+    let result = JobHunter::new(deps, settings.clone())
+        .run(common::config("numbered", &settings))
+        .await
+        .unwrap();
+    assert_eq!(result.status, RunStatus::Success, "{:?}", result.reason);
+    let events = sink.0.lock().unwrap().clone();
+    let ordinals: Vec<u64> = events.iter().map(|(ordinal, _)| *ordinal).collect();
+    let expected: Vec<u64> = (1..=events.len() as u64).collect();
+    assert_eq!(ordinals, expected, "{events:#?}");
+    assert!(
+        events
+            .iter()
+            .any(|(_, e)| matches!(e, HuntEvent::CostWarning { .. }))
+    );
+    assert!(matches!(events[0].1, HuntEvent::StepStarted { .. }));
 }
 
 #[tokio::test]

@@ -10,6 +10,7 @@ use agent_runtime::{
     AgentConfig, AgentIdentity, AgentLoop, AgentResult, CostMeter, Gate, StopCause,
 };
 use agent_server::SessionHandle;
+use std::sync::Arc;
 
 use crate::craftsman;
 use crate::gates::{ARCHITECT_REVIEW, BlueprintToReview, RESEARCH_VALIDATION, ResearchToValidate};
@@ -76,6 +77,7 @@ pub async fn run(
     }
     let session = handle
         .session(state)
+        .with_model(Arc::clone(&llm))
         .with_router(router.clone())
         .with_meter(meter)
         .with_progress(ResumeEvent::progress);
@@ -294,7 +296,7 @@ impl Stages {
         phase: StrategistPhase,
         message: String,
     ) -> Result<Ended, String> {
-        let config = strategist::strategist(&self.llm, &self.router, phase);
+        let config = strategist::strategist(&self.router, phase);
         let result = self.run_agent(ctx, config, message).await?;
         Ok(Ended {
             agent: strategist::STRATEGIST,
@@ -337,7 +339,7 @@ impl Stages {
 
     async fn writing(&self, ctx: &Ctx) -> Result<(), String> {
         let message = ctx.read(build_craftsman_message);
-        let config = craftsman::craftsman(&self.llm, &self.router);
+        let config = craftsman::craftsman(&self.router);
         self.run_agent(ctx, config, message).await?;
         let state = ctx.state();
         let unfinished: Vec<String> = state

@@ -1,23 +1,24 @@
-//! The tools' own LLM calls: structured output on the model of a tier, metered.
+//! The tools' own LLM calls: structured output on the model of a tier, through the
+//! session's model and meter.
 
-use agent_llm::{ChatModel, ChatRequest, ExtractOptions, ModelTier, extract_with};
-use agent_runtime::{MeteredModel, ToolError};
+use agent_llm::{ChatModel, ModelTier};
+use agent_runtime::{Ask, ToolError};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
 
 use crate::types::Ctx;
 
-/// The chat model the tools call, shared by every agent of the product.
+/// The chat model of the product's agents (their loops, and, as the session's model, the
+/// tools' own calls).
 pub type Llm = Arc<dyn ChatModel>;
 
-/// Asks `llm` for a `T` on the model of `tier` (from the session's router), with a
-/// system prompt and a user prompt, through the session's meter ([`MeteredModel`]): a
-/// reached limit refuses the call, and every call's usage is recorded. The schema name
-/// (`T`'s type name) is what the dry run answers by.
+/// Asks the session's model for a `T` on the model of `tier` (from the session's
+/// router), with a system prompt and a user prompt: the runtime's one metered call
+/// ([`Ask`]), so a reached limit refuses the call and every call's usage is recorded on
+/// the session's meter. The schema name (`T`'s type name) is what the dry run answers by.
 pub async fn ask<T>(
     ctx: &Ctx,
-    llm: &Llm,
     tier: ModelTier,
     system: &str,
     prompt: String,
@@ -25,25 +26,9 @@ pub async fn ask<T>(
 where
     T: JsonSchema + DeserializeOwned,
 {
-    let mut request = ChatRequest::from_prompt(prompt);
-    request.system = Some(system.to_owned());
-    request.model = ctx.model_for(tier).map(str::to_owned);
-    let model_id = request
-        .model
-        .clone()
-        .or_else(|| llm.default_model())
-        .unwrap_or_else(|| "unknown".to_owned());
-    tracing::debug!(tier = %tier, model = %model_id, "tool LLM call");
-    // Through the session's meter, as the agents' own calls: limits are checked before
-    // every attempt and every attempt's usage is recorded.
-    let outcome = match ctx.meter() {
-        Some(meter) => {
-            let metered = MeteredModel::new(Arc::clone(llm), meter.clone());
-            extract_with::<T, _>(&metered, request, ExtractOptions::default()).await
-        }
-        None => extract_with::<T, _>(llm.as_ref(), request, ExtractOptions::default()).await,
-    };
-    outcome
+    tracing::debug!(tier = %tier, model = ?ctx.model_for(tier), "tool LLM call");
+    ctx.extract::<T>(Ask::new(prompt).system(system).tier(tier))
+        .await
         .map(|extracted| extracted.value)
         .map_err(|error| ToolError::Llm(error.error))
 }

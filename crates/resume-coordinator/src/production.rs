@@ -16,7 +16,6 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 
 use crate::docx::check_docx;
 use crate::gates::{QUALITY_REVIEW, QualityAnswer, QualityToReview};
-use crate::llm::Llm;
 use crate::messages::build_producer_message;
 use crate::producer::{self, tools::ats_check};
 use crate::types::{DOMAIN, ResumeEvent, ResumeOutput, ResumeState, TokenUsage};
@@ -33,7 +32,7 @@ impl Stages {
         let craftsman = ctx.agent_context(AgentIdentity::new(CRAFTSMAN, DOMAIN));
         for name in ctx.read(unapproved) {
             tracing::info!(section = %name, "a revised section goes back to the user");
-            reapprove(&craftsman, &self.llm, &name)
+            reapprove(&craftsman, &name)
                 .await
                 .map_err(|e| e.to_string())?;
         }
@@ -87,10 +86,10 @@ impl Stages {
             }
             for name in sections {
                 tracing::info!(section = %name, "sent back from the quality review");
-                craftsman::tools::revise(&craftsman, &self.llm, &name, &feedback, "user", None)
+                craftsman::tools::revise(&craftsman, &name, &feedback, "user", None)
                     .await
                     .map_err(|e| e.to_string())?;
-                reapprove(&craftsman, &self.llm, &name)
+                reapprove(&craftsman, &name)
                     .await
                     .map_err(|e| e.to_string())?;
             }
@@ -115,9 +114,8 @@ impl Stages {
             inbox,
             Arc::clone(&bus),
             ctx.session().clone(),
-            self.llm.clone(),
         )));
-        let config = producer::producer(&self.llm, &self.router, Arc::clone(&bus));
+        let config = producer::producer(&self.router, Arc::clone(&bus));
         let message = ctx.read(build_producer_message);
         let result = self.run_agent(ctx, config, message).await;
         if let Err(error) = bus.unsubscribe(DOMAIN, CRAFTSMAN).await {
@@ -229,7 +227,6 @@ async fn answer_revisions(
     mut inbox: MessageStream,
     bus: Arc<dyn AgentBus>,
     session: Session<ResumeState, ResumeEvent>,
-    llm: Llm,
 ) {
     while let Some(message) = inbox.next().await {
         if message.kind != MessageType::Request {
@@ -248,7 +245,6 @@ async fn answer_revisions(
         let ctx = session.context(AgentIdentity::new(CRAFTSMAN, DOMAIN));
         let payload = match craftsman::tools::revise(
             &ctx,
-            &llm,
             &section,
             &reason,
             producer::PRODUCER,

@@ -21,10 +21,9 @@ use std::sync::Arc;
 
 #[test]
 fn each_phase_offers_only_its_own_tools() {
-    let llm: Arc<dyn agent_llm::ChatModel> = Arc::new(ScriptedModel::from_texts(["unused"]));
     let router = ModelRouter::for_provider(ProviderKind::Local);
     let offered = |phase| {
-        let config = strategist(&llm, &router, phase);
+        let config = strategist(&router, phase);
         let names: Vec<String> = config.tools.iter().map(|t| t.name().to_owned()).collect();
         (names, config.max_rounds)
     };

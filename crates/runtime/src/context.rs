@@ -1,5 +1,6 @@
 //! What a tool sees while it runs: [`AgentContext`].
 
+use crate::ask::Ask;
 use crate::bus::{AgentMessage, BusError, MessageType, OutgoingMessage};
 use crate::cost::CostMeter;
 use crate::gates::{GateError, GateRegistry, GateRequest};
@@ -7,7 +8,8 @@ use crate::identity::AgentIdentity;
 use crate::session_parts::SessionParts;
 use crate::state::{Scratchpad, SharedState};
 use crate::typed_gate::{Gate, read_as};
-use agent_llm::{ModelRouter, ModelTier};
+use agent_llm::{ExtractError, Extracted, ModelRouter, ModelTier};
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -362,5 +364,14 @@ impl<S, E> AgentContext<S, E> {
     /// The session's cost meter, if it has one.
     pub fn meter(&self) -> Option<&CostMeter> {
         self.session.meter.as_ref()
+    }
+
+    /// Asks the session's model for a `T` (a tool's own model call): the one metered
+    /// call, see [`Ask`].
+    pub async fn extract<T>(&self, ask: Ask) -> Result<Extracted<T>, ExtractError>
+    where
+        T: JsonSchema + DeserializeOwned,
+    {
+        crate::ask::extract(&self.session, None, ask).await
     }
 }

@@ -27,6 +27,7 @@ pub use gates::{GateError, GateListener, GateRegistry, GateRequest, PendingGate}
 pub use identity::AgentIdentity;
 
 mod agent_loop;
+mod ask;
 mod config;
 mod context;
 mod cost;
@@ -40,6 +41,7 @@ mod tool;
 mod typed_gate;
 
 pub use agent_loop::{AgentLoop, AgentRun, Next, RunSaver, ToolCall, ToolCalls};
+pub use ask::Ask;
 pub use config::{AgentConfig, Compaction, PromptError, render_placeholders};
 pub use context::AgentContext;
 pub use cost::{

@@ -1,5 +1,6 @@
 //! A session: the state, events, gates, bus and cancellation its agents share.
 
+use crate::ask::{self, Ask};
 use crate::bus::AgentBus;
 use crate::context::AgentContext;
 use crate::cost::{CostMeter, CostSnapshot};
@@ -9,7 +10,9 @@ use crate::identity::AgentIdentity;
 use crate::progress::ModelProgress;
 use crate::session_parts::SessionParts;
 use crate::state::SharedState;
-use agent_llm::{ModelRouter, Usage};
+use agent_llm::{ChatModel, ExtractError, Extracted, ModelRouter, Usage};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -101,6 +104,7 @@ impl<S, E> Session<S, E> {
                 gates: GateRegistry::new(),
                 bus: None,
                 cancel: CancellationToken::new(),
+                model: None,
                 router: None,
                 meter: None,
                 progress: None,
@@ -181,7 +185,14 @@ impl<S, E> Session<S, E> {
         self.edit(|p| p.cancel = token)
     }
 
-    /// Sets the model router tools use for their own LLM calls.
+    /// Sets the model that [`Session::extract`] (and `extract` on the session's agent and
+    /// node contexts) asks. Agent loops take their model when they run.
+    pub fn with_model(self, model: Arc<dyn ChatModel>) -> Self {
+        self.edit(|p| p.model = Some(model))
+    }
+
+    /// Sets the model router: the model id of each tier, for [`Ask::tier`] and for
+    /// tools that pick a model themselves.
     pub fn with_router(self, router: ModelRouter) -> Self {
         self.edit(|p| p.router = Some(router))
     }
@@ -255,6 +266,32 @@ impl<S, E> Session<S, E> {
     /// The cost meter, if any.
     pub fn meter(&self) -> Option<&CostMeter> {
         self.parts.meter.as_ref()
+    }
+
+    /// The model [`extract`](Self::extract) asks, if set.
+    pub fn model(&self) -> Option<&Arc<dyn ChatModel>> {
+        self.parts.model.as_ref()
+    }
+
+    /// Asks the session's model for a `T`: the one metered call (see [`Ask`]). The
+    /// outcome keeps the usage and the number of attempts, on failure too.
+    pub async fn extract<T>(&self, ask: Ask) -> Result<Extracted<T>, ExtractError>
+    where
+        T: JsonSchema + DeserializeOwned,
+    {
+        ask::extract(&self.parts, None, ask).await
+    }
+
+    /// [`extract`](Self::extract), stopped by `cancel` too (a run's token).
+    pub(crate) async fn extract_until<T>(
+        &self,
+        cancel: &CancellationToken,
+        ask: Ask,
+    ) -> Result<Extracted<T>, ExtractError>
+    where
+        T: JsonSchema + DeserializeOwned,
+    {
+        ask::extract(&self.parts, Some(cancel), ask).await
     }
 
     /// The user id.

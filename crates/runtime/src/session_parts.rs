@@ -6,7 +6,7 @@ use crate::events::EventSink;
 use crate::gates::GateRegistry;
 use crate::progress::ProgressEvents;
 use crate::state::SharedState;
-use agent_llm::ModelRouter;
+use agent_llm::{ChatModel, ModelRouter};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio_util::sync::CancellationToken;
@@ -20,6 +20,8 @@ pub(crate) struct SessionParts<S, E> {
     pub(crate) gates: GateRegistry,
     pub(crate) bus: Option<Arc<dyn AgentBus>>,
     pub(crate) cancel: CancellationToken,
+    /// The model `extract` asks; `None` refuses such calls.
+    pub(crate) model: Option<Arc<dyn ChatModel>>,
     pub(crate) router: Option<ModelRouter>,
     pub(crate) meter: Option<CostMeter>,
     /// Turns model-call progress into product events; `None` reports none.

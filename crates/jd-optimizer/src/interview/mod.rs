@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use agent_llm::ModelTier;
-use agent_runtime::graph::{NodeError, RunContext};
+use agent_runtime::Session;
+use agent_runtime::graph::{NodeContext, NodeError};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -185,13 +186,11 @@ impl Interviewer {
     /// Asks for a `T`, checks it with `check`, and asks once more with the problems.
     /// Each answer goes through `run`'s journal: a preparation run again after a crash
     /// takes the answers it already had from there.
-    async fn checked<T>(
-        &self,
+    async fn checked<T, S, E>(
         ask: Ask,
         check: impl Fn(&T) -> Vec<String>,
         usage: &mut (BTreeMap<String, u64>, u64),
-        cancel: &CancellationToken,
-        run: &RunContext,
+        ctx: &NodeContext<S, E>,
     ) -> Result<T, InterviewError>
     where
         T: JsonSchema + Serialize + DeserializeOwned,
@@ -207,9 +206,10 @@ impl Interviewer {
                 ));
             }
             let mut failed = None;
-            let answered = run
+            let answered = ctx
+                .run()
                 .once(&format!("{agent}#{attempt}"), || async {
-                    let called = self.caller.call::<T>(ask, None, CALL_TIMEOUT, cancel).await;
+                    let called = AgentCaller::call::<T, S, E>(ctx, ask, CALL_TIMEOUT).await;
                     match called.outcome {
                         Ok(value) => Ok(Answered {
                             value,
@@ -251,19 +251,21 @@ impl Interviewer {
         request: &InterviewRequest,
         cancel: &CancellationToken,
     ) -> Result<InterviewPrep, InterviewError> {
-        let run = RunContext::standalone(format!("interview-{}", state.session_id));
-        self.prepare_in(state, request, cancel, &run).await
+        let session = Session::new(format!("interview-{}", state.session_id), ())
+            .with_cancellation(cancel.clone());
+        let ctx: NodeContext<(), ()> = NodeContext::standalone(self.caller.equip(session));
+        self.prepare_in(state, request, &ctx).await
     }
 
-    /// Prepares the interview inside a graph run: every answer goes through `run`'s
-    /// journal, so with a checkpoint store a preparation stopped half-way (a crash, a
-    /// restart) pays for no answer twice when it runs again.
-    pub async fn prepare_in(
+    /// Prepares the interview inside a graph run: the calls are `ctx`'s session's (which
+    /// must carry this interviewer's model: [`AgentCaller::equip`]), and every answer goes
+    /// through the run's journal, so with a checkpoint store a preparation stopped
+    /// half-way (a crash, a restart) pays for no answer twice when it runs again.
+    pub async fn prepare_in<S, E>(
         &self,
         state: &OptimizationState,
         request: &InterviewRequest,
-        cancel: &CancellationToken,
-        run: &RunContext,
+        ctx: &NodeContext<S, E>,
     ) -> Result<InterviewPrep, InterviewError> {
         if state.final_result.is_none() {
             return Err(InterviewError::NotCompleted(state.session_id.clone()));
@@ -292,15 +294,13 @@ impl Interviewer {
                     temperature: 0.6,
                     max_tokens: 2_400,
                 };
-                let set: QuestionSet = self
-                    .checked(
-                        ask,
-                        |set| check_questions(set, &material.facts),
-                        &mut usage,
-                        cancel,
-                        run,
-                    )
-                    .await?;
+                let set: QuestionSet = Self::checked(
+                    ask,
+                    |set| check_questions(set, &material.facts),
+                    &mut usage,
+                    ctx,
+                )
+                .await?;
                 cached.questions = Some(set.questions);
             }
             if need_letter {
@@ -312,15 +312,13 @@ impl Interviewer {
                     temperature: 0.7,
                     max_tokens: 900,
                 };
-                let draft: LetterDraft = self
-                    .checked(
-                        ask,
-                        |d: &LetterDraft| check_letter(&d.cover_letter, &material.facts),
-                        &mut usage,
-                        cancel,
-                        run,
-                    )
-                    .await?;
+                let draft: LetterDraft = Self::checked(
+                    ask,
+                    |d: &LetterDraft| check_letter(&d.cover_letter, &material.facts),
+                    &mut usage,
+                    ctx,
+                )
+                .await?;
                 cached.cover_letter = Some(CoverLetter {
                     words: draft.cover_letter.split_whitespace().count(),
                     text: draft.cover_letter,

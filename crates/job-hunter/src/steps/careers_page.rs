@@ -257,7 +257,7 @@ pub async fn read(company: &str, page: &FetchedPage, env: &StepEnv<'_>) -> PageR
     let answer = env
         .llm
         .extract_once::<CareersPageJobs>(
-            env.run,
+            env.ctx,
             &key,
             STEP,
             Quality::Fast,

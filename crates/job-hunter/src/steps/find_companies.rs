@@ -144,6 +144,7 @@ async fn suggest(
     let list = match env
         .llm
         .extract::<CompanyCandidateList>(
+            env.ctx,
             "find_companies",
             Quality::Best,
             SYSTEM,
@@ -304,7 +305,7 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
             NO_SEARCH_NOTE
         };
         tracing::info!("{note}");
-        env.deps.events.emit(HuntEvent::Notice {
+        env.ctx.emit(HuntEvent::Notice {
             message: note.into(),
         });
         state.search_note = Some(note.into());

@@ -12,7 +12,7 @@ pub mod process_jobs;
 pub mod score_jobs;
 pub mod scrape_jobs;
 
-use agent_runtime::graph::{NodeError, RunContext};
+use agent_runtime::graph::NodeError;
 use futures::StreamExt as _;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -22,6 +22,7 @@ use crate::deps::Deps;
 use crate::events::HuntEvent;
 use crate::llm::{LlmCallError, PipelineLlm, Quality};
 use crate::settings::Settings;
+pub use crate::state::HuntNode;
 
 /// The step names, in pipeline order.
 pub const STEP_NAMES: [&str; 8] = [
@@ -43,8 +44,9 @@ pub struct StepEnv<'a> {
     pub llm: &'a PipelineLlm,
     /// Settings.
     pub settings: &'a Settings,
-    /// The run (id, journal).
-    pub run: &'a RunContext,
+    /// The step's node: the run (id, journal, cancellation) and the run's session, whose
+    /// model every call asks and through which every event goes, numbered.
+    pub ctx: &'a HuntNode,
 }
 
 /// A failed model call that the step cannot do without: a cost limit ends the run as
@@ -78,7 +80,7 @@ where
     let mut done = 0;
     while let Some((index, result)) = calls.next().await {
         done += 1;
-        env.deps.events.emit(HuntEvent::Progress {
+        env.ctx.emit(HuntEvent::Progress {
             step: step.to_owned(),
             done,
             total: count,
@@ -108,7 +110,7 @@ where
         let (key, prompt) = &calls[index];
         let key = format!("{step}:{key}");
         env.llm
-            .extract_once::<T>(env.run, &key, step, quality, system, prompt.clone())
+            .extract_once::<T>(env.ctx, &key, step, quality, system, prompt.clone())
             .await
     })
     .await

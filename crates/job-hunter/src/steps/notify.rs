@@ -199,7 +199,7 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
     // The journal keeps where the email went and to whom, so a replay reports the
     // delivery that happened.
     let delivered: Result<Notification, NodeError> = env
-        .run
+        .ctx
         .once(JOURNAL_KEY, || async {
             let sent = match &smtp {
                 Some(mailer) => match mailer.send(&email).await {
@@ -251,7 +251,7 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
             notification.transport
         );
         tracing::info!("{message}");
-        env.deps.events.emit(HuntEvent::Notice { message });
+        env.ctx.emit(HuntEvent::Notice { message });
     }
     tracing::info!(transport = %notification.transport, "summary sent");
     state.notification = Some(notification);

@@ -68,7 +68,7 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
     }
     let answer: SearchPreferences = env
         .llm
-        .extract("parse_prefs", Quality::Fast, SYSTEM, prompt(&text))
+        .extract(env.ctx, "parse_prefs", Quality::Fast, SYSTEM, prompt(&text))
         .await
         .map_err(|e| essential("parse the preferences", e))?;
     let (mut prefs, dropped) = ground_preferences(&text, answer);
@@ -78,6 +78,7 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
         let outcome = match env
             .llm
             .extract::<SearchPreferences>(
+                env.ctx,
                 "parse_prefs",
                 Quality::Fast,
                 SYSTEM,

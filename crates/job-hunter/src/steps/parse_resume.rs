@@ -43,7 +43,13 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
     }
     let profile: CandidateProfile = env
         .llm
-        .extract("parse_resume", Quality::Best, SYSTEM, prompt(&text))
+        .extract(
+            env.ctx,
+            "parse_resume",
+            Quality::Best,
+            SYSTEM,
+            prompt(&text),
+        )
         .await
         .map_err(|e| essential("extract the profile", e))?;
     if profile.name.trim().is_empty() && profile.skills.is_empty() {

@@ -267,7 +267,7 @@ async fn score_batch(
     let ask = |key: String, prompt: String| async move {
         env.llm
             .extract_once::<BatchScoreResult>(
-                env.run,
+                env.ctx,
                 &key,
                 "score_jobs",
                 Quality::Best,

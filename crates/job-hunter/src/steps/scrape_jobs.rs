@@ -54,7 +54,7 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
     let scrapes = futures::stream::iter(state.companies.iter().cloned().enumerate())
         .map(|(index, company)| async move {
             let scraped = scrape(&company, env, probe).await;
-            env.deps.events.emit(HuntEvent::CompanyFinished {
+            env.ctx.emit(HuntEvent::CompanyFinished {
                 company: company.name.clone(),
                 outcome: scraped.outcome.clone(),
             });

@@ -5,21 +5,21 @@ use std::sync::Arc;
 
 use agent_llm::ChatModel;
 use agent_llm::testing::ScriptedModel;
-use agent_runtime::CollectingSink;
-use agent_runtime::graph::RunContext;
+use agent_runtime::graph::NodeContext;
+use agent_runtime::{CollectingSink, Session};
 use job_hunter::llm::PipelineLlm;
-use job_hunter::steps::StepEnv;
+use job_hunter::steps::{HuntNode, StepEnv};
 use job_hunter::{Deps, HuntEvent, HuntState, Settings};
 
 /// Settings in a temporary directory, dry-run services with the scripted model and no
-/// mailer (the summary goes to an `.eml`), a fresh cost meter, a standalone run context,
+/// mailer (the summary goes to an `.eml`), a fresh cost meter, a standalone node on a session with the model,
 /// collected events.
 pub struct Rig {
     _dir: tempfile::TempDir,
     pub settings: Settings,
     pub deps: Deps,
     pub llm: PipelineLlm,
-    pub run: RunContext,
+    pub node: HuntNode,
     pub events: CollectingSink<HuntEvent>,
 }
 
@@ -40,17 +40,20 @@ impl Rig {
             .with_events(Arc::new(events.clone()));
         deps.mailer = None;
         let llm = PipelineLlm::new(
-            model,
             agent_llm::PricingTable::default(),
             &settings,
             deps.events.clone(),
         );
+        let session = Session::new("run-id", HuntState::new(super::config("steps", &settings)))
+            .with_model(model)
+            .with_meter(llm.meter().clone())
+            .with_events(deps.events.clone());
         Rig {
             _dir: dir,
             settings,
             deps,
             llm,
-            run: RunContext::standalone("run-id"),
+            node: NodeContext::standalone(session),
             events,
         }
     }
@@ -60,7 +63,7 @@ impl Rig {
             deps: &self.deps,
             llm: &self.llm,
             settings: &self.settings,
-            run: &self.run,
+            ctx: &self.node,
         }
     }
 

@@ -11,7 +11,6 @@ use super::tools::{
     SectionInput, SectionReview, bullets_of_markdown, revise, section_slug, store_section,
 };
 use crate::gates::{SECTION_REVIEW, SectionDraft};
-use crate::llm::Llm;
 use crate::types::{Ctx, ResumeEvent, ResumeTool, Section};
 
 /// What the user made of a section shown to them.
@@ -102,12 +101,12 @@ pub async fn present(ctx: &Ctx, name: &str) -> Result<Presented, ToolError> {
 /// ask for changes the Craftsman revises it with their feedback (`by` `user`) and shows it
 /// again. The Producer's revisions and the sections sent back from `quality_review` come
 /// here, so no text reaches the resume without the user's approval.
-pub async fn reapprove(ctx: &Ctx, llm: &Llm, name: &str) -> Result<(), ToolError> {
+pub async fn reapprove(ctx: &Ctx, name: &str) -> Result<(), ToolError> {
     loop {
         match present(ctx, name).await? {
             Presented::Approved { .. } => return Ok(()),
             Presented::Revise { section, feedback } => {
-                revise(ctx, llm, &section, &feedback, "user", None).await?;
+                revise(ctx, &section, &feedback, "user", None).await?;
             }
         }
     }

@@ -13,7 +13,7 @@ use crate::document::section_markdown;
 use crate::gates::SECTION_REVIEW;
 use crate::intake::strip_bullet;
 use crate::layout::ResumeLayout;
-use crate::llm::{Llm, ask, evidence_lines};
+use crate::llm::{ask, evidence_lines};
 use crate::producer::PRODUCER;
 use crate::types::{Bullet, Ctx, ResumeState, ResumeTool, RevisionEntry, Section, SectionPlan};
 
@@ -266,7 +266,6 @@ fn section_text(ctx: &Ctx, name: &str) -> Result<(String, String), ToolError> {
 /// coordinator's answer to the Producer's bus requests both come here.
 pub async fn revise(
     ctx: &Ctx,
-    llm: &Llm,
     name: &str,
     feedback: &str,
     by: &str,
@@ -285,7 +284,7 @@ pub async fn revise(
     let extra = format!("Current section:\n{current}\n\nRevision request: {feedback}\n");
     let prompt = section_prompt(ctx, &plan, &extra);
     let revision: SectionRevision =
-        ask(ctx, llm, ModelTier::Primary, REVISE_SECTION_PROMPT, prompt).await?;
+        ask(ctx, ModelTier::Primary, REVISE_SECTION_PROMPT, prompt).await?;
     ctx.update_state(|s| {
         check_evidence(s, &revision.bullets).map_err(|e| ToolError::failed(e.to_string()))?;
         // Every revision is presented to the user again before it is final (the
@@ -310,54 +309,46 @@ pub async fn revise(
 }
 
 /// `write_section` (PRIMARY): bullets with evidence ids; unknown ids go back to the model.
-pub fn write_section(llm: Llm) -> ResumeTool {
+pub fn write_section() -> ResumeTool {
     Arc::new(tool(
         "write_section",
         "Write one section of the blueprint as bullets, each citing its evidence ids.",
-        move |input: SectionInput, ctx: Ctx| {
-            let llm = llm.clone();
-            async move {
-                let plan = planned(&ctx, &input.section)?;
-                let prompt = section_prompt(&ctx, &plan, "");
-                let draft: SectionWriting =
-                    ask(&ctx, &llm, ModelTier::Primary, WRITE_SECTION_PROMPT, prompt).await?;
-                let section = ctx.update_state(|s| {
-                    check_evidence(s, &draft.bullets)
-                        .map_err(|e| ToolError::failed(e.to_string()))?;
-                    let mut section = Section {
-                        name: plan.name.clone(),
-                        markdown: String::new(),
-                        bullets: draft.bullets,
-                        approved: false,
-                        user_edited: false,
-                    };
-                    section.markdown = section_markdown(s, &section);
-                    store_section(s, section.clone());
-                    Ok::<_, ToolError>(section)
-                })?;
-                ctx.scratchpad()
-                    .set(format!("section:{}", section.name), json!(section));
+        move |input: SectionInput, ctx: Ctx| async move {
+            let plan = planned(&ctx, &input.section)?;
+            let prompt = section_prompt(&ctx, &plan, "");
+            let draft: SectionWriting =
+                ask(&ctx, ModelTier::Primary, WRITE_SECTION_PROMPT, prompt).await?;
+            let section = ctx.update_state(|s| {
+                check_evidence(s, &draft.bullets).map_err(|e| ToolError::failed(e.to_string()))?;
+                let mut section = Section {
+                    name: plan.name.clone(),
+                    markdown: String::new(),
+                    bullets: draft.bullets,
+                    approved: false,
+                    user_edited: false,
+                };
+                section.markdown = section_markdown(s, &section);
+                store_section(s, section.clone());
                 Ok::<_, ToolError>(section)
-            }
+            })?;
+            ctx.scratchpad()
+                .set(format!("section:{}", section.name), json!(section));
+            Ok::<_, ToolError>(section)
         },
     ))
 }
 
 /// `self_review` (MID): issues with a written section.
-pub fn self_review(llm: Llm) -> ResumeTool {
+pub fn self_review() -> ResumeTool {
     Arc::new(tool(
         "self_review",
         "Review a written section against its goal and evidence.",
-        move |input: SectionInput, ctx: Ctx| {
-            let llm = llm.clone();
-            async move {
-                let plan = planned(&ctx, &input.section)?;
-                let (_, text) = section_text(&ctx, &plan.name)?;
-                let prompt = section_prompt(&ctx, &plan, &format!("Section text:\n{text}\n"));
-                let review: SelfReview =
-                    ask(&ctx, &llm, ModelTier::Mid, SELF_REVIEW_PROMPT, prompt).await?;
-                Ok::<_, ToolError>(review)
-            }
+        move |input: SectionInput, ctx: Ctx| async move {
+            let plan = planned(&ctx, &input.section)?;
+            let (_, text) = section_text(&ctx, &plan.name)?;
+            let prompt = section_prompt(&ctx, &plan, &format!("Section text:\n{text}\n"));
+            let review: SelfReview = ask(&ctx, ModelTier::Mid, SELF_REVIEW_PROMPT, prompt).await?;
+            Ok::<_, ToolError>(review)
         },
     ))
 }
@@ -431,23 +422,12 @@ pub fn bullets_of_markdown(markdown: &str) -> Vec<Bullet> {
 }
 
 /// `revise_section` (PRIMARY): rewrites a section with feedback.
-pub fn revise_section(llm: Llm) -> ResumeTool {
+pub fn revise_section() -> ResumeTool {
     Arc::new(tool(
         "revise_section",
         "Revise a written section with the given feedback.",
-        move |input: ReviseInput, ctx: Ctx| {
-            let llm = llm.clone();
-            async move {
-                revise(
-                    &ctx,
-                    &llm,
-                    &input.section,
-                    &input.feedback,
-                    "craftsman",
-                    None,
-                )
-                .await
-            }
+        move |input: ReviseInput, ctx: Ctx| async move {
+            revise(&ctx, &input.section, &input.feedback, "craftsman", None).await
         },
     ))
 }

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use super::prompts::PRODUCER_SYSTEM_PROMPT;
 use super::tools;
-use crate::llm::Llm;
 use crate::types::{DOMAIN, ResumeEvent, ResumeState};
 
 pub use super::tools::PRODUCER;
@@ -15,7 +14,6 @@ pub use super::tools::PRODUCER;
 /// The Producer: its loop on the ORCHESTRATOR model, its tools calling `llm` by tier and
 /// sending revision requests on `bus`.
 pub fn producer(
-    llm: &Llm,
     router: &ModelRouter,
     bus: Arc<dyn AgentBus>,
 ) -> AgentConfig<ResumeState, ResumeEvent> {
@@ -25,8 +23,8 @@ pub fn producer(
     config.tools = vec![
         tools::assemble_resume(),
         tools::check_ats(),
-        tools::check_coherence(llm.clone()),
-        tools::adversarial_review(llm.clone()),
+        tools::check_coherence(),
+        tools::adversarial_review(),
         tools::request_revision(bus),
     ];
     config

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::prompts::{ADVERSARIAL_REVIEW_PROMPT, COHERENCE_PROMPT};
 use crate::craftsman::CRAFTSMAN;
-use crate::llm::{Llm, ask, evidence_lines};
+use crate::llm::{ask, evidence_lines};
 use crate::types::{Ctx, DOMAIN, Finding, ResumeEvent, ResumeState, ResumeTool};
 
 /// The Producer's name on the bus: its agent's identity and the sender of its revision
@@ -245,70 +245,57 @@ pub fn check_ats() -> ResumeTool {
 }
 
 /// `check_coherence` (MID): tense, voice and consistency issues.
-pub fn check_coherence(llm: Llm) -> ResumeTool {
+pub fn check_coherence() -> ResumeTool {
     Arc::new(tool(
         "check_coherence",
         "Check the assembled resume for coherence across sections.",
-        move |_: NoInput, ctx: Ctx| {
-            let llm = llm.clone();
-            async move {
-                let prompt = ctx.read_state(assemble_markdown);
-                let check: CoherenceCheck =
-                    ask(&ctx, &llm, ModelTier::Mid, COHERENCE_PROMPT, prompt).await?;
-                ctx.update_state(|s| s.coherence_notes = check.issues.clone());
-                Ok::<_, ToolError>(check)
-            }
+        move |_: NoInput, ctx: Ctx| async move {
+            let prompt = ctx.read_state(assemble_markdown);
+            let check: CoherenceCheck = ask(&ctx, ModelTier::Mid, COHERENCE_PROMPT, prompt).await?;
+            ctx.update_state(|s| s.coherence_notes = check.issues.clone());
+            Ok::<_, ToolError>(check)
         },
     ))
 }
 
 /// `adversarial_review` (PRIMARY, plus the grounding check): emits a `review_finding` per
 /// new finding.
-pub fn adversarial_review(llm: Llm) -> ResumeTool {
+pub fn adversarial_review() -> ResumeTool {
     Arc::new(tool(
         "adversarial_review",
         "Check every claim against its evidence, as a sceptical hiring manager.",
-        move |_: NoInput, ctx: Ctx| {
-            let llm = llm.clone();
-            async move {
-                let resume = ctx.read_state(annotated);
-                let prompt = format!("Resume:\n{resume}\nEvidence:\n{}", evidence_lines(&ctx));
-                let review: AdversarialReview = ask(
-                    &ctx,
-                    &llm,
-                    ModelTier::Primary,
-                    ADVERSARIAL_REVIEW_PROMPT,
-                    prompt,
-                )
-                .await?;
-                let new = ctx.update_state(|s| {
-                    let mut all = review.findings;
-                    all.extend(grounding_findings(s));
-                    let mut new = Vec::new();
-                    for finding in all {
-                        let seen = s
-                            .findings
-                            .iter()
-                            .any(|f| f.section == finding.section && f.claim == finding.claim);
-                        if !seen {
-                            s.findings.push(finding.clone());
-                            new.push(finding);
-                        }
+        move |_: NoInput, ctx: Ctx| async move {
+            let resume = ctx.read_state(annotated);
+            let prompt = format!("Resume:\n{resume}\nEvidence:\n{}", evidence_lines(&ctx));
+            let review: AdversarialReview =
+                ask(&ctx, ModelTier::Primary, ADVERSARIAL_REVIEW_PROMPT, prompt).await?;
+            let new = ctx.update_state(|s| {
+                let mut all = review.findings;
+                all.extend(grounding_findings(s));
+                let mut new = Vec::new();
+                for finding in all {
+                    let seen = s
+                        .findings
+                        .iter()
+                        .any(|f| f.section == finding.section && f.claim == finding.claim);
+                    if !seen {
+                        s.findings.push(finding.clone());
+                        new.push(finding);
                     }
-                    new
-                });
-                for finding in &new {
-                    ctx.emit(ResumeEvent::ReviewFinding {
-                        section: finding.section.clone(),
-                        claim: finding.claim.clone(),
-                        problem: finding.problem.clone(),
-                    });
                 }
-                Ok::<Value, ToolError>(json!({
-                    "findings": new,
-                    "next": if new.is_empty() { "no findings" } else { "request_revision for each section with a finding" },
-                }))
+                new
+            });
+            for finding in &new {
+                ctx.emit(ResumeEvent::ReviewFinding {
+                    section: finding.section.clone(),
+                    claim: finding.claim.clone(),
+                    problem: finding.problem.clone(),
+                });
             }
+            Ok::<Value, ToolError>(json!({
+                "findings": new,
+                "next": if new.is_empty() { "no findings" } else { "request_revision for each section with a finding" },
+            }))
         },
     ))
 }

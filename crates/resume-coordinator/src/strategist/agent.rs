@@ -5,7 +5,6 @@ use agent_runtime::{AgentConfig, AgentIdentity};
 
 use super::prompts::STRATEGIST_SYSTEM_PROMPT;
 use super::tools;
-use crate::llm::Llm;
 use crate::types::{DOMAIN, ResumeEvent, ResumeState, ResumeTool};
 
 /// The Strategist's name on the bus and in gate ids.
@@ -83,19 +82,15 @@ impl StrategistPhase {
     }
 
     /// The tools the phase offers: the model cannot call another phase's.
-    fn tools(self, llm: &Llm) -> Vec<ResumeTool> {
+    fn tools(self) -> Vec<ResumeTool> {
         match self {
-            StrategistPhase::Research => vec![
-                tools::analyze_jd(llm.clone()),
-                tools::research_company(llm.clone()),
-            ],
+            StrategistPhase::Research => vec![tools::analyze_jd(), tools::research_company()],
             StrategistPhase::Interview => vec![tools::interview_candidate_batch()],
-            StrategistPhase::GapAnalysis => vec![
-                tools::analyze_gaps(llm.clone()),
-                tools::interview_candidate(),
-            ],
+            StrategistPhase::GapAnalysis => {
+                vec![tools::analyze_gaps(), tools::interview_candidate()]
+            }
             StrategistPhase::Blueprint | StrategistPhase::BlueprintRevision => {
-                vec![tools::design_blueprint(llm.clone())]
+                vec![tools::design_blueprint()]
             }
         }
     }
@@ -105,7 +100,6 @@ impl StrategistPhase {
 /// tools (calling `llm` by tier), and the phase's round limit. The questions it may ask
 /// are counted by the tools themselves.
 pub fn strategist(
-    llm: &Llm,
     router: &ModelRouter,
     phase: StrategistPhase,
 ) -> AgentConfig<ResumeState, ResumeEvent> {
@@ -115,6 +109,6 @@ pub fn strategist(
     )
     .with_model(router.model(ModelTier::Orchestrator))
     .with_max_rounds(phase.max_rounds());
-    config.tools = phase.tools(llm);
+    config.tools = phase.tools();
     config
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::prompts::{BLUEPRINT_PROMPT, GAP_ANALYSIS_PROMPT, JD_ANALYSIS_PROMPT, RESEARCH_PROMPT};
 use crate::gates::{POSITIONING, PositioningQuestion, QUESTIONNAIRE, Questionnaire};
-use crate::llm::{Llm, ask, evidence_lines};
+use crate::llm::{ask, evidence_lines};
 use crate::types::{
     Blueprint, Ctx, Evidence, GapAnalysis, InterviewAnswer, JdAnalysis, QuestionItem, ResumeEvent,
     ResumeTool,
@@ -96,62 +96,49 @@ fn add_answers(ctx: &Ctx, answers: Vec<(String, String)>) -> Vec<String> {
 }
 
 /// `analyze_jd`: role, company, must-haves and keywords (LIGHT); emits `jd_analysis`.
-pub fn analyze_jd(llm: Llm) -> ResumeTool {
+pub fn analyze_jd() -> ResumeTool {
     Arc::new(tool(
         "analyze_jd",
         "Analyze the job description: role, company, must-have requirements, ATS keywords.",
-        move |_: NoInput, ctx: Ctx| {
-            let llm = llm.clone();
-            async move {
-                let mut analysis: JdAnalysis = ask(
-                    &ctx,
-                    &llm,
-                    ModelTier::Light,
-                    JD_ANALYSIS_PROMPT,
-                    job_context(&ctx),
-                )
-                .await?;
-                if let Some(company) = ctx.read_state(|s| s.company.clone())
-                    && analysis.company.trim().is_empty()
-                {
-                    analysis.company = company;
-                }
-                ctx.update_state(|s| s.jd_analysis = Some(analysis.clone()));
-                ctx.scratchpad().set("jd_analysis", json!(analysis));
-                ctx.emit(ResumeEvent::JdAnalysis {
-                    role: analysis.role.clone(),
-                    company: analysis.company.clone(),
-                    must_haves: analysis.must_haves.clone(),
-                    keywords: analysis.keywords.clone(),
-                });
-                Ok::<_, ToolError>(analysis)
+        move |_: NoInput, ctx: Ctx| async move {
+            let mut analysis: JdAnalysis = ask(
+                &ctx,
+                ModelTier::Light,
+                JD_ANALYSIS_PROMPT,
+                job_context(&ctx),
+            )
+            .await?;
+            if let Some(company) = ctx.read_state(|s| s.company.clone())
+                && analysis.company.trim().is_empty()
+            {
+                analysis.company = company;
             }
+            ctx.update_state(|s| s.jd_analysis = Some(analysis.clone()));
+            ctx.scratchpad().set("jd_analysis", json!(analysis));
+            ctx.emit(ResumeEvent::JdAnalysis {
+                role: analysis.role.clone(),
+                company: analysis.company.clone(),
+                must_haves: analysis.must_haves.clone(),
+                keywords: analysis.keywords.clone(),
+            });
+            Ok::<_, ToolError>(analysis)
         },
     ))
 }
 
 /// `research_company`: notes on the company (LIGHT); emits `research`.
-pub fn research_company(llm: Llm) -> ResumeTool {
+pub fn research_company() -> ResumeTool {
     Arc::new(tool(
         "research_company",
         "Research the hiring company from the job description: business, stage, values.",
-        move |_: NoInput, ctx: Ctx| {
-            let llm = llm.clone();
-            async move {
-                let research: CompanyResearch = ask(
-                    &ctx,
-                    &llm,
-                    ModelTier::Light,
-                    RESEARCH_PROMPT,
-                    job_context(&ctx),
-                )
-                .await?;
-                ctx.update_state(|s| s.research_notes = research.notes.clone());
-                ctx.emit(ResumeEvent::Research {
-                    notes: research.notes.clone(),
-                });
-                Ok::<_, ToolError>(json!({ "notes": research.notes }))
-            }
+        move |_: NoInput, ctx: Ctx| async move {
+            let research: CompanyResearch =
+                ask(&ctx, ModelTier::Light, RESEARCH_PROMPT, job_context(&ctx)).await?;
+            ctx.update_state(|s| s.research_notes = research.notes.clone());
+            ctx.emit(ResumeEvent::Research {
+                notes: research.notes.clone(),
+            });
+            Ok::<_, ToolError>(json!({ "notes": research.notes }))
         },
     ))
 }
@@ -220,32 +207,28 @@ pub fn interview_candidate_batch() -> ResumeTool {
 }
 
 /// `analyze_gaps`: strengths and gaps against the must-haves (MID); emits `gap_analysis`.
-pub fn analyze_gaps(llm: Llm) -> ResumeTool {
+pub fn analyze_gaps() -> ResumeTool {
     Arc::new(tool(
         "analyze_gaps",
         "Compare the evidence library with the job's must-haves: strengths and gaps.",
-        move |_: NoInput, ctx: Ctx| {
-            let llm = llm.clone();
-            async move {
-                let analysis = ctx.read_state(|s| s.jd_analysis.clone()).ok_or_else(|| {
-                    ToolError::failed("analyze the job description first (analyze_jd)")
-                })?;
-                let prompt = format!(
-                    "Role: {}\nMust-haves:\n- {}\n\nEvidence:\n{}",
-                    analysis.role,
-                    analysis.must_haves.join("\n- "),
-                    evidence_lines(&ctx)
-                );
-                let gaps: GapAnalysis =
-                    ask(&ctx, &llm, ModelTier::Mid, GAP_ANALYSIS_PROMPT, prompt).await?;
-                ctx.update_state(|s| s.gap_analysis = Some(gaps.clone()));
-                ctx.scratchpad().set("gap_analysis", json!(gaps));
-                ctx.emit(ResumeEvent::GapAnalysis {
-                    strengths: gaps.strengths.clone(),
-                    gaps: gaps.gaps.clone(),
-                });
-                Ok::<_, ToolError>(gaps)
-            }
+        move |_: NoInput, ctx: Ctx| async move {
+            let analysis = ctx.read_state(|s| s.jd_analysis.clone()).ok_or_else(|| {
+                ToolError::failed("analyze the job description first (analyze_jd)")
+            })?;
+            let prompt = format!(
+                "Role: {}\nMust-haves:\n- {}\n\nEvidence:\n{}",
+                analysis.role,
+                analysis.must_haves.join("\n- "),
+                evidence_lines(&ctx)
+            );
+            let gaps: GapAnalysis = ask(&ctx, ModelTier::Mid, GAP_ANALYSIS_PROMPT, prompt).await?;
+            ctx.update_state(|s| s.gap_analysis = Some(gaps.clone()));
+            ctx.scratchpad().set("gap_analysis", json!(gaps));
+            ctx.emit(ResumeEvent::GapAnalysis {
+                strengths: gaps.strengths.clone(),
+                gaps: gaps.gaps.clone(),
+            });
+            Ok::<_, ToolError>(gaps)
         },
     ))
 }
@@ -291,38 +274,40 @@ pub fn interview_candidate() -> ResumeTool {
 }
 
 /// `design_blueprint`: positioning and sections (PRIMARY), kept in state and scratchpad.
-pub fn design_blueprint(llm: Llm) -> ResumeTool {
+pub fn design_blueprint() -> ResumeTool {
     Arc::new(tool(
         "design_blueprint",
         "Design the resume's blueprint: positioning and the sections with their goals.",
-        move |input: BlueprintInput, ctx: Ctx| {
-            let llm = llm.clone();
-            async move {
-                let context = ctx.read_state(|s| {
-                        let gaps = s.gap_analysis.clone().unwrap_or_default();
-                        let redesign = match &s.blueprint_feedback {
-                            Some(feedback) => format!("Redesign: yes\nUser feedback on the last blueprint: {feedback}\n"),
-                            None => String::new(),
-                        };
-                        format!(
-                            "{redesign}Role: {}\nStrengths:\n- {}\nGaps:\n- {}\nResearch:\n- {}\nNotes: {}",
-                            s.jd_analysis.as_ref().map(|a| a.role.as_str()).unwrap_or(""),
-                            gaps.strengths.join("\n- "),
-                            gaps.gaps.join("\n- "),
-                            s.research_notes.join("\n- "),
-                            input.notes.as_deref().unwrap_or("(none)"),
-                        )
-                    });
-                let prompt = format!("{context}\n\nEvidence:\n{}", evidence_lines(&ctx));
-                let blueprint: Blueprint =
-                    ask(&ctx, &llm, ModelTier::Primary, BLUEPRINT_PROMPT, prompt).await?;
-                if blueprint.sections.is_empty() {
-                    return Err(ToolError::failed("the blueprint has no sections"));
-                }
-                ctx.update_state(|s| s.blueprint = Some(blueprint.clone()));
-                ctx.scratchpad().set("blueprint", json!(blueprint));
-                Ok::<_, ToolError>(blueprint)
+        move |input: BlueprintInput, ctx: Ctx| async move {
+            let context = ctx.read_state(|s| {
+                let gaps = s.gap_analysis.clone().unwrap_or_default();
+                let redesign = match &s.blueprint_feedback {
+                    Some(feedback) => {
+                        format!("Redesign: yes\nUser feedback on the last blueprint: {feedback}\n")
+                    }
+                    None => String::new(),
+                };
+                format!(
+                    "{redesign}Role: {}\nStrengths:\n- {}\nGaps:\n- {}\nResearch:\n- {}\nNotes: {}",
+                    s.jd_analysis
+                        .as_ref()
+                        .map(|a| a.role.as_str())
+                        .unwrap_or(""),
+                    gaps.strengths.join("\n- "),
+                    gaps.gaps.join("\n- "),
+                    s.research_notes.join("\n- "),
+                    input.notes.as_deref().unwrap_or("(none)"),
+                )
+            });
+            let prompt = format!("{context}\n\nEvidence:\n{}", evidence_lines(&ctx));
+            let blueprint: Blueprint =
+                ask(&ctx, ModelTier::Primary, BLUEPRINT_PROMPT, prompt).await?;
+            if blueprint.sections.is_empty() {
+                return Err(ToolError::failed("the blueprint has no sections"));
             }
+            ctx.update_state(|s| s.blueprint = Some(blueprint.clone()));
+            ctx.scratchpad().set("blueprint", json!(blueprint));
+            Ok::<_, ToolError>(blueprint)
         },
     ))
 }

@@ -6,7 +6,7 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use agent_llm::{ChatModel, Message};
+use agent_llm::{ChatModel, ExtractError, Extracted, Message};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -14,7 +14,8 @@ use super::checkpointer::Checkpointer;
 use super::{NodeError, RunContext};
 use crate::checkpoint::CheckpointError;
 use crate::{
-    AgentContext, AgentIdentity, AgentLoop, AgentResult, AgentRun, RunSaver, Session, SessionMarks,
+    AgentContext, AgentIdentity, AgentLoop, AgentResult, AgentRun, Ask, RunSaver, Session,
+    SessionMarks,
 };
 
 /// The context of one node run: the run (id, node, step, journal, cancellation, through
@@ -191,6 +192,17 @@ impl<S, E> NodeContext<S, E> {
     /// Sends a product event through the session.
     pub fn emit(&self, event: E) {
         self.session.emit(event);
+    }
+
+    /// Asks the session's model for a `T`: the one metered call (see [`Ask`]), stopped
+    /// when the run is cancelled.
+    pub async fn extract<T>(&self, ask: Ask) -> Result<Extracted<T>, ExtractError>
+    where
+        T: schemars::JsonSchema + serde::de::DeserializeOwned,
+    {
+        self.session
+            .extract_until(self.run.cancellation_token(), ask)
+            .await
     }
 
     /// A context for code that acts as `agent` without a loop (a coordinator waiting at a

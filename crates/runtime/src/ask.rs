@@ -1,0 +1,262 @@
+//! [`Ask`]: the one way a node or a tool asks a model for a typed answer, through its
+//! session's model, router and meter (`Session::extract`, `AgentContext::extract`,
+//! `NodeContext::extract`).
+
+use std::sync::Arc;
+
+use agent_llm::{
+    ChatRequest, ExtractError, ExtractOptions, Extracted, LlmError, ModelTier, extract_with,
+};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+
+use crate::metered::MeteredModel;
+use crate::session_parts::SessionParts;
+
+/// One structured-output question: the prompt, the tier whose model answers it, the step
+/// its cost is counted under, and how often an invalid answer is asked again.
+///
+/// Asked with `extract::<T>(ask)` on a [`Session`](crate::Session), an
+/// [`AgentContext`](crate::AgentContext) or a [`NodeContext`](crate::graph::NodeContext):
+/// the session's model answers, on the model id its router gives the tier; a reached
+/// limit of the session's meter refuses each attempt before it is made, and every
+/// attempt's usage is recorded on the meter (under the step, when named); cancelling the
+/// session (or the run) stops the call with [`LlmError::Cancelled`].
+///
+/// ```
+/// use agent_llm::{ModelTier, testing::ScriptedModel};
+/// use agent_runtime::{Ask, CostLimits, CostMeter, Session};
+/// use std::sync::Arc;
+/// #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+/// struct Verdict { fits: bool }
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let meter = CostMeter::new(CostLimits::default());
+/// let session: Session<(), ()> = Session::new("s1", ())
+///     .with_model(Arc::new(ScriptedModel::from_texts([r#"{"fits": true}"#])))
+///     .with_meter(meter.clone());
+/// let ask = Ask::new("Does a Rust job fit a Rust engineer?")
+///     .system("Answer as JSON.")
+///     .tier(ModelTier::Light)
+///     .step("screen");
+/// let verdict = session.extract::<Verdict>(ask).await.unwrap();
+/// assert!(verdict.value.fits);
+/// assert_eq!(meter.snapshot().calls_by_step["screen"], 1);
+/// # });
+/// ```
+#[derive(Debug, Clone)]
+pub struct Ask {
+    request: ChatRequest,
+    tier: Option<ModelTier>,
+    step: Option<String>,
+    options: ExtractOptions,
+}
+
+impl Ask {
+    /// A question with this user prompt.
+    pub fn new(prompt: impl Into<String>) -> Self {
+        Ask::from_request(ChatRequest::from_prompt(prompt))
+    }
+
+    /// A question made of a whole request (messages, model, sampling); `extract` adds
+    /// the answer's schema to it.
+    pub fn from_request(request: ChatRequest) -> Self {
+        Ask {
+            request,
+            tier: None,
+            step: None,
+            options: ExtractOptions::default(),
+        }
+    }
+
+    /// Sets the system prompt.
+    pub fn system(mut self, system: impl Into<String>) -> Self {
+        self.request.system = Some(system.into());
+        self
+    }
+
+    /// Answered by the model the session's router gives `tier` (without a router, by the
+    /// model the request names, or else the model's default).
+    pub fn tier(mut self, tier: ModelTier) -> Self {
+        self.tier = Some(tier);
+        self
+    }
+
+    /// Answered by this model id, whatever the router says.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.tier = None;
+        self.request.model = Some(model.into());
+        self
+    }
+
+    /// Counts the call's cost under `step` on the meter (see `CostMeter::for_step`).
+    pub fn step(mut self, step: impl Into<String>) -> Self {
+        self.step = Some(step.into());
+        self
+    }
+
+    /// Sets the sampling temperature.
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.request.temperature = Some(temperature);
+        self
+    }
+
+    /// Sets the answer's token limit (of the first attempt: `extract` gives an answer cut
+    /// off at the limit more room when it asks again).
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.request.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Calls in all, the first included (default 3): an invalid answer is asked again
+    /// until this is reached.
+    pub fn attempts(mut self, attempts: u32) -> Self {
+        self.options.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// Names the answer's tool or schema (default: the type's name).
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.options.name = Some(name.into());
+        self
+    }
+
+    /// The step the cost is counted under, if named.
+    pub fn step_name(&self) -> Option<&str> {
+        self.step.as_deref()
+    }
+
+    /// The request as it stands (before the router's model and the schema are added).
+    pub fn request(&self) -> &ChatRequest {
+        &self.request
+    }
+}
+
+/// Asks the session's model; stops early when `cancel` (or the session's token) fires.
+pub(crate) async fn extract<T, S, E>(
+    session: &SessionParts<S, E>,
+    cancel: Option<&CancellationToken>,
+    ask: Ask,
+) -> Result<Extracted<T>, ExtractError>
+where
+    T: JsonSchema + DeserializeOwned,
+{
+    let refused = |error: LlmError| ExtractError {
+        error,
+        attempts: 0,
+        usage: Vec::new(),
+    };
+    let Some(model) = session.model.as_ref() else {
+        return Err(refused(LlmError::Config(format!(
+            "session {} has no model to ask (Session::with_model)",
+            session.id
+        ))));
+    };
+    let Ask {
+        mut request,
+        tier,
+        step,
+        options,
+    } = ask;
+    if let (Some(tier), Some(router)) = (tier, session.router.as_ref()) {
+        request.model = Some(router.model(tier).to_owned());
+    }
+    let call = async {
+        match &session.meter {
+            Some(meter) => {
+                let meter = match &step {
+                    Some(step) => meter.for_step(step),
+                    None => meter.clone(),
+                };
+                let metered = MeteredModel::new(Arc::clone(model), meter);
+                extract_with::<T, _>(&metered, request, options).await
+            }
+            None => extract_with::<T, _>(model.as_ref(), request, options).await,
+        }
+    };
+    let run_cancel = cancel.unwrap_or(&session.cancel);
+    tokio::select! {
+        outcome = call => outcome,
+        () = session.cancel.cancelled() => Err(refused(LlmError::Cancelled)),
+        () = run_cancel.cancelled() => Err(refused(LlmError::Cancelled)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Session;
+    use crate::cost::{CostLimits, CostMeter};
+    use agent_llm::testing::ScriptedModel;
+    use agent_llm::{Limit, ModelRouter, ProviderKind};
+
+    #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    struct Count {
+        n: u32,
+    }
+
+    fn session(model: ScriptedModel) -> Session<(), ()> {
+        Session::new("s", ()).with_model(Arc::new(model))
+    }
+
+    #[tokio::test]
+    async fn the_tier_picks_the_routers_model_and_the_meter_counts_every_attempt() {
+        let model = ScriptedModel::from_texts(["not json", r#"{"n": 2}"#]);
+        let meter = CostMeter::new(CostLimits::default());
+        let router = ModelRouter::for_provider(ProviderKind::OpenAi)
+            .with_model(ModelTier::Light, "small-one");
+        let session = session(model.clone())
+            .with_router(router)
+            .with_meter(meter.clone());
+        let out = session
+            .extract::<Count>(Ask::new("count").tier(ModelTier::Light).step("count"))
+            .await
+            .unwrap();
+        assert_eq!((out.value.n, out.attempts), (2, 2));
+        let sent = model.requests();
+        assert_eq!(sent[0].model.as_deref(), Some("small-one"));
+        let spent = meter.snapshot();
+        assert_eq!((spent.calls, spent.calls_by_step["count"]), (2, 2));
+    }
+
+    #[tokio::test]
+    async fn a_reached_limit_refuses_the_call_before_it_is_made() {
+        let model = ScriptedModel::from_texts([r#"{"n": 1}"#]);
+        let meter = CostMeter::new(CostLimits {
+            max_calls: Some(0),
+            ..CostLimits::default()
+        });
+        let session = session(model.clone()).with_meter(meter);
+        let error = session
+            .extract::<Count>(Ask::new("count"))
+            .await
+            .unwrap_err();
+        assert!(matches!(
+            error.error,
+            LlmError::LimitExceeded(Limit::Calls { .. })
+        ));
+        assert!(model.requests().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_session_without_a_model_says_so() {
+        let session: Session<(), ()> = Session::new("s9", ());
+        let error = session
+            .extract::<Count>(Ask::new("count"))
+            .await
+            .unwrap_err();
+        assert!(matches!(&error.error, LlmError::Config(m) if m.contains("s9")));
+    }
+
+    #[tokio::test]
+    async fn cancelling_the_session_stops_the_call() {
+        let model = ScriptedModel::from_texts([r#"{"n": 1}"#]);
+        let session = session(model);
+        session.cancellation().cancel();
+        let error = session
+            .extract::<Count>(Ask::new("count"))
+            .await
+            .unwrap_err();
+        assert_eq!(error.error, LlmError::Cancelled);
+    }
+}
