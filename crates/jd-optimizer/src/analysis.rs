@@ -27,13 +27,6 @@ pub enum JdRefused {
 
 /// Checks a job description: at least [`MIN_JD_CHARS`] characters and at least five
 /// words of two letters or more.
-///
-/// ```
-/// use jd_optimizer::analysis::{check_jd, JdRefused};
-/// assert_eq!(check_jd("Rust engineer"), Err(JdRefused::TooShort { chars: 13 }));
-/// assert_eq!(check_jd(&"#$%& 1234 ".repeat(10)), Err(JdRefused::NoWords));
-/// assert!(check_jd("Senior Rust engineer to build our payment services on AWS with Kafka.").is_ok());
-/// ```
 pub fn check_jd(text: &str) -> Result<(), JdRefused> {
     let chars = text.trim().chars().count();
     if chars < MIN_JD_CHARS {
@@ -56,12 +49,6 @@ pub fn check_jd(text: &str) -> Result<(), JdRefused> {
 
 /// A short, stable digest of a text: the first 16 hex digits of its SHA-256, over its
 /// words (case and spacing do not change it). Cache keys and resume ids use it.
-///
-/// ```
-/// use jd_optimizer::analysis::text_hash;
-/// assert_eq!(text_hash("Rust  Engineer\n"), text_hash("rust engineer"));
-/// assert_eq!(text_hash("x").len(), 16);
-/// ```
 pub fn text_hash(text: &str) -> String {
     let canonical = text
         .split_whitespace()
@@ -76,13 +63,6 @@ pub fn text_hash(text: &str) -> String {
 /// requirements and unrecognized sections, without the "about us", benefits and legal
 /// boilerplate that carry no requirement (spec 7.6.3: send only what matters). A
 /// description with no recognizable sections is kept whole.
-///
-/// ```
-/// let jd = "Backend Engineer\n\nAbout us\nWe are a friendly fintech.\n\nRequirements\n- 5+ years of Rust\n- Kafka\n\nBenefits\n- Free lunch\n";
-/// let compact = jd_optimizer::analysis::analysis_text(jd);
-/// assert!(compact.contains("5+ years of Rust") && compact.contains("Backend Engineer"));
-/// assert!(!compact.contains("Free lunch") && !compact.contains("fintech"));
-/// ```
 pub fn analysis_text(jd: &str) -> String {
     let chunks = chunk_document("jd", jd);
     let kept: Vec<&str> = chunks
@@ -190,6 +170,35 @@ impl JdAnalysis {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn check_jd_refuses_what_cannot_be_analysed() {
+        use crate::analysis::{JdRefused, check_jd};
+        assert_eq!(
+            check_jd("Rust engineer"),
+            Err(JdRefused::TooShort { chars: 13 })
+        );
+        assert_eq!(check_jd(&"#$%& 1234 ".repeat(10)), Err(JdRefused::NoWords));
+        assert!(
+            check_jd("Senior Rust engineer to build our payment services on AWS with Kafka.")
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn the_text_hash_ignores_case_and_spacing() {
+        use crate::analysis::text_hash;
+        assert_eq!(text_hash("Rust  Engineer\n"), text_hash("rust engineer"));
+        assert_eq!(text_hash("x").len(), 16);
+    }
+
+    #[test]
+    fn analysis_text_keeps_the_role_and_requirements_and_drops_the_rest() {
+        let jd = "Backend Engineer\n\nAbout us\nWe are a friendly fintech.\n\nRequirements\n- 5+ years of Rust\n- Kafka\n\nBenefits\n- Free lunch\n";
+        let compact = crate::analysis::analysis_text(jd);
+        assert!(compact.contains("5+ years of Rust") && compact.contains("Backend Engineer"));
+        assert!(!compact.contains("Free lunch") && !compact.contains("fintech"));
+    }
 
     #[test]
     fn normalizing_clamps_weights_and_weighs_every_hard_skill() {

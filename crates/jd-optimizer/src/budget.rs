@@ -83,15 +83,6 @@ impl Spent {
 }
 
 /// The limit `spent` has reached, if any, with a message for the user.
-///
-/// ```
-/// use jd_optimizer::budget::{Spent, limit_reached};
-/// use jd_optimizer::{config::Budget, records::BudgetLimit};
-/// let budget = Budget::default();
-/// let spent = Spent { tokens: 7_100, calls: 3, elapsed_ms: 9_000 };
-/// assert_eq!(limit_reached(&budget, &spent).unwrap().0, BudgetLimit::Tokens);
-/// assert!(limit_reached(&budget, &Spent { tokens: 10, calls: 1, elapsed_ms: 10 }).is_none());
-/// ```
 pub fn limit_reached(budget: &Budget, spent: &Spent) -> Option<(BudgetLimit, String)> {
     if spent.tokens >= budget.max_tokens {
         Some((
@@ -126,29 +117,11 @@ pub fn limit_reached(budget: &Budget, spent: &Spent) -> Option<(BudgetLimit, Str
 /// Whether what is left of `budget` pays for `need` now and `reserve` after it (the
 /// steps that must still follow), in tokens, calls and time at the pace of the calls so
 /// far.
-///
-/// ```
-/// use jd_optimizer::budget::{FULL_REWRITE, COMPACT_SCORER, Need, Spent, affords};
-/// use jd_optimizer::config::Budget;
-/// let budget = Budget::default();
-/// let early = Spent { tokens: 800, calls: 1, elapsed_ms: 2_000 };
-/// assert!(affords(&budget, &early, FULL_REWRITE, COMPACT_SCORER));
-/// let late = Spent { tokens: 5_500, calls: 4, elapsed_ms: 8_000 };
-/// assert!(!affords(&budget, &late, FULL_REWRITE, COMPACT_SCORER));
-/// ```
 pub fn affords(budget: &Budget, spent: &Spent, need: Need, reserve: Need) -> bool {
     shortfall(budget, spent, need, reserve).is_none()
 }
 
 /// The first limit that would not pay for `need` and `reserve`, if any.
-///
-/// ```
-/// use jd_optimizer::budget::{FULL_REWRITE, NOTHING, Spent, shortfall};
-/// use jd_optimizer::{config::Budget, records::BudgetLimit};
-/// let budget = Budget { max_wall_ms: 3_000, ..Budget::default() };
-/// let slow = Spent { tokens: 500, calls: 1, elapsed_ms: 2_500 };
-/// assert_eq!(shortfall(&budget, &slow, FULL_REWRITE, NOTHING), Some(BudgetLimit::WallTime));
-/// ```
 pub fn shortfall(budget: &Budget, spent: &Spent, need: Need, reserve: Need) -> Option<BudgetLimit> {
     let tokens = need.tokens + reserve.tokens;
     let calls = need.calls + reserve.calls;
@@ -169,3 +142,71 @@ pub const NOTHING: Need = Need {
     tokens: 0,
     calls: 0,
 };
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn limit_reached_names_the_limit_spent() {
+        use crate::budget::{Spent, limit_reached};
+        use crate::{config::Budget, records::BudgetLimit};
+        let budget = Budget::default();
+        let spent = Spent {
+            tokens: 7_100,
+            calls: 3,
+            elapsed_ms: 9_000,
+        };
+        assert_eq!(
+            limit_reached(&budget, &spent).unwrap().0,
+            BudgetLimit::Tokens
+        );
+        assert!(
+            limit_reached(
+                &budget,
+                &Spent {
+                    tokens: 10,
+                    calls: 1,
+                    elapsed_ms: 10
+                }
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn affords_says_whether_the_next_calls_fit_what_is_left() {
+        use crate::budget::{COMPACT_SCORER, FULL_REWRITE, Spent, affords};
+        use crate::config::Budget;
+        let budget = Budget::default();
+        let early = Spent {
+            tokens: 800,
+            calls: 1,
+            elapsed_ms: 2_000,
+        };
+        assert!(affords(&budget, &early, FULL_REWRITE, COMPACT_SCORER));
+        let late = Spent {
+            tokens: 5_500,
+            calls: 4,
+            elapsed_ms: 8_000,
+        };
+        assert!(!affords(&budget, &late, FULL_REWRITE, COMPACT_SCORER));
+    }
+
+    #[test]
+    fn shortfall_names_the_limit_the_next_calls_would_pass() {
+        use crate::budget::{FULL_REWRITE, NOTHING, Spent, shortfall};
+        use crate::{config::Budget, records::BudgetLimit};
+        let budget = Budget {
+            max_wall_ms: 3_000,
+            ..Budget::default()
+        };
+        let slow = Spent {
+            tokens: 500,
+            calls: 1,
+            elapsed_ms: 2_500,
+        };
+        assert_eq!(
+            shortfall(&budget, &slow, FULL_REWRITE, NOTHING),
+            Some(BudgetLimit::WallTime)
+        );
+    }
+}

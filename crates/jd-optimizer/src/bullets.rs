@@ -36,18 +36,6 @@ fn position(chunk_id: &str) -> usize {
 /// The slots of `state`'s rewrite: the bullets of the experience and project chunks the
 /// rewriter is given (of every chunk given when none is one of those), in resume order.
 /// A chunk's marked list items are its bullets; when no chunk marks any, every line is.
-///
-/// ```
-/// use jd_optimizer::bullets::bullet_slots;
-/// use jd_optimizer::{input::resume_chunks, records::Ids};
-/// use jd_optimizer::state::OptimizationState;
-/// let resume = "Ada\n\nExperience\nAnalyst, Engines (1842)\n- Wrote notes\n- Ran numbers\n\nSkills\nMaths";
-/// let ids = Ids { tenant_id: "t".into(), user_id: "u".into(), session_id: "s".into(), resume_id: "r".into() };
-/// let state = OptimizationState::new(ids, String::new(), resume_chunks(resume), vec![], Default::default());
-/// let slots = bullet_slots(&state);
-/// let texts: Vec<_> = slots.iter().map(|s| (s.id.as_str(), s.text.as_str())).collect();
-/// assert_eq!(texts, [("C1.1", "Wrote notes"), ("C1.2", "Ran numbers")]);
-/// ```
 pub fn bullet_slots(state: &OptimizationState) -> Vec<BulletSlot> {
     slots_of(state.rewrite_sources())
 }
@@ -218,6 +206,33 @@ pub fn assign_slots(slots: &[BulletSlot], drafts: &[Draft<'_>]) -> Vec<Option<us
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bullet_slots_are_the_experience_bullets_in_order() {
+        use crate::bullets::bullet_slots;
+        use crate::state::OptimizationState;
+        use crate::{input::resume_chunks, records::Ids};
+        let resume = "Ada\n\nExperience\nAnalyst, Engines (1842)\n- Wrote notes\n- Ran numbers\n\nSkills\nMaths";
+        let ids = Ids {
+            tenant_id: "t".into(),
+            user_id: "u".into(),
+            session_id: "s".into(),
+            resume_id: "r".into(),
+        };
+        let state = OptimizationState::new(
+            ids,
+            String::new(),
+            resume_chunks(resume),
+            vec![],
+            Default::default(),
+        );
+        let slots = bullet_slots(&state);
+        let texts: Vec<_> = slots
+            .iter()
+            .map(|s| (s.id.as_str(), s.text.as_str()))
+            .collect();
+        assert_eq!(texts, [("C1.1", "Wrote notes"), ("C1.2", "Ran numbers")]);
+    }
 
     fn chunk(id: &str, section: &str, content: &str) -> ResumeChunk {
         ResumeChunk {

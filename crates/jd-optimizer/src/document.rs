@@ -175,19 +175,6 @@ pub fn document_lines(
 /// The optimized resume as Markdown: the name as its title (`#`), section names as
 /// headings (`##`), role and other entry lines as subheadings (`###`), list items as
 /// `- ` items, every other line as it is; rewritten bullets in place of theirs.
-///
-/// ```
-/// use jd_optimizer::{document::optimized_markdown, input::resume_chunks, records::Ids};
-/// use jd_optimizer::records::RewrittenBullet;
-/// use jd_optimizer::state::OptimizationState;
-/// let resume = "Ada\nada@example.com\n\nExperience\nAnalyst, Engines (1842)\n- Wrote notes\n- Ran numbers\n\nSkills\nMaths";
-/// let ids = Ids { tenant_id: "t".into(), user_id: "u".into(), session_id: "s".into(), resume_id: "r".into() };
-/// let mut state = OptimizationState::new(ids, String::new(), resume_chunks(resume), vec![], Default::default());
-/// state.optimized_bullets = vec![RewrittenBullet { id: "B1".into(), replaces: "C1.1".into(),
-///     original: "Wrote notes".into(), text: "Wrote the first program".into(), sources: vec!["C1".into()] }];
-/// let markdown = optimized_markdown(resume, &state).unwrap();
-/// assert_eq!(markdown, "# Ada\nada@example.com\n## Experience\n### Analyst, Engines (1842)\n- Wrote the first program\n- Ran numbers\n## Skills\nMaths\n");
-/// ```
 pub fn optimized_markdown(
     resume_text: &str,
     state: &OptimizationState,
@@ -259,6 +246,39 @@ mod tests {
     use super::*;
     use crate::input::resume_chunks;
     use crate::records::Ids;
+
+    #[test]
+    fn optimized_markdown_puts_each_rewrite_in_place_of_its_bullet() {
+        use crate::records::RewrittenBullet;
+        use crate::state::OptimizationState;
+        use crate::{document::optimized_markdown, input::resume_chunks, records::Ids};
+        let resume = "Ada\nada@example.com\n\nExperience\nAnalyst, Engines (1842)\n- Wrote notes\n- Ran numbers\n\nSkills\nMaths";
+        let ids = Ids {
+            tenant_id: "t".into(),
+            user_id: "u".into(),
+            session_id: "s".into(),
+            resume_id: "r".into(),
+        };
+        let mut state = OptimizationState::new(
+            ids,
+            String::new(),
+            resume_chunks(resume),
+            vec![],
+            Default::default(),
+        );
+        state.optimized_bullets = vec![RewrittenBullet {
+            id: "B1".into(),
+            replaces: "C1.1".into(),
+            original: "Wrote notes".into(),
+            text: "Wrote the first program".into(),
+            sources: vec!["C1".into()],
+        }];
+        let markdown = optimized_markdown(resume, &state).unwrap();
+        assert_eq!(
+            markdown,
+            "# Ada\nada@example.com\n## Experience\n### Analyst, Engines (1842)\n- Wrote the first program\n- Ran numbers\n## Skills\nMaths\n"
+        );
+    }
 
     const RESUME: &str = "Mara Lindqvist\n+46 70 123 45 67 · mara@example.org · linkedin.com/in/mara · Stockholm\n\nEXPERIENCE\nStaff Engineer — Nordpay AB, Stockholm | Jan 2019 – Present\n• Led the move of 40 services to Kubernetes\n• Cut p99 latency from 900 to 120 ms\nEngineer — Fjord Labs, Oslo | 2015 – 2018\n• Built the billing system in Go\n\nPROJECTS\nledgerkit (open source)\n• A double-entry ledger library with 1,200 stars\n\nLANGUAGES\nSwedish (native), English (fluent)\n\nEDUCATION\nM.Sc. Computer Science, KTH, 2015\n";
 

@@ -86,3 +86,69 @@ pub fn pairs(fixtures_dir: &Path) -> Result<Vec<FixturePair>, DryRunError> {
     pairs.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(pairs)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agents::rewriter::accept;
+    use crate::{Optimization, OptimizeRequest};
+    use agent_runtime::CollectingSink;
+    use tokio_util::sync::CancellationToken;
+
+    fn fixtures() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/jd-optimizer")
+    }
+
+    async fn optimize(optimizer: &JdOptimizer, pair: &FixturePair) -> Optimization {
+        optimizer
+            .optimize(
+                &OptimizeRequest::new(&pair.resume, &pair.jd),
+                &pair.name,
+                Arc::new(CollectingSink::default()),
+                CancellationToken::new(),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", pair.name))
+    }
+
+    #[tokio::test]
+    async fn the_staff_ml_rewrite_keeps_the_bullet_it_leaves_out_and_claims_only_what_a_cited_chunk_says()
+     {
+        let pairs = pairs(&fixtures()).unwrap();
+        let pair = pairs.iter().find(|p| p.name == "staff-ml").unwrap();
+        let optimizer = optimizer(&fixtures()).unwrap();
+        let done = optimize(&optimizer, pair).await;
+        let r = &done.result;
+        assert_eq!(r.kept_attempt, 1);
+        assert!(r.ats_score > r.baseline_score);
+        // One rewrite per bullet it changed, each in place of the bullet it names.
+        let replaced: Vec<&str> = r
+            .optimized_bullets
+            .iter()
+            .map(|b| b.replaces.as_str())
+            .collect();
+        assert_eq!(replaced, ["C2.1", "C2.3", "C2.4", "C2.5", "C3.2"]);
+        // The Datafirma recommendation bullet the rewrite left out keeps its own text.
+        let markdown = crate::document::optimized_markdown(&pair.resume, &done.state).unwrap();
+        assert!(markdown.contains(
+            "- Built recommendation models in Python and scikit-learn for 2 million users"
+        ));
+        // "recommendation" for Vistaloop: refused citing only the Vistaloop chunk, which
+        // never says it; accepted citing the summary, which does (the whole resume is what
+        // the candidate says).
+        let claim = "Led the technical direction for ranking and recommendation models across 3 teams and 11 engineers";
+        let refused = accept(&done.state, claim, &["C2".to_owned()], Some("C2")).unwrap_err();
+        assert!(
+            refused.reason.contains("\"recommendation\""),
+            "{}",
+            refused.reason
+        );
+        accept(
+            &done.state,
+            claim,
+            &["C2".to_owned(), "C1".to_owned()],
+            Some("C2"),
+        )
+        .unwrap();
+    }
+}

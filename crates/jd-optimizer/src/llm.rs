@@ -116,11 +116,6 @@ impl AgentCaller {
         }
     }
 
-    /// The model id of `tier`.
-    pub fn model_for(&self, tier: ModelTier) -> &str {
-        self.router.model(tier)
-    }
-
     /// Gives `session` this caller's model and tiers: the sessions an optimization or a
     /// preparation runs in must have them, since every call is the session's.
     pub fn equip<S, E>(&self, session: Session<S, E>) -> Session<S, E> {

@@ -116,16 +116,6 @@ pub fn years_shown(resume: &str) -> Option<u32> {
 }
 
 /// What `resume` (all the candidate's material) shows against `qualification`.
-///
-/// ```
-/// use jd_optimizer::qualifications::{Verdict, check};
-/// let resume = "Engineer, Acme (2019 - 2023)\nB.Sc. Computer Science, 2019";
-/// assert!(matches!(check("6+ years of backend experience", resume), Verdict::Missing(_)));
-/// assert_eq!(check("2+ years of backend experience", resume), Verdict::Met);
-/// assert!(matches!(check("Master's degree in CS", resume), Verdict::Missing(_)));
-/// assert_eq!(check("Bachelor's degree or equivalent", resume), Verdict::Met);
-/// assert_eq!(check("Strong communication", resume), Verdict::Unknown);
-/// ```
 pub fn check(qualification: &str, resume: &str) -> Verdict {
     let lower = qualification.to_lowercase();
     if let Some(asked) = years_asked(qualification) {
@@ -180,6 +170,29 @@ pub fn check(qualification: &str, resume: &str) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn check_reads_years_and_degrees_from_the_resume() {
+        use crate::qualifications::{Verdict, check};
+        let resume = "Engineer, Acme (2019 - 2023)\nB.Sc. Computer Science, 2019";
+        assert!(matches!(
+            check("6+ years of backend experience", resume),
+            Verdict::Missing(_)
+        ));
+        assert_eq!(
+            check("2+ years of backend experience", resume),
+            Verdict::Met
+        );
+        assert!(matches!(
+            check("Master's degree in CS", resume),
+            Verdict::Missing(_)
+        ));
+        assert_eq!(
+            check("Bachelor's degree or equivalent", resume),
+            Verdict::Met
+        );
+        assert_eq!(check("Strong communication", resume), Verdict::Unknown);
+    }
 
     #[test]
     fn years_come_from_the_earliest_start_to_the_latest_end() {

@@ -3,8 +3,6 @@
 //! it finds nothing missing, under budget pressure, or when the model fails, it is the
 //! report.
 
-use std::collections::BTreeMap;
-
 use agent_llm::ModelTier;
 
 use crate::analysis::JdAnalysis;
@@ -37,14 +35,6 @@ fn priority_of(weight: f64) -> Priority {
 /// The deterministic gap diff: the hard skills `resume` (all of it, the rewritten
 /// bullets and the user's answers) does not mention are missing, prioritised by their
 /// weight; skills it mentions only by related word forms are transferable.
-///
-/// ```
-/// use jd_optimizer::analysis::JdAnalysis;
-/// use jd_optimizer::agents::gap::gap_diff;
-/// let jd = JdAnalysis { hard_skills: vec!["Rust".into(), "Kafka".into()], ..Default::default() }.normalized();
-/// let report = gap_diff(&jd, "Built Rust services");
-/// assert_eq!(report.missing_skills, ["Kafka"]);
-/// ```
 pub fn gap_diff(analysis: &JdAnalysis, resume: &str) -> GapReport {
     let mut report = GapReport::default();
     let mut skills: Vec<(&str, f64)> = analysis
@@ -259,27 +249,22 @@ pub async fn run(ctx: &Node, deps: &Deps) {
     }
 }
 
-/// Priorities as the spec's strings (`high`, `medium`, `low`), for displays.
-pub fn priority_names(report: &GapReport) -> BTreeMap<String, &'static str> {
-    report
-        .priority
-        .iter()
-        .map(|(k, p)| {
-            (
-                k.clone(),
-                match p {
-                    Priority::High => "high",
-                    Priority::Medium => "medium",
-                    Priority::Low => "low",
-                },
-            )
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_diff_names_the_skills_the_resume_does_not_show() {
+        use crate::agents::gap::gap_diff;
+        use crate::analysis::JdAnalysis;
+        let jd = JdAnalysis {
+            hard_skills: vec!["Rust".into(), "Kafka".into()],
+            ..Default::default()
+        }
+        .normalized();
+        let report = gap_diff(&jd, "Built Rust services");
+        assert_eq!(report.missing_skills, ["Kafka"]);
+    }
 
     #[test]
     fn the_diff_names_missing_qualifications_and_soft_skills_not_only_hard_skills() {

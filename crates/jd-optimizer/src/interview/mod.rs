@@ -132,7 +132,11 @@ struct Material {
 impl Interviewer {
     /// Interviews on `caller`'s model, cached in `cache`, remembering profiles in
     /// `memory` when given.
-    pub fn new(caller: AgentCaller, cache: OptimizerCache, memory: Option<MemoryStore>) -> Self {
+    pub(crate) fn new(
+        caller: AgentCaller,
+        cache: OptimizerCache,
+        memory: Option<MemoryStore>,
+    ) -> Self {
         Interviewer {
             caller,
             cache,
@@ -258,7 +262,7 @@ impl Interviewer {
     }
 
     /// Prepares the interview inside a graph run: the calls are `ctx`'s session's (which
-    /// must carry this interviewer's model: [`AgentCaller::equip`]), and every answer goes
+    /// must carry this interviewer's model: [`JdOptimizer::equip`](crate::JdOptimizer::equip)), and every answer goes
     /// through the run's journal, so with a checkpoint store a preparation stopped
     /// half-way (a crash, a restart) pays for no answer twice when it runs again.
     pub async fn prepare_in<S, E>(

@@ -73,20 +73,6 @@ fn credit(found: Found) -> f64 {
 
 /// Scores `bullets` against `analysis`; `threshold` is the score the router compares
 /// with (a result close to it lowers the confidence: that decision is borderline).
-///
-/// ```
-/// use jd_optimizer::analysis::JdAnalysis;
-/// use jd_optimizer::scoring::score_by_rules;
-/// let jd = JdAnalysis {
-///     hard_skills: vec!["Rust".into(), "Kafka".into()],
-///     responsibilities: vec!["Build payment services".into()],
-///     ..Default::default()
-/// }.normalized();
-/// let good = score_by_rules(&jd, &["Built payment services in Rust on Kafka, cutting latency 40%"], 0.75);
-/// let poor = score_by_rules(&jd, &["Answered phones"], 0.75);
-/// assert!(good.overall() > 0.9 && poor.overall() < 0.2);
-/// assert_eq!(poor.missing_keywords, ["Kafka", "Rust"]);
-/// ```
 pub fn score_by_rules<S: AsRef<str>>(
     analysis: &JdAnalysis,
     bullets: &[S],
@@ -253,6 +239,26 @@ pub fn score_by_rules<S: AsRef<str>>(
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn the_rules_score_keywords_and_duties_found() {
+        use crate::analysis::JdAnalysis;
+        use crate::scoring::score_by_rules;
+        let jd = JdAnalysis {
+            hard_skills: vec!["Rust".into(), "Kafka".into()],
+            responsibilities: vec!["Build payment services".into()],
+            ..Default::default()
+        }
+        .normalized();
+        let good = score_by_rules(
+            &jd,
+            &["Built payment services in Rust on Kafka, cutting latency 40%"],
+            0.75,
+        );
+        let poor = score_by_rules(&jd, &["Answered phones"], 0.75);
+        assert!(good.overall() > 0.9 && poor.overall() < 0.2);
+        assert_eq!(poor.missing_keywords, ["Kafka", "Rust"]);
+    }
 
     fn analysis() -> JdAnalysis {
         JdAnalysis {
