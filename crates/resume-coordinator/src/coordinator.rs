@@ -26,9 +26,7 @@ use crate::types::{
 /// The coordinator's name in gate ids (`coordinator:architect_review:1`).
 pub const COORDINATOR: &str = "coordinator";
 
-pub use crate::messages::{
-    build_craftsman_message, build_producer_message, build_strategist_message,
-};
+pub use crate::messages::{build_craftsman_message, build_strategist_message};
 pub use crate::strategist::StrategistPhase;
 
 fn stage_message(stage: Stage) -> &'static str {
@@ -43,8 +41,6 @@ fn stage_message(stage: Stage) -> &'static str {
         Stage::Complete => "Producing the documents",
     }
 }
-
-pub use crate::gates::Approval;
 
 /// The pipeline's nodes, one per stage, in order.
 fn pipeline(stages: Stages) -> Result<CompiledGraph<ResumeState, ResumeEvent>, GraphError> {

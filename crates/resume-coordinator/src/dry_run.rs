@@ -10,6 +10,7 @@
 
 use agent_llm::ModelRouter;
 use agent_llm::testing::{RecordedModel, RecordingError};
+use serde_json::{Map, Value, json};
 use std::path::Path;
 
 /// The recording could not be read.
@@ -45,4 +46,52 @@ pub fn recorded_model(fixtures_dir: &Path) -> Result<RecordedModel, DryRunError>
 /// ```
 pub fn router() -> ModelRouter {
     agent_llm::testing::dry_run_router()
+}
+
+/// The start body of the recorded sample in `fixtures_dir` (`fixtures/resume`): its
+/// `resume.txt` and `job.txt`, for Northwind Freight, the session the recording answers.
+///
+/// ```
+/// let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/resume");
+/// let body = resume_coordinator::dry_run::sample_body(&fixtures).unwrap();
+/// assert_eq!(body["company"], "Northwind Freight");
+/// ```
+pub fn sample_body(fixtures_dir: &Path) -> std::io::Result<Value> {
+    let text = |name: &str| std::fs::read_to_string(fixtures_dir.join(name));
+    Ok(json!({
+        "resume_text": text("resume.txt")?,
+        "job_description": text("job.txt")?,
+        "company": "Northwind Freight",
+    }))
+}
+
+/// The answer of a user who approves everything, to the gate `name` with `payload`: a
+/// questionnaire's questions answered in turn, a positioning question answered, a section
+/// approved, anything else `{"approved": true}`.
+///
+/// ```
+/// use serde_json::json;
+/// let answer = resume_coordinator::dry_run::approve_all("section_review_summary", &json!({}));
+/// assert_eq!(answer, json!({"action": "approve"}));
+/// ```
+pub fn approve_all(name: &str, payload: &Value) -> Value {
+    if name.starts_with("questionnaire_") {
+        let answers: Map<String, Value> = payload["questions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|q| {
+                let id = q["id"].as_str()?;
+                let question = q["question"].as_str().unwrap_or_default();
+                Some((id.to_owned(), json!(format!("My answer to: {question}"))))
+            })
+            .collect();
+        json!({ "answers": answers })
+    } else if name.starts_with("positioning_q_") {
+        json!({"answer": "Yes: I built Prometheus alerting used by six teams."})
+    } else if name.starts_with("section_review_") {
+        json!({"action": "approve"})
+    } else {
+        json!({"approved": true})
+    }
 }

@@ -1,6 +1,6 @@
 //! Intake: the resume read into numbered evidence, with no model call.
 
-use crate::types::{Evidence, InterviewAnswer};
+use crate::types::Evidence;
 
 /// Why a resume was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -25,16 +25,6 @@ pub struct Intake {
 /// Reads `text` into evidence. Refuses empty text, text with fewer than 30 letters, text
 /// whose letters are under half its non-space characters, and text with no line of three
 /// or more words.
-///
-/// ```
-/// use resume_coordinator::intake::read_resume;
-/// let intake = read_resume("Ada Lovelace\n- Wrote the first published program for the Analytical Engine\n").unwrap();
-/// assert_eq!(intake.candidate_name, "Ada Lovelace");
-/// assert_eq!(intake.evidence[1].id, "R2");
-/// assert_eq!(intake.evidence[1].text, "Wrote the first published program for the Analytical Engine");
-/// assert!(read_resume("  \n").is_err());
-/// assert!(read_resume("#$%^&*()!@#$%^&*()_+{}|:<>?~`-=[]\\;',./ xx yy zz").is_err());
-/// ```
 pub fn read_resume(text: &str) -> Result<Intake, IntakeError> {
     if text.trim().is_empty() {
         return Err(IntakeError::Empty);
@@ -87,20 +77,26 @@ pub fn strip_bullet(line: &str) -> String {
     job_capabilities::documents::strip_bullet(line).to_owned()
 }
 
-/// The evidence items of the interview answers (`A1..`), in order.
-pub fn answer_evidence(answers: &[InterviewAnswer]) -> Vec<Evidence> {
-    answers
-        .iter()
-        .map(|a| Evidence {
-            id: a.evidence_id.clone(),
-            text: a.answer.clone(),
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_resume_numbers_the_evidence_and_refuses_what_is_not_a_resume() {
+        use crate::intake::read_resume;
+        let intake = read_resume(
+            "Ada Lovelace\n- Wrote the first published program for the Analytical Engine\n",
+        )
+        .unwrap();
+        assert_eq!(intake.candidate_name, "Ada Lovelace");
+        assert_eq!(intake.evidence[1].id, "R2");
+        assert_eq!(
+            intake.evidence[1].text,
+            "Wrote the first published program for the Analytical Engine"
+        );
+        assert!(read_resume("  \n").is_err());
+        assert!(read_resume("#$%^&*()!@#$%^&*()_+{}|:<>?~`-=[]\\;',./ xx yy zz").is_err());
+    }
 
     #[test]
     fn garbled_text_is_refused_with_a_reason() {

@@ -158,17 +158,6 @@ pub enum MasterResumeError {
 }
 
 /// The users' master resumes in a [`DocumentStore`].
-///
-/// ```
-/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use std::sync::Arc;
-/// use agent_runtime::documents::InMemoryDocumentStore;
-/// use resume_coordinator::master::MasterResumes;
-/// let masters = MasterResumes::new(Arc::new(InMemoryDocumentStore::default()));
-/// assert!(masters.load("ada").await?.is_none());
-/// # Ok::<(), resume_coordinator::master::MasterResumeError>(())
-/// # }).unwrap();
-/// ```
 #[derive(Clone)]
 pub struct MasterResumes {
     store: Arc<dyn DocumentStore>,
@@ -253,6 +242,13 @@ fn read(user: &str, value: Value) -> Result<MasterResume, MasterResumeError> {
 mod tests {
     use super::*;
     use crate::types::InterviewAnswer;
+
+    #[tokio::test]
+    async fn a_user_without_a_finished_session_has_no_master_resume() {
+        use agent_runtime::documents::InMemoryDocumentStore;
+        let masters = MasterResumes::new(Arc::new(InMemoryDocumentStore::default()));
+        assert!(masters.load("ada").await.unwrap().is_none());
+    }
 
     fn state(lines: &[&str], answers: &[(&str, &str)]) -> ResumeState {
         ResumeState {

@@ -3,10 +3,9 @@
 use agent_llm::testing::LatencyModel;
 use agent_llm::{ChatModel, ModelPrice, ModelRouter, ModelTier, PricingTable};
 use agent_runtime::documents::DocumentStore;
-use agent_runtime::{AnswerError, CostLimits, CostMeter, GateSpec, read_as};
+use agent_runtime::{AnswerError, CostLimits, CostMeter, GateSpec};
 use agent_server::{Product, SessionHandle};
 use async_trait::async_trait;
-use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -159,9 +158,10 @@ pub fn check_start(start: &StartRequest) -> Result<(), AnswerError> {
     Ok(())
 }
 
-/// Reads and checks a start body as the server does (a test and client helper).
-pub fn parse_start(body: &Value) -> Result<StartRequest, AnswerError> {
-    let start: StartRequest = read_as(body)?;
+/// Reads and checks a start body as the server does.
+#[cfg(test)]
+pub(crate) fn parse_start(body: &serde_json::Value) -> Result<StartRequest, AnswerError> {
+    let start: StartRequest = agent_runtime::read_as(body)?;
     check_start(&start)?;
     Ok(start)
 }
@@ -214,6 +214,14 @@ impl Product for ResumeProduct {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_unanswered_gate_waits_a_day_by_default() {
+        assert_eq!(
+            DEFAULT_GATE_TIMEOUT,
+            std::time::Duration::from_secs(24 * 3600)
+        );
+    }
 
     #[test]
     fn start_bodies_are_checked_naming_the_field() {

@@ -174,19 +174,6 @@ fn unapproved(state: &ResumeState) -> Vec<String> {
 /// The sections a rejected `quality_review` sends back: those the answer lists, else
 /// those its feedback names, else every section the Craftsman wrote (the user's own
 /// edits are theirs to change).
-///
-/// ```
-/// # use resume_coordinator::types::*;
-/// # use resume_coordinator::gates::QualityAnswer;
-/// use resume_coordinator::production::sections_to_revise;
-/// let section = |name: &str, user_edited| Section { name: name.into(), bullets: vec![], markdown: "x".into(), approved: true, user_edited };
-/// let state = ResumeState { sections: vec![section("Summary", false), section("Experience", false), section("Skills", true)], ..ResumeState::default() };
-/// let answer: QualityAnswer = serde_json::from_value(serde_json::json!({"approved": false})).unwrap();
-/// assert_eq!(sections_to_revise(&state, &answer, "The experience bullets are too long"), ["Experience"]);
-/// assert_eq!(sections_to_revise(&state, &answer, "Too long overall"), ["Summary", "Experience"]);
-/// let listed: QualityAnswer = serde_json::from_value(serde_json::json!({"approved": false, "sections": ["skills"]})).unwrap();
-/// assert_eq!(sections_to_revise(&state, &listed, "Shorter"), ["Skills"]);
-/// ```
 pub fn sections_to_revise(
     state: &ResumeState,
     answer: &QualityAnswer,
@@ -261,5 +248,44 @@ async fn answer_revisions(
         {
             tracing::warn!(%error, "cannot answer the revision request");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_sections_to_revise_are_those_named_or_else_all_the_written_ones() {
+        use crate::gates::QualityAnswer;
+        use crate::production::sections_to_revise;
+        use crate::types::*;
+        let section = |name: &str, user_edited| Section {
+            name: name.into(),
+            bullets: vec![],
+            markdown: "x".into(),
+            approved: true,
+            user_edited,
+        };
+        let state = ResumeState {
+            sections: vec![
+                section("Summary", false),
+                section("Experience", false),
+                section("Skills", true),
+            ],
+            ..ResumeState::default()
+        };
+        let answer: QualityAnswer =
+            serde_json::from_value(serde_json::json!({"approved": false})).unwrap();
+        assert_eq!(
+            sections_to_revise(&state, &answer, "The experience bullets are too long"),
+            ["Experience"]
+        );
+        assert_eq!(
+            sections_to_revise(&state, &answer, "Too long overall"),
+            ["Summary", "Experience"]
+        );
+        let listed: QualityAnswer =
+            serde_json::from_value(serde_json::json!({"approved": false, "sections": ["skills"]}))
+                .unwrap();
+        assert_eq!(sections_to_revise(&state, &listed, "Shorter"), ["Skills"]);
     }
 }

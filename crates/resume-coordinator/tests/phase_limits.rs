@@ -1,6 +1,7 @@
-//! The Strategist's phases are limited in code, not only in its prompt: each phase offers
-//! only its tools, questions are counted, a phase that ends without its output fails the
-//! session saying so, and a live model's calls are reported as progress events.
+//! The Strategist's phases are limited in code, not only in its prompt (each phase's
+//! tools and the question counts are unit-tested in `src/strategist/tests.rs`): a phase
+//! that ends without its output fails the session saying so, and a live model's calls
+//! are reported as progress events.
 #![cfg(test)]
 
 mod common;
@@ -8,85 +9,10 @@ mod common;
 use agent_llm::capacity::{CapacityLimited, ModelCapacity};
 use agent_llm::testing::ScriptedModel;
 use agent_llm::{ModelRouter, ProviderKind};
-use agent_runtime::{AgentIdentity, Session};
 use common::{TestServer, approve_all, fixtures, named, sample_body};
-use resume_coordinator::product::parse_start;
-use resume_coordinator::strategist::tools::{
-    MAX_POSITIONING_QUESTIONS, interview_candidate, interview_candidate_batch,
-};
-use resume_coordinator::strategist::{StrategistPhase, strategist};
-use resume_coordinator::{ResumeProduct, ResumeState, dry_run};
+use resume_coordinator::{ResumeProduct, dry_run};
 use serde_json::json;
 use std::sync::Arc;
-
-#[test]
-fn each_phase_offers_only_its_own_tools() {
-    let router = ModelRouter::for_provider(ProviderKind::Local);
-    let offered = |phase| {
-        let config = strategist(&router, phase);
-        let names: Vec<String> = config.tools.iter().map(|t| t.name().to_owned()).collect();
-        (names, config.max_rounds)
-    };
-    assert_eq!(
-        offered(StrategistPhase::Research),
-        (vec!["analyze_jd".into(), "research_company".into()], 4)
-    );
-    assert_eq!(
-        offered(StrategistPhase::Interview),
-        (vec!["interview_candidate_batch".into()], 3)
-    );
-    assert_eq!(
-        offered(StrategistPhase::GapAnalysis),
-        (vec!["analyze_gaps".into(), "interview_candidate".into()], 6)
-    );
-    assert_eq!(
-        offered(StrategistPhase::Blueprint),
-        (vec!["design_blueprint".into()], 3)
-    );
-}
-
-/// A session whose gates are all answered as soon as they open.
-fn answered_session() -> Session<ResumeState, resume_coordinator::ResumeEvent> {
-    let start = parse_start(&sample_body()).unwrap();
-    let session = Session::new("s", ResumeState::new(&start));
-    let gates = session.gates().clone();
-    tokio::spawn(async move {
-        loop {
-            let gate = gates.next_pending().await;
-            let answer = approve_all(&gate.name, &gate.payload);
-            let _ = gates.respond(&gate.id, answer);
-        }
-    });
-    session
-}
-
-#[tokio::test]
-async fn gap_questions_and_questionnaires_are_counted_across_the_session() {
-    let session = answered_session();
-    let ctx = session.context(AgentIdentity::new("strategist", "resume"));
-    let ask = interview_candidate();
-    let question = json!({"question": "Did you run Kafka?", "why": "a must-have"});
-    for _ in 0..MAX_POSITIONING_QUESTIONS {
-        ask.execute(&question, &ctx).await.unwrap();
-    }
-    let refused = ask.execute(&question, &ctx).await.unwrap_err();
-    assert!(
-        refused.to_string().contains("the most allowed"),
-        "{refused}"
-    );
-    assert_eq!(
-        session.state().read(|s| s.positioning_asked),
-        MAX_POSITIONING_QUESTIONS
-    );
-
-    let batch = interview_candidate_batch();
-    let questions = json!({"questions": ["One?", "Two?"]});
-    batch.execute(&questions, &ctx).await.unwrap();
-    let again = batch.execute(&questions, &ctx).await.unwrap_err();
-    assert!(again.to_string().contains("already answered"), "{again}");
-    let too_many = json!({"questions": ["1?", "2?", "3?", "4?", "5?"]});
-    assert!(batch.execute(&too_many, &ctx).await.is_err());
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_phase_that_ends_without_its_output_fails_the_session_with_the_reason() {

@@ -10,8 +10,14 @@ use std::sync::Arc;
 use agent_runtime::documents::{DocumentStore, InMemoryDocumentStore};
 use common::{TestServer, approve_all, fixtures, named, sample_body};
 use resume_coordinator::ResumeProduct;
-use resume_coordinator::master::{EvidenceSource, MasterResume, NAMESPACE};
 use serde_json::{Value, json};
+
+/// Where the product keeps a user's master resume, as a JSON document per user id.
+const MASTER_RESUMES: &str = "resume.master";
+
+async fn master_resume(documents: &InMemoryDocumentStore, user: &str) -> Value {
+    documents.get(MASTER_RESUMES, user).await.unwrap().unwrap()
+}
 
 fn evidence_ids(events: &[common::SseEvent]) -> Vec<String> {
     let intake = named(events, "intake_complete");
@@ -42,16 +48,17 @@ async fn a_returning_users_earlier_evidence_reaches_their_next_session_only() {
     let events = server.drive(&first, approve_all).await;
     assert_eq!(events.last().unwrap().event, "session_complete");
     assert!(!evidence_ids(&events).iter().any(|id| id.starts_with('M')));
-    let stored = documents.get(NAMESPACE, "ada").await.unwrap().unwrap();
-    let master: MasterResume = serde_json::from_value(stored).unwrap();
-    assert_eq!(master.sessions, vec![first.id.clone()]);
-    let answers: Vec<_> = master
-        .evidence
+    let master = master_resume(&documents, "ada").await;
+    assert_eq!(master["sessions"], json!([first.id]));
+    let answers: Vec<Value> = master["evidence"]
+        .as_array()
+        .unwrap()
         .iter()
-        .filter(|e| e.source == EvidenceSource::Interview)
+        .filter(|e| e["source"] == "interview")
+        .cloned()
         .collect();
-    assert!(!answers.is_empty(), "{master:#?}");
-    assert!(answers.iter().all(|a| a.question.is_some()));
+    assert!(!answers.is_empty(), "{master:#}");
+    assert!(answers.iter().all(|a| a["question"].is_string()));
 
     // The same user again: the answers come back as M* items, the resume's own lines not
     // repeated.
@@ -70,12 +77,11 @@ async fn a_returning_users_earlier_evidence_reaches_their_next_session_only() {
         earlier[0]["text"]
             .as_str()
             .unwrap()
-            .starts_with(answers[0].text.as_str()),
+            .starts_with(answers[0]["text"].as_str().unwrap()),
         "{intake:#}"
     );
-    let master: MasterResume =
-        serde_json::from_value(documents.get(NAMESPACE, "ada").await.unwrap().unwrap()).unwrap();
-    assert_eq!(master.sessions, [second.id.clone(), first.id.clone()]);
+    let master = master_resume(&documents, "ada").await;
+    assert_eq!(master["sessions"], json!([second.id, first.id]));
 
     // Another user starts with nothing of Ada's.
     let other = server.start(as_user("bob")).await;

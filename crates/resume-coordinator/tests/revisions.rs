@@ -11,7 +11,6 @@ use agent_llm::testing::RecordedModel;
 use common::{
     SseEvent, TestServer, approve_all, durable_server, fixture_text, fixtures, named, sample_body,
 };
-use resume_coordinator::producer::tools::MAX_PRODUCER_REVISIONS;
 use resume_coordinator::{ResumeProduct, dry_run};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -167,7 +166,6 @@ async fn the_producer_never_overwrites_a_section_the_user_edited() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_section_is_revised_for_the_producer_at_most_once() {
-    assert_eq!(MAX_PRODUCER_REVISIONS, 1);
     let ask = |reason: &str| json!({"name": "request_revision", "input": {"section": "Experience", "reason": reason}});
     // Two requests for Experience in one turn, then a third: only the first is sent.
     let model = model(Some(vec![

@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use super::prompts::{REVISE_SECTION_PROMPT, SELF_REVIEW_PROMPT, WRITE_SECTION_PROMPT};
 use crate::document::section_markdown;
-use crate::gates::SECTION_REVIEW;
 use crate::intake::strip_bullet;
 use crate::layout::ResumeLayout;
 use crate::llm::{ask, evidence_lines};
@@ -75,15 +74,6 @@ pub struct SelfReview {
 
 pub use crate::gates::SectionReview;
 
-/// The Markdown body of bullets: one `- ` line each.
-pub fn bullets_markdown(bullets: &[Bullet]) -> String {
-    bullets
-        .iter()
-        .map(|b| format!("- {}", b.text.trim()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// A section's name as it appears in its review gate's name: `summary` for "Summary"
 /// (the gate `section_review_summary`).
 pub fn section_slug(section: &str) -> String {
@@ -93,11 +83,6 @@ pub fn section_slug(section: &str) -> String {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect()
-}
-
-/// The gate name of a section's review: `section_review_summary` for "Summary".
-pub fn review_gate(section: &str) -> String {
-    SECTION_REVIEW.instance_name(section_slug(section))
 }
 
 /// One bullet's evidence problem (bullets numbered from 1).

@@ -72,28 +72,9 @@ impl LayoutSection {
         }
         ids
     }
-
-    /// Whether the section has entries (roles, degrees, projects).
-    pub fn has_entries(&self) -> bool {
-        self.blocks.iter().any(|b| matches!(b, Block::Entry { .. }))
-    }
 }
 
 /// The resume's structure.
-///
-/// ```
-/// use resume_coordinator::layout::{Block, ResumeLayout};
-/// let layout = ResumeLayout::parse(
-///     "Ada Lovelace\nada@example.com | London\n\nEXPERIENCE\nAnalyst, Babbage & Co (1842-1843)\n- Wrote the first program\n\nEducation\nPrivate tutoring in mathematics (1830)\n",
-/// );
-/// assert_eq!(layout.name, "Ada Lovelace");
-/// assert_eq!(layout.contact[0].text, "ada@example.com | London");
-/// assert_eq!(layout.sections[0].heading, "EXPERIENCE");
-/// let Block::Entry { heading, items } = &layout.sections[0].blocks[0] else { panic!() };
-/// assert_eq!(heading[0].text, "Analyst, Babbage & Co (1842-1843)");
-/// assert_eq!(items[0].evidence, "R5");
-/// assert_eq!(layout.sections[1].heading, "Education");
-/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ResumeLayout {
     /// The candidate's name (the first line, or its part before a contact detail).
@@ -393,3 +374,6 @@ fn push_item(out: &mut Vec<Block>, open: bool, line: Line) {
     }
     out.push(Block::Line(line));
 }
+
+#[cfg(test)]
+mod tests;

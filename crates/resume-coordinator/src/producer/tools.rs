@@ -28,16 +28,6 @@ pub const MAX_PRODUCER_REVISIONS: u32 = 1;
 /// Whether the Producer may have the section `name` revised, counting the request when it
 /// may: `Err` with the answer its tool gives when it may not (a section the user edited,
 /// or one revised [`MAX_PRODUCER_REVISIONS`] times already), `Ok` with the section's name.
-///
-/// ```
-/// use resume_coordinator::producer::tools::allow_revision;
-/// use resume_coordinator::types::{ResumeState, Section};
-/// let section = |name: &str, user_edited| Section { name: name.into(), bullets: vec![], markdown: String::new(), approved: true, user_edited };
-/// let mut state = ResumeState { sections: vec![section("Experience", false), section("Skills", true)], ..ResumeState::default() };
-/// assert_eq!(allow_revision(&mut state, "experience").unwrap(), "Experience");
-/// assert_eq!(allow_revision(&mut state, "Experience").unwrap_err()["status"], "refused");
-/// assert_eq!(allow_revision(&mut state, "Skills").unwrap_err()["status"], "kept");
-/// ```
 pub fn allow_revision(state: &mut ResumeState, name: &str) -> Result<String, Value> {
     let Some(section) = state.section(name) else {
         let names: Vec<&str> = state.sections.iter().map(|s| s.name.as_str()).collect();
@@ -359,4 +349,36 @@ pub fn request_revision(bus: Arc<dyn AgentBus>) -> ResumeTool {
             }
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_section_is_revised_once_and_never_one_the_user_edited() {
+        use crate::producer::tools::allow_revision;
+        use crate::types::{ResumeState, Section};
+        let section = |name: &str, user_edited| Section {
+            name: name.into(),
+            bullets: vec![],
+            markdown: String::new(),
+            approved: true,
+            user_edited,
+        };
+        let mut state = ResumeState {
+            sections: vec![section("Experience", false), section("Skills", true)],
+            ..ResumeState::default()
+        };
+        assert_eq!(
+            allow_revision(&mut state, "experience").unwrap(),
+            "Experience"
+        );
+        assert_eq!(
+            allow_revision(&mut state, "Experience").unwrap_err()["status"],
+            "refused"
+        );
+        assert_eq!(
+            allow_revision(&mut state, "Skills").unwrap_err()["status"],
+            "kept"
+        );
+    }
 }

@@ -6,3 +6,6 @@ pub mod prompts;
 pub mod tools;
 
 pub use agent::{STRATEGIST, StrategistPhase, strategist};
+
+#[cfg(test)]
+mod tests;

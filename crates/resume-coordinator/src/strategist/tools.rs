@@ -50,8 +50,6 @@ pub struct BlueprintInput {
     pub notes: Option<String>,
 }
 
-pub use crate::gates::{PositioningAnswer, QuestionnaireAnswer};
-
 /// Questionnaires a session asks at most.
 pub const MAX_QUESTIONNAIRES: u32 = 1;
 

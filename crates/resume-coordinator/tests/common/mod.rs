@@ -4,7 +4,7 @@
 pub use agent_server::testing::{SseEvent, SseReader, Started};
 use agent_server::{AgentServer, InMemorySessionStore, SessionStore};
 use resume_coordinator::ResumeProduct;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,11 +23,7 @@ pub fn fixture_text(name: &str) -> String {
 
 /// The recorded sample's start body.
 pub fn sample_body() -> Value {
-    json!({
-        "resume_text": fixture_text("resume.txt"),
-        "job_description": fixture_text("job.txt"),
-        "company": "Northwind Freight",
-    })
+    resume_coordinator::dry_run::sample_body(&fixtures()).unwrap()
 }
 
 pub fn dry_run_product() -> Arc<ResumeProduct> {
@@ -120,29 +116,8 @@ impl TestServer {
     }
 }
 
-/// The answer a cooperative user gives: every question answered, everything approved.
-pub fn approve_all(name: &str, payload: &Value) -> Value {
-    if name.starts_with("questionnaire_") {
-        let answers: serde_json::Map<String, Value> = payload["questions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|q| {
-                (
-                    q["id"].as_str().unwrap().to_owned(),
-                    json!(format!("My answer to: {}", q["question"].as_str().unwrap())),
-                )
-            })
-            .collect();
-        json!({ "answers": answers })
-    } else if name.starts_with("positioning_q_") {
-        json!({"answer": "Yes: I built Prometheus alerting used by six teams."})
-    } else if name.starts_with("section_review_") {
-        json!({"action": "approve"})
-    } else {
-        json!({"approved": true})
-    }
-}
+#[allow(unused_imports)]
+pub use resume_coordinator::dry_run::approve_all;
 
 /// The stages in the order their `stage_start` events came.
 pub fn stages_started(events: &[SseEvent]) -> Vec<&str> {

@@ -1,7 +1,5 @@
 //! The structure of resumes of several shapes, read without a model.
-#![cfg(test)]
-
-use resume_coordinator::layout::{Block, LayoutSection, ResumeLayout, joined};
+use super::{Block, LayoutSection, ResumeLayout, joined};
 
 fn entries(section: &LayoutSection) -> Vec<(String, Vec<String>)> {
     section
@@ -193,4 +191,21 @@ fn capitals_employers_markdown_sub_headings_and_stacked_headings() {
             vec!["Wrote code".to_owned()]
         )
     );
+}
+
+#[test]
+fn a_resume_parses_into_name_contact_and_sections_of_entries() {
+    use crate::layout::{Block, ResumeLayout};
+    let layout = ResumeLayout::parse(
+        "Ada Lovelace\nada@example.com | London\n\nEXPERIENCE\nAnalyst, Babbage & Co (1842-1843)\n- Wrote the first program\n\nEducation\nPrivate tutoring in mathematics (1830)\n",
+    );
+    assert_eq!(layout.name, "Ada Lovelace");
+    assert_eq!(layout.contact[0].text, "ada@example.com | London");
+    assert_eq!(layout.sections[0].heading, "EXPERIENCE");
+    let Block::Entry { heading, items } = &layout.sections[0].blocks[0] else {
+        panic!()
+    };
+    assert_eq!(heading[0].text, "Analyst, Babbage & Co (1842-1843)");
+    assert_eq!(items[0].evidence, "R5");
+    assert_eq!(layout.sections[1].heading, "Education");
 }

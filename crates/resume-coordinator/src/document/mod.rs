@@ -353,30 +353,6 @@ fn order(state: &ResumeState) -> Vec<String> {
 /// The body of a written section as it will stand in the resume (what `section_draft`
 /// shows): the user's own text when they edited it, else its bullets put into the
 /// input's section, roles and lines.
-///
-/// ```
-/// use resume_coordinator::document::section_markdown;
-/// use resume_coordinator::types::{Blueprint, Bullet, ResumeState, Section, SectionPlan};
-/// let state = ResumeState {
-///     resume_text: "Ada\nada@example.com\nEXPERIENCE\nAnalyst, Babbage & Co (1842-1843)\n- Wrote a program\n- Translated a paper\n".into(),
-///     blueprint: Some(Blueprint {
-///         positioning: String::new(),
-///         sections: vec![SectionPlan { name: "Experience".into(), goal: String::new() }],
-///     }),
-///     ..ResumeState::default()
-/// };
-/// let section = Section {
-///     name: "Experience".into(),
-///     bullets: vec![Bullet { text: "Wrote the first published program".into(), evidence: vec!["R5".into()] }],
-///     markdown: String::new(),
-///     approved: false,
-///     user_edited: false,
-/// };
-/// assert_eq!(
-///     section_markdown(&state, &section),
-///     "### Analyst, Babbage & Co (1842-1843)\n- Wrote the first published program\n- Translated a paper\n",
-/// );
-/// ```
 pub fn section_markdown(state: &ResumeState, section: &Section) -> String {
     markdown_of(&section_paragraphs(
         state,
@@ -497,3 +473,6 @@ impl ResumeState {
         sections
     }
 }
+
+#[cfg(test)]
+mod tests;
