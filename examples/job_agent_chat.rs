@@ -273,7 +273,6 @@ async fn build(
         provider,
         ranking,
         notifications,
-        writer: model.clone(),
         upload_root,
     });
     let config = ChatConfig {

@@ -5,8 +5,8 @@
 //! the profile does not hold is asked again once with what was wrong; what still does
 //! not hold is removed and listed.
 
-use agent_llm::structured::ExtractOptions;
-use agent_llm::{ChatModel, ChatRequest, Message, Usage, extract_with};
+use agent_llm::{ChatRequest, Message, ModelTier, Usage};
+use agent_runtime::{AgentContext, Ask};
 use chrono::Utc;
 use job_capabilities::grounding::{Fabrication, check_claims};
 use job_capabilities::text::{Found, find_keyword};
@@ -271,11 +271,11 @@ fn check_draft(draft: &ApplicationDraft, sources: &[String], skills: &[String]) 
     }
 }
 
-/// Writes and checks an application package for `job` with `model`.
-/// `model_id` names the model to ask (the provider's default when `None`).
-pub async fn prepare_application(
-    model: &dyn ChatModel,
-    model_id: Option<&str>,
+/// Writes and checks an application package for `job`: the session's model asked on the
+/// primary tier (the runtime's one metered call, counted under `writer`), asked again
+/// once with what the first draft claimed beyond the profile.
+pub async fn prepare_application<S, E>(
+    ctx: &AgentContext<S, E>,
     job: &Job,
     profile: &UserProfile,
 ) -> Result<(ApplicationPackage, Usage), PrepError> {
@@ -293,19 +293,14 @@ pub async fn prepare_application(
         .filter(|s| find_keyword(&sources.join("\n"), s) == Found::No)
         .collect();
 
-    let options = || ExtractOptions {
-        max_attempts: 2,
-        ..ExtractOptions::default()
-    };
     let mut usage = Usage::default();
-    let request = |problems: &[String]| {
-        let request = writer_request(job, profile, problems);
-        match model_id {
-            Some(id) => request.with_model(id),
-            None => request,
-        }
+    let ask = |problems: &[String]| {
+        Ask::from_request(writer_request(job, profile, problems))
+            .tier(ModelTier::Primary)
+            .step("writer")
+            .attempts(2)
     };
-    let first = extract_with::<ApplicationDraft, _>(model, request(&[]), options()).await?;
+    let first = ctx.extract::<ApplicationDraft>(ask(&[])).await?;
     usage += first.total_usage();
     let mut checked = check_draft(&first.value, &sources, &skills);
     if !checked.problems.is_empty() {
@@ -313,9 +308,9 @@ pub async fn prepare_application(
             problems = checked.problems.len(),
             "the draft claimed too much; asking again"
         );
-        let second =
-            extract_with::<ApplicationDraft, _>(model, request(&checked.problems), options())
-                .await?;
+        let second = ctx
+            .extract::<ApplicationDraft>(ask(&checked.problems))
+            .await?;
         usage += second.total_usage();
         checked = check_draft(&second.value, &sources, &skills);
     }

@@ -22,7 +22,7 @@ async fn serve(
     front: impl FnOnce(ChatFront) -> ChatFront,
 ) -> (String, Arc<job_agent_chat::Services>) {
     let model = Arc::new(recorded_model(&common::fixtures()).unwrap());
-    let (services, replay) = common::services(model.clone()).await;
+    let (services, replay) = common::services().await;
     let chat = JobAgentChat::new(services.clone(), model, dry_run_router());
     let front = front(ChatFront::new(
         Arc::new(chat),

@@ -16,7 +16,7 @@ use job_agent_chat::models::JobStatus;
 #[tokio::test]
 async fn the_recorded_conversation_searches_profiles_ranks_and_prepares() {
     let model = Arc::new(recorded_model(&fixtures()).unwrap().with_request_log(true));
-    let (services, replay) = services(model.clone()).await;
+    let (services, replay) = services().await;
     let chat = JobAgentChat::new(services.clone(), model.clone(), dry_run_router());
     let store = &services.store;
     let mut talk = Conversation::new("ada");

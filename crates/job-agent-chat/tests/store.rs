@@ -227,12 +227,8 @@ async fn two_users_chatting_at_once_never_see_each_others_records() {
         .await
         .unwrap();
     let model = Arc::new(recorded_model(&fixtures()).unwrap());
-    let (services, _replay) = services_on(
-        Arc::new(sqlite.documents()),
-        memory_vectors().await,
-        model.clone(),
-    )
-    .await;
+    let (services, _replay) =
+        services_on(Arc::new(sqlite.documents()), memory_vectors().await).await;
     let chat = Arc::new(JobAgentChat::new(services.clone(), model, dry_run_router()));
 
     let ada = {
@@ -318,8 +314,7 @@ async fn the_conversation_runs_on_postgresql_with_pgvector() {
         .unwrap_or_else(|e| panic!("{e}\n(the pgvector server is not running: `cargo xtask setup` starts it, or set PGVECTOR_URL)"));
     let vectors = agent_backends::PgVectorStore::connect(&url).await.unwrap();
     let model = Arc::new(recorded_model(&fixtures()).unwrap());
-    let (services, _replay) =
-        services_on(Arc::new(pg.documents()), Arc::new(vectors), model.clone()).await;
+    let (services, _replay) = services_on(Arc::new(pg.documents()), Arc::new(vectors)).await;
     let chat = JobAgentChat::new(services.clone(), model, dry_run_router());
     // A user of this run alone: the vector table is shared by every run.
     let user = schema.clone();

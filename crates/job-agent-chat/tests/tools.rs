@@ -7,8 +7,8 @@ mod common;
 
 use std::sync::Arc;
 
+use agent_llm::ContentBlock;
 use agent_llm::testing::{ScriptedModel, dry_run_router, responses};
-use agent_llm::{ChatModel, ContentBlock};
 use common::{Conversation, services};
 use job_agent_chat::models::{FeedbackKind, JobStatus};
 use job_agent_chat::{JobAgentChat, Services};
@@ -24,17 +24,35 @@ async fn call(
     tool: &str,
     input: Value,
 ) -> (Value, bool, Vec<String>) {
-    let model = Arc::new(ScriptedModel::new(vec![
+    let (result, is_error, notes, _) = call_asking(services, user, intent, tool, input, []).await;
+    (result, is_error, notes)
+}
+
+/// [`call`] with the answers the tool's own model calls get (the chat's model answers
+/// them, between the tool call and the final answer), and the chat's model.
+async fn call_asking(
+    services: &Arc<Services>,
+    user: &str,
+    intent: &str,
+    tool: &str,
+    input: Value,
+    tool_answers: impl IntoIterator<Item = agent_llm::ChatResponse>,
+) -> (Value, bool, Vec<String>, Arc<ScriptedModel>) {
+    let mut script = vec![
         responses::tool_call("r", "Route", json!({"intent": intent})),
         responses::tool_call("t1", tool, input),
-        responses::text("done"),
-    ]));
+    ];
+    script.extend(tool_answers);
+    script.push(responses::text("done"));
+    let model = Arc::new(ScriptedModel::new(script));
     let chat = JobAgentChat::new(services.clone(), model.clone(), dry_run_router());
     let mut conversation = Conversation::new(user);
     let reply = conversation.say(&chat, "please").await;
     assert_eq!(reply.text, "done");
     let requests = model.requests();
-    let result = requests[2]
+    let result = requests
+        .last()
+        .unwrap()
         .messages
         .last()
         .unwrap()
@@ -50,17 +68,13 @@ async fn call(
             _ => None,
         })
         .expect("the tool's result went back to the model");
-    (result.0, result.1, conversation.notes)
+    (result.0, result.1, conversation.notes, model)
 }
 
 async fn ok(services: &Arc<Services>, user: &str, tool: &str, input: Value) -> Value {
     let (result, is_error, _) = call(services, user, "JOB_SEARCH", tool, input).await;
     assert!(!is_error, "{tool} failed: {result}");
     result
-}
-
-fn writer() -> Arc<dyn ChatModel> {
-    Arc::new(ScriptedModel::new(vec![]))
 }
 
 async fn searched(services: &Arc<Services>, user: &str) -> Vec<String> {
@@ -81,7 +95,7 @@ async fn searched(services: &Arc<Services>, user: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn the_router_picks_the_agent_and_defaults_to_job_search() {
-    let (services, _replay) = services(writer()).await;
+    let (services, _replay) = services().await;
     let (_, _, notes) = call(
         &services,
         "ada",
@@ -116,7 +130,7 @@ async fn the_router_picks_the_agent_and_defaults_to_job_search() {
 
 #[tokio::test]
 async fn search_stores_the_jobs_and_passes_the_filters_to_serpapi() {
-    let (services, replay) = services(writer()).await;
+    let (services, replay) = services().await;
     let (found, is_error, notes) = call(
         &services,
         "ada",
@@ -143,7 +157,7 @@ async fn search_stores_the_jobs_and_passes_the_filters_to_serpapi() {
 
 #[tokio::test]
 async fn jobs_are_listed_detailed_saved_moved_archived_and_deleted() {
-    let (services, _replay) = services(writer()).await;
+    let (services, _replay) = services().await;
     let ids = searched(&services, "ada").await;
     assert_eq!(ids.len(), 4);
 
@@ -198,7 +212,7 @@ async fn jobs_are_listed_detailed_saved_moved_archived_and_deleted() {
 
 #[tokio::test]
 async fn profile_ranking_feedback_and_notifications() {
-    let (services, _replay) = services(writer()).await;
+    let (services, _replay) = services().await;
     let ids = searched(&services, "ada").await;
 
     let (no_profile, is_error, _) = call(
@@ -272,7 +286,7 @@ async fn profile_ranking_feedback_and_notifications() {
 
 #[tokio::test]
 async fn a_resume_file_in_the_terminal_chat_s_folder_becomes_the_profile() {
-    let (shared, _replay) = services(writer()).await;
+    let (shared, _replay) = services().await;
     let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/realdata/docs/hr-helper");
     let services = Arc::new(Services {
@@ -313,7 +327,7 @@ async fn a_resume_file_in_the_terminal_chat_s_folder_becomes_the_profile() {
 
 #[tokio::test]
 async fn a_served_chat_has_no_path_tool_and_takes_a_pasted_resume() {
-    let (services, _replay) = services(writer()).await;
+    let (services, _replay) = services().await;
     let model = Arc::new(ScriptedModel::new(vec![
         responses::tool_call("r", "Route", json!({"intent": "JOB_SEARCH"})),
         responses::text("hello"),
@@ -344,7 +358,7 @@ async fn a_served_chat_has_no_path_tool_and_takes_a_pasted_resume() {
 
 #[tokio::test]
 async fn notification_channels_are_the_user_s_own() {
-    let (services, _replay) = services(writer()).await;
+    let (services, _replay) = services().await;
     let saved = ok(
         &services,
         "ada",
@@ -378,11 +392,11 @@ async fn application_prep_writes_checks_and_keeps_packages() {
         "cover_letter": "I build payment services in Rust. I ran Kubernetes for 3 years.",
         "intro_email": "Hello, I build payment services in Rust."
     });
-    let writer = Arc::new(ScriptedModel::new(vec![
+    let drafts = [
         responses::tool_call("w1", "ApplicationDraft", draft.clone()),
         responses::tool_call("w2", "ApplicationDraft", draft),
-    ]));
-    let (services, _replay) = services(writer.clone()).await;
+    ];
+    let (services, _replay) = services().await;
     let ids = searched(&services, "ada").await;
     ok(
         &services,
@@ -416,12 +430,13 @@ async fn application_prep_writes_checks_and_keeps_packages() {
             .any(|m| m == "Kafka")
     );
 
-    let (package, is_error, _) = call(
+    let (package, is_error, _, model) = call_asking(
         &services,
         "ada",
         "APP_PREP",
         "prepare_application",
         json!({"job_id": ids[0]}),
+        drafts,
     )
     .await;
     assert!(!is_error, "{package}");
@@ -429,11 +444,12 @@ async fn application_prep_writes_checks_and_keeps_packages() {
     assert_eq!(package["cover_letter"], "I build payment services in Rust.");
     let removed = package["removed_unsupported_claims"].as_array().unwrap();
     assert_eq!(removed.len(), 2, "{removed:?}");
-    assert_eq!(
-        writer.call_count(),
-        2,
-        "asked again once with what was wrong"
-    );
+    let drafts_asked = model
+        .requests()
+        .iter()
+        .filter(|r| r.tools.iter().any(|t| t.name == "ApplicationDraft"))
+        .count();
+    assert_eq!(drafts_asked, 2, "asked again once with what was wrong");
 
     let (listed, _, _) = call(
         &services,
@@ -455,8 +471,7 @@ async fn a_turns_usage_counts_the_router_the_agent_and_the_tools_model_calls() {
         "intro_email": "Hello, I build payment services in Rust."
     });
     let written = responses::tool_call("w1", "ApplicationDraft", draft);
-    let writer_tokens = written.usage.output_tokens;
-    let (services, _replay) = services(Arc::new(ScriptedModel::new(vec![written]))).await;
+    let (services, _replay) = services().await;
     let ids = searched(&services, "ada").await;
     ok(
         &services,
@@ -465,12 +480,14 @@ async fn a_turns_usage_counts_the_router_the_agent_and_the_tools_model_calls() {
         json!({"skills": ["Rust"], "summary": "I build payment services in Rust."}),
     )
     .await;
+    // The router, the loop and the tool's writer all answer from the chat's model.
     let turn = vec![
         responses::tool_call("r", "Route", json!({"intent": "APP_PREP"})),
         responses::tool_call("t1", "prepare_application", json!({"job_id": ids[0]})),
+        written,
         responses::text("Your package is ready."),
     ];
-    let loop_tokens: u64 = turn.iter().map(|r| r.usage.output_tokens).sum();
+    let every_call_tokens: u64 = turn.iter().map(|r| r.usage.output_tokens).sum();
     let chat = JobAgentChat::new(
         services.clone(),
         Arc::new(ScriptedModel::new(turn)),
@@ -480,5 +497,5 @@ async fn a_turns_usage_counts_the_router_the_agent_and_the_tools_model_calls() {
         .say(&chat, "prepare my application")
         .await;
     assert_eq!(reply.text, "Your package is ready.");
-    assert_eq!(reply.usage.completion_tokens, loop_tokens + writer_tokens);
+    assert_eq!(reply.usage.completion_tokens, every_call_tokens);
 }

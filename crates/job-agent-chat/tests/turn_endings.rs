@@ -14,7 +14,7 @@ use job_agent_chat::JobAgentChat;
 use serde_json::json;
 
 async fn turn(model: ScriptedModel) -> ChatReply {
-    let (services, _replay) = services(Arc::new(ScriptedModel::new(vec![]))).await;
+    let (services, _replay) = services().await;
     let model: Arc<dyn ChatModel> = Arc::new(model);
     let chat = JobAgentChat::new(services, model, dry_run_router());
     Conversation::new("ada")

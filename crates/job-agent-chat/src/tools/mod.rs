@@ -9,7 +9,6 @@ mod profile;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_llm::ChatModel;
 use agent_runtime::{AgentContext, AgentTool, ToolError};
 
 use crate::models::Job;
@@ -35,8 +34,6 @@ pub struct Services {
     pub ranking: Ranking,
     /// Notification channels.
     pub notifications: Notifications,
-    /// The model that writes application packages.
-    pub writer: Arc<dyn ChatModel>,
     /// The terminal chat's resume folder: `upload_resume` reads files there only. `None`
     /// (a chat served to others) offers no path tool: resumes come as attached files or
     /// pasted text.

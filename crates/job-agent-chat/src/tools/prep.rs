@@ -3,8 +3,7 @@
 
 use std::sync::Arc;
 
-use agent_llm::{ChatModel, ModelTier};
-use agent_runtime::{MeteredModel, ToolError, tool};
+use agent_runtime::{ToolError, tool};
 use serde_json::json;
 
 use super::jobs::JobRef;
@@ -28,15 +27,7 @@ pub(super) fn prepare_application(services: Arc<Services>) -> ChatTool {
                     .map_err(store_failed)?
                     .unwrap_or_default();
                 ctx.emit(format!("writing an application for {}", job.headline()));
-                // The tool's own calls go through the session's meter, as the loop's do.
-                let model: Arc<dyn ChatModel> = match ctx.meter() {
-                    Some(meter) => {
-                        Arc::new(MeteredModel::new(services.writer.clone(), meter.clone()))
-                    }
-                    None => services.writer.clone(),
-                };
-                let tier_model = ctx.model_for(ModelTier::Primary);
-                let (package, _) = write_package(model.as_ref(), tier_model, &job, &profile)
+                let (package, _) = write_package(&ctx, &job, &profile)
                     .await
                     .map_err(|e| ToolError::failed(e.to_string()))?;
                 services

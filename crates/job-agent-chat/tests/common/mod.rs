@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_llm::ChatModel;
 use agent_llm::testing::HashedEmbeddings;
 use agent_runtime::documents::{DocumentStore, InMemoryDocumentStore};
 use agent_runtime::vectors::VectorStore;
@@ -34,11 +33,10 @@ pub async fn memory_vectors() -> Arc<dyn VectorStore> {
 }
 
 /// Services on the given stores: SerpAPI replayed locally and read by the real client,
-/// hashed embeddings, the console channel, `writer` for application packages.
+/// hashed embeddings, the console channel.
 pub async fn services_on(
     documents: Arc<dyn DocumentStore>,
     vectors: Arc<dyn VectorStore>,
-    writer: Arc<dyn ChatModel>,
 ) -> (Arc<Services>, SerpApiReplay) {
     let replay = SerpApiReplay::start(&fixtures().join("serpapi"))
         .await
@@ -53,18 +51,16 @@ pub async fn services_on(
         provider: Arc::new(SerpApiProvider::new(replay.base.clone(), REPLAY_KEY)),
         ranking: Ranking::new(Some(retriever)),
         notifications: Notifications::new().with(Arc::new(ConsoleNotifier)),
-        writer,
         upload_root: None,
     };
     (Arc::new(services), replay)
 }
 
 /// Services in memory.
-pub async fn services(writer: Arc<dyn ChatModel>) -> (Arc<Services>, SerpApiReplay) {
+pub async fn services() -> (Arc<Services>, SerpApiReplay) {
     services_on(
         Arc::new(InMemoryDocumentStore::default()),
         memory_vectors().await,
-        writer,
     )
     .await
 }
