@@ -79,17 +79,6 @@ impl ExclusionReport {
     }
 
     /// One line for people: `industry "crypto": removed 1 company (Coinly) and 3 jobs`.
-    ///
-    /// ```
-    /// use job_hunter::exclusions::{ExclusionKind, ExclusionReport};
-    /// let report = ExclusionReport {
-    ///     kind: ExclusionKind::Industry,
-    ///     value: "crypto".into(),
-    ///     companies: vec!["Coinly".into()],
-    ///     jobs: 3,
-    /// };
-    /// assert_eq!(report.describe(), r#"industry "crypto": removed 1 company (Coinly) and 3 jobs"#);
-    /// ```
     pub fn describe(&self) -> String {
         let companies = match self.companies.len() {
             0 => None,
@@ -114,25 +103,6 @@ impl ExclusionReport {
 /// Sorts the grounded exclusions of `prefs` by kind: an "excluded company" that names
 /// a kind ("crypto companies") or that the text writes in lower case ("no crypto") is an
 /// industry; industries are kept as their meaningful words (`crypto`). Duplicates go.
-///
-/// ```
-/// use job_hunter::exclusions::type_exclusions;
-/// use job_hunter::models::{RemotePreference, SearchPreferences};
-/// let prefs = SearchPreferences {
-///     target_titles: vec![],
-///     target_companies: vec![],
-///     industries: vec![],
-///     locations: vec![],
-///     remote: RemotePreference::Any,
-///     min_salary: None,
-///     salary_currency: None,
-///     excluded_companies: vec!["crypto companies".into(), "Acme".into(), "gambling".into()],
-///     excluded_industries: vec!["the gambling industry".into()],
-/// };
-/// let typed = type_exclusions("Backend roles; not Acme, no crypto or gambling.", prefs);
-/// assert_eq!(typed.excluded_companies, ["Acme"]);
-/// assert_eq!(typed.excluded_industries, ["crypto", "gambling"]);
-/// ```
 pub fn type_exclusions(text: &str, prefs: SearchPreferences) -> SearchPreferences {
     let mut companies: Vec<String> = Vec::new();
     let mut industries: Vec<String> = Vec::new();
@@ -276,22 +246,6 @@ impl Exclusions {
 
     /// Whether the company `name` (suggested because of `reason`, when it was) is
     /// excluded; counts it against the first exclusion that rules it out.
-    ///
-    /// ```
-    /// use job_hunter::exclusions::Exclusions;
-    /// use job_hunter::models::{RemotePreference, SearchPreferences};
-    /// let prefs = SearchPreferences {
-    ///     target_titles: vec![], target_companies: vec![], industries: vec![], locations: vec![],
-    ///     remote: RemotePreference::Any, min_salary: None, salary_currency: None,
-    ///     excluded_companies: vec!["Acme".into()],
-    ///     excluded_industries: vec!["crypto".into()],
-    /// };
-    /// let mut exclusions = Exclusions::new(&prefs, &[]);
-    /// assert!(exclusions.remove_company("Acme Robotics GmbH", None));
-    /// assert!(exclusions.remove_company("Coinly", Some("A crypto exchange in Berlin.")));
-    /// assert!(!exclusions.remove_company("Meridian Payments", Some("A payments company (not crypto).")));
-    /// assert_eq!(exclusions.reports()[1].companies, ["Coinly"]);
-    /// ```
     pub fn remove_company(&mut self, name: &str, reason: Option<&str>) -> bool {
         let about: Vec<SourceText> = reason.into_iter().map(SourceText::new).collect();
         let words = name_words(name);
@@ -349,6 +303,66 @@ mod tests {
     use super::*;
     use crate::models::RemotePreference;
     use job_capabilities::JobSource;
+
+    #[test]
+    fn the_report_describes_what_was_cut_and_why() {
+        use crate::exclusions::{ExclusionKind, ExclusionReport};
+        let report = ExclusionReport {
+            kind: ExclusionKind::Industry,
+            value: "crypto".into(),
+            companies: vec!["Coinly".into()],
+            jobs: 3,
+        };
+        assert_eq!(
+            report.describe(),
+            r#"industry "crypto": removed 1 company (Coinly) and 3 jobs"#
+        );
+    }
+
+    #[test]
+    fn type_exclusions_read_the_kinds_of_work_refused() {
+        use crate::exclusions::type_exclusions;
+        use crate::models::{RemotePreference, SearchPreferences};
+        let prefs = SearchPreferences {
+            target_titles: vec![],
+            target_companies: vec![],
+            industries: vec![],
+            locations: vec![],
+            remote: RemotePreference::Any,
+            min_salary: None,
+            salary_currency: None,
+            excluded_companies: vec!["crypto companies".into(), "Acme".into(), "gambling".into()],
+            excluded_industries: vec!["the gambling industry".into()],
+        };
+        let typed = type_exclusions("Backend roles; not Acme, no crypto or gambling.", prefs);
+        assert_eq!(typed.excluded_companies, ["Acme"]);
+        assert_eq!(typed.excluded_industries, ["crypto", "gambling"]);
+    }
+
+    #[test]
+    fn removing_a_company_counts_its_jobs_as_excluded() {
+        use crate::exclusions::Exclusions;
+        use crate::models::{RemotePreference, SearchPreferences};
+        let prefs = SearchPreferences {
+            target_titles: vec![],
+            target_companies: vec![],
+            industries: vec![],
+            locations: vec![],
+            remote: RemotePreference::Any,
+            min_salary: None,
+            salary_currency: None,
+            excluded_companies: vec!["Acme".into()],
+            excluded_industries: vec!["crypto".into()],
+        };
+        let mut exclusions = Exclusions::new(&prefs, &[]);
+        assert!(exclusions.remove_company("Acme Robotics GmbH", None));
+        assert!(exclusions.remove_company("Coinly", Some("A crypto exchange in Berlin.")));
+        assert!(!exclusions.remove_company(
+            "Meridian Payments",
+            Some("A payments company (not crypto).")
+        ));
+        assert_eq!(exclusions.reports()[1].companies, ["Coinly"]);
+    }
 
     fn prefs(companies: &[&str], industries: &[&str]) -> SearchPreferences {
         let list = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect();

@@ -7,11 +7,11 @@
 //! threshold and a hard limit; independent work (companies, jobs, scoring batches) runs
 //! concurrently under one bound. External services come in a [`Deps`] struct, live or
 //! recorded ([`Deps::dry_run`]). Model answers are checked against the text they come
-//! from ([`grounding`]): preferences values the text never states are dropped, and score
+//! from: preferences values the text never states are dropped, and score
 //! evidence must quote the job.
 //!
-//! Before any model reads a posting, the candidate's exclusions ([`exclusions`]) and
-//! the search's titles and places ([`relevance`]) cut what was not asked for, and the
+//! Before any model reads a posting, the candidate's exclusions and the search's
+//! titles and places cut what was not asked for, and the
 //! limits keep the most relevant jobs; every job fetched is counted as kept or cut, per
 //! company, in the summary, the email and the companies table.
 //!
@@ -22,18 +22,19 @@
 
 pub mod deps;
 pub mod dry_run;
-pub mod events;
-pub mod exclusions;
-pub mod grounding;
 pub mod llm;
 pub mod models;
-pub mod pipeline;
-pub mod relevance;
-pub mod settings;
-pub mod state;
 pub mod steps;
 
-pub use deps::{Deps, DepsError};
+mod events;
+mod exclusions;
+mod grounding;
+mod pipeline;
+mod relevance;
+mod settings;
+mod state;
+
+pub use deps::Deps;
 pub use events::HuntEvent;
 pub use pipeline::{CriticalPath, HuntError, HuntResult, JobHunter};
 pub use settings::{Settings, SettingsError};

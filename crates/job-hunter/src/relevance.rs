@@ -113,38 +113,6 @@ fn same_field(job: &[String], sought: &[String]) -> bool {
 impl RelevanceFilter {
     /// The filter of `prefs`; `skills` (the candidate's) count as half a title match
     /// ("Go Engineer" for a Go developer).
-    ///
-    /// ```
-    /// use job_capabilities::RawJob;
-    /// use job_hunter::models::{RemotePreference, SearchPreferences};
-    /// use job_hunter::relevance::{Cut, RelevanceFilter};
-    /// let prefs = SearchPreferences {
-    ///     target_titles: vec!["Senior Backend Engineer".into()],
-    ///     target_companies: vec![], industries: vec![],
-    ///     locations: vec!["Berlin".into(), "Remote - Europe".into()],
-    ///     remote: RemotePreference::Any, min_salary: None, salary_currency: None,
-    ///     excluded_companies: vec![], excluded_industries: vec![],
-    /// };
-    /// let filter = RelevanceFilter::new(&prefs, &[]);
-    /// let job = |title: &str, location: &str| RawJob {
-    ///     source: job_capabilities::JobSource::Greenhouse,
-    ///     external_id: None,
-    ///     company: "Acme".into(),
-    ///     title: title.into(),
-    ///     location: Some(location.into()),
-    ///     remote: None,
-    ///     department: None,
-    ///     employment_type: None,
-    ///     url: "https://jobs.example/1".into(),
-    ///     apply_url: None,
-    ///     description: String::new(),
-    ///     posted_at: None,
-    ///     salary: None,
-    /// };
-    /// assert_eq!(filter.judge(&job("Senior Backend Engineer", "Hybrid - Berlin")).cut, None);
-    /// assert_eq!(filter.judge(&job("Account Executive", "Berlin")).cut, Some(Cut::OffTarget));
-    /// assert!(matches!(filter.judge(&job("Backend Engineer", "Remote - US")).cut, Some(Cut::Elsewhere(_))));
-    /// ```
     pub fn new(prefs: &SearchPreferences, skills: &[String]) -> Self {
         RelevanceFilter {
             titles: prefs.target_titles.clone(),
@@ -229,5 +197,56 @@ impl RelevanceFilter {
         } else {
             (0.0, Some(Cut::Elsewhere(why)))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_relevance_filter_keeps_the_titles_and_places_asked_for() {
+        use crate::models::{RemotePreference, SearchPreferences};
+        use crate::relevance::{Cut, RelevanceFilter};
+        use job_capabilities::RawJob;
+        let prefs = SearchPreferences {
+            target_titles: vec!["Senior Backend Engineer".into()],
+            target_companies: vec![],
+            industries: vec![],
+            locations: vec!["Berlin".into(), "Remote - Europe".into()],
+            remote: RemotePreference::Any,
+            min_salary: None,
+            salary_currency: None,
+            excluded_companies: vec![],
+            excluded_industries: vec![],
+        };
+        let filter = RelevanceFilter::new(&prefs, &[]);
+        let job = |title: &str, location: &str| RawJob {
+            source: job_capabilities::JobSource::Greenhouse,
+            external_id: None,
+            company: "Acme".into(),
+            title: title.into(),
+            location: Some(location.into()),
+            remote: None,
+            department: None,
+            employment_type: None,
+            url: "https://jobs.example/1".into(),
+            apply_url: None,
+            description: String::new(),
+            posted_at: None,
+            salary: None,
+        };
+        assert_eq!(
+            filter
+                .judge(&job("Senior Backend Engineer", "Hybrid - Berlin"))
+                .cut,
+            None
+        );
+        assert_eq!(
+            filter.judge(&job("Account Executive", "Berlin")).cut,
+            Some(Cut::OffTarget)
+        );
+        assert!(matches!(
+            filter.judge(&job("Backend Engineer", "Remote - US")).cut,
+            Some(Cut::Elsewhere(_))
+        ));
     }
 }

@@ -194,28 +194,6 @@ fn keep_grounded(
 /// non-answer such as `any`), titles, industries and locations it mentions, and
 /// exclusions it states as such (a company the text only names as wanted is not
 /// excluded). Returns the grounded preferences and what was dropped.
-///
-/// ```
-/// use job_hunter::grounding::ground_preferences;
-/// use job_hunter::models::{RemotePreference, SearchPreferences};
-/// let answer = SearchPreferences {
-///     target_titles: vec!["Backend Engineer".into()],
-///     target_companies: vec!["any".into(), "Northwind Robotics".into()],
-///     industries: vec![],
-///     locations: vec!["Berlin".into(), "London".into()],
-///     remote: RemotePreference::Any,
-///     min_salary: None,
-///     salary_currency: None,
-///     excluded_companies: vec!["Northwind Robotics".into(), "crypto companies".into()],
-///     excluded_industries: vec!["gambling".into()],
-/// };
-/// let (kept, dropped) =
-///     ground_preferences("Backend roles in Berlin, ideally at Northwind Robotics. No crypto.", answer);
-/// assert_eq!(kept.target_companies, ["Northwind Robotics"]);
-/// assert_eq!(kept.locations, ["Berlin"]);
-/// assert_eq!(kept.excluded_companies, ["crypto companies"]);
-/// assert_eq!(dropped.len(), 4);
-/// ```
 pub fn ground_preferences(
     text: &str,
     prefs: SearchPreferences,
@@ -285,6 +263,31 @@ pub fn ground_preferences(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn preferences_the_text_never_states_are_dropped() {
+        use crate::grounding::ground_preferences;
+        use crate::models::{RemotePreference, SearchPreferences};
+        let answer = SearchPreferences {
+            target_titles: vec!["Backend Engineer".into()],
+            target_companies: vec!["any".into(), "Northwind Robotics".into()],
+            industries: vec![],
+            locations: vec!["Berlin".into(), "London".into()],
+            remote: RemotePreference::Any,
+            min_salary: None,
+            salary_currency: None,
+            excluded_companies: vec!["Northwind Robotics".into(), "crypto companies".into()],
+            excluded_industries: vec!["gambling".into()],
+        };
+        let (kept, dropped) = ground_preferences(
+            "Backend roles in Berlin, ideally at Northwind Robotics. No crypto.",
+            answer,
+        );
+        assert_eq!(kept.target_companies, ["Northwind Robotics"]);
+        assert_eq!(kept.locations, ["Berlin"]);
+        assert_eq!(kept.excluded_companies, ["crypto companies"]);
+        assert_eq!(dropped.len(), 4);
+    }
 
     const PREFS: &str = "Senior or staff backend / platform engineering roles, remote within Europe or on site / hybrid in Berlin, working mainly in Rust or Go, at least 90k EUR a year. I'm especially interested in Northwind Robotics and Quill Labs; no crypto or gambling companies.";
 

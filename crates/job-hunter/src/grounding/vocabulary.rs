@@ -120,11 +120,6 @@ pub(super) const NEGATIONS: &[&str] = &[
 pub(super) const CLAUSE_BREAKS: &[&str] = &["but", "however", "although", "though", "whereas"];
 
 /// The words of `text`: lower case, letters and digits, apostrophes removed.
-///
-/// ```
-/// use job_hunter::grounding::words;
-/// assert_eq!(words("Don't: Rust/Go, (Berlin)!"), ["dont", "rust", "go", "berlin"]);
-/// ```
 pub fn words(text: &str) -> Vec<String> {
     text.to_lowercase()
         .replace(['\'', '\u{2019}', '\u{2018}'], "")
@@ -168,12 +163,6 @@ pub(super) fn content_words(value: &str) -> Vec<String> {
 /// The words of `value` that carry its meaning: not small words, not words that alone
 /// say nothing (`any`, `company`), not words naming a kind (`industry`): `crypto` of
 /// "crypto companies".
-///
-/// ```
-/// use job_hunter::grounding::meaningful_words;
-/// assert_eq!(meaningful_words("the crypto companies"), ["crypto"]);
-/// assert_eq!(meaningful_words("Remote - Europe"), ["remote", "europe"]);
-/// ```
 pub fn meaningful_words(value: &str) -> Vec<String> {
     content_words(value)
         .into_iter()
@@ -182,11 +171,6 @@ pub fn meaningful_words(value: &str) -> Vec<String> {
 }
 
 /// Whether `value` has a word naming a kind (`companies`, `industry`, `sector`).
-///
-/// ```
-/// use job_hunter::grounding::names_a_kind;
-/// assert!(names_a_kind("gambling companies") && !names_a_kind("Acme"));
-/// ```
 pub fn names_a_kind(value: &str) -> bool {
     words(value)
         .iter()
@@ -250,12 +234,6 @@ pub(super) const TECHNOLOGIES: &[&str] = &[
 ];
 
 /// Whether `value` is a language or technology rather than a company name.
-///
-/// ```
-/// use job_hunter::grounding::is_technology;
-/// assert!(is_technology(" Go ") && is_technology("Rust"));
-/// assert!(!is_technology("Northwind Robotics"));
-/// ```
 pub fn is_technology(value: &str) -> bool {
     TECHNOLOGIES.contains(&value.trim().to_lowercase().as_str())
 }
@@ -275,15 +253,6 @@ pub(super) fn find_phrase(
 
 /// Whether `quote` occurs in the text whose words are `text_words`, word for word; a
 /// quote cut with `...` or `…` must have each of its pieces in the text.
-///
-/// ```
-/// use job_hunter::grounding::{quotes, words};
-/// let posting = words("Experience with Kafka or similar event-streaming systems.");
-/// assert!(quotes(&posting, "experience with kafka"));
-/// assert!(quotes(&posting, "Experience with ... event streaming systems"));
-/// assert!(!quotes(&posting, "5 years of Kafka"));
-/// assert!(!quotes(&posting, "..."));
-/// ```
 pub fn quotes(text_words: &[String], quote: &str) -> bool {
     let pieces: Vec<Vec<String>> = quote
         .split("...")
@@ -299,12 +268,6 @@ pub fn quotes(text_words: &[String], quote: &str) -> bool {
 
 /// The words of a company's name that name it: a leading `the`, and a trailing legal
 /// form (`GmbH`) or kind (`company`), left out.
-///
-/// ```
-/// use job_hunter::grounding::name_words;
-/// assert_eq!(name_words("The Acme Company GmbH"), ["acme"]);
-/// assert_eq!(name_words("Quill Labs"), ["quill", "labs"]);
-/// ```
 pub fn name_words(company: &str) -> Vec<String> {
     let mut name = words(company);
     if name.len() > 1 && name[0] == "the" {
@@ -324,4 +287,56 @@ pub fn name_words(company: &str) -> Vec<String> {
 /// row, each as it is or as a plural.
 pub fn has_name(text_words: &[String], name: &[String]) -> bool {
     find_phrase(text_words, name, same_or_plural)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn words_split_on_what_is_not_a_letter_or_digit() {
+        use crate::grounding::words;
+        assert_eq!(
+            words("Don't: Rust/Go, (Berlin)!"),
+            ["dont", "rust", "go", "berlin"]
+        );
+    }
+
+    #[test]
+    fn meaningful_words_leave_out_the_filler() {
+        use crate::grounding::meaningful_words;
+        assert_eq!(meaningful_words("the crypto companies"), ["crypto"]);
+        assert_eq!(meaningful_words("Remote - Europe"), ["remote", "europe"]);
+    }
+
+    #[test]
+    fn names_a_kind_finds_the_kind_in_a_phrase() {
+        use crate::grounding::names_a_kind;
+        assert!(names_a_kind("gambling companies") && !names_a_kind("Acme"));
+    }
+
+    #[test]
+    fn is_technology_knows_tools_from_words() {
+        use crate::grounding::is_technology;
+        assert!(is_technology(" Go ") && is_technology("Rust"));
+        assert!(!is_technology("Northwind Robotics"));
+    }
+
+    #[test]
+    fn quotes_finds_a_quote_in_the_text() {
+        use crate::grounding::{quotes, words};
+        let posting = words("Experience with Kafka or similar event-streaming systems.");
+        assert!(quotes(&posting, "experience with kafka"));
+        assert!(quotes(
+            &posting,
+            "Experience with ... event streaming systems"
+        ));
+        assert!(!quotes(&posting, "5 years of Kafka"));
+        assert!(!quotes(&posting, "..."));
+    }
+
+    #[test]
+    fn name_words_are_a_names_own_words() {
+        use crate::grounding::name_words;
+        assert_eq!(name_words("The Acme Company GmbH"), ["acme"]);
+        assert_eq!(name_words("Quill Labs"), ["quill", "labs"]);
+    }
 }
