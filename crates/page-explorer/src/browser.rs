@@ -21,9 +21,6 @@ use tokio::task::JoinHandle;
 /// Where Debian installs the Chromium binary (`/usr/bin/chromium` is a shell wrapper).
 pub const DEBIAN_CHROMIUM: &str = "/usr/lib/chromium/chromium";
 
-/// How to install a browser, said whenever none starts.
-pub const INSTALL_HINT: &str = "install Chromium: apt-get install -y chromium";
-
 /// The flags Chromium is started with, without their leading `--` (chromiumoxide adds it;
 /// `--headless` is its default and `--no-sandbox` comes from `no_sandbox()`).
 const FLAGS: [&str; 5] = [

@@ -100,20 +100,6 @@ pub enum Stop {
     Timeout(String),
 }
 
-impl Stop {
-    /// The human-readable reason.
-    pub fn reason(&self) -> &str {
-        match self {
-            Self::RepeatedAction(r)
-            | Self::Cycle(r)
-            | Self::TooManyActions(r)
-            | Self::ConsecutiveErrors(r)
-            | Self::TooManyPages(r)
-            | Self::Timeout(r) => r,
-        }
-    }
-}
-
 /// Loop detector and circuit breaker for one exploration.
 #[derive(Debug, Clone)]
 pub struct LoopGuard {
@@ -146,16 +132,6 @@ impl LoopGuard {
     /// The limits in force.
     pub fn breakers(&self) -> &Breakers {
         &self.breakers
-    }
-
-    /// Number of actions recorded so far.
-    pub fn actions(&self) -> usize {
-        self.actions
-    }
-
-    /// Number of distinct pages seen so far.
-    pub fn pages(&self) -> usize {
-        self.pages.len()
     }
 
     /// When the wall-time breaker trips (a model call in flight is cut off there).
@@ -299,8 +275,8 @@ mod tests {
             );
             assert_eq!(g.record(&r), Ok(()));
         }
-        assert_eq!(g.actions(), 8);
-        assert_eq!(g.pages(), 1);
+        assert_eq!(g.actions, 8);
+        assert_eq!(g.pages.len(), 1);
     }
 
     #[tokio::test(start_paused = true)]
@@ -316,7 +292,7 @@ mod tests {
         let err = g.record(&a);
         assert!(matches!(err, Err(Stop::RepeatedAction(_))), "{err:?}");
         if let Err(stop) = err {
-            assert!(stop.reason().contains("scroll body"), "{}", stop.reason());
+            assert!(stop.to_string().contains("scroll body"), "{stop}");
             assert!(stop.to_string().starts_with("repeated action:"));
         }
     }
@@ -367,7 +343,7 @@ mod tests {
         let err = g.record(&seq[2]);
         assert!(matches!(err, Err(Stop::Cycle(_))), "{err:?}");
         if let Err(stop) = err {
-            assert!(stop.reason().contains("navigate on https://x.test/2"));
+            assert!(stop.to_string().contains("navigate on https://x.test/2"));
         }
     }
 

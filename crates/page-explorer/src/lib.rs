@@ -1,5 +1,15 @@
-//! The page explorer (spec 002): drives a real headless browser ([`browser`]) and serializes
-//! what a page shows for a model ([`dom`]).
+//! The page explorer (spec 002): learns how a job board works by exploring it in a real
+//! headless browser with a model, then collects its jobs.
+//!
+//! - Phase 1, [`explore`] (durable, resumable by run id: [`durable::explore_durable`]):
+//!   the Explorer, Classifier, ChangeAnalyzer and Summarizer agents ([`agents`]) act on the
+//!   board through a [`Browser`] and leave an [`Exploration`]: its [`Phase1Output`], the
+//!   [`memory`] of pages and transitions, and [`ExploreEvent`]s as it goes.
+//! - Phase 2, [`collect()`] (checkpointed: [`collect_checkpointed`], [`resume_collection`]):
+//!   the listing pages walked with a [`Paginator`], each job's details read, a
+//!   [`Collection`] of [`CollectedJob`]s.
+//! - [`ChromiumBrowser`] is the real browser; [`observe`] serializes what a page shows
+//!   for a model ([`Observation`]).
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), page_explorer::BrowserError> {
@@ -13,38 +23,32 @@
 //! ```
 
 pub mod agents;
-pub mod browser;
 pub mod collect;
-pub mod dom;
 pub mod durable;
-pub mod filters;
-pub mod guard;
 pub mod listing;
 pub mod memory;
-pub mod orchestrator;
-pub mod paginate;
-pub mod phase1;
-pub mod report;
 pub mod search;
-mod selectors;
 pub mod site_server;
+
+mod browser;
+mod dom;
+mod filters;
+mod guard;
+mod orchestrator;
+mod paginate;
+mod phase1;
+mod report;
+mod selectors;
 
 pub use browser::{Browser, BrowserError, ChromiumBrowser, LaunchOptions};
 pub use collect::{
-    ApplyType, CollectCheckpoints, CollectEnd, CollectError, CollectOptions, CollectStep,
-    CollectedJob, Collection, DetailSelectors, ListingSelectors, PageError, collect,
-    collect_checkpointed, resume_collection,
+    CollectCheckpoints, CollectEnd, CollectOptions, CollectedJob, Collection, DetailSelectors,
+    ListingSelectors, collect, collect_checkpointed, resume_collection,
 };
-pub use dom::{
-    Changes, DEFAULT_BUDGET_TOKENS, Element, ElementKind, ElementState, Observation, observe,
-};
+pub use dom::{DEFAULT_BUDGET_TOKENS, Element, ElementKind, ElementState, Observation, observe};
 pub use filters::{AppliedFilters, FilterError, apply_filters};
-pub use guard::{ActionRecord, Breakers, LoopGuard, Stop};
+pub use guard::Breakers;
 pub use listing::infer_listing;
-pub use memory::{
-    ChangeObservation, Classification, Edge, MemoryStore, NavAction, PageChange, PageNode,
-    PathStep, Pattern, PatternStatus, Transition,
-};
 pub use orchestrator::{
     Exploration, ExploreError, ExploreOptions, ExploreStop, PageScreenshot, explore,
 };

@@ -4,12 +4,13 @@
 
 mod support;
 
+use page_explorer::collect::ApplyType;
 use support::{open, with_browser};
 
 use page_explorer::collect::{write_csv, write_json};
 use page_explorer::{
-    Advance, ApplyType, CollectEnd, CollectOptions, DetailSelectors, ListingSelectors,
-    PaginationKind, Paginator, StopReason, collect,
+    Advance, CollectEnd, CollectOptions, DetailSelectors, ListingSelectors, PaginationKind,
+    Paginator, StopReason, collect,
 };
 
 fn board_selectors() -> ListingSelectors {

@@ -6,6 +6,7 @@
 
 mod support;
 
+use page_explorer::collect::CollectStep;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,8 +19,8 @@ use support::flaky::Flaky;
 use support::{open, with_shared_browser};
 
 use page_explorer::{
-    CollectCheckpoints, CollectEnd, CollectOptions, CollectStep, DetailSelectors, ListingSelectors,
-    StopReason, collect, collect_checkpointed, resume_collection,
+    CollectCheckpoints, CollectEnd, CollectOptions, DetailSelectors, ListingSelectors, StopReason,
+    collect, collect_checkpointed, resume_collection,
 };
 
 fn board_options() -> CollectOptions {

@@ -5,6 +5,7 @@
 
 mod support;
 
+use page_explorer::memory::PageChange;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use agent_llm::testing::RecordedModel;
 use agent_runtime::{CollectingSink, CostLimits, CostMeter};
 use page_explorer::agents::ExplorerModels;
 use page_explorer::{
-    Browser as _, Exploration, ExploreEvent, ExploreOptions, PageChange, Phase1Output, explore,
+    Browser as _, Exploration, ExploreEvent, ExploreOptions, Phase1Output, explore,
 };
 use tokio_util::sync::CancellationToken;
 

@@ -307,12 +307,13 @@ async fn observe_and_audit(browser: &ChromiumBrowser, what: &str) -> Observation
         );
     }
     let chars = seen.text.chars().count();
+    // The observer's estimate counts 4 characters a token.
     eprintln!(
         "{what}: {} elements listed ({} expected), {} chars ≈ {} tokens, observed in {took:.2?}",
         seen.elements.len(),
         audit.expected,
         chars,
-        chars.div_ceil(page_explorer::dom::CHARS_PER_TOKEN),
+        chars.div_ceil(4),
     );
     let not_unique: Vec<String> = printed
         .iter()

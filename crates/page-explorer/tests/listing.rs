@@ -5,13 +5,14 @@
 
 mod support;
 
+use page_explorer::collect::ApplyType;
 use support::{SETTLE, open, strings, with_browser};
 
 use page_explorer::collect::DetailMode;
 use page_explorer::listing::{infer_detail_page, infer_panel};
 use page_explorer::{
-    ApplyType, Browser, ChromiumBrowser, CollectEnd, CollectOptions, ListingSelectors, StopReason,
-    collect, infer_listing,
+    Browser, ChromiumBrowser, CollectEnd, CollectOptions, ListingSelectors, StopReason, collect,
+    infer_listing,
 };
 use serde_json::Value;
 

@@ -8,10 +8,10 @@ use page_explorer::agents::change_analyzer::{ActionDescription, analyze_change};
 use page_explorer::agents::classifier::{ClassifierInput, classify};
 use page_explorer::agents::explorer::{explorer_message, explorer_request};
 use page_explorer::agents::summarizer::summarize;
-use page_explorer::dom::{Element, ElementKind, ElementState};
 use page_explorer::memory::{
     ChangeObservation, Classification, MemoryStore, NavAction, Transition,
 };
+use page_explorer::{Element, ElementKind, ElementState};
 use serde_json::json;
 
 fn element(selector: &str, role: &str, name: &str) -> Element {
@@ -158,7 +158,7 @@ async fn extractor_request() {
         salary_text: String::new(),
         url: String::new(),
         apply_url: "https://board.test/#apply-1".into(),
-        apply_type: page_explorer::ApplyType::Unknown,
+        apply_type: page_explorer::collect::ApplyType::Unknown,
         posted_date: None,
         source_page: "https://board.test/".into(),
         description: None,

@@ -11,7 +11,7 @@
 //!
 //! ```no_run
 //! # async fn run(models: page_explorer::agents::ExplorerModels) -> Result<(), Box<dyn std::error::Error>> {
-//! use page_explorer::orchestrator::{ExploreOptions, explore};
+//! use page_explorer::{ExploreOptions, explore};
 //! use page_explorer::{ChromiumBrowser, LaunchOptions, ExploreEvent};
 //! let browser = ChromiumBrowser::launch(LaunchOptions::default()).await?;
 //! let print = |event: ExploreEvent| tracing::info!("{event}");
@@ -30,7 +30,6 @@ mod verify;
 
 pub use options::{Exploration, ExploreError, ExploreOptions, PageScreenshot};
 pub use stop::ExploreStop;
-pub use verify::claimed_behavior;
 
 use std::collections::HashSet;
 
