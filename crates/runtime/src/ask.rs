@@ -175,10 +175,12 @@ where
         }
     };
     let run_cancel = cancel.unwrap_or(&session.cancel);
+    // Cancellation first: a call on a cancelled session or run is never made.
     tokio::select! {
-        outcome = call => outcome,
+        biased;
         () = session.cancel.cancelled() => Err(refused(LlmError::Cancelled)),
         () = run_cancel.cancelled() => Err(refused(LlmError::Cancelled)),
+        outcome = call => outcome,
     }
 }
 
@@ -249,10 +251,30 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn cancelling_the_session_stops_the_call() {
+    async fn a_cancelled_session_makes_no_call() {
         let model = ScriptedModel::from_texts([r#"{"n": 1}"#]);
-        let session = session(model);
+        let session = session(model.clone());
         session.cancellation().cancel();
+        let error = session
+            .extract::<Count>(Ask::new("count"))
+            .await
+            .unwrap_err();
+        assert_eq!(error.error, LlmError::Cancelled);
+        assert!(model.requests().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn cancelling_the_session_stops_a_call_in_flight() {
+        let slow = agent_llm::testing::LatencyModel::new(
+            ScriptedModel::from_texts([r#"{"n": 1}"#]),
+            std::time::Duration::from_secs(60),
+        );
+        let session: Session<(), ()> = Session::new("s", ()).with_model(Arc::new(slow));
+        let cancel = session.cancellation().clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            cancel.cancel();
+        });
         let error = session
             .extract::<Count>(Ask::new("count"))
             .await
