@@ -248,8 +248,11 @@ impl PipelineLlm {
             .attempts(self.max_attempts);
         let started = std::time::Instant::now();
         // The session's one metered call: a reached limit refuses each attempt before it
-        // is made, and each attempt's usage is recorded under the step.
-        let outcome = ctx.extract::<T>(ask).await;
+        // is made, and each attempt's usage is recorded under the step. Asked on the
+        // session, not the node, so cancelling the run does not turn the calls still to
+        // make into failed items of a step that then completes: the graph drops the step
+        // instead, and it runs again on resume with the answers it had in the journal.
+        let outcome = ctx.session().extract::<T>(ask).await;
         let (usage, attempts, answered_by) = match &outcome {
             Ok(done) => (done.usage.clone(), done.attempts, done.model.clone()),
             Err(e) => (e.usage.clone(), e.attempts, model_id.clone()),
