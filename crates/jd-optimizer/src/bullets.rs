@@ -211,21 +211,8 @@ mod tests {
     fn bullet_slots_are_the_experience_bullets_in_order() {
         use crate::bullets::bullet_slots;
         use crate::state::OptimizationState;
-        use crate::{input::resume_chunks, records::Ids};
         let resume = "Ada\n\nExperience\nAnalyst, Engines (1842)\n- Wrote notes\n- Ran numbers\n\nSkills\nMaths";
-        let ids = Ids {
-            tenant_id: "t".into(),
-            user_id: "u".into(),
-            session_id: "s".into(),
-            resume_id: "r".into(),
-        };
-        let state = OptimizationState::new(
-            ids,
-            String::new(),
-            resume_chunks(resume),
-            vec![],
-            Default::default(),
-        );
+        let state = OptimizationState::of_resume(resume);
         let slots = bullet_slots(&state);
         let texts: Vec<_> = slots
             .iter()

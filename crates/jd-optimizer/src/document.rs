@@ -244,28 +244,14 @@ pub fn optimized_docx(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::resume_chunks;
-    use crate::records::Ids;
 
     #[test]
     fn optimized_markdown_puts_each_rewrite_in_place_of_its_bullet() {
+        use crate::document::optimized_markdown;
         use crate::records::RewrittenBullet;
         use crate::state::OptimizationState;
-        use crate::{document::optimized_markdown, input::resume_chunks, records::Ids};
         let resume = "Ada\nada@example.com\n\nExperience\nAnalyst, Engines (1842)\n- Wrote notes\n- Ran numbers\n\nSkills\nMaths";
-        let ids = Ids {
-            tenant_id: "t".into(),
-            user_id: "u".into(),
-            session_id: "s".into(),
-            resume_id: "r".into(),
-        };
-        let mut state = OptimizationState::new(
-            ids,
-            String::new(),
-            resume_chunks(resume),
-            vec![],
-            Default::default(),
-        );
+        let mut state = OptimizationState::of_resume(resume);
         state.optimized_bullets = vec![RewrittenBullet {
             id: "B1".into(),
             replaces: "C1.1".into(),
@@ -283,19 +269,7 @@ mod tests {
     const RESUME: &str = "Mara Lindqvist\n+46 70 123 45 67 · mara@example.org · linkedin.com/in/mara · Stockholm\n\nEXPERIENCE\nStaff Engineer — Nordpay AB, Stockholm | Jan 2019 – Present\n• Led the move of 40 services to Kubernetes\n• Cut p99 latency from 900 to 120 ms\nEngineer — Fjord Labs, Oslo | 2015 – 2018\n• Built the billing system in Go\n\nPROJECTS\nledgerkit (open source)\n• A double-entry ledger library with 1,200 stars\n\nLANGUAGES\nSwedish (native), English (fluent)\n\nEDUCATION\nM.Sc. Computer Science, KTH, 2015\n";
 
     fn state() -> OptimizationState {
-        let ids = Ids {
-            tenant_id: "t".into(),
-            user_id: "u".into(),
-            session_id: "s".into(),
-            resume_id: "r".into(),
-        };
-        OptimizationState::new(
-            ids,
-            String::new(),
-            resume_chunks(RESUME),
-            vec![],
-            Default::default(),
-        )
+        OptimizationState::of_resume(RESUME)
     }
 
     #[test]
@@ -347,19 +321,7 @@ mod tests {
     #[test]
     fn without_list_markers_role_lines_stay_headings_and_only_sentences_are_rewritable() {
         let resume = "Ada Byron\nada@example.org\n\nExperience\nAnalyst, Engines Ltd (2018 - 2021)\nWrote the first published program for the engine\nTranslated the memoir on the engine\n\nEducation\nPrivate tutoring in mathematics, 2015\n";
-        let ids = Ids {
-            tenant_id: "t".into(),
-            user_id: "u".into(),
-            session_id: "s".into(),
-            resume_id: "r".into(),
-        };
-        let state = OptimizationState::new(
-            ids,
-            String::new(),
-            resume_chunks(resume),
-            vec![],
-            Default::default(),
-        );
+        let state = OptimizationState::of_resume(resume);
         let slots: Vec<String> = bullet_slots(&state).into_iter().map(|s| s.text).collect();
         assert!(slots.iter().all(|s| !s.contains("2018")), "{slots:?}");
         assert!(slots.contains(&"Translated the memoir on the engine".to_owned()));

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use agent_llm::testing::{RecordedModel, RecordingError, dry_run_router};
 
-use crate::JdOptimizer;
+use crate::{JdOptimizer, Optimization, OptimizeError, OptimizeRequest};
 
 /// The dry-run fixtures could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -87,26 +87,31 @@ pub fn pairs(fixtures_dir: &Path) -> Result<Vec<FixturePair>, DryRunError> {
     Ok(pairs)
 }
 
+/// Optimizes `pair` with `optimizer` in a session of its own named after the pair, its
+/// events dropped.
+pub async fn optimize_pair(
+    optimizer: &JdOptimizer,
+    pair: &FixturePair,
+) -> Result<Optimization, OptimizeError> {
+    let request = OptimizeRequest::new(&pair.resume, &pair.jd);
+    let events = Arc::new(agent_runtime::CollectingSink::default());
+    let cancel = tokio_util::sync::CancellationToken::new();
+    optimizer
+        .optimize(&request, &pair.name, events, cancel)
+        .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::agents::rewriter::accept;
-    use crate::{Optimization, OptimizeRequest};
-    use agent_runtime::CollectingSink;
-    use tokio_util::sync::CancellationToken;
 
     fn fixtures() -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/jd-optimizer")
     }
 
     async fn optimize(optimizer: &JdOptimizer, pair: &FixturePair) -> Optimization {
-        optimizer
-            .optimize(
-                &OptimizeRequest::new(&pair.resume, &pair.jd),
-                &pair.name,
-                Arc::new(CollectingSink::default()),
-                CancellationToken::new(),
-            )
+        optimize_pair(optimizer, pair)
             .await
             .unwrap_or_else(|e| panic!("{}: {e}", pair.name))
     }

@@ -200,3 +200,18 @@ impl OptimizationState {
         }
     }
 }
+
+#[cfg(test)]
+impl OptimizationState {
+    /// A test's state: `resume` read into its chunks, no JD, the default configuration.
+    pub(crate) fn of_resume(resume: &str) -> Self {
+        let ids = Ids {
+            tenant_id: "t".into(),
+            user_id: "u".into(),
+            session_id: "s".into(),
+            resume_id: "r".into(),
+        };
+        let chunks = crate::input::resume_chunks(resume);
+        OptimizationState::new(ids, String::new(), chunks, Vec::new(), Default::default())
+    }
+}

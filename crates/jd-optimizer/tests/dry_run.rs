@@ -16,13 +16,7 @@ fn fixtures() -> PathBuf {
 
 /// Optimizes `pair` on the dry run, its events dropped.
 async fn optimize(optimizer: &JdOptimizer, pair: &FixturePair) -> Optimization {
-    optimizer
-        .optimize(
-            &OptimizeRequest::new(&pair.resume, &pair.jd),
-            &pair.name,
-            Arc::new(CollectingSink::default()),
-            CancellationToken::new(),
-        )
+    dry_run::optimize_pair(optimizer, pair)
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", pair.name))
 }

@@ -321,39 +321,18 @@ mod tests {
 
     #[test]
     fn type_exclusions_read_the_kinds_of_work_refused() {
-        use crate::exclusions::type_exclusions;
-        use crate::models::{RemotePreference, SearchPreferences};
-        let prefs = SearchPreferences {
-            target_titles: vec![],
-            target_companies: vec![],
-            industries: vec![],
-            locations: vec![],
-            remote: RemotePreference::Any,
-            min_salary: None,
-            salary_currency: None,
-            excluded_companies: vec!["crypto companies".into(), "Acme".into(), "gambling".into()],
-            excluded_industries: vec!["the gambling industry".into()],
-        };
+        let prefs = prefs(
+            &["crypto companies", "Acme", "gambling"],
+            &["the gambling industry"],
+        );
         let typed = type_exclusions("Backend roles; not Acme, no crypto or gambling.", prefs);
         assert_eq!(typed.excluded_companies, ["Acme"]);
         assert_eq!(typed.excluded_industries, ["crypto", "gambling"]);
     }
 
     #[test]
-    fn removing_a_company_counts_its_jobs_as_excluded() {
-        use crate::exclusions::Exclusions;
-        use crate::models::{RemotePreference, SearchPreferences};
-        let prefs = SearchPreferences {
-            target_titles: vec![],
-            target_companies: vec![],
-            industries: vec![],
-            locations: vec![],
-            remote: RemotePreference::Any,
-            min_salary: None,
-            salary_currency: None,
-            excluded_companies: vec!["Acme".into()],
-            excluded_industries: vec!["crypto".into()],
-        };
+    fn a_company_is_removed_by_its_name_or_by_an_excluded_industry_it_states() {
+        let prefs = prefs(&["Acme"], &["crypto"]);
         let mut exclusions = Exclusions::new(&prefs, &[]);
         assert!(exclusions.remove_company("Acme Robotics GmbH", None));
         assert!(exclusions.remove_company("Coinly", Some("A crypto exchange in Berlin.")));
