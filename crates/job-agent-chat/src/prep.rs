@@ -5,7 +5,7 @@
 //! the profile does not hold is asked again once with what was wrong; what still does
 //! not hold is removed and listed.
 
-use agent_llm::{ChatRequest, Message, ModelTier, Usage};
+use agent_llm::{ChatRequest, Message, ModelTier};
 use agent_runtime::{AgentContext, Ask};
 use chrono::Utc;
 use job_capabilities::grounding::{Fabrication, check_claims};
@@ -278,7 +278,7 @@ pub async fn prepare_application<S, E>(
     ctx: &AgentContext<S, E>,
     job: &Job,
     profile: &UserProfile,
-) -> Result<(ApplicationPackage, Usage), PrepError> {
+) -> Result<ApplicationPackage, PrepError> {
     if profile.is_empty() {
         return Err(PrepError::NoProfile(
             "there is no profile to write from: set one, or upload a resume, first".into(),
@@ -293,7 +293,6 @@ pub async fn prepare_application<S, E>(
         .filter(|s| find_keyword(&sources.join("\n"), s) == Found::No)
         .collect();
 
-    let mut usage = Usage::default();
     let ask = |problems: &[String]| {
         Ask::from_request(writer_request(job, profile, problems))
             .tier(ModelTier::Primary)
@@ -301,7 +300,6 @@ pub async fn prepare_application<S, E>(
             .attempts(2)
     };
     let first = ctx.extract::<ApplicationDraft>(ask(&[])).await?;
-    usage += first.total_usage();
     let mut checked = check_draft(&first.value, &sources, &skills);
     if !checked.problems.is_empty() {
         tracing::info!(
@@ -311,7 +309,6 @@ pub async fn prepare_application<S, E>(
         let second = ctx
             .extract::<ApplicationDraft>(ask(&checked.problems))
             .await?;
-        usage += second.total_usage();
         checked = check_draft(&second.value, &sources, &skills);
     }
     let package = ApplicationPackage {
@@ -324,7 +321,7 @@ pub async fn prepare_application<S, E>(
         removed: checked.problems,
         created_at: Utc::now(),
     };
-    Ok((package, usage))
+    Ok(package)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! job search or application prep. Anything it cannot read goes to job search, the agent
 //! with the broader tools (spec 004's default).
 
-use agent_llm::{ChatRequest, Message, ModelTier, Usage};
+use agent_llm::{ChatRequest, Message, ModelTier};
 use agent_runtime::{Ask, Session};
 use agent_server::chat::{ChatMessage, ChatRole};
 use schemars::JsonSchema;
@@ -78,15 +78,13 @@ pub fn route_request(messages: &[ChatMessage]) -> ChatRequest {
 pub struct Routed {
     /// The agent chosen.
     pub intent: Intent,
-    /// Tokens used.
-    pub usage: Usage,
     /// Why the default was taken, when the classifier failed.
     pub fallback: Option<String>,
 }
 
 /// Classifies the conversation: the runtime's one metered call on `session` (its model,
-/// the model its router gives the light tier, its meter, which counts the call under
-/// `router`).
+/// the model its router gives the light tier, its meter, which counts the call and its
+/// tokens under `router`).
 pub async fn classify<S, E>(session: &Session<S, E>, messages: &[ChatMessage]) -> Routed {
     let ask = Ask::from_request(route_request(messages))
         .tier(ModelTier::Light)
@@ -95,14 +93,12 @@ pub async fn classify<S, E>(session: &Session<S, E>, messages: &[ChatMessage]) -
     match session.extract::<Route>(ask).await {
         Ok(route) => Routed {
             intent: route.value.intent,
-            usage: route.total_usage(),
             fallback: None,
         },
         Err(error) => {
             tracing::warn!(%error, "the router failed; answering as job search");
             Routed {
                 intent: Intent::JobSearch,
-                usage: error.usage.iter().copied().sum(),
                 fallback: Some(error.to_string()),
             }
         }

@@ -114,22 +114,6 @@ impl Ask {
         self.options.max_attempts = attempts.max(1);
         self
     }
-
-    /// Names the answer's tool or schema (default: the type's name).
-    pub fn named(mut self, name: impl Into<String>) -> Self {
-        self.options.name = Some(name.into());
-        self
-    }
-
-    /// The step the cost is counted under, if named.
-    pub fn step_name(&self) -> Option<&str> {
-        self.step.as_deref()
-    }
-
-    /// The request as it stands (before the router's model and the schema are added).
-    pub fn request(&self) -> &ChatRequest {
-        &self.request
-    }
 }
 
 /// Asks the session's model; stops early when `cancel` (or the session's token) fires.
@@ -261,6 +245,24 @@ mod tests {
             .unwrap_err();
         assert_eq!(error.error, LlmError::Cancelled);
         assert!(model.requests().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_node_asks_until_its_run_is_cancelled_even_if_the_session_is_not() {
+        use crate::graph::{NodeContext, RunContext};
+        let model = ScriptedModel::from_texts([r#"{"n": 1}"#]);
+        let session = session(model.clone());
+        let mut run = RunContext::standalone("run-1");
+        let run_cancel = CancellationToken::new();
+        run.cancel = run_cancel.clone();
+        let node = NodeContext::new(run, session.clone(), None, Default::default());
+        run_cancel.cancel();
+        let error = node.extract::<Count>(Ask::new("count")).await.unwrap_err();
+        assert_eq!(error.error, LlmError::Cancelled);
+        assert!(model.requests().is_empty());
+        // The session itself still asks.
+        let answer = session.extract::<Count>(Ask::new("count")).await.unwrap();
+        assert_eq!(answer.value.n, 1);
     }
 
     #[tokio::test(start_paused = true)]

@@ -261,10 +261,11 @@ impl Interviewer {
         self.prepare_in(state, request, &ctx).await
     }
 
-    /// Prepares the interview inside a graph run: the calls are `ctx`'s session's (which
-    /// must carry this interviewer's model: [`JdOptimizer::equip`](crate::JdOptimizer::equip)), and every answer goes
-    /// through the run's journal, so with a checkpoint store a preparation stopped
-    /// half-way (a crash, a restart) pays for no answer twice when it runs again.
+    /// Prepares the interview inside a graph run: the calls are `ctx`'s session's, which
+    /// must carry this interviewer's model ([`JdOptimizer::equip`](crate::JdOptimizer::equip)),
+    /// and every answer goes through the run's journal, so with a checkpoint store a
+    /// preparation stopped half-way (a crash, a restart) pays for no answer twice when it
+    /// runs again.
     pub async fn prepare_in<S, E>(
         &self,
         state: &OptimizationState,

@@ -27,7 +27,7 @@ pub(super) fn prepare_application(services: Arc<Services>) -> ChatTool {
                     .map_err(store_failed)?
                     .unwrap_or_default();
                 ctx.emit(format!("writing an application for {}", job.headline()));
-                let (package, _) = write_package(&ctx, &job, &profile)
+                let package = write_package(&ctx, &job, &profile)
                     .await
                     .map_err(|e| ToolError::failed(e.to_string()))?;
                 services
