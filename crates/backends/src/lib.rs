@@ -19,7 +19,9 @@
 //! With the `redis` feature, [`RedisCache`], the runtime's cache shared by every instance,
 //! and [`RedisBus`], the same agent bus on Redis Streams.
 
-mod checkpoint_rows;
+mod checkpoint_tables;
+mod document_tables;
+mod gate_rows;
 #[cfg(feature = "nats")]
 mod nats_bus;
 #[cfg(feature = "nats")]
@@ -33,8 +35,6 @@ mod pg_checkpoints;
 #[cfg(feature = "postgres")]
 mod pg_documents;
 #[cfg(feature = "postgres")]
-mod pg_gates;
-#[cfg(feature = "postgres")]
 mod pg_leases;
 #[cfg(feature = "postgres")]
 mod pg_schema;
@@ -46,11 +46,11 @@ mod pg_vectors;
 mod redis_bus;
 #[cfg(feature = "redis")]
 mod redis_cache;
+mod session_tables;
+mod sql;
 mod sqlite;
 mod sqlite_checkpoints;
 mod sqlite_documents;
-mod sqlite_gates;
-mod sqlite_rows;
 mod sqlite_schema;
 mod sqlite_vectors;
 

@@ -1,14 +1,15 @@
 //! [`PgDocumentStore`]: agent-runtime's [`DocumentStore`] in the deployment's PostgreSQL
-//! database, as JSONB by namespace and key.
+//! database, as JSONB by namespace and key (the table and its queries are the SQLite
+//! store's too: `document_tables`).
 
 use agent_runtime::documents::{DocumentStore, DocumentUpdate};
 use agent_runtime::sessions::StoreError;
 use async_trait::async_trait;
 use serde_json::Value;
-use sqlx::PgConnection;
+use sqlx::Postgres;
 
 use crate::PgSessionStore;
-use crate::pg_schema::{backend, now};
+use crate::document_tables::DocumentTables;
 
 /// Documents that outlive sessions (a returning user's master resume), in PostgreSQL:
 /// get one with [`PgSessionStore::documents`]. An [`update`](DocumentStore::update) holds
@@ -16,81 +17,34 @@ use crate::pg_schema::{backend, now};
 /// turns, even on a document that does not exist yet.
 #[derive(Debug, Clone)]
 pub struct PgDocumentStore {
-    db: PgSessionStore,
+    tables: DocumentTables<Postgres>,
 }
 
 impl PgSessionStore {
     /// A document store in this store's database, sharing its connections.
     pub fn documents(&self) -> PgDocumentStore {
-        PgDocumentStore { db: self.clone() }
+        PgDocumentStore {
+            tables: DocumentTables::new(self.pool().clone()),
+        }
     }
-}
-
-async fn write_value(
-    conn: &mut PgConnection,
-    namespace: &str,
-    key: &str,
-    value: &Value,
-) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO documents (namespace, key, value, updated_at) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, \
-         updated_at = excluded.updated_at",
-    )
-    .bind(namespace)
-    .bind(key)
-    .bind(value)
-    .bind(now())
-    .execute(conn)
-    .await
-    .map_err(backend)?;
-    Ok(())
-}
-
-async fn read_value(
-    conn: &mut PgConnection,
-    namespace: &str,
-    key: &str,
-) -> Result<Option<Value>, StoreError> {
-    sqlx::query_scalar("SELECT value FROM documents WHERE namespace = $1 AND key = $2")
-        .bind(namespace)
-        .bind(key)
-        .fetch_optional(conn)
-        .await
-        .map_err(backend)
 }
 
 #[async_trait]
 impl DocumentStore for PgDocumentStore {
     async fn get(&self, namespace: &str, key: &str) -> Result<Option<Value>, StoreError> {
-        let mut conn = self.db.pool().acquire().await.map_err(backend)?;
-        read_value(&mut conn, namespace, key).await
+        self.tables.get(namespace, key).await
     }
 
     async fn put(&self, namespace: &str, key: &str, value: &Value) -> Result<(), StoreError> {
-        let mut conn = self.db.pool().acquire().await.map_err(backend)?;
-        write_value(&mut conn, namespace, key, value).await
+        self.tables.put(namespace, key, value).await
     }
 
     async fn list(&self, namespace: &str) -> Result<Vec<(String, Value)>, StoreError> {
-        sqlx::query_as(
-            "SELECT key, value FROM documents WHERE namespace = $1 ORDER BY key COLLATE \"C\"",
-        )
-        .bind(namespace)
-        .fetch_all(self.db.pool())
-        .await
-        .map_err(backend)
+        self.tables.list(namespace).await
     }
 
     async fn delete(&self, namespace: &str, key: &str) -> Result<bool, StoreError> {
-        let deleted = sqlx::query("DELETE FROM documents WHERE namespace = $1 AND key = $2")
-            .bind(namespace)
-            .bind(key)
-            .execute(self.db.pool())
-            .await
-            .map_err(backend)?
-            .rows_affected();
-        Ok(deleted > 0)
+        self.tables.delete(namespace, key).await
     }
 
     async fn update(
@@ -99,16 +53,6 @@ impl DocumentStore for PgDocumentStore {
         key: &str,
         update: DocumentUpdate,
     ) -> Result<Value, StoreError> {
-        let mut tx = self.db.pool().begin().await.map_err(backend)?;
-        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-            .bind(format!("document {}:{namespace}{key}", namespace.len()))
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
-        let current = read_value(&mut tx, namespace, key).await?;
-        let value = update(current);
-        write_value(&mut tx, namespace, key, &value).await?;
-        tx.commit().await.map_err(backend)?;
-        Ok(value)
+        self.tables.update(namespace, key, update).await
     }
 }

@@ -1,6 +1,5 @@
 //! The PostgreSQL database's schema for sessions, checkpoints, documents and leases, its
-//! migrations, and the helpers every Postgres store shares (errors, times, a row's cells,
-//! the check that a session exists).
+//! migrations, and the helpers every Postgres store shares (errors, times).
 //!
 //! The schema version is the one row of `agent_schema`. Migration `i` brings a database
 //! from version `i` to `i + 1`; connecting runs the ones it lacks in one transaction,
@@ -12,8 +11,8 @@
 
 use agent_runtime::sessions::StoreError;
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
-use sqlx::{Connection, PgConnection, Row};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::{Connection, PgConnection};
 
 /// Version 1: sessions, events, state, gates, checkpoints, journal, documents, leases.
 const V1: &str = r#"
@@ -96,8 +95,12 @@ CREATE TABLE IF NOT EXISTS session_leases (
 /// beside the session.
 const V2: &str = "DROP TABLE IF EXISTS state;";
 
+/// Version 3: documents' keys compare byte by byte (collation `C`), so a namespace lists
+/// in the order SQLite lists it, from one statement.
+const V3: &str = r#"ALTER TABLE documents ALTER COLUMN key TYPE TEXT COLLATE "C";"#;
+
 /// Migration `i` brings version `i` to `i + 1`.
-const MIGRATIONS: [&str; 2] = [V1, V2];
+const MIGRATIONS: [&str; 3] = [V1, V2, V3];
 
 /// The schema version this build writes.
 const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
@@ -213,40 +216,4 @@ pub(crate) fn now() -> DateTime<Utc> {
     let now = Utc::now();
     now.duration_trunc(TimeDelta::microseconds(1))
         .unwrap_or(now)
-}
-
-/// An event or position number as PostgreSQL's `BIGINT`, or a corrupt-data error.
-pub(crate) fn stored_number(value: i64, what: impl FnOnce() -> String) -> Result<u64, StoreError> {
-    u64::try_from(value).map_err(|_| StoreError::Corrupt(format!("{}: number {value}", what())))
-}
-
-/// Fails with [`StoreError::NotFound`] unless the session exists; with `lock`, holds its
-/// row until the transaction ends.
-pub(crate) async fn require(
-    conn: &mut PgConnection,
-    id: &str,
-    lock: bool,
-) -> Result<(), StoreError> {
-    let query = if lock {
-        "SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE"
-    } else {
-        "SELECT 1 FROM sessions WHERE id = $1"
-    };
-    let found: Option<i32> = sqlx::query_scalar(query)
-        .bind(id)
-        .fetch_optional(conn)
-        .await
-        .map_err(backend)?;
-    found
-        .map(drop)
-        .ok_or_else(|| StoreError::NotFound(id.to_owned()))
-}
-
-/// A cell of a row, or a corrupt-data error naming it.
-pub(crate) fn cell<'r, T>(row: &'r PgRow, column: &str, what: &str) -> Result<T, StoreError>
-where
-    T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
-{
-    row.try_get(column)
-        .map_err(|e| StoreError::Corrupt(format!("{what}, column {column}: {e}")))
 }

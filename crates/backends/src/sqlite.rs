@@ -1,5 +1,6 @@
-//! The SQLite session store: sessions, their events, state and gates in one database file
-//! (or in memory), through sqlx.
+//! The SQLite session store: sessions, their events and gates in one database file (or
+//! in memory), through sqlx, by the code the PostgreSQL store runs too
+//! (`session_tables`).
 //!
 //! Every method is one transaction. Writes that read first (numbering an event, opening or
 //! answering a gate) take the write lock up front (`BEGIN IMMEDIATE`), so concurrent
@@ -23,27 +24,20 @@ use agent_runtime::checkpoint::CheckpointStore;
 use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::{Sqlite, Transaction};
 
-use crate::sqlite_gates;
-use crate::sqlite_rows::{Cells, backend, json_text, now, require};
-use crate::sqlite_schema::{self, timestamp};
+use crate::gate_rows::Settle;
+use crate::session_tables::SessionTables;
+use crate::sql::{Sql, store_error};
+use crate::sqlite_schema;
 
 /// How long a connection waits for another writer before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Connections to a database file (WAL lets readers run beside the one writer).
 const FILE_CONNECTIONS: u32 = 4;
-
-/// The columns [`session_from_row`] reads, as a literal for `concat!`.
-macro_rules! session_columns {
-    () => {
-        "id, product, token_hash, status, stage, request, result, error, created_at, updated_at"
-    };
-}
 
 /// Keeps sessions, events, state and gates in SQLite: a database file that survives
 /// restarts ([`open`](Self::open)), or a private in-memory database
@@ -59,7 +53,7 @@ macro_rules! session_columns {
 /// [`SqliteCheckpointStore`](crate::SqliteCheckpointStore) sharing these connections.
 #[derive(Clone)]
 pub struct SqliteSessionStore {
-    pool: SqlitePool,
+    tables: SessionTables<Sqlite>,
     /// The database file; `None` in memory.
     path: Option<PathBuf>,
 }
@@ -72,8 +66,8 @@ impl std::fmt::Debug for SqliteSessionStore {
         };
         f.debug_struct("SqliteSessionStore")
             .field("location", &location)
-            .field("connections", &self.pool.size())
-            .field("closed", &self.pool.is_closed())
+            .field("connections", &self.pool().size())
+            .field("closed", &self.pool().is_closed())
             .finish()
     }
 }
@@ -106,7 +100,7 @@ impl SqliteSessionStore {
             .await
             .map_err(|e| StoreError::Backend(format!("opening {}: {e}", path.display())))?;
         let store = SqliteSessionStore {
-            pool,
+            tables: SessionTables::new(pool),
             path: Some(path),
         };
         store.prepare().await?;
@@ -143,7 +137,7 @@ impl SqliteSessionStore {
         // Each connection to `:memory:` is its own database, so the pool keeps exactly one
         // connection, never retired.
         let options = SqliteConnectOptions::from_str("sqlite::memory:")
-            .map_err(backend)?
+            .map_err(store_error::<Sqlite>)?
             .foreign_keys(true)
             .busy_timeout(BUSY_TIMEOUT);
         let pool = SqlitePoolOptions::new()
@@ -154,7 +148,10 @@ impl SqliteSessionStore {
             .connect_with(options)
             .await
             .map_err(|e| StoreError::Backend(format!("opening in-memory database: {e}")))?;
-        let store = SqliteSessionStore { pool, path: None };
+        let store = SqliteSessionStore {
+            tables: SessionTables::new(pool),
+            path: None,
+        };
         store.prepare().await?;
         tracing::debug!("opened in-memory SQLite session store");
         Ok(store)
@@ -168,7 +165,7 @@ impl SqliteSessionStore {
     /// Closes the connections, waiting for running operations to finish (dropping the
     /// store also closes them, in the background). Clones of this store stop working.
     pub async fn close(self) {
-        self.pool.close().await;
+        self.pool().close().await;
     }
 
     /// The database file's path, or `:memory:`, for messages.
@@ -183,7 +180,7 @@ impl SqliteSessionStore {
     async fn prepare(&self) -> Result<(), StoreError> {
         let result = self.migrate().await;
         if result.is_err() {
-            self.pool.close().await;
+            self.pool().close().await;
         }
         result
     }
@@ -191,87 +188,35 @@ impl SqliteSessionStore {
     async fn migrate(&self) -> Result<(), StoreError> {
         let mut tx = self.write().await?;
         sqlite_schema::migrate(&mut tx, &self.location()).await?;
-        tx.commit().await.map_err(backend)
+        tx.commit().await.map_err(store_error::<Sqlite>)
     }
 
     /// The connections, shared with the checkpoint store on the same database.
     pub(crate) fn pool(&self) -> &SqlitePool {
-        &self.pool
+        self.tables.pool()
     }
 
     /// A transaction holding the write lock from its start.
     pub(crate) async fn write(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
-        self.pool
-            .begin_with("BEGIN IMMEDIATE")
+        Sqlite::begin_write(self.pool())
             .await
-            .map_err(backend)
+            .map_err(store_error::<Sqlite>)
     }
 
     /// A read transaction: one consistent snapshot.
     pub(crate) async fn read(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
-        self.pool.begin().await.map_err(backend)
+        self.pool().begin().await.map_err(store_error::<Sqlite>)
     }
-}
-
-fn session_from_row(row: &SqliteRow) -> Result<SessionRecord, StoreError> {
-    let id: String = row
-        .try_get("id")
-        .map_err(|e| StoreError::Corrupt(format!("session id: {e}")))?;
-    let cells = Cells::new(row, format!("session {id:?}"));
-    let status_text = cells.text("status")?;
-    let status = SessionStatus::parse(&status_text)
-        .ok_or_else(|| cells.corrupt("status", format!("unknown status {status_text:?}")))?;
-    Ok(SessionRecord {
-        product: cells.text("product")?,
-        token_hash: cells.text("token_hash")?,
-        status,
-        stage: cells.opt_text("stage")?,
-        request: cells.json("request")?,
-        result: cells.opt_json("result")?,
-        error: cells.opt_text("error")?,
-        created_at: cells.time("created_at")?,
-        updated_at: cells.time("updated_at")?,
-        id,
-    })
 }
 
 #[async_trait]
 impl SessionStore for SqliteSessionStore {
     async fn create(&self, session: NewSession) -> Result<SessionRecord, StoreError> {
-        let now = now();
-        let at = timestamp(now);
-        let done = sqlx::query(
-            "INSERT INTO sessions (id, product, token_hash, status, stage, request, result, \
-             error, created_at, updated_at) \
-             VALUES (?1, ?2, ?3, ?4, NULL, ?5, NULL, NULL, ?6, ?6) \
-             ON CONFLICT (id) DO NOTHING",
-        )
-        .bind(&session.id)
-        .bind(&session.product)
-        .bind(&session.token_hash)
-        .bind(SessionStatus::Running.as_str())
-        .bind(json_text(&session.request)?)
-        .bind(&at)
-        .execute(&self.pool)
-        .await
-        .map_err(backend)?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::Conflict(session.id));
-        }
-        Ok(session.into_record(now))
+        self.tables.create(session).await
     }
 
     async fn get(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
-        let row = sqlx::query(concat!(
-            "SELECT ",
-            session_columns!(),
-            " FROM sessions WHERE id = ?1"
-        ))
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(backend)?;
-        row.as_ref().map(session_from_row).transpose()
+        self.tables.get(id).await
     }
 
     async fn set_status(
@@ -280,116 +225,27 @@ impl SessionStore for SqliteSessionStore {
         status: SessionStatus,
         stage: Option<&str>,
     ) -> Result<(), StoreError> {
-        let done = sqlx::query(
-            "UPDATE sessions SET status = ?1, stage = COALESCE(?2, stage), updated_at = ?3 \
-             WHERE id = ?4",
-        )
-        .bind(status.as_str())
-        .bind(stage)
-        .bind(timestamp(now()))
-        .bind(id)
-        .execute(&self.pool)
-        .await
-        .map_err(backend)?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(id.to_owned()));
-        }
-        Ok(())
+        self.tables.set_status(id, status, stage).await
     }
 
     async fn finish(&self, id: &str, outcome: SessionOutcome) -> Result<(), StoreError> {
-        let at = timestamp(now());
-        let status = outcome.status().as_str();
-        let query = match &outcome {
-            SessionOutcome::Complete(result) => sqlx::query(
-                "UPDATE sessions SET status = ?1, result = ?2, updated_at = ?3 WHERE id = ?4",
-            )
-            .bind(status)
-            .bind(json_text(result)?),
-            SessionOutcome::Failed(error)
-            | SessionOutcome::Cancelled(error)
-            | SessionOutcome::Expired(error) => sqlx::query(
-                "UPDATE sessions SET status = ?1, error = ?2, updated_at = ?3 WHERE id = ?4",
-            )
-            .bind(status)
-            .bind(error.as_str()),
-        };
-        let done = query
-            .bind(at)
-            .bind(id)
-            .execute(&self.pool)
-            .await
-            .map_err(backend)?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(id.to_owned()));
-        }
-        Ok(())
+        self.tables.finish(id, outcome).await
     }
 
     async fn append_event(&self, id: &str, event: &Value) -> Result<u64, StoreError> {
-        let event = json_text(event)?;
-        let mut tx = self.write().await?;
-        require(&mut tx, id).await?;
-        let seq: i64 = sqlx::query_scalar(
-            "INSERT INTO events (session_id, seq, event, at) \
-             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3 FROM events WHERE session_id = ?1 \
-             RETURNING seq",
-        )
-        .bind(id)
-        .bind(event)
-        .bind(timestamp(now()))
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(backend)?;
-        tx.commit().await.map_err(backend)?;
-        u64::try_from(seq)
-            .map_err(|_| StoreError::Corrupt(format!("session {id:?}: event number {seq}")))
+        self.tables.append_event(id, event).await
     }
 
     async fn events_after(&self, id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
-        let after = i64::try_from(after).unwrap_or(i64::MAX);
-        let mut tx = self.read().await?;
-        require(&mut tx, id).await?;
-        let rows = sqlx::query(
-            "SELECT seq, event, at FROM events WHERE session_id = ?1 AND seq > ?2 ORDER BY seq",
-        )
-        .bind(id)
-        .bind(after)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(backend)?;
-        tx.commit().await.map_err(backend)?;
-        rows.iter()
-            .map(|row| {
-                let seq = Cells::new(row, format!("session {id:?}, an event")).seq("seq")?;
-                let cells = Cells::new(row, format!("session {id:?}, event {seq}"));
-                Ok(StoredEvent {
-                    seq,
-                    event: cells.json("event")?,
-                    at: cells.time("at")?,
-                })
-            })
-            .collect()
+        self.tables.events_after(id, after).await
     }
 
     async fn event_count(&self, id: &str) -> Result<u64, StoreError> {
-        let mut tx = self.read().await?;
-        require(&mut tx, id).await?;
-        let last: i64 =
-            sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?1")
-                .bind(id)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(backend)?;
-        tx.commit().await.map_err(backend)?;
-        u64::try_from(last)
-            .map_err(|_| StoreError::Corrupt(format!("session {id:?}: negative event number")))
+        self.tables.event_count(id).await
     }
 
     async fn open_gate(&self, id: &str, gate: &OpenGate<'_>) -> Result<(), StoreError> {
-        let mut tx = self.write().await?;
-        sqlite_gates::open(&mut tx, id, gate).await?;
-        tx.commit().await.map_err(backend)
+        self.tables.open_gate(id, gate).await
     }
 
     async fn answer_gate(
@@ -398,10 +254,9 @@ impl SessionStore for SqliteSessionStore {
         gate_id: &str,
         answer: &Value,
     ) -> Result<GateAnswer, StoreError> {
-        let mut tx = self.write().await?;
-        let outcome = sqlite_gates::answer(&mut tx, id, gate_id, answer).await?;
-        tx.commit().await.map_err(backend)?;
-        Ok(outcome)
+        self.tables
+            .settle_gate(id, gate_id, Settle::Answer(answer))
+            .await
     }
 
     async fn close_gate(
@@ -410,60 +265,21 @@ impl SessionStore for SqliteSessionStore {
         gate_id: &str,
         reason: &str,
     ) -> Result<GateAnswer, StoreError> {
-        let mut tx = self.write().await?;
-        let outcome = sqlite_gates::close(&mut tx, id, gate_id, reason).await?;
-        tx.commit().await.map_err(backend)?;
-        Ok(outcome)
+        self.tables
+            .settle_gate(id, gate_id, Settle::Close(reason))
+            .await
     }
 
     async fn gates(&self, id: &str) -> Result<Vec<StoredGate>, StoreError> {
-        let mut tx = self.read().await?;
-        let gates = sqlite_gates::list(&mut tx, id).await?;
-        tx.commit().await.map_err(backend)?;
-        Ok(gates)
+        self.tables.gates(id).await
     }
 
     async fn note_resume(&self, id: &str, events: u64) -> Result<u32, StoreError> {
-        let mut tx = self.write().await?;
-        let row: Option<(i64, i64)> =
-            sqlx::query_as("SELECT resume_attempts, resume_events FROM sessions WHERE id = ?1")
-                .bind(id)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(backend)?;
-        let Some((attempts, at)) = row else {
-            return Err(StoreError::NotFound(id.to_owned()));
-        };
-        let events = i64::try_from(events).unwrap_or(i64::MAX);
-        let attempts = if attempts > 0 && at == events {
-            attempts + 1
-        } else {
-            1
-        };
-        sqlx::query("UPDATE sessions SET resume_attempts = ?2, resume_events = ?3 WHERE id = ?1")
-            .bind(id)
-            .bind(attempts)
-            .bind(events)
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
-        tx.commit().await.map_err(backend)?;
-        Ok(u32::try_from(attempts).unwrap_or(u32::MAX))
+        self.tables.note_resume(id, events).await
     }
 
     async fn unfinished(&self, product: &str) -> Result<Vec<SessionRecord>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            session_columns!(),
-            " FROM sessions WHERE product = ?1 AND status IN (?2, ?3) ORDER BY created_at, id"
-        ))
-        .bind(product)
-        .bind(SessionStatus::Running.as_str())
-        .bind(SessionStatus::Waiting.as_str())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(backend)?;
-        rows.iter().map(session_from_row).collect()
+        self.tables.unfinished(product).await
     }
 
     fn checkpoint_store(&self) -> Option<Arc<dyn CheckpointStore>> {

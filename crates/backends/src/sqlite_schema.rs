@@ -59,7 +59,7 @@ CREATE TABLE IF NOT EXISTS gates (
 
 /// Version 2: graph runs' checkpoints and journals. A checkpoint's `record` is its stored
 /// form (a full snapshot or a delta on the run's previous checkpoint, as JSON), `full`
-/// says which (and indexes the snapshots), so loading starts at the nearest one. Runs
+/// (`full_record` since version 7) says which (and indexes the snapshots), so loading starts at the nearest one. Runs
 /// are not sessions: no foreign key.
 const CHECKPOINTS: &str = r#"
 CREATE TABLE IF NOT EXISTS checkpoints (
@@ -140,14 +140,30 @@ END;
 /// beside the session.
 const NO_SAVED_STATE: &str = "DROP TABLE IF EXISTS state;";
 
+/// Version 7: the tables as PostgreSQL has them, so one statement serves both databases
+/// (`checkpoint_tables`, `session_tables`): the snapshot mark renamed `full_record`
+/// (`full` is a keyword there); each session counts its events (`last_event`, which
+/// numbers the next one); every gate names its kind.
+const AS_POSTGRES: &str = r#"
+ALTER TABLE checkpoints RENAME COLUMN full TO full_record;
+DROP INDEX IF EXISTS checkpoint_snapshots;
+CREATE INDEX IF NOT EXISTS checkpoint_snapshots
+    ON checkpoints (run_id, seq) WHERE full_record = TRUE;
+ALTER TABLE sessions ADD COLUMN last_event INTEGER NOT NULL DEFAULT 0;
+UPDATE sessions SET last_event =
+    (SELECT COALESCE(MAX(seq), 0) FROM events WHERE events.session_id = sessions.id);
+UPDATE gates SET kind = name WHERE kind IS NULL;
+"#;
+
 /// Migration `i` brings version `i` to `i + 1`.
-const MIGRATIONS: [&str; 6] = [
+const MIGRATIONS: [&str; 7] = [
     SESSIONS,
     CHECKPOINTS,
     LIFECYCLE,
     DOCUMENTS,
     VECTORS,
     NO_SAVED_STATE,
+    AS_POSTGRES,
 ];
 
 /// Checks the schema version and runs the missing migrations, on a connection inside a

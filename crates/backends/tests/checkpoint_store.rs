@@ -17,7 +17,7 @@ use agent_runtime::checkpoint::{
     CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore, FileCheckpointStore,
     InMemoryCheckpointStore, SnapshotPolicy,
 };
-use agent_runtime::sessions::{NewSession, SessionStore};
+use agent_runtime::sessions::{NewSession, OpenGate, SessionStore};
 use serde_json::{Value, json};
 use sqlx::Connection;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
@@ -381,7 +381,7 @@ async fn execute(path: &Path, statements: &[&str]) {
 async fn stored(path: &Path, run_id: &str) -> (i64, i64) {
     let mut conn = raw(path).await;
     let sizes = sqlx::query_as(
-        "SELECT COALESCE(SUM(LENGTH(record)), 0), COALESCE(SUM(full), 0) FROM checkpoints \
+        "SELECT COALESCE(SUM(LENGTH(record)), 0), COALESCE(SUM(full_record), 0) FROM checkpoints \
          WHERE run_id = ?1",
     )
     .bind(run_id)
@@ -635,6 +635,16 @@ async fn an_older_database_is_migrated_and_a_newer_one_refused() {
     // A database as the first schema left it: sessions only.
     let sessions = SqliteSessionStore::open(&path).await.unwrap();
     sessions.create(new_session("s1")).await.unwrap();
+    for n in 1..=2 {
+        sessions.append_event("s1", &json!({"n": n})).await.unwrap();
+    }
+    let gate = OpenGate {
+        id: "g1",
+        name: "review",
+        kind: "review",
+        payload: &json!({}),
+    };
+    sessions.open_gate("s1", &gate).await.unwrap();
     sessions.close().await;
     execute(
         &path,
@@ -646,6 +656,7 @@ async fn an_older_database_is_migrated_and_a_newer_one_refused() {
             "ALTER TABLE gates DROP COLUMN closed_at",
             "ALTER TABLE sessions DROP COLUMN resume_attempts",
             "ALTER TABLE sessions DROP COLUMN resume_events",
+            "ALTER TABLE sessions DROP COLUMN last_event",
             "PRAGMA user_version = 1",
         ],
     )
@@ -653,22 +664,30 @@ async fn an_older_database_is_migrated_and_a_newer_one_refused() {
 
     let store = SqliteCheckpointStore::open(&path).await.unwrap();
     store.save(&turn("run", 1)).await.unwrap();
-    assert!(store.sessions().get("s1").await.unwrap().is_some());
-    store.sessions().close().await;
+    let sessions = store.sessions();
+    assert!(sessions.get("s1").await.unwrap().is_some());
+    // The events go on from the ones stored before, and the old gate reads as its kind.
+    assert_eq!(sessions.event_count("s1").await.unwrap(), 2);
+    assert_eq!(
+        sessions.append_event("s1", &json!({"n": 3})).await.unwrap(),
+        3
+    );
+    assert_eq!(sessions.gates("s1").await.unwrap()[0].kind, "review");
+    sessions.close().await;
     let mut conn = raw(&path).await;
     let version: i64 = sqlx::query_scalar("PRAGMA user_version")
         .fetch_one(&mut conn)
         .await
         .unwrap();
-    assert_eq!(version, 6);
-    sqlx::query("PRAGMA user_version = 7")
+    assert_eq!(version, 7);
+    sqlx::query("PRAGMA user_version = 8")
         .execute(&mut conn)
         .await
         .unwrap();
     conn.close().await.unwrap();
     assert_corrupt(
         SqliteCheckpointStore::open(&path).await,
-        &["agent.db", "schema version 7", "newer"],
+        &["agent.db", "schema version 8", "newer"],
     );
 }
 

@@ -862,7 +862,7 @@ async fn newer_schema_version_is_refused() {
         .fetch_one(&mut conn)
         .await
         .unwrap();
-    assert_eq!(version, 6, "the store stamps its schema version");
+    assert_eq!(version, 7, "the store stamps its schema version");
     sqlx::query("PRAGMA user_version = 99")
         .execute(&mut conn)
         .await
@@ -877,12 +877,12 @@ async fn newer_schema_version_is_refused() {
     // A fresh file stamped by a newer version is refused too.
     let fresh = dir.path().join("fresh.db");
     let mut conn = raw(&fresh).await;
-    sqlx::query("PRAGMA user_version = 7")
+    sqlx::query("PRAGMA user_version = 8")
         .execute(&mut conn)
         .await
         .unwrap();
     conn.close().await.unwrap();
-    assert_corrupt(SqliteSessionStore::open(&fresh).await, &["version 7"]);
+    assert_corrupt(SqliteSessionStore::open(&fresh).await, &["version 8"]);
 }
 
 #[tokio::test]

@@ -1,0 +1,314 @@
+//! The session store's tables, written once for SQLite and PostgreSQL: sessions, their
+//! events and gates (the gate queries are in `gate_rows`).
+//!
+//! Every method is one transaction. Event numbers come from a counter on the session's
+//! row (`last_event`), taken in the transaction that stores the event, so concurrent
+//! writers, in any process or instance, take turns on that row and the numbers have no
+//! gaps: a transaction that fails gives its number back. Writes that read first take the
+//! write lock up front ([`Dialect::BEGIN_WRITE`](crate::sql::Dialect::BEGIN_WRITE)) or
+//! lock the session's row.
+
+use agent_runtime::sessions::{
+    GateAnswer, NewSession, OpenGate, SessionOutcome, SessionRecord, SessionStatus, StoreError,
+    StoredEvent, StoredGate,
+};
+use serde_json::Value;
+use sqlx::Pool;
+
+use crate::gate_rows::{self, Settle};
+use crate::sql::{Bind, Cells, Sql, store_error};
+
+/// The columns [`session_from_row`] reads.
+const SESSION_COLUMNS: &str =
+    "id, product, token_hash, status, stage, request, result, error, created_at, updated_at";
+
+/// The sessions, events and gates of database `D`, reached through `pool`.
+pub(crate) struct SessionTables<D: Sql> {
+    pool: Pool<D>,
+}
+
+impl<D: Sql> Clone for SessionTables<D> {
+    fn clone(&self) -> Self {
+        SessionTables {
+            pool: self.pool.clone(),
+        }
+    }
+}
+
+/// Fails with [`StoreError::NotFound`] unless the session exists; with `lock`, keeps
+/// other writers off its row until the transaction ends.
+pub(crate) async fn require<D: Sql>(
+    conn: &mut D::Connection,
+    id: &str,
+    lock: bool,
+) -> Result<(), StoreError> {
+    let query = if lock && D::LOCKS_ROWS {
+        "SELECT 1 AS found FROM sessions WHERE id = $1 FOR UPDATE"
+    } else {
+        "SELECT 1 AS found FROM sessions WHERE id = $1"
+    };
+    let found = Bind::<D>::new(query)
+        .text(id)
+        .fetch_optional(conn)
+        .await
+        .map_err(store_error::<D>)?;
+    found
+        .map(drop)
+        .ok_or_else(|| StoreError::NotFound(id.to_owned()))
+}
+
+fn session_from_row<D: Sql>(row: &D::Row) -> Result<SessionRecord, StoreError> {
+    let id = Cells::<D>::new(row, "a session".to_owned()).text("id")?;
+    let cells = Cells::<D>::new(row, format!("session {id:?}"));
+    let status_text = cells.text("status")?;
+    let status = SessionStatus::parse(&status_text)
+        .ok_or_else(|| cells.corrupt("status", format!("unknown status {status_text:?}")))?;
+    Ok(SessionRecord {
+        product: cells.text("product")?,
+        token_hash: cells.text("token_hash")?,
+        status,
+        stage: cells.opt_text("stage")?,
+        request: cells.json("request")?,
+        result: cells.opt_json("result")?,
+        error: cells.opt_text("error")?,
+        created_at: cells.time("created_at")?,
+        updated_at: cells.time("updated_at")?,
+        id,
+    })
+}
+
+/// A number the store keeps as the databases' 64-bit integers.
+fn sql_number(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+impl<D: Sql> SessionTables<D> {
+    /// The tables in the database of `pool`.
+    pub(crate) fn new(pool: Pool<D>) -> Self {
+        SessionTables { pool }
+    }
+
+    /// The connections, shared with the other stores on the same database.
+    pub(crate) fn pool(&self) -> &Pool<D> {
+        &self.pool
+    }
+
+    /// Creates a running session; a session with its id already is a conflict.
+    pub(crate) async fn create(&self, session: NewSession) -> Result<SessionRecord, StoreError> {
+        let now = D::now();
+        let mut conn = self.pool.acquire().await.map_err(store_error::<D>)?;
+        let created = Bind::<D>::new(
+            "INSERT INTO sessions (id, product, token_hash, status, request, created_at, \
+             updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (id) DO NOTHING",
+        )
+        .text(&session.id)
+        .text(&session.product)
+        .text(&session.token_hash)
+        .text(SessionStatus::Running.as_str())
+        .json(&session.request)
+        .time(now)
+        .execute(&mut conn)
+        .await
+        .map_err(store_error::<D>)?;
+        if created == 0 {
+            return Err(StoreError::Conflict(session.id));
+        }
+        Ok(session.into_record(now))
+    }
+
+    /// The session `id`, if there is one.
+    pub(crate) async fn get(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(store_error::<D>)?;
+        let query = format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1");
+        let row = Bind::<D>::new(&query)
+            .text(id)
+            .fetch_optional(&mut conn)
+            .await
+            .map_err(store_error::<D>)?;
+        row.as_ref().map(session_from_row::<D>).transpose()
+    }
+
+    /// Runs an update of the session `id`'s row, which must exist.
+    async fn update_session(&self, id: &str, update: Bind<'_, D>) -> Result<(), StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(store_error::<D>)?;
+        let updated = update.execute(&mut conn).await.map_err(store_error::<D>)?;
+        if updated == 0 {
+            return Err(StoreError::NotFound(id.to_owned()));
+        }
+        Ok(())
+    }
+
+    /// Sets the session's status and, when given, its stage.
+    pub(crate) async fn set_status(
+        &self,
+        id: &str,
+        status: SessionStatus,
+        stage: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let update = Bind::<D>::new(
+            "UPDATE sessions SET status = $1, stage = COALESCE($2, stage), updated_at = $3 \
+             WHERE id = $4",
+        )
+        .text(status.as_str())
+        .opt_text(stage)
+        .time(D::now())
+        .text(id);
+        self.update_session(id, update).await
+    }
+
+    /// Ends the session with its result or error.
+    pub(crate) async fn finish(&self, id: &str, outcome: SessionOutcome) -> Result<(), StoreError> {
+        let status = outcome.status().as_str();
+        let update = match &outcome {
+            SessionOutcome::Complete(result) => Bind::<D>::new(
+                "UPDATE sessions SET status = $1, result = $2, updated_at = $3 WHERE id = $4",
+            )
+            .text(status)
+            .json(result),
+            SessionOutcome::Failed(error)
+            | SessionOutcome::Cancelled(error)
+            | SessionOutcome::Expired(error) => Bind::<D>::new(
+                "UPDATE sessions SET status = $1, error = $2, updated_at = $3 WHERE id = $4",
+            )
+            .text(status)
+            .text(error),
+        };
+        self.update_session(id, update.time(D::now()).text(id))
+            .await
+    }
+
+    /// Stores the session's next event, answering its number.
+    pub(crate) async fn append_event(&self, id: &str, event: &Value) -> Result<u64, StoreError> {
+        let mut tx = D::begin_write(&self.pool).await.map_err(store_error::<D>)?;
+        let row = Bind::<D>::new(
+            "UPDATE sessions SET last_event = last_event + 1 WHERE id = $1 RETURNING last_event",
+        )
+        .text(id)
+        .fetch_optional(&mut tx)
+        .await
+        .map_err(store_error::<D>)?
+        .ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
+        let seq = Cells::<D>::new(&row, format!("session {id:?}")).number("last_event")?;
+        Bind::<D>::new("INSERT INTO events (session_id, seq, event, at) VALUES ($1, $2, $3, $4)")
+            .text(id)
+            .int(sql_number(seq))
+            .json(event)
+            .time(D::now())
+            .execute(&mut tx)
+            .await
+            .map_err(store_error::<D>)?;
+        tx.commit().await.map_err(store_error::<D>)?;
+        Ok(seq)
+    }
+
+    /// The session's events numbered after `after`, in order.
+    pub(crate) async fn events_after(
+        &self,
+        id: &str,
+        after: u64,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(store_error::<D>)?;
+        require::<D>(&mut tx, id, false).await?;
+        let rows = Bind::<D>::new(
+            "SELECT seq, event, at FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq",
+        )
+        .text(id)
+        .int(sql_number(after))
+        .fetch_all(&mut tx)
+        .await
+        .map_err(store_error::<D>)?;
+        tx.commit().await.map_err(store_error::<D>)?;
+        rows.iter()
+            .map(|row| {
+                let seq =
+                    Cells::<D>::new(row, format!("session {id:?}, an event")).number("seq")?;
+                let cells = Cells::<D>::new(row, format!("session {id:?}, event {seq}"));
+                Ok(StoredEvent {
+                    seq,
+                    event: cells.json("event")?,
+                    at: cells.time("at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// How many events the session has.
+    pub(crate) async fn event_count(&self, id: &str) -> Result<u64, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(store_error::<D>)?;
+        let row = Bind::<D>::new("SELECT last_event FROM sessions WHERE id = $1")
+            .text(id)
+            .fetch_optional(&mut conn)
+            .await
+            .map_err(store_error::<D>)?
+            .ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
+        Cells::<D>::new(&row, format!("session {id:?}")).number("last_event")
+    }
+
+    /// Records a pending gate; a gate already recorded is left as it is.
+    pub(crate) async fn open_gate(&self, id: &str, gate: &OpenGate<'_>) -> Result<(), StoreError> {
+        let mut tx = D::begin_write(&self.pool).await.map_err(store_error::<D>)?;
+        gate_rows::open::<D>(&mut tx, id, gate).await?;
+        tx.commit().await.map_err(store_error::<D>)
+    }
+
+    /// Answers or closes a pending gate, in a transaction of its own.
+    pub(crate) async fn settle_gate(
+        &self,
+        id: &str,
+        gate_id: &str,
+        settle: Settle<'_>,
+    ) -> Result<GateAnswer, StoreError> {
+        let mut tx = D::begin_write(&self.pool).await.map_err(store_error::<D>)?;
+        let outcome = gate_rows::settle::<D>(&mut tx, id, gate_id, settle).await?;
+        tx.commit().await.map_err(store_error::<D>)?;
+        Ok(outcome)
+    }
+
+    /// Every gate of the session, in the order they opened.
+    pub(crate) async fn gates(&self, id: &str) -> Result<Vec<StoredGate>, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(store_error::<D>)?;
+        let gates = gate_rows::list::<D>(&mut tx, id).await?;
+        tx.commit().await.map_err(store_error::<D>)?;
+        Ok(gates)
+    }
+
+    /// Counts a resume of the session at `events` events: one more in a row when the
+    /// last one found it at the same count, else the first.
+    pub(crate) async fn note_resume(&self, id: &str, events: u64) -> Result<u32, StoreError> {
+        let mut tx = D::begin_write(&self.pool).await.map_err(store_error::<D>)?;
+        // One statement: the row's lock orders concurrent resumes.
+        let row = Bind::<D>::new(
+            "UPDATE sessions SET \
+               resume_attempts = CASE WHEN resume_attempts > 0 AND resume_events = $2 \
+                                      THEN resume_attempts + 1 ELSE 1 END, \
+               resume_events = $2 \
+             WHERE id = $1 RETURNING CAST(resume_attempts AS BIGINT) AS attempts",
+        )
+        .text(id)
+        .int(sql_number(events))
+        .fetch_optional(&mut tx)
+        .await
+        .map_err(store_error::<D>)?
+        .ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
+        let attempts = Cells::<D>::new(&row, format!("session {id:?}")).number("attempts")?;
+        tx.commit().await.map_err(store_error::<D>)?;
+        Ok(u32::try_from(attempts).unwrap_or(u32::MAX))
+    }
+
+    /// The product's sessions that are running or waiting, oldest first.
+    pub(crate) async fn unfinished(&self, product: &str) -> Result<Vec<SessionRecord>, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(store_error::<D>)?;
+        let query = format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE product = $1 AND status IN ($2, $3) \
+             ORDER BY created_at, id"
+        );
+        let rows = Bind::<D>::new(&query)
+            .text(product)
+            .text(SessionStatus::Running.as_str())
+            .text(SessionStatus::Waiting.as_str())
+            .fetch_all(&mut conn)
+            .await
+            .map_err(store_error::<D>)?;
+        rows.iter().map(session_from_row::<D>).collect()
+    }
+}
