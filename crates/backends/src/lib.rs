@@ -53,6 +53,7 @@ mod sqlite_checkpoints;
 mod sqlite_documents;
 mod sqlite_schema;
 mod sqlite_vectors;
+mod vector_rows;
 
 #[cfg(feature = "nats")]
 pub use nats_bus::NatsBus;

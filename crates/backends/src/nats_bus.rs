@@ -24,8 +24,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_runtime::bus::{
-    AgentBus, AgentMessage, BusError, MessageStream, MessageType, OutgoingMessage, validate,
-    validate_agent, validate_request,
+    AgentBus, AgentMessage, BusError, MessageStream, MessageType, OutgoingMessage, accept,
+    accept_request, validate_agent,
 };
 use async_nats::jetstream::{self, AckKind, consumer, stream};
 use async_trait::async_trait;
@@ -37,6 +37,8 @@ use crate::nats_leases::Leases;
 
 /// How long a subscription's lease lasts unless renewed (renewed every third of it).
 const LEASE: Duration = Duration::from_secs(30);
+/// How many times a subscriber looks again for a lease a dropped stream is letting go of.
+const LEASE_TAKEOVER_TRIES: usize = 4;
 /// How long one fetch waits for a message before looking at the lease again.
 const POLL: Duration = Duration::from_millis(100);
 /// How long a taken message may go unacknowledged before JetStream offers it again.
@@ -382,6 +384,36 @@ impl Reader {
     }
 }
 
+impl NatsBus {
+    /// Takes the subscriber's lease for `token` when it is free, or held by a stream this
+    /// process dropped a moment ago; answers its sequence, or `None` when a live
+    /// subscriber holds it. The dropped stream's clean-up runs meanwhile on another task
+    /// (it may renew the lease once more, then clear it), so a takeover that finds the
+    /// lease moved looks again.
+    async fn take_lease(
+        &self,
+        leases: &Leases,
+        lease: &str,
+        token: &str,
+    ) -> Result<Option<u64>, BusError> {
+        for _ in 0..LEASE_TAKEOVER_TRIES {
+            if let Some(sequence) = leases.publish_if(lease, token, Some(0)).await? {
+                return Ok(Some(sequence));
+            }
+            let Some((holder, sequence)) = leases.get(lease).await? else {
+                continue;
+            };
+            if !self.released.lock().is_ok_and(|r| r.contains(&holder)) {
+                return Ok(None);
+            }
+            if let Some(sequence) = leases.publish_if(lease, token, Some(sequence)).await? {
+                return Ok(Some(sequence));
+            }
+        }
+        Ok(None)
+    }
+}
+
 #[async_trait]
 impl AgentBus for NatsBus {
     async fn subscribe(&self, domain: &str, agent: &str) -> Result<MessageStream, BusError> {
@@ -389,19 +421,7 @@ impl AgentBus for NatsBus {
         let parts = self.parts().await?;
         let lease = self.lease_subject(domain, agent);
         let token = uuid::Uuid::new_v4().to_string();
-        let mut held = parts.leases.publish_if(&lease, &token, Some(0)).await?;
-        if held.is_none() {
-            // Held by a stream this process dropped a moment ago: take it over.
-            if let Some((holder, sequence)) = parts.leases.get(&lease).await?
-                && self.released.lock().is_ok_and(|r| r.contains(&holder))
-            {
-                held = parts
-                    .leases
-                    .publish_if(&lease, &token, Some(sequence))
-                    .await?;
-            }
-        }
-        let Some(mut sequence) = held else {
+        let Some(mut sequence) = self.take_lease(&parts.leases, &lease, &token).await? else {
             return Err(BusError::AlreadySubscribed {
                 domain: domain.to_owned(),
                 agent: agent.to_owned(),
@@ -500,8 +520,7 @@ impl AgentBus for NatsBus {
     }
 
     async fn send(&self, message: OutgoingMessage) -> Result<AgentMessage, BusError> {
-        validate(&message)?;
-        let message = message.into_message();
+        let message = accept(message)?;
         self.route(&message).await?;
         Ok(message)
     }
@@ -511,8 +530,7 @@ impl AgentBus for NatsBus {
         message: OutgoingMessage,
         timeout: Duration,
     ) -> Result<AgentMessage, BusError> {
-        validate_request(&message)?;
-        let message = message.into_message();
+        let message = accept_request(message)?;
         let mut replies = self
             .client
             .subscribe(self.reply_subject(&message.id))

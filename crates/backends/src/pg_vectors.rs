@@ -10,12 +10,15 @@ use std::sync::Mutex;
 
 use agent_runtime::vectors::{
     LexicalQuery, MetadataFilter, VectorHit, VectorQuery, VectorRecord, VectorStore,
-    VectorStoreError, check_name, check_upsert, query_words,
+    VectorStoreError, check_delete_filter, check_name, check_query_vector, query_words,
 };
 use async_trait::async_trait;
 use serde_json::Value;
-use sqlx::Row as _;
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
+use sqlx::{Postgres, Row as _};
+
+use crate::sql::Dialect as _;
+use crate::vector_rows;
 
 /// The schema: the extension, the table, its text and metadata indexes.
 const SCHEMA: &str = r#"
@@ -56,11 +59,12 @@ fn backend(error: impl std::fmt::Display) -> VectorStoreError {
     VectorStoreError::Backend(error.to_string())
 }
 
-/// pgvector's text form of a vector: `[0.1,0.2]`.
-fn literal(vector: &[f32]) -> String {
-    let items: Vec<String> = vector.iter().map(f32::to_string).collect();
-    format!("[{}]", items.join(","))
-}
+/// Inserts or replaces a record (see [`vector_rows::upsert`]); the embedding comes as
+/// pgvector's text form.
+const UPSERT: &str = "INSERT INTO vectors (collection, tenant, id, dims, embedding, text, metadata) \
+     VALUES ($1, $2, $3, $4, $5::vector, $6, $7) \
+     ON CONFLICT (collection, tenant, id) DO UPDATE SET dims = excluded.dims, \
+     embedding = excluded.embedding, text = excluded.text, metadata = excluded.metadata";
 
 fn filter_json(filter: &MetadataFilter) -> Result<Value, VectorStoreError> {
     for key in filter.keys() {
@@ -148,33 +152,11 @@ impl VectorStore for PgVectorStore {
         collection: &str,
         records: &[VectorRecord],
     ) -> Result<(), VectorStoreError> {
-        check_upsert(collection, records)?;
         let dims: HashSet<usize> = records.iter().map(|r| r.vector.len()).collect();
-        for dims in dims {
+        for dims in dims.into_iter().filter(|&dims| dims > 0) {
             self.index(dims).await?;
         }
-        let mut tx = self.pool.begin().await.map_err(backend)?;
-        for record in records {
-            let metadata = serde_json::to_value(&record.metadata).map_err(backend)?;
-            sqlx::query(
-                "INSERT INTO vectors (collection, tenant, id, dims, embedding, text, metadata) \
-                 VALUES ($1, $2, $3, $4, $5::vector, $6, $7) \
-                 ON CONFLICT (collection, tenant, id) DO UPDATE SET dims = excluded.dims, \
-                 embedding = excluded.embedding, text = excluded.text, \
-                 metadata = excluded.metadata",
-            )
-            .bind(collection)
-            .bind(&record.tenant)
-            .bind(&record.id)
-            .bind(record.vector.len() as i32)
-            .bind(literal(&record.vector))
-            .bind(&record.text)
-            .bind(metadata)
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
-        }
-        tx.commit().await.map_err(backend)
+        vector_rows::upsert(&self.pool, UPSERT, collection, records).await
     }
 
     async fn delete(
@@ -183,17 +165,7 @@ impl VectorStore for PgVectorStore {
         tenant: &str,
         ids: &[String],
     ) -> Result<u64, VectorStoreError> {
-        let deleted = sqlx::query(
-            "DELETE FROM vectors WHERE collection = $1 AND tenant = $2 AND id = ANY($3)",
-        )
-        .bind(collection)
-        .bind(tenant)
-        .bind(ids)
-        .execute(&self.pool)
-        .await
-        .map_err(backend)?
-        .rows_affected();
-        Ok(deleted)
+        vector_rows::delete(&self.pool, collection, tenant, ids).await
     }
 
     async fn delete_matching(
@@ -202,11 +174,7 @@ impl VectorStore for PgVectorStore {
         tenant: &str,
         filter: &MetadataFilter,
     ) -> Result<u64, VectorStoreError> {
-        if filter.is_empty() {
-            return Err(VectorStoreError::Invalid(
-                "delete_matching needs a filter (delete ids to remove records one by one)".into(),
-            ));
-        }
+        check_delete_filter(filter)?;
         let filter = filter_json(filter)?;
         let deleted = sqlx::query(
             "DELETE FROM vectors WHERE collection = $1 AND tenant = $2 AND metadata @> $3",
@@ -226,12 +194,8 @@ impl VectorStore for PgVectorStore {
         collection: &str,
         query: &VectorQuery,
     ) -> Result<Vec<VectorHit>, VectorStoreError> {
+        check_query_vector(&query.vector)?;
         let dims = query.vector.len();
-        if dims == 0 {
-            return Err(VectorStoreError::Invalid(
-                "the query vector is empty".into(),
-            ));
-        }
         let filter = filter_json(&query.filter)?;
         if query.top_k == 0 {
             return Ok(Vec::new());
@@ -249,8 +213,7 @@ impl VectorStore for PgVectorStore {
             .execute(&mut *tx)
             .await
             .map_err(backend)?;
-        let rows = sqlx::query(&sql)
-            .bind(literal(&query.vector))
+        let rows = Postgres::bind_embedding(sqlx::query(&sql), &query.vector)
             .bind(collection)
             .bind(&query.tenant)
             .bind(filter)
@@ -308,14 +271,6 @@ impl VectorStore for PgVectorStore {
     }
 
     async fn count(&self, collection: &str, tenant: &str) -> Result<u64, VectorStoreError> {
-        let count: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM vectors WHERE collection = $1 AND tenant = $2",
-        )
-        .bind(collection)
-        .bind(tenant)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(backend)?;
-        Ok(u64::try_from(count).unwrap_or(0))
+        vector_rows::count(&self.pool, collection, tenant).await
     }
 }

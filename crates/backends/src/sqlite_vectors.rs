@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use agent_runtime::vectors::{
     LexicalQuery, MetadataFilter, VectorHit, VectorQuery, VectorRecord, VectorStore,
-    VectorStoreError, check_name, check_upsert, cosine, query_words,
+    VectorStoreError, check_delete_filter, check_name, check_query_vector, cosine, query_words,
 };
 use async_trait::async_trait;
 use futures::TryStreamExt as _;
@@ -17,6 +17,7 @@ use sqlx::sqlite::SqliteArguments;
 use sqlx::{Arguments as _, Sqlite};
 
 use crate::SqliteSessionStore;
+use crate::vector_rows;
 
 /// Embedded texts in a SQLite database (tables `vectors` and `vectors_text`), sharing a
 /// [`SqliteSessionStore`]'s connections.
@@ -56,11 +57,13 @@ fn backend(error: impl std::fmt::Display) -> VectorStoreError {
     VectorStoreError::Backend(error.to_string())
 }
 
-/// The embedding as stored: little-endian `f32`s.
-fn encode(vector: &[f32]) -> Vec<u8> {
-    vector.iter().flat_map(|v| v.to_le_bytes()).collect()
-}
+/// Inserts or replaces a record (see [`vector_rows::upsert`]).
+const UPSERT: &str = "INSERT INTO vectors (collection, tenant, id, dims, embedding, text, metadata) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7) \
+     ON CONFLICT (collection, tenant, id) DO UPDATE SET dims = excluded.dims, \
+     embedding = excluded.embedding, text = excluded.text, metadata = excluded.metadata";
 
+/// An embedding as stored: little-endian `f32`s.
 fn decode(bytes: &[u8]) -> Vec<f32> {
     bytes
         .chunks_exact(4)
@@ -97,29 +100,7 @@ impl VectorStore for SqliteVectorStore {
         collection: &str,
         records: &[VectorRecord],
     ) -> Result<(), VectorStoreError> {
-        check_upsert(collection, records)?;
-        let mut tx = self.db.write().await.map_err(backend)?;
-        for record in records {
-            let metadata = serde_json::to_string(&record.metadata).map_err(backend)?;
-            sqlx::query(
-                "INSERT INTO vectors (collection, tenant, id, dims, embedding, text, metadata) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
-                 ON CONFLICT (collection, tenant, id) DO UPDATE SET dims = excluded.dims, \
-                 embedding = excluded.embedding, text = excluded.text, \
-                 metadata = excluded.metadata",
-            )
-            .bind(collection)
-            .bind(&record.tenant)
-            .bind(&record.id)
-            .bind(record.vector.len() as i64)
-            .bind(encode(&record.vector))
-            .bind(&record.text)
-            .bind(metadata)
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
-        }
-        tx.commit().await.map_err(backend)
+        vector_rows::upsert(self.db.pool(), UPSERT, collection, records).await
     }
 
     async fn delete(
@@ -128,22 +109,7 @@ impl VectorStore for SqliteVectorStore {
         tenant: &str,
         ids: &[String],
     ) -> Result<u64, VectorStoreError> {
-        let mut tx = self.db.write().await.map_err(backend)?;
-        let mut deleted = 0;
-        for id in ids {
-            deleted += sqlx::query(
-                "DELETE FROM vectors WHERE collection = ?1 AND tenant = ?2 AND id = ?3",
-            )
-            .bind(collection)
-            .bind(tenant)
-            .bind(id)
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?
-            .rows_affected();
-        }
-        tx.commit().await.map_err(backend)?;
-        Ok(deleted)
+        vector_rows::delete(self.db.pool(), collection, tenant, ids).await
     }
 
     async fn delete_matching(
@@ -152,11 +118,7 @@ impl VectorStore for SqliteVectorStore {
         tenant: &str,
         filter: &MetadataFilter,
     ) -> Result<u64, VectorStoreError> {
-        if filter.is_empty() {
-            return Err(VectorStoreError::Invalid(
-                "delete_matching needs a filter (delete ids to remove records one by one)".into(),
-            ));
-        }
+        check_delete_filter(filter)?;
         let mut args = SqliteArguments::default();
         args.add(collection).map_err(backend)?;
         args.add(tenant).map_err(backend)?;
@@ -180,11 +142,7 @@ impl VectorStore for SqliteVectorStore {
         collection: &str,
         query: &VectorQuery,
     ) -> Result<Vec<VectorHit>, VectorStoreError> {
-        if query.vector.is_empty() {
-            return Err(VectorStoreError::Invalid(
-                "the query vector is empty".into(),
-            ));
-        }
+        check_query_vector(&query.vector)?;
         if query.top_k == 0 {
             return Ok(Vec::new());
         }
@@ -286,17 +244,7 @@ impl VectorStore for SqliteVectorStore {
     }
 
     async fn count(&self, collection: &str, tenant: &str) -> Result<u64, VectorStoreError> {
-        let mut tx = self.db.read().await.map_err(backend)?;
-        let count: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM vectors WHERE collection = ?1 AND tenant = ?2",
-        )
-        .bind(collection)
-        .bind(tenant)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(backend)?;
-        tx.commit().await.map_err(backend)?;
-        Ok(u64::try_from(count).unwrap_or(0))
+        vector_rows::count(self.db.pool(), collection, tenant).await
     }
 }
 

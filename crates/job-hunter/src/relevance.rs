@@ -6,40 +6,16 @@
 //! and per-run caps keep the most relevant jobs, not the first ones a board lists.
 
 use job_capabilities::RawJob;
-use job_capabilities::ranking::{Place, is_level_word, location_fit, read_place, role_fit};
+use job_capabilities::ranking::{
+    Place, is_level_word, is_title_filler, location_fit, read_place, role_fit,
+};
 
-use crate::grounding::{meaningful_words, words};
+use crate::grounding::{POSTING_NOUNS, meaningful_words, words};
 use crate::models::{RemotePreference, SearchPreferences};
 
-/// Words that say nothing of the field (levels aside, [`is_level_word`]): left out when
-/// telling a title's field.
-const NOT_FIELD_WORDS: &[&str] = &[
-    "a",
-    "an",
-    "the",
-    "of",
-    "and",
-    "or",
-    "for",
-    "with",
-    "in",
-    "at",
-    "to",
-    "m",
-    "w",
-    "d",
-    "f",
-    "x",
-    "h",
-    "role",
-    "roles",
-    "position",
-    "positions",
-    "job",
-    "jobs",
-    "remote",
-    "hybrid",
-];
+/// Words that say nothing of the field (levels and filler aside, [`is_level_word`],
+/// [`is_title_filler`]): left out when telling a title's field.
+const NOT_FIELD_WORDS: &[&str] = &["remote", "hybrid"];
 
 /// Words that make a title an engineering one, whichever of them it uses.
 const ENGINEERING_WORDS: &[&str] = &[
@@ -90,7 +66,12 @@ pub struct RelevanceFilter {
 fn field_words(title: &str) -> Vec<String> {
     words(title)
         .into_iter()
-        .filter(|w| !NOT_FIELD_WORDS.contains(&w.as_str()) && !is_level_word(w))
+        .filter(|w| {
+            !NOT_FIELD_WORDS.contains(&w.as_str())
+                && !POSTING_NOUNS.contains(&w.as_str())
+                && !is_level_word(w)
+                && !is_title_filler(w)
+        })
         .collect()
 }
 

@@ -184,6 +184,38 @@ pub fn check_upsert(collection: &str, records: &[VectorRecord]) -> Result<(), Ve
     }
 }
 
+/// Checks the filter of a [`VectorStore::delete_matching`]: deleting by metadata needs
+/// one (ids remove records one by one).
+///
+/// ```
+/// use agent_runtime::vectors::{MetadataFilter, check_delete_filter};
+/// assert!(check_delete_filter(&MetadataFilter::new()).is_err());
+/// ```
+pub fn check_delete_filter(filter: &MetadataFilter) -> Result<(), VectorStoreError> {
+    if filter.is_empty() {
+        return Err(VectorStoreError::Invalid(
+            "delete_matching needs a filter (delete ids to remove records one by one)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the vector of a [`VectorStore::query`]: nearest to nothing means nothing.
+///
+/// ```
+/// use agent_runtime::vectors::check_query_vector;
+/// assert!(check_query_vector(&[]).is_err());
+/// assert!(check_query_vector(&[0.5]).is_ok());
+/// ```
+pub fn check_query_vector(vector: &[f32]) -> Result<(), VectorStoreError> {
+    if vector.is_empty() {
+        return Err(VectorStoreError::Invalid(
+            "the query vector is empty".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// The cosine similarity of two vectors of one dimension (0 when either is zero).
 ///
 /// ```

@@ -173,7 +173,7 @@ impl Refusal {
 /// }
 /// ```
 pub struct SessionHandle<E> {
-    inner: Arc<HandleInner>,
+    inner: Arc<HandleParts>,
     event: PhantomData<fn(E)>,
 }
 
@@ -184,21 +184,6 @@ impl<E> Clone for SessionHandle<E> {
             event: PhantomData,
         }
     }
-}
-
-struct HandleInner {
-    id: String,
-    product: String,
-    request: Value,
-    gates: GateRegistry,
-    writer: mpsc::UnboundedSender<Write>,
-    cancel: CancellationToken,
-    checkpoints: Arc<dyn CheckpointStore>,
-    bus: Arc<dyn AgentBus>,
-    /// Product events stored before this run started (a resumed session), in order: a
-    /// numbered event equal to the stored one with its ordinal is a replay, not stored
-    /// again.
-    replayed: Vec<Value>,
 }
 
 impl<E> std::fmt::Debug for SessionHandle<E> {
@@ -213,29 +198,8 @@ impl<E> std::fmt::Debug for SessionHandle<E> {
 
 impl<E> SessionHandle<E> {
     pub(crate) fn new(parts: HandleParts) -> Self {
-        let HandleParts {
-            id,
-            product,
-            request,
-            gates,
-            writer,
-            cancel,
-            checkpoints,
-            bus,
-            replayed,
-        } = parts;
         SessionHandle {
-            inner: Arc::new(HandleInner {
-                id,
-                product,
-                request,
-                gates,
-                writer,
-                cancel,
-                checkpoints,
-                bus,
-                replayed,
-            }),
+            inner: Arc::new(parts),
             event: PhantomData,
         }
     }
@@ -399,5 +363,8 @@ pub(crate) struct HandleParts {
     pub(crate) cancel: CancellationToken,
     pub(crate) checkpoints: Arc<dyn CheckpointStore>,
     pub(crate) bus: Arc<dyn AgentBus>,
+    /// Product events stored before this run started (a resumed session), in order: a
+    /// numbered event equal to the stored one with its ordinal is a replay, not stored
+    /// again.
     pub(crate) replayed: Vec<Value>,
 }

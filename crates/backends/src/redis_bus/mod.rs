@@ -26,8 +26,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_runtime::bus::{
-    AgentBus, AgentMessage, BusError, MessageStream, MessageType, OutgoingMessage, validate,
-    validate_agent, validate_request,
+    AgentBus, AgentMessage, BusError, MessageStream, MessageType, OutgoingMessage, accept,
+    accept_request, validate_agent,
 };
 use async_trait::async_trait;
 use redis::RedisError;
@@ -388,8 +388,7 @@ impl AgentBus for RedisBus {
     }
 
     async fn send(&self, message: OutgoingMessage) -> Result<AgentMessage, BusError> {
-        validate(&message)?;
-        let message = message.into_message();
+        let message = accept(message)?;
         self.route(&message).await?;
         Ok(message)
     }
@@ -399,8 +398,7 @@ impl AgentBus for RedisBus {
         message: OutgoingMessage,
         timeout: Duration,
     ) -> Result<AgentMessage, BusError> {
-        validate_request(&message)?;
-        let message = message.into_message();
+        let message = accept_request(message)?;
         let pending = format!("{}:pending:{}", self.prefix, part(&message.id));
         let reply = format!("{}:reply:{}", self.prefix, part(&message.id));
         let mut connection = self.connection.clone();

@@ -63,6 +63,10 @@ pub(crate) trait Dialect: Database {
     /// Binds a JSON value as the database stores JSON.
     fn bind_json<'q>(query: Statement<'q, Self>, value: &'q Value) -> Statement<'q, Self>;
 
+    /// Binds an embedding as the database stores vectors: little-endian `f32` bytes on
+    /// SQLite, pgvector's text form on PostgreSQL (which the statement casts).
+    fn bind_embedding<'q>(query: Statement<'q, Self>, vector: &[f32]) -> Statement<'q, Self>;
+
     /// Reads a time cell that may be `NULL`.
     fn read_opt_time(row: &Self::Row, column: &str) -> Result<Option<DateTime<Utc>>, CellError>;
 
@@ -261,6 +265,11 @@ impl<'q, D: Sql> Bind<'q, D> {
     /// Binds the next parameter to a JSON value.
     pub(crate) fn json(self, value: &'q Value) -> Self {
         Bind(D::bind_json(self.0, value))
+    }
+
+    /// Binds the next parameter to an embedding.
+    pub(crate) fn embedding(self, vector: &[f32]) -> Self {
+        Bind(D::bind_embedding(self.0, vector))
     }
 
     /// Runs the statement on `conn`, answering how many rows it touched.

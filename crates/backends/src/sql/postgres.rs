@@ -25,6 +25,11 @@ impl Dialect for Postgres {
         query.bind(value)
     }
 
+    fn bind_embedding<'q>(query: Statement<'q, Self>, vector: &[f32]) -> Statement<'q, Self> {
+        let items: Vec<String> = vector.iter().map(f32::to_string).collect();
+        query.bind(format!("[{}]", items.join(",")))
+    }
+
     fn read_opt_time(row: &PgRow, column: &str) -> Result<Option<DateTime<Utc>>, CellError> {
         Ok(row.try_get(column)?)
     }

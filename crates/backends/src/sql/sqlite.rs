@@ -30,6 +30,11 @@ impl Dialect for Sqlite {
         query.bind(value.to_string())
     }
 
+    fn bind_embedding<'q>(query: Statement<'q, Self>, vector: &[f32]) -> Statement<'q, Self> {
+        let bytes: Vec<u8> = vector.iter().flat_map(|v| v.to_le_bytes()).collect();
+        query.bind(bytes)
+    }
+
     fn read_opt_time(row: &SqliteRow, column: &str) -> Result<Option<DateTime<Utc>>, CellError> {
         let text: Option<String> = row.try_get(column)?;
         text.map(|text| {

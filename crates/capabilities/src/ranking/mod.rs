@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 pub use location::{Place, Region, location_fit, read_place};
-pub use role::{RoleFit, is_level_word, role_fit, role_words};
+pub use role::{RoleFit, is_level_word, is_title_filler, role_fit, role_words};
 pub use seniority::Seniority;
 pub use skills::{mentions, normalize_skill, skill_set};
 

@@ -36,22 +36,13 @@ const GENERIC_WORDS: &[&str] = &[
     "dev",
     "specialist",
     "professional",
-    "m",
-    "w",
-    "d",
-    "f",
-    "x",
-    "h",
-    "the",
-    "of",
-    "and",
-    "for",
-    "with",
-    "in",
-    "a",
-    "an",
-    "to",
     "team",
+];
+
+/// The small words of a title and the gender markers job ads add ("(m/w/d)").
+const FILLER_WORDS: &[&str] = &[
+    "a", "an", "the", "of", "and", "or", "for", "with", "in", "at", "to", "m", "w", "d", "f", "x",
+    "h",
 ];
 
 /// Abbreviations spelled out, so either form meets the other.
@@ -80,6 +71,18 @@ pub fn is_level_word(word: &str) -> bool {
     LEVEL_WORDS.contains(&word)
 }
 
+/// Whether a lowercase title word is filler: a small word, or one of the gender markers
+/// job ads add ("Engineer (m/w/d)").
+///
+/// ```
+/// use job_capabilities::ranking::is_title_filler;
+/// assert!(is_title_filler("of") && is_title_filler("m"));
+/// assert!(!is_title_filler("backend"));
+/// ```
+pub fn is_title_filler(word: &str) -> bool {
+    FILLER_WORDS.contains(&word)
+}
+
 /// The role words of a title, lowercase, abbreviations spelled out.
 ///
 /// ```
@@ -102,7 +105,7 @@ pub fn role_words(title: &str) -> Vec<String> {
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
     {
-        if LEVEL_WORDS.contains(&word) || GENERIC_WORDS.contains(&word) {
+        if is_level_word(word) || is_title_filler(word) || GENERIC_WORDS.contains(&word) {
             continue;
         }
         let spelled = ROLE_ABBREVIATIONS

@@ -337,12 +337,16 @@ mod tests {
         );
     }
 
+    /// The kinds of the sections a job description is cut into, in order.
+    fn sections_of(jd: &str) -> Vec<SectionKind> {
+        chunk_document("jd", jd).iter().map(|c| c.section).collect()
+    }
+
     #[test]
     fn a_job_description_is_cut_into_its_parts() {
         let jd = "Staff Engineer at Northwind\n\nAbout us:\nWe move freight.\n\nWhat you'll do:\n- Own the routing service\n- Mentor engineers\n\nRequirements:\n- 8+ years of backend work\n- Rust or Go\n\nWhat we offer:\n- Remote within Europe";
-        let kinds: Vec<SectionKind> = chunk_document("jd", jd).iter().map(|c| c.section).collect();
         assert_eq!(
-            kinds,
+            sections_of(jd),
             [
                 SectionKind::Header,
                 SectionKind::About,
@@ -356,9 +360,8 @@ mod tests {
     #[test]
     fn question_headings_of_a_few_more_words_open_sections() {
         let jd = "SRE at Quayside\n\nWho we are\nWe move money.\n\nWhat you will do\n- Run Kubernetes\n\nWhat we're looking for\n- 5+ years in SRE";
-        let kinds: Vec<SectionKind> = chunk_document("jd", jd).iter().map(|c| c.section).collect();
         assert_eq!(
-            kinds,
+            sections_of(jd),
             [
                 SectionKind::Header,
                 SectionKind::About,

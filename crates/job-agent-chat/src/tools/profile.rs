@@ -106,6 +106,20 @@ fn shown(profile: &UserProfile) -> serde_json::Value {
     })
 }
 
+/// Saves the user's profile, answering what was saved.
+async fn saved(
+    services: &Services,
+    user: &str,
+    profile: &UserProfile,
+) -> Result<serde_json::Value, ToolError> {
+    services
+        .store
+        .save_profile(user, profile)
+        .await
+        .map_err(store_failed)?;
+    Ok(json!({"saved": shown(profile)}))
+}
+
 pub(super) fn set_user_profile(services: Arc<Services>) -> ChatTool {
     Arc::new(tool(
         "set_user_profile",
@@ -116,12 +130,7 @@ pub(super) fn set_user_profile(services: Arc<Services>) -> ChatTool {
                 let user = ctx.user_id().to_owned();
                 let mut profile = profile_of(&services, &user).await?;
                 input.apply(&mut profile);
-                services
-                    .store
-                    .save_profile(&user, &profile)
-                    .await
-                    .map_err(store_failed)?;
-                Ok::<_, ToolError>(json!({"saved": shown(&profile)}))
+                saved(&services, &user, &profile).await
             }
         },
     ))
@@ -244,12 +253,7 @@ pub(super) fn set_notification_channels(services: Arc<Services>) -> ChatTool {
                     }
                     *slot = url;
                 }
-                services
-                    .store
-                    .save_profile(&user, &profile)
-                    .await
-                    .map_err(store_failed)?;
-                Ok::<_, ToolError>(json!({"saved": shown(&profile)}))
+                saved(&services, &user, &profile).await
             }
         },
     ))

@@ -10,6 +10,7 @@ use crate::models::SearchPreferences;
 
 mod vocabulary;
 
+pub(crate) use vocabulary::POSTING_NOUNS;
 use vocabulary::{
     CLAUSE_BREAKS, KIND_WORDS, ROLE_NOUNS, content_words, find_phrase, is_negation, same_or_plural,
     same_word,
@@ -96,7 +97,7 @@ impl SourceText {
             .collect();
         let specific: Vec<&String> = content
             .iter()
-            .filter(|w| !ROLE_NOUNS.contains(&w.as_str()))
+            .filter(|w| !ROLE_NOUNS.contains(&w.as_str()) && !POSTING_NOUNS.contains(&w.as_str()))
             .collect();
         if specific.is_empty() {
             return content.iter().all(|w| self.has_word(w));

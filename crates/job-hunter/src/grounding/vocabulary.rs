@@ -58,13 +58,8 @@ pub(super) const KIND_WORDS: &[&str] = &[
     "organizations",
 ];
 
-/// Role nouns a title may add to what the text says (`backend roles` asked as
-/// `Backend Engineer`).
-pub(super) const ROLE_NOUNS: &[&str] = &[
-    "engineer",
-    "engineers",
-    "developer",
-    "developers",
+/// Nouns that name a posting, not what it is for ("backend roles").
+pub(crate) const POSTING_NOUNS: &[&str] = &[
     "role",
     "roles",
     "position",
@@ -74,6 +69,10 @@ pub(super) const ROLE_NOUNS: &[&str] = &[
     "opportunity",
     "opportunities",
 ];
+
+/// Role nouns a title may add to what the text says (`backend roles` asked as
+/// `Backend Engineer`), besides the [`POSTING_NOUNS`].
+pub(super) const ROLE_NOUNS: &[&str] = &["engineer", "engineers", "developer", "developers"];
 
 /// Legal forms a company name may carry that the text leaves out.
 pub(super) const LEGAL_FORMS: &[&str] = &[

@@ -1,9 +1,10 @@
 //! [`FixtureModel`]: a model that answers from recorded JSON files.
 
+use super::conversation::called_tool;
 use super::log::RequestLog;
 use crate::error::LlmError;
 use crate::model::{ChatModel, StructuredOutputMode};
-use crate::types::{ChatRequest, ChatResponse, ContentBlock, ResponseFormat, Role, ToolChoice};
+use crate::types::{ChatRequest, ChatResponse, ContentBlock, ResponseFormat, ToolChoice};
 use async_trait::async_trait;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -223,17 +224,7 @@ fn answered_tools(request: &ChatRequest) -> Vec<String> {
             ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id),
             _ => None,
         })
-        .filter_map(|wanted| {
-            earlier
-                .iter()
-                .rev()
-                .filter(|message| message.role == Role::Assistant)
-                .flat_map(|message| message.content.iter())
-                .find_map(|block| match block {
-                    ContentBlock::ToolUse { id, name, .. } if id == wanted => Some(name.clone()),
-                    _ => None,
-                })
-        })
+        .filter_map(|wanted| called_tool(earlier, wanted).map(str::to_owned))
         .collect()
 }
 

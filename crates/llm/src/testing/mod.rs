@@ -57,6 +57,7 @@
 //! # });
 //! ```
 
+mod conversation;
 mod fixture;
 mod hashed_embeddings;
 mod log;

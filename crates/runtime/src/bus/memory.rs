@@ -34,8 +34,8 @@
 //!   no `KEYS` scan is needed).
 
 use super::{
-    AgentBus, AgentMessage, BusError, MessageStream, MessageType, OutgoingMessage, validate,
-    validate_agent, validate_request,
+    AgentBus, AgentMessage, BusError, MessageStream, MessageType, OutgoingMessage, accept,
+    accept_request, validate_agent,
 };
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -363,8 +363,7 @@ impl AgentBus for InMemoryBus {
     }
 
     async fn send(&self, message: OutgoingMessage) -> Result<AgentMessage, BusError> {
-        validate(&message)?;
-        let message = message.into_message();
+        let message = accept(message)?;
         let mut state = self.inner.lock();
         self.inner.append_log(&mut state, &message);
         self.inner.route(&mut state, message.clone())?;
@@ -376,8 +375,7 @@ impl AgentBus for InMemoryBus {
         message: OutgoingMessage,
         timeout: Duration,
     ) -> Result<AgentMessage, BusError> {
-        validate_request(&message)?;
-        let message = message.into_message();
+        let message = accept_request(message)?;
         let id = message.id.clone();
         let (waiter, response) = oneshot::channel();
         let _pending = PendingGuard {

@@ -56,17 +56,35 @@ pub enum BusError {
     Backend(String),
 }
 
-/// Checks what every bus requires of a message before taking it: a recipient, a sender
-/// and a domain, and a response's `correlation_id`.
+/// What every bus does with a message before taking it ([`AgentBus::send`]): checks it
+/// has a recipient, a sender and a domain, and a response its `correlation_id`, then
+/// stamps it with a new id and the current time.
 ///
 /// ```
-/// use agent_runtime::bus::{MessageType, OutgoingMessage, validate};
+/// use agent_runtime::bus::{MessageType, OutgoingMessage, accept};
 /// let note = OutgoingMessage::new("a", "b", MessageType::Notification, "resume", serde_json::json!(1));
-/// assert!(validate(&note).is_ok());
+/// assert_eq!(accept(note).unwrap().to, "b");
 /// let orphan = OutgoingMessage::new("a", "b", MessageType::Response, "resume", serde_json::json!(1));
-/// assert!(validate(&orphan).is_err());
+/// assert!(accept(orphan).is_err());
 /// ```
-pub fn validate(message: &OutgoingMessage) -> Result<(), BusError> {
+pub fn accept(message: OutgoingMessage) -> Result<AgentMessage, BusError> {
+    validate(&message)?;
+    Ok(message.into_message())
+}
+
+/// [`accept`], for a message that must be a `Request`: what [`AgentBus::request`] sends.
+pub fn accept_request(message: OutgoingMessage) -> Result<AgentMessage, BusError> {
+    if message.kind != MessageType::Request {
+        return Err(BusError::Invalid(format!(
+            "`request` sends a `request` message, not a `{:?}`",
+            message.kind
+        )));
+    }
+    accept(message)
+}
+
+/// Checks a message has what every bus requires of it.
+fn validate(message: &OutgoingMessage) -> Result<(), BusError> {
     for (field, value) in [
         ("to", &message.to),
         ("from", &message.from),
@@ -97,17 +115,6 @@ pub fn validate_agent(domain: &str, agent: &str) -> Result<(), BusError> {
         }
     }
     Ok(())
-}
-
-/// [`validate`], and that the message is a `Request`: what [`AgentBus::request`] sends.
-pub fn validate_request(message: &OutgoingMessage) -> Result<(), BusError> {
-    if message.kind != MessageType::Request {
-        return Err(BusError::Invalid(format!(
-            "`request` sends a `request` message, not a `{:?}`",
-            message.kind
-        )));
-    }
-    validate(message)
 }
 
 /// Messaging between the agents of one session.

@@ -78,6 +78,25 @@ impl InMemorySessionStore {
             .ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
         Ok(f(entry))
     }
+
+    /// Settles the session's gate `gate_id` with `settle` if it is pending; an unknown,
+    /// answered or closed gate is left alone and said so.
+    fn settle(
+        &self,
+        id: &str,
+        gate_id: &str,
+        settle: impl FnOnce(&mut StoredGate),
+    ) -> Result<GateAnswer, StoreError> {
+        self.with(id, |e| match e.gates.iter_mut().find(|g| g.id == gate_id) {
+            None => GateAnswer::Unknown,
+            Some(gate) if gate.answer.is_some() => GateAnswer::AlreadyAnswered,
+            Some(gate) if gate.closed.is_some() => GateAnswer::Closed,
+            Some(gate) => {
+                settle(gate);
+                GateAnswer::Accepted
+            }
+        })
+    }
 }
 
 #[async_trait]
@@ -185,15 +204,9 @@ impl SessionStore for InMemorySessionStore {
         gate_id: &str,
         answer: &Value,
     ) -> Result<GateAnswer, StoreError> {
-        self.with(id, |e| match e.gates.iter_mut().find(|g| g.id == gate_id) {
-            None => GateAnswer::Unknown,
-            Some(gate) if gate.answer.is_some() => GateAnswer::AlreadyAnswered,
-            Some(gate) if gate.closed.is_some() => GateAnswer::Closed,
-            Some(gate) => {
-                gate.answer = Some(answer.clone());
-                gate.answered_at = Some(Utc::now());
-                GateAnswer::Accepted
-            }
+        self.settle(id, gate_id, |gate| {
+            gate.answer = Some(answer.clone());
+            gate.answered_at = Some(Utc::now());
         })
     }
 
@@ -203,15 +216,7 @@ impl SessionStore for InMemorySessionStore {
         gate_id: &str,
         reason: &str,
     ) -> Result<GateAnswer, StoreError> {
-        self.with(id, |e| match e.gates.iter_mut().find(|g| g.id == gate_id) {
-            None => GateAnswer::Unknown,
-            Some(gate) if gate.answer.is_some() => GateAnswer::AlreadyAnswered,
-            Some(gate) if gate.closed.is_some() => GateAnswer::Closed,
-            Some(gate) => {
-                gate.closed = Some(reason.to_owned());
-                GateAnswer::Accepted
-            }
-        })
+        self.settle(id, gate_id, |gate| gate.closed = Some(reason.to_owned()))
     }
 
     async fn note_resume(&self, id: &str, events: u64) -> Result<u32, StoreError> {

@@ -3,6 +3,7 @@
 
 use super::format::{Batch, Entry};
 use crate::error::LlmError;
+use crate::testing::conversation::called_tool;
 use crate::testing::log::estimate_tokens;
 use crate::types::{
     ChatRequest, ChatResponse, ContentBlock, ResponseFormat, Role, StopReason, ToolChoice, Usage,
@@ -271,19 +272,7 @@ fn last_results(request: &ChatRequest) -> Vec<(&str, &str)> {
             } => Some((tool_use_id.as_str(), content.as_str())),
             _ => None,
         })
-        .filter_map(|(wanted, content)| {
-            earlier
-                .iter()
-                .rev()
-                .filter(|message| message.role == Role::Assistant)
-                .flat_map(|message| message.content.iter())
-                .find_map(|block| match block {
-                    ContentBlock::ToolUse { id, name, .. } if id == wanted => {
-                        Some((name.as_str(), content))
-                    }
-                    _ => None,
-                })
-        })
+        .filter_map(|(wanted, content)| Some((called_tool(earlier, wanted)?, content)))
         .collect()
 }
 
