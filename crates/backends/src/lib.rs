@@ -21,7 +21,6 @@
 
 mod checkpoint_tables;
 mod document_tables;
-mod gate_rows;
 #[cfg(feature = "nats")]
 mod nats_bus;
 #[cfg(feature = "nats")]

@@ -19,9 +19,8 @@ use serde_json::Value;
 use sqlx::Postgres;
 use sqlx::postgres::PgPool;
 
-use crate::gate_rows::Settle;
 use crate::pg_schema;
-use crate::session_tables::SessionTables;
+use crate::session_tables::{SessionTables, Settle};
 
 /// Keeps sessions, events, state and gates in PostgreSQL, for a deployment of several
 /// server instances on one database. Behaves exactly as

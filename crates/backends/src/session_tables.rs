@@ -1,12 +1,14 @@
 //! The session store's tables, written once for SQLite and PostgreSQL: sessions, their
-//! events and gates (the gate queries are in `gate_rows`).
+//! events and gates.
 //!
 //! Every method is one transaction. Event numbers come from a counter on the session's
 //! row (`last_event`), taken in the transaction that stores the event, so concurrent
 //! writers, in any process or instance, take turns on that row and the numbers have no
 //! gaps: a transaction that fails gives its number back. Writes that read first take the
 //! write lock up front ([`Dialect::BEGIN_WRITE`](crate::sql::Dialect::BEGIN_WRITE)) or
-//! lock the session's row.
+//! lock the session's row; a gate is settled with the session held (its row on
+//! PostgreSQL, the database on SQLite), so of two writers settling the same gate exactly
+//! one answer is accepted.
 
 use agent_runtime::sessions::{
     GateAnswer, NewSession, OpenGate, SessionOutcome, SessionRecord, SessionStatus, StoreError,
@@ -15,7 +17,6 @@ use agent_runtime::sessions::{
 use serde_json::Value;
 use sqlx::Pool;
 
-use crate::gate_rows::{self, Settle};
 use crate::sql::{Bind, Cells, Sql, store_error};
 
 /// The columns [`session_from_row`] reads.
@@ -37,11 +38,7 @@ impl<D: Sql> Clone for SessionTables<D> {
 
 /// Fails with [`StoreError::NotFound`] unless the session exists; with `lock`, keeps
 /// other writers off its row until the transaction ends.
-pub(crate) async fn require<D: Sql>(
-    conn: &mut D::Connection,
-    id: &str,
-    lock: bool,
-) -> Result<(), StoreError> {
+async fn require<D: Sql>(conn: &mut D::Connection, id: &str, lock: bool) -> Result<(), StoreError> {
     let query = if lock && D::LOCKS_ROWS {
         "SELECT 1 AS found FROM sessions WHERE id = $1 FOR UPDATE"
     } else {
@@ -247,7 +244,7 @@ impl<D: Sql> SessionTables<D> {
     /// Records a pending gate; a gate already recorded is left as it is.
     pub(crate) async fn open_gate(&self, id: &str, gate: &OpenGate<'_>) -> Result<(), StoreError> {
         let mut tx = D::begin_write(&self.pool).await.map_err(store_error::<D>)?;
-        gate_rows::open::<D>(&mut tx, id, gate).await?;
+        insert_gate::<D>(&mut tx, id, gate).await?;
         tx.commit().await.map_err(store_error::<D>)
     }
 
@@ -259,7 +256,7 @@ impl<D: Sql> SessionTables<D> {
         settle: Settle<'_>,
     ) -> Result<GateAnswer, StoreError> {
         let mut tx = D::begin_write(&self.pool).await.map_err(store_error::<D>)?;
-        let outcome = gate_rows::settle::<D>(&mut tx, id, gate_id, settle).await?;
+        let outcome = settle_gate_row::<D>(&mut tx, id, gate_id, settle).await?;
         tx.commit().await.map_err(store_error::<D>)?;
         Ok(outcome)
     }
@@ -267,7 +264,7 @@ impl<D: Sql> SessionTables<D> {
     /// Every gate of the session, in the order they opened.
     pub(crate) async fn gates(&self, id: &str) -> Result<Vec<StoredGate>, StoreError> {
         let mut tx = self.pool.begin().await.map_err(store_error::<D>)?;
-        let gates = gate_rows::list::<D>(&mut tx, id).await?;
+        let gates = gate_rows::<D>(&mut tx, id).await?;
         tx.commit().await.map_err(store_error::<D>)?;
         Ok(gates)
     }
@@ -311,4 +308,122 @@ impl<D: Sql> SessionTables<D> {
             .map_err(store_error::<D>)?;
         rows.iter().map(session_from_row::<D>).collect()
     }
+}
+
+/// Records a pending gate; a gate already recorded is left as it is.
+async fn insert_gate<D: Sql>(
+    conn: &mut D::Connection,
+    id: &str,
+    gate: &OpenGate<'_>,
+) -> Result<(), StoreError> {
+    require::<D>(conn, id, true).await?;
+    Bind::<D>::new(
+        "INSERT INTO gates (session_id, gate_id, position, name, kind, payload, opened_at) \
+         SELECT $1, $2, COALESCE(MAX(position), 0) + 1, $3, $4, $5, $6 \
+         FROM gates WHERE session_id = $1 \
+         ON CONFLICT (session_id, gate_id) DO NOTHING",
+    )
+    .text(id)
+    .text(gate.id)
+    .text(gate.name)
+    .text(gate.kind)
+    .json(gate.payload)
+    .time(D::now())
+    .execute(conn)
+    .await
+    .map_err(store_error::<D>)?;
+    Ok(())
+}
+
+/// How a pending gate is settled.
+pub(crate) enum Settle<'a> {
+    /// With the user's answer.
+    Answer(&'a Value),
+    /// Without one, for a reason (`expired`, `cancelled`).
+    Close(&'a str),
+}
+
+/// Answers or closes a pending gate; an unknown, answered or closed one is left alone
+/// and said so.
+async fn settle_gate_row<D: Sql>(
+    conn: &mut D::Connection,
+    id: &str,
+    gate_id: &str,
+    settle: Settle<'_>,
+) -> Result<GateAnswer, StoreError> {
+    require::<D>(conn, id, true).await?;
+    let row = Bind::<D>::new(
+        "SELECT answer IS NOT NULL AS answered, closed IS NOT NULL AS closed FROM gates \
+         WHERE session_id = $1 AND gate_id = $2",
+    )
+    .text(id)
+    .text(gate_id)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(store_error::<D>)?;
+    let Some(row) = row else {
+        return Ok(GateAnswer::Unknown);
+    };
+    let cells = Cells::<D>::new(&row, format!("session {id:?}, gate {gate_id:?}"));
+    let flag = |column| D::flag(&row, column).map_err(|e| cells.corrupt(column, e));
+    if flag("answered")? {
+        return Ok(GateAnswer::AlreadyAnswered);
+    }
+    if flag("closed")? {
+        return Ok(GateAnswer::Closed);
+    }
+    let update = match settle {
+        Settle::Answer(answer) => Bind::<D>::new(
+            "UPDATE gates SET answer = $3, answered_at = $4 \
+             WHERE session_id = $1 AND gate_id = $2",
+        )
+        .text(id)
+        .text(gate_id)
+        .json(answer),
+        Settle::Close(reason) => Bind::<D>::new(
+            "UPDATE gates SET closed = $3, closed_at = $4 WHERE session_id = $1 AND gate_id = $2",
+        )
+        .text(id)
+        .text(gate_id)
+        .text(reason),
+    };
+    update
+        .time(D::now())
+        .execute(conn)
+        .await
+        .map_err(store_error::<D>)?;
+    Ok(GateAnswer::Accepted)
+}
+
+/// Every gate of the session, in the order they opened.
+async fn gate_rows<D: Sql>(
+    conn: &mut D::Connection,
+    id: &str,
+) -> Result<Vec<StoredGate>, StoreError> {
+    require::<D>(conn, id, false).await?;
+    let rows = Bind::<D>::new(
+        "SELECT gate_id, name, kind, payload, opened_at, answer, answered_at, closed FROM gates \
+         WHERE session_id = $1 ORDER BY position",
+    )
+    .text(id)
+    .fetch_all(conn)
+    .await
+    .map_err(store_error::<D>)?;
+    rows.iter()
+        .map(|row| {
+            let gate_id =
+                Cells::<D>::new(row, format!("session {id:?}, a gate")).text("gate_id")?;
+            let cells = Cells::<D>::new(row, format!("session {id:?}, gate {gate_id:?}"));
+            Ok(StoredGate {
+                name: cells.text("name")?,
+                kind: cells.text("kind")?,
+                payload: cells.json("payload")?,
+                opened_at: cells.time("opened_at")?,
+                answer: cells.opt_json("answer")?,
+                answered_at: cells.opt_time("answered_at")?,
+                closed: cells.opt_text("closed")?,
+                id: gate_id,
+            })
+        })
+        .collect()
 }

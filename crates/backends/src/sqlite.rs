@@ -28,8 +28,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{Sqlite, Transaction};
 
-use crate::gate_rows::Settle;
-use crate::session_tables::SessionTables;
+use crate::session_tables::{SessionTables, Settle};
 use crate::sql::{Sql, store_error};
 use crate::sqlite_schema;
 
