@@ -139,6 +139,26 @@ struct Shared {
     deps: Arc<Deps>,
     settings: Arc<Settings>,
     llm: PipelineLlm,
+    /// The steps a resumed run's checkpoint had completed, until they are announced
+    /// through the session: by the first step this process runs, or after the run when
+    /// none was left to run (the session's numbering starts once `run_durable` restored
+    /// the count its checkpoint kept).
+    unannounced_skips: Mutex<Vec<String>>,
+}
+
+impl Shared {
+    /// Announces, once, the steps the run skips.
+    fn announce_skips(&self, session: &Session<HuntState, HuntEvent>) {
+        let skipped = std::mem::take(
+            &mut *self
+                .unannounced_skips
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for step in skipped {
+            session.emit(HuntEvent::StepSkipped { step });
+        }
+    }
 }
 
 /// The run's session, once it exists, as an event sink: what it is given goes through
@@ -315,6 +335,7 @@ impl JobHunter {
                     let Some(state) = step_state.state.as_mut() else {
                         return Err(NodeError::fatal("the step state is gone"));
                     };
+                    shared.announce_skips(ctx.session());
                     ctx.emit(HuntEvent::StepStarted { step: name.into() });
                     tracing::info!(step = name, "agent start");
                     let started = Instant::now();
@@ -387,13 +408,6 @@ impl JobHunter {
         if latest.is_some() {
             tracing::info!(run_id, completed = ?skipped, "resuming from checkpoint");
         }
-        // Announced before the run, straight to the sink: the session's numbering starts
-        // when `run_durable` restores the count its checkpoint kept.
-        for step in &skipped {
-            self.deps
-                .events
-                .emit(HuntEvent::StepSkipped { step: step.clone() });
-        }
         // The meter's cost warning goes through the session, like every event of the run;
         // the meter is made first (the session holds it), so the warning finds the session
         // here once it exists.
@@ -407,8 +421,9 @@ impl JobHunter {
             deps: self.deps.clone(),
             settings: self.settings.clone(),
             llm: llm.clone(),
+            unannounced_skips: Mutex::new(skipped.clone()),
         });
-        let graph = self.graph(shared)?;
+        let graph = self.graph(shared.clone())?;
         let limit_llm = llm.clone();
         let options = RunOptions::new()
             .with_run_id(run_id.clone())
@@ -423,6 +438,7 @@ impl JobHunter {
             .with_events(self.deps.events.clone());
         session_slot.fill(&session);
         let result = graph.run_durable(&session, store, options).await;
+        shared.announce_skips(&session);
         session_slot.empty();
         let result = result?;
         if result.stop == Some(StopKind::Checkpoint) {
