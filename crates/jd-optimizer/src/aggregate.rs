@@ -2,6 +2,8 @@
 //! becomes the state's and the result's, with what the run cost and which budget or
 //! degrade applied.
 
+use agent_runtime::CostSnapshot;
+
 use crate::agents::gap::gap_diff;
 use crate::agents::scorer::{original_rule_score, rule_score};
 use crate::cache::CacheStats;
@@ -10,13 +12,14 @@ use crate::result::{BudgetReport, OptimizationResult};
 use crate::router::kept_line;
 use crate::state::OptimizationState;
 
-/// Assembles the result from the state and makes the state's bullets the kept ones
-/// (the process's cache counts are the caller's to add). The kept attempt is the one
+/// Assembles the result from the state and what the session's meter counted
+/// (`metered`), and makes the state's bullets the kept ones (the process's cache counts
+/// are the caller's to add). The kept attempt is the one
 /// scoring most above the resume as it is, on the same scale; the resume's own bullets
 /// when none does. A run stopped before any scoring keeps its rewrite only when the rules
 /// score it above the resume's own bullets; one stopped before the gap analysis gets the
 /// deterministic gap diff; neither costs a model call.
-pub fn finalize(state: &mut OptimizationState) -> OptimizationResult {
+pub fn finalize(state: &mut OptimizationState, metered: &CostSnapshot) -> OptimizationResult {
     let analysis = state.jd_analysis.clone().unwrap_or_default();
     let kept = match state.kept_attempt() {
         Some(kept) => kept.clone(),
@@ -96,13 +99,17 @@ pub fn finalize(state: &mut OptimizationState) -> OptimizationResult {
         rewrite_attempts: state.rewrite_attempts,
         repair_attempts: state.repair_attempts,
         retrieval_source: state.retrieval_source,
-        token_usage: state.token_usage.clone(),
-        total_tokens_used: state.total_tokens_used,
-        model_calls: state.model_calls,
+        token_usage: metered
+            .usage_by_step
+            .iter()
+            .map(|(agent, usage)| (agent.clone(), usage.total_tokens()))
+            .collect(),
+        total_tokens_used: metered.total_tokens(),
+        model_calls: metered.calls,
         budget: BudgetReport {
             limits: state.config.budget,
-            tokens_used: state.total_tokens_used,
-            model_calls: state.model_calls,
+            tokens_used: metered.total_tokens(),
+            model_calls: metered.calls,
             wall_ms: state.elapsed_ms(),
             stop: state.budget_stop.clone(),
             degrades: state.degrades.iter().copied().collect(),

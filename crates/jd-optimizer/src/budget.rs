@@ -1,9 +1,10 @@
 //! Budget guardrails (spec 003 section 4.6.2) and pressure (4.6.3): whether a limit is
 //! reached, and whether what is left pays for the next step as planned.
 
+use agent_runtime::CostSnapshot;
+
 use crate::config::Budget;
 use crate::records::BudgetLimit;
-use crate::state::OptimizationState;
 
 /// What a step is expected to cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,8 +55,8 @@ pub const GAP_MODEL: Need = Need {
 /// A model call is assumed to take this long until one has been timed.
 const FIRST_CALL_MS: u64 = 5_000;
 
-/// What the run has spent so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the run has spent so far, as its session's meter counted it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Spent {
     /// Tokens.
     pub tokens: u64,
@@ -66,12 +67,13 @@ pub struct Spent {
 }
 
 impl Spent {
-    /// What `state` records.
-    pub fn of(state: &OptimizationState) -> Self {
+    /// What `metered` (a snapshot of the session's meter) counts, `elapsed_ms` into the
+    /// optimization.
+    pub fn of(metered: &CostSnapshot, elapsed_ms: u64) -> Self {
         Spent {
-            tokens: state.total_tokens_used,
-            calls: state.model_calls,
-            elapsed_ms: state.elapsed_ms(),
+            tokens: metered.total_tokens(),
+            calls: metered.calls,
+            elapsed_ms,
         }
     }
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_llm::{ChatModel, ExtractError, Limit, LlmError, ModelRouter, ModelTier};
-use agent_runtime::Session;
 use agent_runtime::graph::NodeContext;
+use agent_runtime::{CostMeter, CostSnapshot, Session};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
@@ -86,6 +86,21 @@ pub struct Called<T> {
     pub calls: u64,
 }
 
+/// What the optimization on `ctx` has spent: its session's meter (see
+/// [`JdOptimizer::equip`](crate::JdOptimizer::equip)) and the time since it started.
+pub fn spent(ctx: &Node) -> Spent {
+    let metered = metered(ctx);
+    Spent::of(&metered, ctx.read(OptimizationState::elapsed_ms))
+}
+
+/// What the session's meter has counted so far (nothing for a session without one).
+pub fn metered<S, E>(ctx: &NodeContext<S, E>) -> CostSnapshot {
+    ctx.session()
+        .meter()
+        .map(CostMeter::snapshot)
+        .unwrap_or_default()
+}
+
 /// Makes the agents' calls on one chat model, picking models by tier.
 #[derive(Clone)]
 pub struct AgentCaller {
@@ -125,25 +140,19 @@ impl AgentCaller {
     }
 
     /// Asks for a `T`. Refused before calling when a budget limit is reached; the call
-    /// is cut at what is left of the wall time; every attempt's tokens are added to the
-    /// agent's count in the state, whatever the outcome.
+    /// is cut at what is left of the wall time; the session's meter counts every attempt
+    /// under the agent's name, whatever the outcome.
     pub async fn ask<T>(&self, ctx: &Node, ask: Ask) -> Result<T, CallError>
     where
         T: JsonSchema + DeserializeOwned,
     {
-        let (spent, budget) = ctx.read(|s| (Spent::of(s), s.config.budget));
+        let spent = spent(ctx);
+        let budget = ctx.read(|s| s.config.budget);
         if let Some((limit, message)) = limit_reached(&budget, &spent) {
             return Err(CallError::Budget { limit, message });
         }
         let left = Duration::from_millis(budget.max_wall_ms.saturating_sub(spent.elapsed_ms));
-        let agent = ask.agent;
-        let called = Self::call(ctx, ask, left).await;
-        ctx.update(|s| {
-            *s.token_usage.entry(agent.to_owned()).or_default() += called.tokens;
-            s.total_tokens_used += called.tokens;
-            s.model_calls += called.calls;
-        });
-        called.outcome
+        Self::call(ctx, ask, left).await.outcome
     }
 
     /// Makes one structured-output call (re-asked once on invalid output) as the

@@ -19,12 +19,12 @@ use async_trait::async_trait;
 use crate::agents::{analyzer, gap, retriever, rewriter, scorer};
 use crate::aggregate::finalize;
 use crate::budget::{
-    COMPACT_SCORER, FULL_REWRITE, NOTHING, SHORT_REWRITE, Spent, affords, limit_reached, shortfall,
+    COMPACT_SCORER, FULL_REWRITE, NOTHING, SHORT_REWRITE, affords, limit_reached, shortfall,
 };
 use crate::deps::Deps;
 use crate::events::OptimizeEvent;
 use crate::guards::{degrade, stop_for_budget};
-use crate::llm::Node;
+use crate::llm::{Node, metered, spent};
 use crate::records::{BudgetLimit, Degrade, RouteKey};
 use crate::repair::repair_targets;
 use crate::router::decide_route;
@@ -44,7 +44,7 @@ fn limit_name(limit: BudgetLimit) -> &'static str {
 
 /// Stops the run for the budget if a limit is already reached; whether it did.
 fn budget_spent(ctx: &Node) -> bool {
-    let (spent, budget) = ctx.read(|s| (Spent::of(s), s.config.budget));
+    let (spent, budget) = (spent(ctx), ctx.read(|s| s.config.budget));
     match limit_reached(&budget, &spent) {
         Some((limit, message)) => {
             stop_for_budget(ctx, limit, message);
@@ -90,22 +90,15 @@ impl agent_runtime::graph::Node<OptimizationState, crate::OptimizeEvent> for Opt
     async fn run(&self, ctx: &Node) -> Result<(), NodeError> {
         let name = self.step.name();
         let started = Instant::now();
-        let (tokens_before, calls_before) = ctx.update(|s| {
-            s.current_node = name.to_owned();
-            (s.total_tokens_used, s.model_calls)
-        });
+        ctx.update(|s| s.current_node = name.to_owned());
+        let before = metered(ctx);
         ctx.emit(OptimizeEvent::NodeStarted { node: name.into() });
         let outcome = self.step_run(ctx).await;
-        let (tokens, calls) = ctx.read(|s| {
-            (
-                s.total_tokens_used - tokens_before,
-                s.model_calls - calls_before,
-            )
-        });
+        let used = metered(ctx).since(&before);
         ctx.emit(OptimizeEvent::NodeFinished {
             node: name.into(),
-            tokens,
-            calls,
+            tokens: used.total_tokens(),
+            calls: used.calls,
             elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         });
         outcome
@@ -122,7 +115,7 @@ impl OptimizerNode {
                 if budget_spent(ctx) {
                     return Ok(());
                 }
-                let (spent, budget) = ctx.read(|s| (Spent::of(s), s.config.budget));
+                let (spent, budget) = (spent(ctx), ctx.read(|s| s.config.budget));
                 let max_bullets = if ctx.read(|s| s.degrades.contains(&Degrade::ShortRewrite)) {
                     Some(SHORT_REWRITE_BULLETS)
                 } else if affords(&budget, &spent, FULL_REWRITE, COMPACT_SCORER) {
@@ -146,9 +139,10 @@ impl OptimizerNode {
             }
             Step::Scoring => {
                 let rules = scorer::run(ctx, deps).await;
+                let spent = spent(ctx);
                 let route = ctx.update(|s| {
                     let targets = repair_targets(s, &rules);
-                    let route = decide_route(s, !targets.is_empty());
+                    let route = decide_route(s, &spent, !targets.is_empty());
                     s.route = Some(route.clone());
                     route
                 });
@@ -171,8 +165,9 @@ impl OptimizerNode {
             }
             Step::Aggregation => {
                 let stats = deps.cache.stats();
+                let metered = metered(ctx);
                 let result = ctx.update(|s| {
-                    let mut result = finalize(s);
+                    let mut result = finalize(s, &metered);
                     result.cache_stats = stats;
                     s.final_result = Some(result.clone());
                     result

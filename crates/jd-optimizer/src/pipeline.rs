@@ -44,8 +44,11 @@ pub enum OptimizeError {
     /// The checkpoints could not be read or written.
     #[error("the optimization's checkpoints: {0}")]
     Checkpoint(#[from] CheckpointError),
-    /// The session given has no model to ask: nothing was run.
-    #[error("session {0} has no model to ask: give it the optimizer's with `JdOptimizer::equip`")]
+    /// The session given has no model to ask or no meter to count the budget on: nothing
+    /// was run.
+    #[error(
+        "session {0} has no model to ask or no meter: give it the optimizer's with `JdOptimizer::equip`"
+    )]
     NoModel(String),
 }
 
@@ -126,11 +129,21 @@ impl JdOptimizer {
         &self.deps.cache
     }
 
-    /// Gives `session` this optimizer's model and tiers. A session an optimization runs
-    /// in ([`run_in`](Self::run_in), [`run_durable`](Self::run_durable)) must have them:
-    /// every model call of the graph is the session's, through its meter.
+    /// Gives `session` this optimizer's model and tiers, and a meter priced from its
+    /// table when it has none (give the session [`meter`](Self::meter) for a request's
+    /// limits as hard stops too). A session an optimization runs in
+    /// ([`run_in`](Self::run_in), [`run_durable`](Self::run_durable)) must have them:
+    /// every model call of the graph is the session's, and the budget is what its meter
+    /// counts.
     pub fn equip<S, E>(&self, session: Session<S, E>) -> Session<S, E> {
-        self.deps.caller.equip(session)
+        let session = self.deps.caller.equip(session);
+        if session.meter().is_some() {
+            return session;
+        }
+        session.with_meter(CostMeter::with_pricing(
+            CostLimits::default(),
+            self.pricing.clone(),
+        ))
     }
 
     /// The interview agents on this optimizer's model and caches, remembering profiles
@@ -231,11 +244,12 @@ impl JdOptimizer {
     }
 }
 
-/// Refuses a session that cannot ask a model, before anything runs.
+/// Refuses a session that cannot ask a model or count what it spends, before anything
+/// runs.
 fn equipped(session: &Session<OptimizationState, OptimizeEvent>) -> Result<(), OptimizeError> {
-    match session.model() {
-        Some(_) => Ok(()),
-        None => Err(OptimizeError::NoModel(session.id().to_owned())),
+    match (session.model(), session.meter()) {
+        (Some(_), Some(_)) => Ok(()),
+        _ => Err(OptimizeError::NoModel(session.id().to_owned())),
     }
 }
 
@@ -246,13 +260,14 @@ fn finish(
     run: RunResult<OptimizationState>,
 ) -> Result<Optimization, OptimizeError> {
     let nodes = run.node_names().iter().map(|n| (*n).to_owned()).collect();
-    let usd = session.meter().map_or(0.0, |m| m.snapshot().usd);
+    let metered = session.meter().map(CostMeter::snapshot).unwrap_or_default();
+    let usd = metered.usd;
     let mut state = run.state;
     tracing::info!(
         session = session.id(),
         status = run.status.as_str(),
-        tokens = state.total_tokens_used,
-        calls = state.model_calls,
+        tokens = metered.total_tokens(),
+        calls = metered.calls,
         "optimization ended"
     );
     match run.status {
@@ -270,7 +285,7 @@ fn finish(
             if state.final_result.is_none() {
                 let reason = run.reason.unwrap_or_else(|| "a limit was reached".into());
                 state.warnings.push(format!("stopped early: {reason}"));
-                state.final_result = Some(finalize(&mut state));
+                state.final_result = Some(finalize(&mut state, &metered));
             }
         }
         RunStatus::Failed => {
@@ -282,7 +297,7 @@ fn finish(
     }
     let result = match state.final_result.clone() {
         Some(result) => result,
-        None => finalize(&mut state),
+        None => finalize(&mut state, &metered),
     };
     record_metrics(&result);
     Ok(Optimization {

@@ -40,12 +40,13 @@ pub fn kept_line(state: &OptimizationState) -> String {
 /// bullets of the kept attempt it could honestly improve
 /// ([`crate::repair::repair_targets`]).
 ///
-/// In order: a reached budget limit; a kept score at the threshold; a repair that gained
+/// `spent` is what the session's meter has counted so far. In order: a reached budget
+/// limit; a kept score at the threshold; a repair that gained
 /// less than `plateau_points` over the best before it (a plateau); a repair while repairs
 /// are left, there is something to repair and the budget pays for it; a second full
 /// rewrite when configured and affordable; otherwise the gap analysis with the best
 /// attempt so far (the resume as it is when none scored above it).
-pub fn decide_route(state: &OptimizationState, repairable: bool) -> Route {
+pub fn decide_route(state: &OptimizationState, spent: &Spent, repairable: bool) -> Route {
     let config = &state.config;
     let route = |next: RouteKey, reason: String| Route { next, reason };
     if let Some(stop) = &state.budget_stop {
@@ -78,9 +79,8 @@ pub fn decide_route(state: &OptimizationState, repairable: bool) -> Route {
             );
         }
     }
-    let spent = Spent::of(state);
     if state.repair_attempts < config.max_repair_attempts && repairable {
-        if affords(&config.budget, &spent, REPAIR, COMPACT_SCORER) {
+        if affords(&config.budget, spent, REPAIR, COMPACT_SCORER) {
             return route(
                 RouteKey::TargetedRepair,
                 format!(
@@ -97,7 +97,7 @@ pub fn decide_route(state: &OptimizationState, repairable: bool) -> Route {
     }
     if config.second_full_rewrite
         && state.rewrite_attempts < 2
-        && affords(&config.budget, &spent, FULL_REWRITE, COMPACT_SCORER)
+        && affords(&config.budget, spent, FULL_REWRITE, COMPACT_SCORER)
     {
         return route(
             RouteKey::FullRewrite,
@@ -184,7 +184,7 @@ mod tests {
             (AttemptKind::FullRewrite, 0.768),
         ]);
         assert_eq!(s.kept_attempt().unwrap().attempt, 0);
-        let route = decide_route(&s, false);
+        let route = decide_route(&s, &Spent::default(), false);
         assert_eq!(route.next, RouteKey::ProceedToGap);
         assert!(
             route.reason.contains("the resume's own bullets are kept")
@@ -204,7 +204,7 @@ mod tests {
         assert_eq!(s.kept_attempt().unwrap().attempt, 1);
         assert_eq!(s.ats_score, Some(0.7));
         s.config.max_repair_attempts = 3;
-        let route = decide_route(&s, true);
+        let route = decide_route(&s, &Spent::default(), true);
         assert!(route.reason.starts_with("plateau"), "{}", route.reason);
         assert!(
             route.reason.contains("attempt 1 is kept"),
@@ -219,7 +219,10 @@ mod tests {
             (AttemptKind::Original, 0.5),
             (AttemptKind::FullRewrite, 0.75),
         ]);
-        assert_eq!(decide_route(&s, true).next, RouteKey::ProceedToGap);
+        assert_eq!(
+            decide_route(&s, &Spent::default(), true).next,
+            RouteKey::ProceedToGap
+        );
     }
 
     #[test]
@@ -228,7 +231,7 @@ mod tests {
             (AttemptKind::Original, 0.5),
             (AttemptKind::FullRewrite, 0.6),
         ]);
-        let route = decide_route(&s, true);
+        let route = decide_route(&s, &Spent::default(), true);
         assert_eq!(route.next, RouteKey::TargetedRepair);
         assert!(route.reason.contains("60.0 is under 75.0"));
     }
@@ -239,7 +242,7 @@ mod tests {
             (AttemptKind::Original, 0.5),
             (AttemptKind::FullRewrite, 0.6),
         ]);
-        let route = decide_route(&s, false);
+        let route = decide_route(&s, &Spent::default(), false);
         assert_eq!(route.next, RouteKey::ProceedToGap);
         assert!(
             route
@@ -256,11 +259,14 @@ mod tests {
             (AttemptKind::TargetedRepair, 0.605),
         ]);
         s.config.max_repair_attempts = 3;
-        let route = decide_route(&s, true);
+        let route = decide_route(&s, &Spent::default(), true);
         assert_eq!(route.next, RouteKey::ProceedToGap);
         assert!(route.reason.starts_with("plateau"), "{}", route.reason);
         s.attempts.last_mut().unwrap().score = 0.65;
-        assert_eq!(decide_route(&s, true).next, RouteKey::TargetedRepair);
+        assert_eq!(
+            decide_route(&s, &Spent::default(), true).next,
+            RouteKey::TargetedRepair
+        );
     }
 
     #[test]
@@ -270,13 +276,19 @@ mod tests {
             (AttemptKind::FullRewrite, 0.6),
             (AttemptKind::TargetedRepair, 0.65),
         ]);
-        let route = decide_route(&s, true);
+        let route = decide_route(&s, &Spent::default(), true);
         assert_eq!(route.next, RouteKey::ProceedToGap);
         assert!(route.reason.starts_with("attempts exhausted"));
         s.config.second_full_rewrite = true;
-        assert_eq!(decide_route(&s, true).next, RouteKey::FullRewrite);
+        assert_eq!(
+            decide_route(&s, &Spent::default(), true).next,
+            RouteKey::FullRewrite
+        );
         s.rewrite_attempts = 2;
-        assert_eq!(decide_route(&s, true).next, RouteKey::ProceedToGap);
+        assert_eq!(
+            decide_route(&s, &Spent::default(), true).next,
+            RouteKey::ProceedToGap
+        );
     }
 
     #[test]
@@ -290,17 +302,23 @@ mod tests {
             at_node: "ats_scoring".into(),
             message: "7100 tokens used of 7000 allowed".into(),
         });
-        assert_eq!(decide_route(&s, true).next, RouteKey::BudgetReached);
+        assert_eq!(
+            decide_route(&s, &Spent::default(), true).next,
+            RouteKey::BudgetReached
+        );
     }
 
     #[test]
     fn a_repair_the_budget_cannot_pay_for_is_not_attempted() {
-        let mut s = state(&[
+        let s = state(&[
             (AttemptKind::Original, 0.5),
             (AttemptKind::FullRewrite, 0.6),
         ]);
-        s.total_tokens_used = 6_500;
-        let route = decide_route(&s, true);
+        let spent = Spent {
+            tokens: 6_500,
+            ..Spent::default()
+        };
+        let route = decide_route(&s, &spent, true);
         assert_eq!(route.next, RouteKey::ProceedToGap);
         assert!(route.reason.contains("budget"));
     }

@@ -76,12 +76,6 @@ pub struct OptimizationState {
     pub errors: Vec<AgentErrorRecord>,
     /// Things the user should know (a fallback taken, a budget reached).
     pub warnings: Vec<String>,
-    /// Tokens per agent (`jd_analyzer`, `resume_rewriter`, `ats_scorer`, `gap_analyzer`).
-    pub token_usage: BTreeMap<String, u64>,
-    /// Tokens of every model call.
-    pub total_tokens_used: u64,
-    /// Model calls made, re-asks included.
-    pub model_calls: u64,
     /// Degrade modes applied.
     pub degrades: BTreeSet<Degrade>,
     /// The budget limit that stopped the run, if one did.
@@ -129,9 +123,6 @@ impl OptimizationState {
             current_node: String::new(),
             errors: Vec::new(),
             warnings: Vec::new(),
-            token_usage: BTreeMap::new(),
-            total_tokens_used: 0,
-            model_calls: 0,
             degrades: BTreeSet::new(),
             budget_stop: None,
             cache: CacheUse::default(),

@@ -40,6 +40,10 @@ pub struct CostSnapshot {
     /// Calls per step, for the calls recorded through a meter of [`CostMeter::for_step`].
     #[serde(default)]
     pub calls_by_step: BTreeMap<String, u64>,
+    /// Tokens per step, for the calls recorded through a meter of
+    /// [`CostMeter::for_step`].
+    #[serde(default)]
+    pub usage_by_step: BTreeMap<String, Usage>,
 }
 
 impl CostSnapshot {
@@ -62,15 +66,9 @@ impl CostSnapshot {
     /// let since = meter.snapshot().since(&before);
     /// assert_eq!((since.calls, since.usage.input_tokens), (1, 7));
     /// assert_eq!(since.calls_by_step.keys().collect::<Vec<_>>(), ["score"]);
+    /// assert_eq!(since.usage_by_step["score"].input_tokens, 7);
     /// ```
     pub fn since(&self, earlier: &CostSnapshot) -> CostSnapshot {
-        let mut usage_by_model = self.usage_by_model.clone();
-        for (model, usage) in &mut usage_by_model {
-            if let Some(before) = earlier.usage_by_model.get(model) {
-                *usage = usage.saturating_sub(before);
-            }
-        }
-        usage_by_model.retain(|_, usage| *usage != Usage::default());
         let mut calls_by_step = self.calls_by_step.clone();
         for (step, calls) in &mut calls_by_step {
             *calls -= earlier
@@ -87,10 +85,25 @@ impl CostSnapshot {
             usd: (self.usd - earlier.usd).max(0.0),
             unpriced_models: self.unpriced_models.clone(),
             elapsed: self.elapsed.saturating_sub(earlier.elapsed),
-            usage_by_model,
+            usage_by_model: usage_since(&self.usage_by_model, &earlier.usage_by_model),
             calls_by_step,
+            usage_by_step: usage_since(&self.usage_by_step, &earlier.usage_by_step),
         }
     }
+}
+
+/// The usage per key in `now` beyond what `earlier` had; keys with none are left out.
+fn usage_since(
+    now: &BTreeMap<String, Usage>,
+    earlier: &BTreeMap<String, Usage>,
+) -> BTreeMap<String, Usage> {
+    now.iter()
+        .map(|(key, usage)| {
+            let before = earlier.get(key).copied().unwrap_or_default();
+            (key.clone(), usage.saturating_sub(&before))
+        })
+        .filter(|(_, usage)| *usage != Usage::default())
+        .collect()
 }
 
 type WarnHook = Arc<dyn Fn(&CostSnapshot) + Send + Sync>;
@@ -103,6 +116,7 @@ struct Totals {
     warned: bool,
     by_model: BTreeMap<String, Usage>,
     by_step: BTreeMap<String, u64>,
+    usage_by_step: BTreeMap<String, Usage>,
 }
 
 struct MeterInner {
@@ -164,6 +178,7 @@ impl CostMeter {
                     warned: false,
                     by_model: BTreeMap::new(),
                     by_step: BTreeMap::new(),
+                    usage_by_step: BTreeMap::new(),
                 }),
                 limits,
                 pricing,
@@ -283,6 +298,7 @@ impl CostMeter {
             *totals.by_model.entry(model.to_owned()).or_default() += usage;
             if let Some(step) = &self.step {
                 *totals.by_step.entry(step.to_string()).or_default() += 1;
+                *totals.usage_by_step.entry(step.to_string()).or_default() += usage;
             }
             match cost {
                 Ok(usd) => totals.usd += usd,
@@ -338,6 +354,7 @@ impl CostMeter {
         totals.usd = spent.usd;
         totals.by_model = spent.usage_by_model.clone();
         totals.by_step = spent.calls_by_step.clone();
+        totals.usage_by_step = spent.usage_by_step.clone();
         totals.unpriced = spent
             .unpriced_models
             .iter()
@@ -412,6 +429,7 @@ fn snapshot_of(totals: &Totals, elapsed: Duration) -> CostSnapshot {
         elapsed,
         usage_by_model: totals.by_model.clone(),
         calls_by_step: totals.by_step.clone(),
+        usage_by_step: totals.usage_by_step.clone(),
     }
 }
 
@@ -449,6 +467,12 @@ mod tests {
         let spent = after.meter().unwrap().snapshot();
         assert_eq!(spent.calls, 3);
         assert_eq!(spent.calls_by_step["score"], 2);
+        assert_eq!(spent.usage_by_step["score"], tokens(150));
+        assert_eq!(
+            spent.usage_by_step.len(),
+            1,
+            "the call of no step is in no step"
+        );
         assert_eq!(spent.usage_by_model["claude-haiku-4-5"], tokens(110));
         assert_eq!(spent.usage_by_model["local-unpriced"], tokens(50));
         // The model without a price counts as such again: the cost limit stands as a

@@ -45,6 +45,9 @@ pub struct SessionMarks {
     /// Calls metered per step.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub calls_by_step: BTreeMap<String, u64>,
+    /// Tokens metered per step.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub usage_by_step: BTreeMap<String, Usage>,
 }
 
 impl SessionMarks {
@@ -56,6 +59,7 @@ impl SessionMarks {
             usd: self.usd,
             usage_by_model: self.usage_by_model.clone(),
             calls_by_step: self.calls_by_step.clone(),
+            usage_by_step: self.usage_by_step.clone(),
             ..CostSnapshot::default()
         }
     }
@@ -323,7 +327,11 @@ impl<S, E> Session<S, E> {
                 .as_ref()
                 .map(|s| s.usage_by_model.clone())
                 .unwrap_or_default(),
-            calls_by_step: spent.map(|s| s.calls_by_step).unwrap_or_default(),
+            calls_by_step: spent
+                .as_ref()
+                .map(|s| s.calls_by_step.clone())
+                .unwrap_or_default(),
+            usage_by_step: spent.map(|s| s.usage_by_step).unwrap_or_default(),
         }
     }
 

@@ -6,11 +6,11 @@
 use agent_llm::ModelTier;
 
 use crate::analysis::JdAnalysis;
-use crate::budget::{GAP_MODEL, NOTHING, Spent, affords};
+use crate::budget::{GAP_MODEL, NOTHING, affords};
 use crate::bullets::current_bullets;
 use crate::deps::Deps;
 use crate::events::OptimizeEvent;
-use crate::llm::{Ask, CallError, Node};
+use crate::llm::{Ask, CallError, Node, spent};
 use crate::qualifications::{Verdict, check};
 use crate::records::{Degrade, GapReport, GapSource, Priority};
 use crate::state::OptimizationState;
@@ -174,15 +174,15 @@ pub fn prompt(state: &OptimizationState, diff: &GapReport) -> String {
 
 /// Runs the gap analysis.
 pub async fn run(ctx: &Node, deps: &Deps) {
-    let (diff, skip, spent, budget) = ctx.read(|s| {
+    let (diff, skip, budget) = ctx.read(|s| {
         let analysis = s.jd_analysis.clone().unwrap_or_default();
         (
             gap_diff(&analysis, &s.candidate_text()),
             s.degrades.contains(&Degrade::SkipGapModel),
-            Spent::of(s),
             s.config.budget,
         )
     });
+    let spent = spent(ctx);
     let use_diff = |ctx: &Node, report: GapReport| {
         ctx.update(|s| {
             s.gap_report = Some(report);

@@ -12,11 +12,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::agents::rewriter::breakdown_line;
-use crate::budget::{COMPACT_SCORER, COMPARED_SCORER, FULL_SCORER, NOTHING, Spent, affords};
+use crate::budget::{COMPACT_SCORER, COMPARED_SCORER, FULL_SCORER, NOTHING, affords};
 use crate::bullets::{bullet_slots, bullet_texts, current_bullets};
 use crate::deps::Deps;
 use crate::events::OptimizeEvent;
-use crate::llm::{Ask, CallError, Node};
+use crate::llm::{Ask, CallError, Node, spent};
 use crate::records::{AttemptKind, AttemptScore, Category, Degrade, ScoreBreakdown, ScoringLane};
 use crate::scoring::{ModelScores, RuleScore, lane_for, merge_scores, score_by_rules};
 use crate::state::OptimizationState;
@@ -223,21 +223,20 @@ pub async fn run(ctx: &Node, deps: &Deps) -> RuleScore {
     if unchanged {
         return ctx.read(rule_score);
     }
-    let (rules, original_rules, wanted, rules_only, spent, budget, threshold, compared) =
-        ctx.read(|s| {
-            let rules = rule_score(s);
-            let wanted = lane_for(rules.confidence, &s.config);
-            (
-                rules,
-                original_rule_score(s),
-                wanted,
-                s.degrades.contains(&Degrade::RuleScoringOnly),
-                Spent::of(s),
-                s.config.budget,
-                s.config.score_threshold,
-                s.original_model_scores.is_empty(),
-            )
-        });
+    let (rules, original_rules, wanted, rules_only, budget, threshold, compared) = ctx.read(|s| {
+        let rules = rule_score(s);
+        let wanted = lane_for(rules.confidence, &s.config);
+        (
+            rules,
+            original_rule_score(s),
+            wanted,
+            s.degrades.contains(&Degrade::RuleScoringOnly),
+            s.config.budget,
+            s.config.score_threshold,
+            s.original_model_scores.is_empty(),
+        )
+    });
+    let spent = spent(ctx);
     let weak = rules.weak_categories(threshold);
     let need = match (wanted, compared) {
         (_, true) => COMPARED_SCORER,
