@@ -397,10 +397,11 @@ async fn optimize(
             eprintln!("refused: {error}");
             return Ok(ExitCode::from(2));
         }
-        Err(OptimizeError::Failed { reason, state }) => {
+        Err(OptimizeError::Failed { reason, spent, .. }) => {
             eprintln!(
                 "the optimization failed: {reason} ({} tokens in {} calls were spent)",
-                state.total_tokens_used, state.model_calls
+                spent.total_tokens(),
+                spent.calls
             );
             return Ok(ExitCode::FAILURE);
         }

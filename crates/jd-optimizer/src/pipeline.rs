@@ -6,7 +6,7 @@ use std::sync::Arc;
 use agent_llm::{ChatModel, ModelRouter, PricingTable};
 use agent_runtime::checkpoint::{CheckpointError, CheckpointStore};
 use agent_runtime::graph::{CompiledGraph, GraphError, RunOptions, RunResult, RunStatus};
-use agent_runtime::{CostLimits, CostMeter, EventSink, Session};
+use agent_runtime::{CostLimits, CostMeter, CostSnapshot, EventSink, Session};
 use tokio_util::sync::CancellationToken;
 
 use crate::aggregate::finalize;
@@ -37,6 +37,8 @@ pub enum OptimizeError {
         reason: String,
         /// The state when it stopped.
         state: Box<OptimizationState>,
+        /// What the session's meter had counted when it stopped.
+        spent: Box<CostSnapshot>,
     },
     /// The graph is malformed (a bug).
     #[error(transparent)]
@@ -278,6 +280,7 @@ fn finish(
             return Err(OptimizeError::Failed {
                 reason: format!("the job description was not analysed: {reason}"),
                 state: Box::new(state),
+                spent: Box::new(metered),
             });
         }
         // A limit of the meter stopped a node: what was gathered is aggregated.
@@ -292,6 +295,7 @@ fn finish(
             return Err(OptimizeError::Failed {
                 reason: run.reason.unwrap_or_else(|| "unknown".into()),
                 state: Box::new(state),
+                spent: Box::new(metered),
             });
         }
     }

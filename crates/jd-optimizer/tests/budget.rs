@@ -163,7 +163,7 @@ async fn a_job_description_never_analysed_fails_the_run_with_the_reason() {
         ..Budget::default()
     };
     let (outcome, _) = run(&optimizer, &request).await;
-    let Err(jd_optimizer::OptimizeError::Failed { reason, state }) = outcome else {
+    let Err(jd_optimizer::OptimizeError::Failed { reason, state, .. }) = outcome else {
         panic!("a run with no analysis must fail")
     };
     assert!(

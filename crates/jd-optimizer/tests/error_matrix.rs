@@ -61,7 +61,7 @@ async fn an_analysis_that_stays_invalid_fails_the_run_and_keeps_its_state() {
         .answer("analyzer", "still none");
     let (optimizer, model) = optimizer(&script);
     let (outcome, _) = run(&optimizer, &pair("senior-sre")).await;
-    let OptimizeError::Failed { reason, state } = outcome.unwrap_err() else {
+    let OptimizeError::Failed { reason, state, .. } = outcome.unwrap_err() else {
         panic!("expected a failed run")
     };
     assert!(reason.contains("JD analysis failed"), "{reason}");
@@ -91,7 +91,7 @@ async fn a_rewrite_that_stays_invalid_fails_the_run_with_the_analysis_kept() {
         .answer("rewriter", "[not, json");
     let (optimizer, _) = optimizer(&script);
     let (outcome, _) = run(&optimizer, &pair("senior-sre")).await;
-    let OptimizeError::Failed { reason, state } = outcome.unwrap_err() else {
+    let OptimizeError::Failed { reason, state, .. } = outcome.unwrap_err() else {
         panic!("expected a failed run")
     };
     assert!(reason.contains("rewrite failed"), "{reason}");
