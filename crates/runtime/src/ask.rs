@@ -1,11 +1,14 @@
-//! [`Ask`]: the one way a node or a tool asks a model for a typed answer, through its
-//! session's model, router and meter (`Session::extract`, `AgentContext::extract`,
-//! `NodeContext::extract`).
+//! [`Ask`]: the one way a node or a tool asks a model, through its session's model,
+//! router and meter: for a typed answer (`Session::extract`, `AgentContext::extract`,
+//! `NodeContext::extract`) or, for an agent that answers with tool calls or text, the
+//! request as it is (`Session::chat`, `NodeContext::chat`).
 
+use std::future::Future;
 use std::sync::Arc;
 
 use agent_llm::{
-    ChatRequest, ExtractError, ExtractOptions, Extracted, LlmError, ModelTier, extract_with,
+    ChatModel, ChatRequest, ChatResponse, ExtractError, ExtractOptions, Extracted, LlmError,
+    ModelTier, extract_with,
 };
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -114,6 +117,77 @@ impl Ask {
         self.options.max_attempts = attempts.max(1);
         self
     }
+
+    /// Names the tool the answer is given through, with its description (in forced-tool
+    /// mode; by default the answer type's name and none).
+    pub fn tool(mut self, name: impl Into<String>, description: impl Into<String>) -> Self {
+        self.options.name = Some(name.into());
+        self.options.description = Some(description.into());
+        self
+    }
+}
+
+/// The model, request and meter an ask goes to, or why it cannot be asked.
+fn prepared<S, E>(
+    session: &SessionParts<S, E>,
+    ask: Ask,
+) -> Result<(Arc<dyn ChatModel>, ChatRequest, ExtractOptions), LlmError> {
+    let Some(model) = session.model.as_ref() else {
+        return Err(LlmError::Config(format!(
+            "session {} has no model to ask (Session::with_model)",
+            session.id
+        )));
+    };
+    let Ask {
+        mut request,
+        tier,
+        step,
+        options,
+    } = ask;
+    if let (Some(tier), Some(router)) = (tier, session.router.as_ref()) {
+        request.model = Some(router.model(tier).to_owned());
+    }
+    let model: Arc<dyn ChatModel> = match &session.meter {
+        Some(meter) => {
+            let meter = match &step {
+                Some(step) => meter.for_step(step),
+                None => meter.clone(),
+            };
+            Arc::new(MeteredModel::new(Arc::clone(model), meter))
+        }
+        None => Arc::clone(model),
+    };
+    Ok((model, request, options))
+}
+
+/// Runs `call` unless the session or `cancel` is cancelled first or meanwhile.
+async fn unless_cancelled<T, S, E>(
+    session: &SessionParts<S, E>,
+    cancel: Option<&CancellationToken>,
+    cancelled: impl FnOnce() -> T,
+    call: impl Future<Output = T>,
+) -> T {
+    let run_cancel = cancel.unwrap_or(&session.cancel);
+    // Cancellation first: a call on a cancelled session or run is never made.
+    tokio::select! {
+        biased;
+        () = session.cancel.cancelled() => cancelled(),
+        () = run_cancel.cancelled() => cancelled(),
+        outcome = call => outcome,
+    }
+}
+
+/// Sends the ask's request as it is (tools and all) to the session's model: the plain
+/// metered call, for an agent that answers with tool calls or text rather than a typed
+/// value. Stops early when `cancel` (or the session's token) fires.
+pub(crate) async fn chat<S, E>(
+    session: &SessionParts<S, E>,
+    cancel: Option<&CancellationToken>,
+    ask: Ask,
+) -> Result<ChatResponse, LlmError> {
+    let (model, request, _) = prepared(session, ask)?;
+    let call = async move { model.chat(&request).await };
+    unless_cancelled(session, cancel, || Err(LlmError::Cancelled), call).await
 }
 
 /// Asks the session's model; stops early when `cancel` (or the session's token) fires.
@@ -130,42 +204,9 @@ where
         attempts: 0,
         usage: Vec::new(),
     };
-    let Some(model) = session.model.as_ref() else {
-        return Err(refused(LlmError::Config(format!(
-            "session {} has no model to ask (Session::with_model)",
-            session.id
-        ))));
-    };
-    let Ask {
-        mut request,
-        tier,
-        step,
-        options,
-    } = ask;
-    if let (Some(tier), Some(router)) = (tier, session.router.as_ref()) {
-        request.model = Some(router.model(tier).to_owned());
-    }
-    let call = async {
-        match &session.meter {
-            Some(meter) => {
-                let meter = match &step {
-                    Some(step) => meter.for_step(step),
-                    None => meter.clone(),
-                };
-                let metered = MeteredModel::new(Arc::clone(model), meter);
-                extract_with::<T, _>(&metered, request, options).await
-            }
-            None => extract_with::<T, _>(model.as_ref(), request, options).await,
-        }
-    };
-    let run_cancel = cancel.unwrap_or(&session.cancel);
-    // Cancellation first: a call on a cancelled session or run is never made.
-    tokio::select! {
-        biased;
-        () = session.cancel.cancelled() => Err(refused(LlmError::Cancelled)),
-        () = run_cancel.cancelled() => Err(refused(LlmError::Cancelled)),
-        outcome = call => outcome,
-    }
+    let (model, request, options) = prepared(session, ask).map_err(refused)?;
+    let call = async move { extract_with::<T, _>(model.as_ref(), request, options).await };
+    unless_cancelled(session, cancel, || Err(refused(LlmError::Cancelled)), call).await
 }
 
 #[cfg(test)]
@@ -282,5 +323,36 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(error.error, LlmError::Cancelled);
+    }
+
+    #[tokio::test]
+    async fn a_plain_chat_sends_the_request_as_it_is_routed_and_metered() {
+        use agent_llm::{ChatRequest, ToolDefinition};
+        let model = ScriptedModel::from_texts(["clicked"]);
+        let meter = CostMeter::new(CostLimits::default());
+        let router = ModelRouter::for_provider(ProviderKind::OpenAi)
+            .with_model(ModelTier::Orchestrator, "big-one");
+        let session = session(model.clone())
+            .with_router(router)
+            .with_meter(meter.clone());
+        let mut request = ChatRequest::from_prompt("next action?");
+        request.tools = vec![ToolDefinition::new(
+            "click",
+            "Clicks an element",
+            serde_json::json!({"type": "object"}),
+        )];
+        let ask = Ask::from_request(request)
+            .tier(ModelTier::Orchestrator)
+            .step("explorer");
+        let answer = session.chat(ask).await.unwrap();
+        assert_eq!(answer.text(), "clicked");
+        let sent = &model.requests()[0];
+        assert_eq!(sent.model.as_deref(), Some("big-one"));
+        assert_eq!(sent.tools[0].name, "click");
+        assert_eq!(meter.snapshot().calls_by_step["explorer"], 1);
+        session.cancellation().cancel();
+        let refused = session.chat(Ask::new("again")).await.unwrap_err();
+        assert_eq!(refused, LlmError::Cancelled);
+        assert_eq!(model.requests().len(), 1);
     }
 }

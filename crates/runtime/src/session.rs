@@ -10,7 +10,7 @@ use crate::identity::AgentIdentity;
 use crate::progress::ModelProgress;
 use crate::session_parts::SessionParts;
 use crate::state::SharedState;
-use agent_llm::{ChatModel, ExtractError, Extracted, ModelRouter, Usage};
+use agent_llm::{ChatModel, ChatResponse, ExtractError, Extracted, LlmError, ModelRouter, Usage};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -284,6 +284,22 @@ impl<S, E> Session<S, E> {
         T: JsonSchema + DeserializeOwned,
     {
         ask::extract(&self.parts, None, ask).await
+    }
+
+    /// Sends the ask's request as it is (its tools included) to the session's model: the
+    /// one metered plain call, for an agent that answers with tool calls or text. Routed,
+    /// metered and cancelled as [`extract`](Self::extract) is.
+    pub async fn chat(&self, ask: Ask) -> Result<ChatResponse, LlmError> {
+        ask::chat(&self.parts, None, ask).await
+    }
+
+    /// [`chat`](Self::chat), stopped by `cancel` too (a run's token).
+    pub(crate) async fn chat_until(
+        &self,
+        cancel: &CancellationToken,
+        ask: Ask,
+    ) -> Result<ChatResponse, LlmError> {
+        ask::chat(&self.parts, Some(cancel), ask).await
     }
 
     /// [`extract`](Self::extract), stopped by `cancel` too (a run's token).

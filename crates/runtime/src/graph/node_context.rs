@@ -205,6 +205,15 @@ impl<S, E> NodeContext<S, E> {
             .await
     }
 
+    /// Sends the ask's request as it is to the session's model: the one metered plain
+    /// call (see [`Session::chat`](crate::Session::chat)), stopped when the run is
+    /// cancelled.
+    pub async fn chat(&self, ask: Ask) -> Result<agent_llm::ChatResponse, agent_llm::LlmError> {
+        self.session
+            .chat_until(self.run.cancellation_token(), ask)
+            .await
+    }
+
     /// A context for code that acts as `agent` without a loop (a coordinator waiting at a
     /// gate, a tool called directly).
     pub fn agent_context(&self, agent: AgentIdentity) -> AgentContext<S, E> {
