@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use agent_llm::{ChatModel, ModelTier, ProviderConfig};
 use agent_runtime::checkpoint::FileCheckpointStore;
-use agent_runtime::{CostLimits, CostMeter, MeteredModel};
+use agent_runtime::{CostLimits, CostMeter, Session};
 use anyhow::Context as _;
 use page_explorer::CollectedJob;
 use page_explorer::agents::extractor::extract_jobs;
@@ -157,8 +157,10 @@ async fn extract(args: &CollectArgs, site: &str, jobs: &mut [CollectedJob]) -> a
         println!("LIVE: {}", provider.describe());
         (provider.chat_model(ModelTier::Light)?, 4)
     };
-    let metered = MeteredModel::new(model, meter.clone());
-    let report = extract_jobs(&metered, jobs, concurrency).await;
+    let session: Session<(), ()> = Session::new(format!("collect {site}"), ())
+        .with_model(model)
+        .with_meter(meter.clone());
+    let report = extract_jobs(&session, jobs, concurrency).await;
     let cost = meter.snapshot();
     println!(
         "Extractor: {} job(s) read, {} field(s) corrected, {} value(s) refused as not in the text, {} failed; {} call(s), {} in / {} out tokens",

@@ -7,9 +7,10 @@
 //! starting page; each model call is answered from the journal, in order, and the
 //! orchestrator repeats the browser actions those answers asked for, which rebuilds the
 //! page, the memory and the loop guard exactly. When the journal runs out, the models are
-//! called again: a kill -9 costs at most the one call that was in flight. The replayed
-//! answers are recorded on the meter too, so limits and the printed cost count what the
-//! whole run paid.
+//! called again: a kill -9 costs at most the one call that was in flight. The journal
+//! wraps the one model the agents' session asks (`ExplorerModels::session`), so replayed
+//! answers pass through its metered call as fresh ones do, and limits and the printed
+//! cost count what the whole run paid.
 //!
 //! When the board behaves differently on replay (a call of another agent comes where the
 //! journal has one), the journal of the interrupted run is left there and the models are
@@ -46,7 +47,7 @@ use agent_runtime::graph::{
     END, GraphError, NodeContext, NodeError, RunContext, RunOptions, RunStatus, START, StateGraph,
     node_fn,
 };
-use agent_runtime::{CostMeter, EventSink, Session};
+use agent_runtime::{EventSink, Session};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
@@ -210,7 +211,9 @@ impl EventSink<ExploreEvent> for NodeEvents<'_> {
 }
 
 /// `models` with every answer journaled in `run` (one sequence for all four agents, as
-/// the orchestrator calls them one at a time).
+/// the orchestrator asks them one at a time). The answers reach the session's meter
+/// through its one metered call, replayed ones too, so limits and the printed cost count
+/// what the whole run paid.
 fn journaled(
     models: ExplorerModels,
     run: &RunContext,
@@ -218,31 +221,26 @@ fn journaled(
 ) -> ExplorerModels {
     let journal = Arc::new(AnswerJournal {
         run: run.clone(),
-        meter: models.meter.clone(),
         next: AtomicU64::new(1),
         epoch: AtomicU64::new(0),
         replayed: replayed.clone(),
     });
-    let wrap = |agent: &'static str, model: Arc<dyn ChatModel>| -> Arc<dyn ChatModel> {
-        Arc::new(JournaledModel {
-            agent,
-            model,
-            journal: journal.clone(),
-        })
-    };
-    ExplorerModels {
-        explorer: wrap("explorer", models.explorer),
-        classifier: wrap("classifier", models.classifier),
-        change_analyzer: wrap("change_analyzer", models.change_analyzer),
-        summarizer: wrap("summarizer", models.summarizer),
-        meter: models.meter,
-    }
+    models.map_model(|model| Arc::new(JournaledModel { model, journal }))
 }
+
+/// Which agent asks `request`: the opening of its system prompt ("You are the Classifier
+/// of ..."), each agent's being its own.
+fn asker(request: &ChatRequest) -> String {
+    let system = request.system.as_deref().unwrap_or_default();
+    system.chars().take(ASKER_CHARS).collect()
+}
+
+/// How much of a system prompt names the agent asking.
+const ASKER_CHARS: usize = 48;
 
 /// The sequence of model answers of one exploration, in the run's journal.
 struct AnswerJournal {
     run: RunContext,
-    meter: CostMeter,
     /// The next call's number.
     next: AtomicU64,
     /// Bumped when the replay diverges from the journal: later answers get new keys.
@@ -253,7 +251,7 @@ struct AnswerJournal {
 /// One journaled answer.
 #[derive(Serialize, Deserialize)]
 struct JournaledAnswer {
-    /// The agent that asked.
+    /// The agent that asked (see [`asker`]).
     agent: String,
     /// Its answer.
     response: ChatResponse,
@@ -293,9 +291,8 @@ impl AnswerJournal {
     }
 }
 
-/// An agent's model whose answers are journaled (see the [module](self)).
+/// The agents' model with its answers journaled (see the [module](self)).
 struct JournaledModel {
-    agent: &'static str,
     model: Arc<dyn ChatModel>,
     journal: Arc<AnswerJournal>,
 }
@@ -303,19 +300,20 @@ struct JournaledModel {
 #[async_trait::async_trait]
 impl ChatModel for JournaledModel {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let agent = asker(request);
         let n = self.journal.next.fetch_add(1, Ordering::SeqCst);
-        let key = self.journal.key_for(self.agent, n);
+        let key = self.journal.key_for(&agent, n);
         let mut failure = None;
         let mut called = false;
         let answer = {
-            let (failure, called) = (&mut failure, &mut called);
+            let (failure, called, agent) = (&mut failure, &mut called, &agent);
             self.journal
                 .run
                 .once(&key, move || async move {
                     *called = true;
                     match self.model.chat(request).await {
                         Ok(response) => Ok(JournaledAnswer {
-                            agent: self.agent.to_owned(),
+                            agent: agent.clone(),
                             response,
                         }),
                         Err(error) => {
@@ -330,20 +328,10 @@ impl ChatModel for JournaledModel {
         match answer {
             Ok(answer) => {
                 if !called {
-                    // Paid for by the interrupted run: it counts toward this one's totals.
-                    let served = &answer.response.model;
-                    let model = match (served.is_empty(), &request.model) {
-                        (false, _) => served.clone(),
-                        (true, Some(asked)) => asked.clone(),
-                        (true, None) => self.model.default_model().unwrap_or_default(),
-                    };
-                    self.journal.meter.record(&model, answer.response.usage);
+                    // Paid for by the interrupted run; the session's meter records it as
+                    // it records every answer.
                     self.journal.replayed.fetch_add(1, Ordering::SeqCst);
-                    tracing::debug!(
-                        call = n,
-                        agent = self.agent,
-                        "model answer replayed from the journal"
-                    );
+                    tracing::debug!(call = n, agent, "model answer replayed from the journal");
                 }
                 Ok(answer.response)
             }

@@ -2,7 +2,10 @@
 //! and the messages the orchestrator builds, as sent to the model.
 #![cfg(test)]
 
+use std::sync::Arc;
+
 use agent_llm::testing::{ScriptedModel, responses};
+use agent_runtime::Session;
 use page_explorer::Observation;
 use page_explorer::agents::change_analyzer::{ActionDescription, analyze_change};
 use page_explorer::agents::classifier::{ClassifierInput, classify};
@@ -13,6 +16,11 @@ use page_explorer::memory::{
 };
 use page_explorer::{Element, ElementKind, ElementState};
 use serde_json::json;
+
+/// A session asking `model` (a clone: it shares the model's request log).
+fn asking(model: &ScriptedModel) -> Session<(), ()> {
+    Session::new("prompts", ()).with_model(Arc::new(model.clone()))
+}
 
 fn element(selector: &str, role: &str, name: &str) -> Element {
     Element {
@@ -104,7 +112,7 @@ async fn classifier_request() {
         current_page: Some("job_search"),
         action: Some("click \"[data-testid='job-1']\""),
     };
-    let verdict = classify(&model, &input).await.unwrap();
+    let verdict = classify(&asking(&model), &input).await.unwrap();
     assert_eq!(verdict.value.page_id, "job_details");
     insta::assert_json_snapshot!("classifier_request", model.last_request().unwrap());
 }
@@ -122,7 +130,7 @@ async fn change_analyzer_request_for_a_dialog_opening() {
         argument: None,
         reason: "see the filters",
     };
-    let verdict = analyze_change(&model, &action, &board(false), &board(true))
+    let verdict = analyze_change(&asking(&model), &action, &board(false), &board(true))
         .await
         .unwrap();
     assert_eq!(verdict.value.element_type, "filter_button");
@@ -139,7 +147,7 @@ async fn summarizer_request() {
     )]);
     let memory = memory();
     let page = memory.page("job_search").unwrap();
-    let summary = summarize(&model, &memory, page).await.unwrap();
+    let summary = summarize(&asking(&model), &memory, page).await.unwrap();
     assert_eq!(summary.value.summary, "A board.");
     insta::assert_json_snapshot!("summarizer_request", model.last_request().unwrap());
 }
@@ -164,7 +172,7 @@ async fn extractor_request() {
         description: None,
         details_text: "Rust Engineer at Acme Build the billing platform in Rust. Load salaries Apply to Rust Engineer".into(),
     };
-    let data = page_explorer::agents::extractor::extract_job(&model, &job)
+    let data = page_explorer::agents::extractor::extract_job(&asking(&model), &job)
         .await
         .unwrap();
     assert_eq!(data.value.company.as_deref(), Some("Acme"));

@@ -5,7 +5,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
-use agent_llm::{ChatModel, ChatRequest, ExtractError, ExtractOptions, Extracted, extract_with};
+use agent_llm::{ChatRequest, ExtractError, Extracted, ModelTier};
+use agent_runtime::{Ask, Session};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -120,7 +121,7 @@ pub fn describe_change(before: &Observation, after: &Observation) -> String {
     out
 }
 
-/// The ChangeAnalyzer's request (before `extract_with` adds the `analyze_change` tool).
+/// The ChangeAnalyzer's request (before `extract` adds the `analyze_change` tool).
 pub fn change_request(
     action: &ActionDescription<'_>,
     before: &Observation,
@@ -149,17 +150,18 @@ pub fn change_request(
     request
 }
 
-/// Asks the ChangeAnalyzer; an answer that does not match the schema is re-asked once.
-pub async fn analyze_change(
-    model: &dyn ChatModel,
+/// Asks the ChangeAnalyzer (light tier, counted under `change_analyzer`) through
+/// `session`; an answer that does not match the schema is re-asked once.
+pub async fn analyze_change<S, E>(
+    session: &Session<S, E>,
     action: &ActionDescription<'_>,
     before: &Observation,
     after: &Observation,
 ) -> Result<Extracted<ChangeAnalysis>, ExtractError> {
-    let options = ExtractOptions {
-        max_attempts: 2,
-        name: Some("analyze_change".to_owned()),
-        description: Some(ANALYZE_CHANGE_DESCRIPTION.to_owned()),
-    };
-    extract_with(model, change_request(action, before, after), options).await
+    let ask = Ask::from_request(change_request(action, before, after))
+        .tier(ModelTier::Light)
+        .step("change_analyzer")
+        .tool("analyze_change", ANALYZE_CHANGE_DESCRIPTION)
+        .attempts(2);
+    session.extract(ask).await
 }

@@ -1,7 +1,8 @@
 //! The Classifier: on every URL change, is this a new page type or a known one? It compares
 //! the old and new pages' structure (spec: "Classifier receives BOTH old and new DOMs").
 
-use agent_llm::{ChatModel, ChatRequest, ExtractError, ExtractOptions, Extracted, extract_with};
+use agent_llm::{ChatRequest, ExtractError, Extracted, ModelTier};
+use agent_runtime::{Ask, Session};
 
 use super::clip;
 use crate::memory::Classification;
@@ -58,7 +59,7 @@ pub fn classifier_message(input: &ClassifierInput<'_>) -> String {
     message
 }
 
-/// The Classifier's request (before `extract_with` adds the `classify` tool).
+/// The Classifier's request (before `extract` adds the `classify` tool).
 pub fn classifier_request(input: &ClassifierInput<'_>) -> ChatRequest {
     let mut request = ChatRequest::from_prompt(classifier_message(input));
     request.system = Some(CLASSIFIER_PROMPT.to_owned());
@@ -66,15 +67,16 @@ pub fn classifier_request(input: &ClassifierInput<'_>) -> ChatRequest {
     request
 }
 
-/// Asks the Classifier; an answer that does not match `classify`'s schema is re-asked once.
-pub async fn classify(
-    model: &dyn ChatModel,
+/// Asks the Classifier (light tier, counted under `classifier`) through `session`; an
+/// answer that does not match `classify`'s schema is re-asked once.
+pub async fn classify<S, E>(
+    session: &Session<S, E>,
     input: &ClassifierInput<'_>,
 ) -> Result<Extracted<Classification>, ExtractError> {
-    let options = ExtractOptions {
-        max_attempts: 2,
-        name: Some("classify".to_owned()),
-        description: Some(CLASSIFY_DESCRIPTION.to_owned()),
-    };
-    extract_with(model, classifier_request(input), options).await
+    let ask = Ask::from_request(classifier_request(input))
+        .tier(ModelTier::Light)
+        .step("classifier")
+        .tool("classify", CLASSIFY_DESCRIPTION)
+        .attempts(2);
+    session.extract(ask).await
 }

@@ -5,7 +5,8 @@
 
 use std::fmt::Write as _;
 
-use agent_llm::{ChatModel, ChatRequest, ExtractError, ExtractOptions, Extracted, extract_with};
+use agent_llm::{ChatRequest, ExtractError, Extracted, ModelTier};
+use agent_runtime::{Ask, Session};
 use futures::StreamExt as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -84,17 +85,18 @@ pub fn extractor_request(job: &CollectedJob) -> ChatRequest {
     request
 }
 
-/// Asks the Extractor about `job`; an invalid answer is re-asked once.
-pub async fn extract_job(
-    model: &dyn ChatModel,
+/// Asks the Extractor about `job` (light tier, counted under `extractor`) through
+/// `session`; an invalid answer is re-asked once.
+pub async fn extract_job<S, E>(
+    session: &Session<S, E>,
     job: &CollectedJob,
 ) -> Result<Extracted<JobData>, ExtractError> {
-    let options = ExtractOptions {
-        max_attempts: 2,
-        name: Some("extract_job".to_owned()),
-        description: Some(EXTRACT_JOB_DESCRIPTION.to_owned()),
-    };
-    extract_with(model, extractor_request(job), options).await
+    let ask = Ask::from_request(extractor_request(job))
+        .tier(ModelTier::Light)
+        .step("extractor")
+        .tool("extract_job", EXTRACT_JOB_DESCRIPTION)
+        .attempts(2);
+    session.extract(ask).await
 }
 
 /// What running the Extractor over a collection did.
@@ -158,8 +160,8 @@ pub fn merge(job: &mut CollectedJob, data: JobData) -> (usize, Vec<String>) {
 
 /// Runs the Extractor over every job that has text, `concurrency` at a time (1 keeps the
 /// calls in job order, as recorded answers need), and merges the answers.
-pub async fn extract_jobs(
-    model: &dyn ChatModel,
+pub async fn extract_jobs<S, E>(
+    session: &Session<S, E>,
     jobs: &mut [CollectedJob],
     concurrency: usize,
 ) -> ExtractionReport {
@@ -169,7 +171,7 @@ pub async fn extract_jobs(
             .filter(|(_, job)| !job.details_text.trim().is_empty()),
     )
     .map(|(index, job)| async move {
-        let answer = extract_job(model, job).await;
+        let answer = extract_job(session, job).await;
         (index, answer.map(|e| e.value))
     })
     .buffered(concurrency.max(1))

@@ -13,9 +13,10 @@
 //! - [`extractor`] (Phase 2): reads one job's text into the spec's `JobData`
 //!   (`extract_job`), checked against the text.
 //!
-//! The single-tool agents answer through [`agent_llm::extract_with`]: their tool is the one
-//! the model must call, and an answer that does not match its schema is sent back once with
-//! the validation error.
+//! Every agent asks through a session ([`ExplorerModels::session`]), the runtime's one
+//! metered call: the single-tool agents with `extract` (their tool is the one the model
+//! must call; an answer that does not match its schema is sent back once with the
+//! validation error), the Explorer with `chat`, its request as it is, tools included.
 
 pub mod change_analyzer;
 pub mod classifier;
@@ -25,20 +26,20 @@ pub mod summarizer;
 
 use std::sync::Arc;
 
-use agent_llm::{ChatModel, LlmError, ModelTier, ProviderConfig, RetryPolicy};
-use agent_runtime::{CostMeter, MeteredModel};
+use agent_llm::{ChatModel, LlmError, ModelRouter, ModelTier, ProviderConfig, RetryPolicy};
+use agent_runtime::{CostMeter, Session};
 
-/// The model each agent talks to. All four are usually metered on one [`CostMeter`].
+/// The model the agents ask, the model ids of its tiers, and the meter every call is
+/// recorded on. Exploring asks through a session these equip
+/// ([`session`](Self::session)): the Explorer on the orchestrator tier, the others on the
+/// light tier, each call counted under its agent's name.
 #[derive(Clone)]
 pub struct ExplorerModels {
-    /// The Explorer's model (decides actions: the orchestrator tier).
-    pub explorer: Arc<dyn ChatModel>,
-    /// The Classifier's model (the light tier).
-    pub classifier: Arc<dyn ChatModel>,
-    /// The ChangeAnalyzer's model (the light tier).
-    pub change_analyzer: Arc<dyn ChatModel>,
-    /// The Summarizer's model (the light tier).
-    pub summarizer: Arc<dyn ChatModel>,
+    /// The model every agent asks (the request names the tier's model id).
+    pub model: Arc<dyn ChatModel>,
+    /// The model id of each tier; without one, every request goes to the model's
+    /// default.
+    pub router: Option<ModelRouter>,
     /// The meter every call is recorded on.
     pub meter: CostMeter,
 }
@@ -46,13 +47,15 @@ pub struct ExplorerModels {
 impl std::fmt::Debug for ExplorerModels {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ExplorerModels")
+            .field("router", &self.router)
             .field("meter", &self.meter.snapshot())
             .finish_non_exhaustive()
     }
 }
 
 impl ExplorerModels {
-    /// Every agent on `model`, metered on `meter`.
+    /// Every agent on `model` as it is (its default model for every tier), metered on
+    /// `meter`.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -63,35 +66,45 @@ impl ExplorerModels {
     /// assert_eq!(models.meter.snapshot().calls, 0);
     /// ```
     pub fn single(model: Arc<dyn ChatModel>, meter: CostMeter) -> Self {
-        let metered: Arc<dyn ChatModel> = Arc::new(MeteredModel::new(model, meter.clone()));
         ExplorerModels {
-            explorer: metered.clone(),
-            classifier: metered.clone(),
-            change_analyzer: metered.clone(),
-            summarizer: metered,
+            model,
+            router: None,
             meter,
         }
     }
 
-    /// The provider's models: the orchestrator tier for the Explorer, the light tier for
-    /// the others, each retrying transient errors three times (1 s to 10 s backoff).
+    /// The provider's model and tiers (the orchestrator tier for the Explorer, the light
+    /// tier for the others), retrying transient errors three times (1 s to 10 s
+    /// backoff).
     pub fn from_provider(provider: &ProviderConfig, meter: CostMeter) -> Result<Self, LlmError> {
         let retry = RetryPolicy::default()
             .with_max_attempts(3)
             .with_base_delay(std::time::Duration::from_secs(1))
             .with_max_delay(std::time::Duration::from_secs(10));
-        let metered = |tier: ModelTier| -> Result<Arc<dyn ChatModel>, LlmError> {
-            let model = provider.chat_model_with_retry(tier, retry.clone())?;
-            Ok(Arc::new(MeteredModel::new(model, meter.clone())))
-        };
-        let light = metered(ModelTier::Light)?;
         Ok(ExplorerModels {
-            explorer: metered(ModelTier::Orchestrator)?,
-            classifier: light.clone(),
-            change_analyzer: light.clone(),
-            summarizer: light,
+            model: provider.chat_model_with_retry(ModelTier::Light, retry)?,
+            router: Some(provider.router.clone()),
             meter,
         })
+    }
+
+    /// The same, asking the model `wrap` makes of this one's (a journal, a recorder).
+    pub fn map_model(self, wrap: impl FnOnce(Arc<dyn ChatModel>) -> Arc<dyn ChatModel>) -> Self {
+        ExplorerModels {
+            model: wrap(self.model),
+            ..self
+        }
+    }
+
+    /// A session `id` the agents ask through: this model, its tiers and the meter.
+    pub fn session(&self, id: &str) -> Session<(), ()> {
+        let session = Session::new(id, ())
+            .with_model(Arc::clone(&self.model))
+            .with_meter(self.meter.clone());
+        match &self.router {
+            Some(router) => session.with_router(router.clone()),
+            None => session,
+        }
     }
 }
 

@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use agent_llm::{ChatModel, ChatRequest, ExtractError, ExtractOptions, Extracted, extract_with};
+use agent_llm::{ChatRequest, ExtractError, Extracted, ModelTier};
+use agent_runtime::{Ask, Session};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -53,19 +54,20 @@ pub fn summarizer_message(memory: &MemoryStore, page: &PageNode) -> String {
     message
 }
 
-/// Asks the Summarizer about `page`; an invalid answer is re-asked once.
-pub async fn summarize(
-    model: &dyn ChatModel,
+/// Asks the Summarizer about `page` (light tier, counted under `summarizer`) through
+/// `session`; an invalid answer is re-asked once.
+pub async fn summarize<S, E>(
+    session: &Session<S, E>,
     memory: &MemoryStore,
     page: &PageNode,
 ) -> Result<Extracted<Summary>, ExtractError> {
     let mut request = ChatRequest::from_prompt(summarizer_message(memory, page));
     request.system = Some(SUMMARIZER_PROMPT.to_owned());
     request.max_tokens = Some(1_024);
-    let options = ExtractOptions {
-        max_attempts: 2,
-        name: Some("summarize".to_owned()),
-        description: Some(SUMMARIZE_DESCRIPTION.to_owned()),
-    };
-    extract_with(model, request, options).await
+    let ask = Ask::from_request(request)
+        .tier(ModelTier::Light)
+        .step("summarizer")
+        .tool("summarize", SUMMARIZE_DESCRIPTION)
+        .attempts(2);
+    session.extract(ask).await
 }

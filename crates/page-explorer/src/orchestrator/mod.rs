@@ -33,8 +33,8 @@ pub use stop::ExploreStop;
 
 use std::collections::HashSet;
 
-use agent_llm::{ChatRequest, ContentBlock, LlmError};
-use agent_runtime::{AgentRun, Compaction, EventSink, Next};
+use agent_llm::{ChatRequest, ContentBlock, LlmError, ModelTier};
+use agent_runtime::{AgentRun, Ask, Compaction, EventSink, Next, Session};
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::ExplorerModels;
@@ -70,6 +70,8 @@ enum Handoff {
 struct Explore<'a> {
     browser: &'a dyn Browser,
     models: &'a ExplorerModels,
+    /// The session the agents ask through (see [`ExplorerModels::session`]).
+    session: Session<(), ()>,
     options: &'a ExploreOptions,
     report: &'a dyn EventSink<ExploreEvent>,
     cancel: &'a CancellationToken,
@@ -125,6 +127,7 @@ pub async fn explore(
     let mut run = Explore {
         browser,
         models,
+        session: models.session("explore"),
         options,
         report,
         cancel,
@@ -230,13 +233,9 @@ impl Explore<'_> {
             current_page: None,
             action: None,
         };
-        let classifier = self.models.classifier.clone();
+        let session = self.session.clone();
         let verdict = self
-            .ask(async {
-                classify(classifier.as_ref(), &input)
-                    .await
-                    .map_err(|e| e.error)
-            })
+            .ask(async { classify(&session, &input).await.map_err(|e| e.error) })
             .await;
         let classification = match verdict {
             None => Classification::new("start_page", true, &page.title),
@@ -313,8 +312,11 @@ impl Explore<'_> {
                     }
                 }
             };
-            let explorer = self.models.explorer.clone();
-            match self.ask(async { explorer.chat(&request).await }).await {
+            let session = self.session.clone();
+            let ask = Ask::from_request(request)
+                .tier(ModelTier::Orchestrator)
+                .step("explorer");
+            match self.ask(session.chat(ask)).await {
                 None => return,
                 Some(Ok(response)) => run.on_model_response(response),
                 Some(Err(error)) => {
@@ -406,11 +408,11 @@ impl Explore<'_> {
         let Some(page) = self.memory.page(page_id).cloned() else {
             return;
         };
-        let summarizer = self.models.summarizer.clone();
+        let session = self.session.clone();
         let memory = self.memory.clone();
         let answer = self
             .ask(async {
-                summarize(summarizer.as_ref(), &memory, &page)
+                summarize(&session, &memory, &page)
                     .await
                     .map_err(|e| e.error)
             })

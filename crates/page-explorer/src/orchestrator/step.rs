@@ -337,10 +337,10 @@ impl Explore<'_> {
             argument: act.argument(),
             reason,
         };
-        let model = self.models.change_analyzer.clone();
+        let session = self.session.clone();
         let answer = self
             .ask(async {
-                analyze_change(model.as_ref(), &action, before, after)
+                analyze_change(&session, &action, before, after)
                     .await
                     .map_err(|e| e.error)
             })
@@ -423,9 +423,9 @@ impl Explore<'_> {
             current_page: current.as_deref(),
             action: Some(&action),
         };
-        let model = self.models.classifier.clone();
+        let session = self.session.clone();
         let answer = self
-            .ask(async { classify(model.as_ref(), &input).await.map_err(|e| e.error) })
+            .ask(async { classify(&session, &input).await.map_err(|e| e.error) })
             .await;
         let fallback = || {
             let id = current.clone().unwrap_or_else(|| "page".to_owned());
