@@ -75,6 +75,16 @@ impl Leases {
         }
     }
 
+    /// Removes the value stored at `sequence`, and only that one: a value written on its
+    /// subject since (a lease taken over) stays. Fails when the value is already gone.
+    pub(crate) async fn release(&self, sequence: u64) -> Result<(), BusError> {
+        self.stream
+            .delete_message(sequence)
+            .await
+            .map(drop)
+            .map_err(|e| backend("releasing a lease", e))
+    }
+
     /// Removes whatever `subject` holds.
     pub(crate) async fn clear(&self, subject: &str) -> Result<(), BusError> {
         self.stream

@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use agent_runtime::sessions::{SessionLeases, StoreError};
 use async_trait::async_trait;
+use sqlx::Postgres;
 
 use crate::PgSessionStore;
-use crate::pg_schema::backend;
+use crate::sql::store_error;
 
 /// Session leases in PostgreSQL (get them with [`PgSessionStore::leases`]): a row per
 /// leased session with its holder and expiry. Taking a lease is one `INSERT ... ON
@@ -52,7 +53,7 @@ impl SessionLeases for PgLeases {
         .bind(micros(ttl))
         .fetch_optional(self.db.pool())
         .await
-        .map_err(backend)?;
+        .map_err(store_error::<Postgres>)?;
         Ok(taken.is_some())
     }
 
@@ -67,7 +68,7 @@ impl SessionLeases for PgLeases {
         .bind(micros(ttl))
         .execute(self.db.pool())
         .await
-        .map_err(backend)?;
+        .map_err(store_error::<Postgres>)?;
         Ok(renewed.rows_affected() == 1)
     }
 
@@ -77,7 +78,7 @@ impl SessionLeases for PgLeases {
             .bind(holder)
             .execute(self.db.pool())
             .await
-            .map_err(backend)?;
+            .map_err(store_error::<Postgres>)?;
         Ok(())
     }
 }

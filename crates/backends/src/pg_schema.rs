@@ -1,5 +1,5 @@
 //! The PostgreSQL database's schema for sessions, checkpoints, documents and leases, its
-//! migrations, and the helpers every Postgres store shares (errors, times).
+//! migrations, and the time every Postgres store hands out (to the microsecond).
 //!
 //! The schema version is the one row of `agent_schema`. Migration `i` brings a database
 //! from version `i` to `i + 1`; connecting runs the ones it lacks in one transaction,
@@ -12,7 +12,9 @@
 use agent_runtime::sessions::StoreError;
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::{Connection, PgConnection};
+use sqlx::{Connection, PgConnection, Postgres};
+
+use crate::sql::store_error;
 
 /// Version 1: sessions, events, state, gates, checkpoints, journal, documents, leases.
 const V1: &str = r#"
@@ -122,8 +124,8 @@ pub(crate) async fn connect(url: &str, schema: Option<&str>) -> Result<PgPool, S
         sqlx::raw_sql(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
             .execute(&mut conn)
             .await
-            .map_err(backend)?;
-        conn.close().await.map_err(backend)?;
+            .map_err(store_error::<Postgres>)?;
+        conn.close().await.map_err(store_error::<Postgres>)?;
         options = options.options([("search_path", schema)]);
     }
     let pool = PgPoolOptions::new()
@@ -159,20 +161,20 @@ fn check_schema_name(schema: &str) -> Result<(), StoreError> {
 ///
 /// Errors: [`StoreError::Corrupt`] for a database from a newer version.
 async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
-    let mut tx = pool.begin().await.map_err(backend)?;
+    let mut tx = pool.begin().await.map_err(store_error::<Postgres>)?;
     sqlx::query("SELECT pg_advisory_xact_lock($1)")
         .bind(MIGRATION_LOCK)
         .execute(&mut *tx)
         .await
-        .map_err(backend)?;
+        .map_err(store_error::<Postgres>)?;
     sqlx::raw_sql("CREATE TABLE IF NOT EXISTS agent_schema (version INTEGER NOT NULL)")
         .execute(&mut *tx)
         .await
-        .map_err(backend)?;
+        .map_err(store_error::<Postgres>)?;
     let version: Option<i32> = sqlx::query_scalar("SELECT MAX(version) FROM agent_schema")
         .fetch_one(&mut *tx)
         .await
-        .map_err(backend)?;
+        .map_err(store_error::<Postgres>)?;
     let version = version.unwrap_or(0);
     if version > SCHEMA_VERSION {
         return Err(StoreError::Corrupt(format!(
@@ -185,30 +187,25 @@ async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
         sqlx::raw_sql(migration)
             .execute(&mut *tx)
             .await
-            .map_err(backend)?;
+            .map_err(store_error::<Postgres>)?;
     }
     if version < SCHEMA_VERSION {
         sqlx::query("DELETE FROM agent_schema")
             .execute(&mut *tx)
             .await
-            .map_err(backend)?;
+            .map_err(store_error::<Postgres>)?;
         sqlx::query("INSERT INTO agent_schema (version) VALUES ($1)")
             .bind(SCHEMA_VERSION)
             .execute(&mut *tx)
             .await
-            .map_err(backend)?;
+            .map_err(store_error::<Postgres>)?;
         tracing::debug!(
             from = version,
             to = SCHEMA_VERSION,
             "migrated PostgreSQL schema"
         );
     }
-    tx.commit().await.map_err(backend)
-}
-
-/// A PostgreSQL failure as a store error.
-pub(crate) fn backend(error: sqlx::Error) -> StoreError {
-    StoreError::Backend(format!("PostgreSQL: {error}"))
+    tx.commit().await.map_err(store_error::<Postgres>)
 }
 
 /// Now, to the microsecond PostgreSQL keeps.

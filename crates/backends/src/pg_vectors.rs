@@ -18,7 +18,7 @@ use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use sqlx::{Postgres, Row as _};
 
 use crate::sql::Dialect as _;
-use crate::vector_rows;
+use crate::vector_rows::{self, backend};
 
 /// The schema: the extension, the table, its text and metadata indexes.
 const SCHEMA: &str = r#"
@@ -53,10 +53,6 @@ pub struct PgVectorStore {
     pool: PgPool,
     /// The dimensions known to have their HNSW index.
     indexed: Mutex<HashSet<usize>>,
-}
-
-fn backend(error: impl std::fmt::Display) -> VectorStoreError {
-    VectorStoreError::Backend(error.to_string())
 }
 
 /// Inserts or replaces a record (see [`vector_rows::upsert`]); the embedding comes as

@@ -11,7 +11,9 @@
 
 use agent_runtime::sessions::StoreError;
 use chrono::{DateTime, SecondsFormat, Utc};
-use sqlx::SqliteConnection;
+use sqlx::{Sqlite, SqliteConnection};
+
+use crate::sql::store_error;
 
 /// The schema version this build writes: the number of migrations.
 pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -175,7 +177,7 @@ pub(crate) async fn migrate(conn: &mut SqliteConnection, location: &str) -> Resu
     let version: i64 = sqlx::query_scalar("PRAGMA user_version")
         .fetch_one(&mut *conn)
         .await
-        .map_err(backend)?;
+        .map_err(store_error::<Sqlite>)?;
     if version > SCHEMA_VERSION {
         tracing::warn!(
             path = location,
@@ -193,13 +195,13 @@ pub(crate) async fn migrate(conn: &mut SqliteConnection, location: &str) -> Resu
         sqlx::raw_sql(migration)
             .execute(&mut *conn)
             .await
-            .map_err(backend)?;
+            .map_err(store_error::<Sqlite>)?;
     }
     if version < SCHEMA_VERSION {
         sqlx::raw_sql(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
             .execute(&mut *conn)
             .await
-            .map_err(backend)?;
+            .map_err(store_error::<Sqlite>)?;
         tracing::debug!(
             path = location,
             from = version,
@@ -208,10 +210,6 @@ pub(crate) async fn migrate(conn: &mut SqliteConnection, location: &str) -> Resu
         );
     }
     Ok(())
-}
-
-fn backend(error: sqlx::Error) -> StoreError {
-    StoreError::Backend(error.to_string())
 }
 
 /// How timestamps are stored: RFC 3339, UTC, nanoseconds.

@@ -17,7 +17,7 @@ use sqlx::sqlite::SqliteArguments;
 use sqlx::{Arguments as _, Sqlite};
 
 use crate::SqliteSessionStore;
-use crate::vector_rows;
+use crate::vector_rows::{self, backend};
 
 /// Embedded texts in a SQLite database (tables `vectors` and `vectors_text`), sharing a
 /// [`SqliteSessionStore`]'s connections.
@@ -51,10 +51,6 @@ impl SqliteSessionStore {
     pub fn vectors(&self) -> SqliteVectorStore {
         SqliteVectorStore { db: self.clone() }
     }
-}
-
-fn backend(error: impl std::fmt::Display) -> VectorStoreError {
-    VectorStoreError::Backend(error.to_string())
 }
 
 /// Inserts or replaces a record (see [`vector_rows::upsert`]).

@@ -7,7 +7,8 @@ use sqlx::Pool;
 
 use crate::sql::{Bind, Sql};
 
-fn backend(error: impl std::fmt::Display) -> VectorStoreError {
+/// A vector store's failure, as the message the database gave.
+pub(crate) fn backend(error: impl std::fmt::Display) -> VectorStoreError {
     VectorStoreError::Backend(error.to_string())
 }
 

@@ -54,10 +54,12 @@ impl Drop for ReaderGuard {
                 if let Some(message) = taken {
                     let _ = message.ack().await;
                 }
-                if let Ok(Some((holder, _))) = leases.get(&lease).await
+                // Only the value this stream held: a subscriber that took the lease over
+                // meanwhile keeps it (and the value is then gone: nothing to release).
+                if let Ok(Some((holder, sequence))) = leases.get(&lease).await
                     && holder == token
                 {
-                    let _ = leases.clear(&lease).await;
+                    let _ = leases.release(sequence).await;
                 }
                 if let Ok(mut released) = released.lock() {
                     released.remove(&token);
