@@ -65,6 +65,19 @@ async fn every_fixture_pair_is_optimized_within_budget_with_no_fabrication_shown
             })
             .collect();
         assert_eq!(completed, [r.total_tokens_used]);
+        // The nodes' shares and the agents' shares of the meter add up to its totals.
+        let (node_tokens, node_calls) = events
+            .iter()
+            .filter_map(|e| match e {
+                OptimizeEvent::NodeFinished { tokens, calls, .. } => Some((*tokens, *calls)),
+                _ => None,
+            })
+            .fold((0, 0), |(t, c), (tokens, calls)| (t + tokens, c + calls));
+        assert_eq!(
+            (node_tokens, node_calls),
+            (r.total_tokens_used, r.model_calls)
+        );
+        assert_eq!(r.token_usage.values().sum::<u64>(), r.total_tokens_used);
         let attempts: Vec<String> = r
             .attempts
             .iter()
