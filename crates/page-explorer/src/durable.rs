@@ -356,3 +356,69 @@ impl ChatModel for JournaledModel {
         self.model.context_window()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_llm::testing::ScriptedModel;
+    use agent_runtime::{CostLimits, CostMeter};
+
+    /// A request as the agent whose system prompt is `system` sends it.
+    fn asked_by(system: &str) -> ChatRequest {
+        let mut request = ChatRequest::from_prompt("what now?");
+        request.system = Some(system.to_owned());
+        request
+    }
+
+    /// The agents' model `answering` with its answers journaled in `run`, as a resumed
+    /// node makes it: its call count starts again at 1.
+    fn journaled_on(
+        run: &RunContext,
+        answering: &ScriptedModel,
+        replayed: &Arc<AtomicUsize>,
+    ) -> Arc<dyn ChatModel> {
+        let models = ExplorerModels::single(
+            Arc::new(answering.clone()),
+            CostMeter::new(CostLimits::default()),
+        );
+        journaled(models, run, replayed).model
+    }
+
+    const CLASSIFIER: &str = "You are the Classifier of a job-search page explorer. Decide.";
+    const SUMMARIZER: &str = "You are the Summarizer of a job-search page explorer. Compress.";
+
+    #[tokio::test]
+    async fn a_replay_takes_each_agents_answer_and_asks_afresh_where_another_agent_answered() {
+        let run = RunContext::standalone("explore-run");
+        let replayed = Arc::new(AtomicUsize::new(0));
+        // The interrupted run: the Classifier answered call 1.
+        let first = ScriptedModel::from_texts(["a new page"]);
+        let asked = journaled_on(&run, &first, &replayed)
+            .chat(&asked_by(CLASSIFIER))
+            .await
+            .unwrap();
+        assert_eq!(asked.text(), "a new page");
+
+        // Resumed with the Classifier at call 1: its answer comes from the journal.
+        let second = ScriptedModel::from_texts(["never asked"]);
+        let again = journaled_on(&run, &second, &replayed)
+            .chat(&asked_by(CLASSIFIER))
+            .await
+            .unwrap();
+        assert_eq!(again.text(), "a new page");
+        assert!(second.requests().is_empty());
+        assert_eq!(replayed.load(Ordering::SeqCst), 1);
+
+        // Resumed with the Summarizer at call 1 (the board behaves differently): the
+        // Classifier's answer is not taken for it; the model is asked, under a new key.
+        let third = ScriptedModel::from_texts(["a summary"]);
+        let other = journaled_on(&run, &third, &replayed)
+            .chat(&asked_by(SUMMARIZER))
+            .await
+            .unwrap();
+        assert_eq!(other.text(), "a summary");
+        assert_eq!(third.requests().len(), 1);
+        assert_eq!(replayed.load(Ordering::SeqCst), 1);
+        assert!(run.journal().get("explore/answer/1.1").is_some());
+    }
+}
