@@ -89,16 +89,13 @@ pub struct Called<T> {
 /// What the optimization on `ctx` has spent: its session's meter (see
 /// [`JdOptimizer::equip`](crate::JdOptimizer::equip)) and the time since it started.
 pub fn spent(ctx: &Node) -> Spent {
-    let metered = metered(ctx);
+    let metered = metered(ctx.session());
     Spent::of(&metered, ctx.read(OptimizationState::elapsed_ms))
 }
 
-/// What the session's meter has counted so far (nothing for a session without one).
-pub fn metered<S, E>(ctx: &NodeContext<S, E>) -> CostSnapshot {
-    ctx.session()
-        .meter()
-        .map(CostMeter::snapshot)
-        .unwrap_or_default()
+/// What `session`'s meter has counted so far (nothing for a session without one).
+pub fn metered<S, E>(session: &Session<S, E>) -> CostSnapshot {
+    session.meter().map(CostMeter::snapshot).unwrap_or_default()
 }
 
 /// Makes the agents' calls on one chat model, picking models by tier.

@@ -91,10 +91,10 @@ impl agent_runtime::graph::Node<OptimizationState, crate::OptimizeEvent> for Opt
         let name = self.step.name();
         let started = Instant::now();
         ctx.update(|s| s.current_node = name.to_owned());
-        let before = metered(ctx);
+        let before = metered(ctx.session());
         ctx.emit(OptimizeEvent::NodeStarted { node: name.into() });
         let outcome = self.step_run(ctx).await;
-        let used = metered(ctx).since(&before);
+        let used = metered(ctx.session()).since(&before);
         ctx.emit(OptimizeEvent::NodeFinished {
             node: name.into(),
             tokens: used.total_tokens(),
@@ -165,7 +165,7 @@ impl OptimizerNode {
             }
             Step::Aggregation => {
                 let stats = deps.cache.stats();
-                let metered = metered(ctx);
+                let metered = metered(ctx.session());
                 let result = ctx.update(|s| {
                     let mut result = finalize(s, &metered);
                     result.cache_stats = stats;

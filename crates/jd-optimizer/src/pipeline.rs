@@ -17,7 +17,7 @@ use crate::index::ResumeIndex;
 use crate::input::{InputError, OptimizeRequest, resume_chunks};
 use crate::interview::Interviewer;
 use crate::interview::memory::MemoryStore;
-use crate::llm::AgentCaller;
+use crate::llm::{AgentCaller, metered};
 use crate::nodes::build_graph;
 use crate::records::Ids;
 use crate::result::OptimizationResult;
@@ -262,7 +262,7 @@ fn finish(
     run: RunResult<OptimizationState>,
 ) -> Result<Optimization, OptimizeError> {
     let nodes = run.node_names().iter().map(|n| (*n).to_owned()).collect();
-    let metered = session.meter().map(CostMeter::snapshot).unwrap_or_default();
+    let metered = metered(session);
     let usd = metered.usd;
     let mut state = run.state;
     tracing::info!(
