@@ -9,11 +9,12 @@
 //! checkpoint reads from the nearest one. Journal entries are rows of
 //! `checkpoint_journal`, one per run and key.
 //!
-//! Saving a checkpoint is one write transaction holding the run's key (see
-//! [`Dialect::lock_key`]), so an instance taking a run over and the one it took it from
-//! cannot interleave their checkpoints; a save that comes too late is refused as out of
-//! order. Writes that must survive a crash (a checkpoint, a journal entry) are synced
-//! before they return (see [`Dialect::sync_commits`]).
+//! Saving a checkpoint is one write of the database's group commit (`group_commit.rs`)
+//! holding the run's key until its batch commits (see [`Dialect::lock_key`]), so an
+//! instance taking a run over and the one it took it from cannot interleave their
+//! checkpoints; a save that comes too late is refused as out of order. Writes that must
+//! survive a crash (a checkpoint, a journal entry) are answered once their batch is
+//! synced to disk (see [`Dialect::sync_commits`]): one sync for the whole batch.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -23,10 +24,11 @@ use agent_runtime::checkpoint::{
     Checkpoint, CheckpointDecoder, CheckpointEncoder, CheckpointError, EncodedCheckpoint,
     RecentRuns, SnapshotPolicy,
 };
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::{Connection, Pool};
+use sqlx::Pool;
 
+use crate::group_commit::GroupCommit;
 use crate::sql::{Bind, Dialect, Sql};
 
 /// The records of a run from the nearest full snapshot at or before seq `$2` up to it.
@@ -47,9 +49,11 @@ const STALE_RUNS: &str = "SELECT c.run_id FROM checkpoints AS c \
      WHERE NOT EXISTS (SELECT 1 FROM checkpoints AS c WHERE c.run_id = j.run_id) \
      GROUP BY j.run_id HAVING MAX(j.at) < $1";
 
-/// A checkpoint store's tables in database `D`, reached through `pool`.
+/// A checkpoint store's tables in database `D`, read through `pool` and written through
+/// the database's group commit.
 pub(crate) struct CheckpointTables<D: Sql> {
     pool: Pool<D>,
+    commits: GroupCommit<D>,
     /// The database, for messages: a file's path, `:memory:`, a PostgreSQL schema.
     location: String,
     snapshot_policy: SnapshotPolicy,
@@ -61,6 +65,7 @@ impl<D: Sql> Clone for CheckpointTables<D> {
     fn clone(&self) -> Self {
         CheckpointTables {
             pool: self.pool.clone(),
+            commits: self.commits.clone(),
             location: self.location.clone(),
             snapshot_policy: self.snapshot_policy,
             heads: Arc::clone(&self.heads),
@@ -82,11 +87,79 @@ fn sql_seq<D: Dialect>(run_id: &str, seq: u64) -> Result<i64, CheckpointError> {
     })
 }
 
+/// A checkpoint encoded for storage, owned until its batch is written.
+struct CheckpointRow {
+    run_id: String,
+    seq: i64,
+    node: String,
+    full: bool,
+    /// The checkpoint a delta is based on, which must be the run's latest stored.
+    base: Option<i64>,
+    text: String,
+    at: DateTime<Utc>,
+}
+
+/// What became of a checkpoint row.
+enum Stored {
+    /// It is stored.
+    Written,
+    /// It is a delta on a checkpoint that is no longer the run's latest: nothing written.
+    BaseMoved,
+}
+
+/// Stores `row` after the run's latest checkpoint, holding the run's key until the batch
+/// commits; one at or below the latest is refused as out of order.
+async fn insert_checkpoint<D: Sql>(
+    conn: &mut D::Connection,
+    row: &CheckpointRow,
+) -> Result<Stored, CheckpointError> {
+    let run_id = row.run_id.as_str();
+    let key = format!("checkpoint {run_id}");
+    D::lock_key(conn, &key).await.map_err(backend::<D>)?;
+    let latest = Bind::<D>::new("SELECT MAX(seq) AS seq FROM checkpoints WHERE run_id = $1")
+        .text(run_id)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(backend::<D>)?;
+    let latest = match latest {
+        Some(latest) => D::opt_int(&latest, "seq").map_err(backend::<D>)?,
+        None => None,
+    };
+    if let Some(latest) = latest
+        && latest >= row.seq
+    {
+        return Err(CheckpointError::OutOfOrder {
+            run_id: run_id.to_owned(),
+            seq: u64::try_from(row.seq).unwrap_or_default(),
+            latest: u64::try_from(latest).unwrap_or_default(),
+        });
+    }
+    if row.base.is_some() && row.base != latest {
+        return Ok(Stored::BaseMoved);
+    }
+    Bind::<D>::new(
+        "INSERT INTO checkpoints (run_id, seq, node, full_record, record, at) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .text(run_id)
+    .int(row.seq)
+    .text(&row.node)
+    .flag(row.full)
+    .text(&row.text)
+    .time(row.at)
+    .execute(conn)
+    .await
+    .map_err(backend::<D>)?;
+    Ok(Stored::Written)
+}
+
 impl<D: Sql> CheckpointTables<D> {
-    /// The tables in the database of `pool`, named `location` in messages.
-    pub(crate) fn new(pool: Pool<D>, location: String) -> Self {
+    /// The tables in the database of `pool`, written by its writer `commits`, named
+    /// `location` in messages.
+    pub(crate) fn new(pool: Pool<D>, commits: GroupCommit<D>, location: String) -> Self {
         CheckpointTables {
             pool,
+            commits,
             location,
             snapshot_policy: SnapshotPolicy::default(),
             heads: Arc::default(),
@@ -123,77 +196,45 @@ impl<D: Sql> CheckpointTables<D> {
     }
 
     /// Saves `checkpoint` after the run's latest, synced to disk before it returns.
+    ///
+    /// It is encoded before it queues, as a delta on the run's previous checkpoint when
+    /// this store's encoder holds it; should the run's latest stored checkpoint turn out
+    /// to be another (another store or instance wrote to the run since), nothing is
+    /// written and it is encoded again, in full.
     pub(crate) async fn save(&self, checkpoint: &Checkpoint) -> Result<(), CheckpointError> {
         checkpoint.check_version()?;
-        let mut conn = self.pool.acquire().await.map_err(backend::<D>)?;
-        let mode = D::sync_commits(&mut conn).await.map_err(backend::<D>)?;
-        let written = self.insert(&mut conn, checkpoint).await;
-        D::restore_sync(&mut conn, mode).await;
-        let encoder = written?;
-        // A finished run takes no more checkpoints: its encoder is dropped.
-        if checkpoint.next.is_some() {
-            self.heads().insert(&checkpoint.run_id, encoder);
-        }
-        Ok(())
-    }
-
-    /// Encodes and inserts `checkpoint` in one write transaction, returning the encoder
-    /// that holds it.
-    async fn insert(
-        &self,
-        conn: &mut D::Connection,
-        checkpoint: &Checkpoint,
-    ) -> Result<CheckpointEncoder, CheckpointError> {
         let run_id = checkpoint.run_id.as_str();
         let seq = sql_seq::<D>(run_id, checkpoint.seq)?;
-        let mut tx = conn
-            .begin_with(D::BEGIN_WRITE)
-            .await
-            .map_err(backend::<D>)?;
-        let key = format!("checkpoint {run_id}");
-        D::lock_key(&mut tx, &key).await.map_err(backend::<D>)?;
-        let latest = Bind::<D>::new("SELECT MAX(seq) AS seq FROM checkpoints WHERE run_id = $1")
-            .text(run_id)
-            .fetch_optional(&mut tx)
-            .await
-            .map_err(backend::<D>)?;
-        let latest = match latest {
-            Some(row) => D::opt_int(&row, "seq").map_err(backend::<D>)?,
-            None => None,
-        };
-        if let Some(latest) = latest
-            && latest >= seq
-        {
-            return Err(CheckpointError::OutOfOrder {
-                run_id: run_id.to_owned(),
-                seq: checkpoint.seq,
-                latest: u64::try_from(latest).unwrap_or_default(),
-            });
-        }
-        // The cached encoder holds the run's latest checkpoint unless another store or
-        // instance wrote to the run since: then the checkpoint is stored in full.
         let mut encoder = self
             .heads()
             .take(run_id)
-            .filter(|e| e.last_seq().and_then(|s| i64::try_from(s).ok()) == latest)
             .unwrap_or_else(|| CheckpointEncoder::new(self.snapshot_policy));
-        let record = encoder.encode(checkpoint);
-        let text = record.to_json()?;
-        Bind::<D>::new(
-            "INSERT INTO checkpoints (run_id, seq, node, full_record, record, at) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .text(run_id)
-        .int(seq)
-        .text(&checkpoint.node)
-        .flag(record.is_full())
-        .text(&text)
-        .time(checkpoint.at)
-        .execute(&mut tx)
-        .await
-        .map_err(backend::<D>)?;
-        tx.commit().await.map_err(backend::<D>)?;
-        Ok(encoder)
+        loop {
+            let record = encoder.encode(checkpoint);
+            let row = CheckpointRow {
+                run_id: run_id.to_owned(),
+                seq,
+                node: checkpoint.node.clone(),
+                full: record.is_full(),
+                base: record.base_seq().map(|base| sql_seq::<D>(run_id, base)).transpose()?,
+                text: record.to_json()?,
+                at: checkpoint.at,
+            };
+            let stored = self
+                .commits
+                .write_synced(row, |conn, row| Box::pin(insert_checkpoint::<D>(conn, row)))
+                .await?;
+            match stored {
+                Stored::Written => break,
+                // Only a delta is turned away so; encoded again, it is full.
+                Stored::BaseMoved => encoder.reset(),
+            }
+        }
+        // A finished run takes no more checkpoints: its encoder is dropped.
+        if checkpoint.next.is_some() {
+            self.heads().insert(run_id, encoder);
+        }
+        Ok(())
     }
 
     /// Rebuilds the run's checkpoint at seq `upto` or, without it, its latest; says
@@ -271,20 +312,21 @@ impl<D: Sql> CheckpointTables<D> {
         key: &str,
         value: &Value,
     ) -> Result<(), CheckpointError> {
-        let mut conn = self.pool.acquire().await.map_err(backend::<D>)?;
-        let mode = D::sync_commits(&mut conn).await.map_err(backend::<D>)?;
-        let written = Bind::<D>::new(
-            "INSERT INTO checkpoint_journal (run_id, key, value, at) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value, at = excluded.at",
-        )
-        .text(run_id)
-        .text(key)
-        .json(value)
-        .time(Utc::now())
-        .execute(&mut conn)
-        .await;
-        D::restore_sync(&mut conn, mode).await;
-        written.map(drop).map_err(backend::<D>)
+        let entry = (run_id.to_owned(), key.to_owned(), value.clone());
+        self.commits
+            .write_synced(entry, |conn, (run_id, key, value)| {
+                let upsert = Bind::<D>::new(
+                    "INSERT INTO checkpoint_journal (run_id, key, value, at) \
+                     VALUES ($1, $2, $3, $4) ON CONFLICT (run_id, key) \
+                     DO UPDATE SET value = excluded.value, at = excluded.at",
+                )
+                .text(run_id)
+                .text(key)
+                .json(value)
+                .time(Utc::now());
+                Box::pin(async move { upsert.execute(conn).await.map(drop).map_err(backend::<D>) })
+            })
+            .await
     }
 
     /// The run's journal entries by key.

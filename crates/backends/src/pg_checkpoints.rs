@@ -44,7 +44,11 @@ impl PgSessionStore {
     pub fn checkpoints(&self) -> PgCheckpointStore {
         PgCheckpointStore {
             db: self.clone(),
-            tables: CheckpointTables::new(self.pool().clone(), self.location()),
+            tables: CheckpointTables::new(
+                self.pool().clone(),
+                self.commits().clone(),
+                self.location(),
+            ),
         }
     }
 }

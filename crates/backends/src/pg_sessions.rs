@@ -102,6 +102,11 @@ impl PgSessionStore {
         self.tables.pool()
     }
 
+    /// The database's writer, shared with the checkpoint store on the same database.
+    pub(crate) fn commits(&self) -> &crate::group_commit::GroupCommit<Postgres> {
+        self.tables.commits()
+    }
+
     /// Where the tables are, for messages.
     pub(crate) fn location(&self) -> String {
         match &self.schema {
@@ -157,7 +162,7 @@ impl SessionStore for PgSessionStore {
         answer: &Value,
     ) -> Result<GateAnswer, StoreError> {
         self.tables
-            .settle_gate(id, gate_id, Settle::Answer(answer))
+            .settle_gate(id, gate_id, Settle::Answer(answer.clone()))
             .await
     }
 
@@ -168,7 +173,7 @@ impl SessionStore for PgSessionStore {
         reason: &str,
     ) -> Result<GateAnswer, StoreError> {
         self.tables
-            .settle_gate(id, gate_id, Settle::Close(reason))
+            .settle_gate(id, gate_id, Settle::Close(reason.to_owned()))
             .await
     }
 

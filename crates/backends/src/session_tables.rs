@@ -1,37 +1,42 @@
 //! The session store's tables, written once for SQLite and PostgreSQL: sessions, their
 //! events and gates.
 //!
-//! Every method is one transaction. Event numbers come from a counter on the session's
-//! row (`last_event`), taken in the transaction that stores the event, so concurrent
-//! writers, in any process or instance, take turns on that row and the numbers have no
-//! gaps: a transaction that fails gives its number back. Writes that read first take the
-//! write lock up front ([`Dialect::BEGIN_WRITE`](crate::sql::Dialect::BEGIN_WRITE)) or
-//! lock the session's row; a gate is settled with the session held (its row on
-//! PostgreSQL, the database on SQLite), so of two writers settling the same gate exactly
-//! one answer is accepted.
+//! Every write is one step of the database's group commit (`group_commit.rs`): it runs
+//! inside its batch's write transaction and is answered once that commits. Event numbers
+//! come from a counter on the session's row (`last_event`), taken in the transaction that
+//! stores the event, so concurrent writers, in any process or instance, take turns on that
+//! row and the numbers have no gaps: a transaction that fails gives its number back.
+//! Writes that read first lock the session's row (on SQLite the write transaction holds
+//! the whole database), so of two writers settling the same gate exactly one answer is
+//! accepted.
 
 use agent_runtime::sessions::{
     GateAnswer, NewSession, OpenGate, SessionOutcome, SessionRecord, SessionStatus, StoreError,
     StoredEvent, StoredGate,
 };
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::Pool;
 
+use crate::group_commit::GroupCommit;
 use crate::sql::{Bind, Cells, Sql, store_error};
 
 /// The columns [`session_from_row`] reads.
 const SESSION_COLUMNS: &str =
     "id, product, token_hash, status, stage, request, result, error, created_at, updated_at";
 
-/// The sessions, events and gates of database `D`, reached through `pool`.
+/// The sessions, events and gates of database `D`, read through `pool` and written
+/// through the database's group commit.
 pub(crate) struct SessionTables<D: Sql> {
     pool: Pool<D>,
+    commits: GroupCommit<D>,
 }
 
 impl<D: Sql> Clone for SessionTables<D> {
     fn clone(&self) -> Self {
         SessionTables {
             pool: self.pool.clone(),
+            commits: self.commits.clone(),
         }
     }
 }
@@ -79,10 +84,103 @@ fn sql_number(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+/// Inserts a running session; one with its id already is a conflict (nothing written).
+async fn insert_session<D: Sql>(
+    conn: &mut D::Connection,
+    session: &NewSession,
+    now: DateTime<Utc>,
+) -> Result<NewSession, StoreError> {
+    let created = Bind::<D>::new(
+        "INSERT INTO sessions (id, product, token_hash, status, request, created_at, \
+         updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (id) DO NOTHING",
+    )
+    .text(&session.id)
+    .text(&session.product)
+    .text(&session.token_hash)
+    .text(SessionStatus::Running.as_str())
+    .json(&session.request)
+    .time(now)
+    .execute(conn)
+    .await
+    .map_err(store_error::<D>)?;
+    if created == 0 {
+        return Err(StoreError::Conflict(session.id.clone()));
+    }
+    Ok(session.clone())
+}
+
+/// Runs an update of the session `id`'s row, which must exist.
+async fn update_session<D: Sql>(
+    conn: &mut D::Connection,
+    id: &str,
+    update: Bind<'_, D>,
+) -> Result<(), StoreError> {
+    let updated = update.execute(conn).await.map_err(store_error::<D>)?;
+    if updated == 0 {
+        return Err(StoreError::NotFound(id.to_owned()));
+    }
+    Ok(())
+}
+
+/// Numbers the session's next event from its row's counter and stores it; an unknown
+/// session is refused before anything is written.
+async fn insert_event<D: Sql>(
+    conn: &mut D::Connection,
+    id: &str,
+    event: &Value,
+) -> Result<u64, StoreError> {
+    let row = Bind::<D>::new(
+        "UPDATE sessions SET last_event = last_event + 1 WHERE id = $1 RETURNING last_event",
+    )
+    .text(id)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(store_error::<D>)?
+    .ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
+    let seq = Cells::<D>::new(&row, format!("session {id:?}")).number("last_event")?;
+    Bind::<D>::new("INSERT INTO events (session_id, seq, event, at) VALUES ($1, $2, $3, $4)")
+        .text(id)
+        .int(sql_number(seq))
+        .json(event)
+        .time(D::now())
+        .execute(conn)
+        .await
+        .map_err(store_error::<D>)?;
+    Ok(seq)
+}
+
+/// Counts a resume in the session's row (see [`SessionTables::note_resume`]).
+async fn count_resume<D: Sql>(
+    conn: &mut D::Connection,
+    id: &str,
+    events: u64,
+) -> Result<u32, StoreError> {
+    // One statement: the row's lock orders concurrent resumes.
+    let row = Bind::<D>::new(
+        "UPDATE sessions SET \
+           resume_attempts = CASE WHEN resume_attempts > 0 AND resume_events = $2 \
+                                  THEN resume_attempts + 1 ELSE 1 END, \
+           resume_events = $2 \
+         WHERE id = $1 RETURNING CAST(resume_attempts AS BIGINT) AS attempts",
+    )
+    .text(id)
+    .int(sql_number(events))
+    .fetch_optional(conn)
+    .await
+    .map_err(store_error::<D>)?
+    .ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
+    let attempts = Cells::<D>::new(&row, format!("session {id:?}")).number("attempts")?;
+    Ok(u32::try_from(attempts).unwrap_or(u32::MAX))
+}
+
 impl<D: Sql> SessionTables<D> {
-    /// The tables in the database of `pool`.
+    /// The tables in the database of `pool`, with the database's writer started (on the
+    /// current tokio runtime).
     pub(crate) fn new(pool: Pool<D>) -> Self {
-        SessionTables { pool }
+        SessionTables {
+            commits: GroupCommit::start(pool.clone()),
+            pool,
+        }
     }
 
     /// The connections, shared with the other stores on the same database.
@@ -90,26 +188,20 @@ impl<D: Sql> SessionTables<D> {
         &self.pool
     }
 
+    /// The database's writer, shared with the other stores on the same database.
+    pub(crate) fn commits(&self) -> &GroupCommit<D> {
+        &self.commits
+    }
+
     /// Creates a running session; a session with its id already is a conflict.
     pub(crate) async fn create(&self, session: NewSession) -> Result<SessionRecord, StoreError> {
         let now = D::now();
-        let mut conn = self.pool.acquire().await.map_err(store_error::<D>)?;
-        let created = Bind::<D>::new(
-            "INSERT INTO sessions (id, product, token_hash, status, request, created_at, \
-             updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (id) DO NOTHING",
-        )
-        .text(&session.id)
-        .text(&session.product)
-        .text(&session.token_hash)
-        .text(SessionStatus::Running.as_str())
-        .json(&session.request)
-        .time(now)
-        .execute(&mut conn)
-        .await
-        .map_err(store_error::<D>)?;
-        if created == 0 {
-            return Err(StoreError::Conflict(session.id));
-        }
+        let session = self
+            .commits
+            .write((session, now), |conn, (session, now)| {
+                Box::pin(insert_session::<D>(conn, session, *now))
+            })
+            .await?;
         Ok(session.into_record(now))
     }
 
@@ -125,16 +217,6 @@ impl<D: Sql> SessionTables<D> {
         row.as_ref().map(session_from_row::<D>).transpose()
     }
 
-    /// Runs an update of the session `id`'s row, which must exist.
-    async fn update_session(&self, id: &str, update: Bind<'_, D>) -> Result<(), StoreError> {
-        let mut conn = self.pool.acquire().await.map_err(store_error::<D>)?;
-        let updated = update.execute(&mut conn).await.map_err(store_error::<D>)?;
-        if updated == 0 {
-            return Err(StoreError::NotFound(id.to_owned()));
-        }
-        Ok(())
-    }
-
     /// Sets the session's status and, when given, its stage.
     pub(crate) async fn set_status(
         &self,
@@ -142,60 +224,55 @@ impl<D: Sql> SessionTables<D> {
         status: SessionStatus,
         stage: Option<&str>,
     ) -> Result<(), StoreError> {
-        let update = Bind::<D>::new(
-            "UPDATE sessions SET status = $1, stage = COALESCE($2, stage), updated_at = $3 \
-             WHERE id = $4",
-        )
-        .text(status.as_str())
-        .opt_text(stage)
-        .time(D::now())
-        .text(id);
-        self.update_session(id, update).await
+        let input = (id.to_owned(), status, stage.map(str::to_owned));
+        self.commits
+            .write(input, |conn, (id, status, stage)| {
+                let update = Bind::<D>::new(
+                    "UPDATE sessions SET status = $1, stage = COALESCE($2, stage), \
+                     updated_at = $3 WHERE id = $4",
+                )
+                .text(status.as_str())
+                .opt_text(stage.as_deref())
+                .time(D::now())
+                .text(id);
+                Box::pin(update_session::<D>(conn, id, update))
+            })
+            .await
     }
 
     /// Ends the session with its result or error.
     pub(crate) async fn finish(&self, id: &str, outcome: SessionOutcome) -> Result<(), StoreError> {
-        let status = outcome.status().as_str();
-        let update = match &outcome {
-            SessionOutcome::Complete(result) => Bind::<D>::new(
-                "UPDATE sessions SET status = $1, result = $2, updated_at = $3 WHERE id = $4",
-            )
-            .text(status)
-            .json(result),
-            SessionOutcome::Failed(error)
-            | SessionOutcome::Cancelled(error)
-            | SessionOutcome::Expired(error) => Bind::<D>::new(
-                "UPDATE sessions SET status = $1, error = $2, updated_at = $3 WHERE id = $4",
-            )
-            .text(status)
-            .text(error),
-        };
-        self.update_session(id, update.time(D::now()).text(id))
+        self.commits
+            .write((id.to_owned(), outcome), |conn, (id, outcome)| {
+                let status = outcome.status().as_str();
+                let update = match outcome {
+                    SessionOutcome::Complete(result) => Bind::<D>::new(
+                        "UPDATE sessions SET status = $1, result = $2, updated_at = $3 \
+                         WHERE id = $4",
+                    )
+                    .text(status)
+                    .json(result),
+                    SessionOutcome::Failed(error)
+                    | SessionOutcome::Cancelled(error)
+                    | SessionOutcome::Expired(error) => Bind::<D>::new(
+                        "UPDATE sessions SET status = $1, error = $2, updated_at = $3 \
+                         WHERE id = $4",
+                    )
+                    .text(status)
+                    .text(error),
+                };
+                Box::pin(update_session::<D>(conn, id, update.time(D::now()).text(id)))
+            })
             .await
     }
 
     /// Stores the session's next event, answering its number.
     pub(crate) async fn append_event(&self, id: &str, event: &Value) -> Result<u64, StoreError> {
-        let mut tx = D::begin_write(&self.pool).await.map_err(store_error::<D>)?;
-        let row = Bind::<D>::new(
-            "UPDATE sessions SET last_event = last_event + 1 WHERE id = $1 RETURNING last_event",
-        )
-        .text(id)
-        .fetch_optional(&mut tx)
-        .await
-        .map_err(store_error::<D>)?
-        .ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
-        let seq = Cells::<D>::new(&row, format!("session {id:?}")).number("last_event")?;
-        Bind::<D>::new("INSERT INTO events (session_id, seq, event, at) VALUES ($1, $2, $3, $4)")
-            .text(id)
-            .int(sql_number(seq))
-            .json(event)
-            .time(D::now())
-            .execute(&mut tx)
+        self.commits
+            .write((id.to_owned(), event.clone()), |conn, (id, event)| {
+                Box::pin(insert_event::<D>(conn, id, event))
+            })
             .await
-            .map_err(store_error::<D>)?;
-        tx.commit().await.map_err(store_error::<D>)?;
-        Ok(seq)
     }
 
     /// The session's events numbered after `after`, in order.
@@ -243,22 +320,27 @@ impl<D: Sql> SessionTables<D> {
 
     /// Records a pending gate; a gate already recorded is left as it is.
     pub(crate) async fn open_gate(&self, id: &str, gate: &OpenGate<'_>) -> Result<(), StoreError> {
-        let mut tx = D::begin_write(&self.pool).await.map_err(store_error::<D>)?;
-        insert_gate::<D>(&mut tx, id, gate).await?;
-        tx.commit().await.map_err(store_error::<D>)
+        let input = (id.to_owned(), NewGate::from(gate));
+        self.commits
+            .write(input, |conn, (id, gate)| {
+                Box::pin(insert_gate::<D>(conn, id, gate))
+            })
+            .await
     }
 
-    /// Answers or closes a pending gate, in a transaction of its own.
+    /// Answers or closes a pending gate.
     pub(crate) async fn settle_gate(
         &self,
         id: &str,
         gate_id: &str,
-        settle: Settle<'_>,
+        settle: Settle,
     ) -> Result<GateAnswer, StoreError> {
-        let mut tx = D::begin_write(&self.pool).await.map_err(store_error::<D>)?;
-        let outcome = settle_gate_row::<D>(&mut tx, id, gate_id, settle).await?;
-        tx.commit().await.map_err(store_error::<D>)?;
-        Ok(outcome)
+        let input = (id.to_owned(), gate_id.to_owned(), settle);
+        self.commits
+            .write(input, |conn, (id, gate_id, settle)| {
+                Box::pin(settle_gate_row::<D>(conn, id, gate_id, settle))
+            })
+            .await
     }
 
     /// Every gate of the session, in the order they opened.
@@ -272,24 +354,11 @@ impl<D: Sql> SessionTables<D> {
     /// Counts a resume of the session at `events` events: one more in a row when the
     /// last one found it at the same count, else the first.
     pub(crate) async fn note_resume(&self, id: &str, events: u64) -> Result<u32, StoreError> {
-        let mut tx = D::begin_write(&self.pool).await.map_err(store_error::<D>)?;
-        // One statement: the row's lock orders concurrent resumes.
-        let row = Bind::<D>::new(
-            "UPDATE sessions SET \
-               resume_attempts = CASE WHEN resume_attempts > 0 AND resume_events = $2 \
-                                      THEN resume_attempts + 1 ELSE 1 END, \
-               resume_events = $2 \
-             WHERE id = $1 RETURNING CAST(resume_attempts AS BIGINT) AS attempts",
-        )
-        .text(id)
-        .int(sql_number(events))
-        .fetch_optional(&mut tx)
-        .await
-        .map_err(store_error::<D>)?
-        .ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
-        let attempts = Cells::<D>::new(&row, format!("session {id:?}")).number("attempts")?;
-        tx.commit().await.map_err(store_error::<D>)?;
-        Ok(u32::try_from(attempts).unwrap_or(u32::MAX))
+        self.commits
+            .write((id.to_owned(), events), |conn, (id, events)| {
+                Box::pin(count_resume::<D>(conn, id, *events))
+            })
+            .await
     }
 
     /// The product's sessions that are running or waiting, oldest first.
@@ -310,11 +379,30 @@ impl<D: Sql> SessionTables<D> {
     }
 }
 
+/// A gate to record, owned until its batch is written.
+pub(crate) struct NewGate {
+    id: String,
+    name: String,
+    kind: String,
+    payload: Value,
+}
+
+impl From<&OpenGate<'_>> for NewGate {
+    fn from(gate: &OpenGate<'_>) -> Self {
+        NewGate {
+            id: gate.id.to_owned(),
+            name: gate.name.to_owned(),
+            kind: gate.kind.to_owned(),
+            payload: gate.payload.clone(),
+        }
+    }
+}
+
 /// Records a pending gate; a gate already recorded is left as it is.
 async fn insert_gate<D: Sql>(
     conn: &mut D::Connection,
     id: &str,
-    gate: &OpenGate<'_>,
+    gate: &NewGate,
 ) -> Result<(), StoreError> {
     require::<D>(conn, id, true).await?;
     Bind::<D>::new(
@@ -324,10 +412,10 @@ async fn insert_gate<D: Sql>(
          ON CONFLICT (session_id, gate_id) DO NOTHING",
     )
     .text(id)
-    .text(gate.id)
-    .text(gate.name)
-    .text(gate.kind)
-    .json(gate.payload)
+    .text(&gate.id)
+    .text(&gate.name)
+    .text(&gate.kind)
+    .json(&gate.payload)
     .time(D::now())
     .execute(conn)
     .await
@@ -336,11 +424,11 @@ async fn insert_gate<D: Sql>(
 }
 
 /// How a pending gate is settled.
-pub(crate) enum Settle<'a> {
+pub(crate) enum Settle {
     /// With the user's answer.
-    Answer(&'a Value),
+    Answer(Value),
     /// Without one, for a reason (`expired`, `cancelled`).
-    Close(&'a str),
+    Close(String),
 }
 
 /// Answers or closes a pending gate; an unknown, answered or closed one is left alone
@@ -349,7 +437,7 @@ async fn settle_gate_row<D: Sql>(
     conn: &mut D::Connection,
     id: &str,
     gate_id: &str,
-    settle: Settle<'_>,
+    settle: &Settle,
 ) -> Result<GateAnswer, StoreError> {
     require::<D>(conn, id, true).await?;
     let row = Bind::<D>::new(

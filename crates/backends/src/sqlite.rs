@@ -195,6 +195,11 @@ impl SqliteSessionStore {
         self.tables.pool()
     }
 
+    /// The database's writer, shared with the checkpoint store on the same database.
+    pub(crate) fn commits(&self) -> &crate::group_commit::GroupCommit<Sqlite> {
+        self.tables.commits()
+    }
+
     /// A transaction holding the write lock from its start.
     pub(crate) async fn write(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
         Sqlite::begin_write(self.pool())
@@ -254,7 +259,7 @@ impl SessionStore for SqliteSessionStore {
         answer: &Value,
     ) -> Result<GateAnswer, StoreError> {
         self.tables
-            .settle_gate(id, gate_id, Settle::Answer(answer))
+            .settle_gate(id, gate_id, Settle::Answer(answer.clone()))
             .await
     }
 
@@ -265,7 +270,7 @@ impl SessionStore for SqliteSessionStore {
         reason: &str,
     ) -> Result<GateAnswer, StoreError> {
         self.tables
-            .settle_gate(id, gate_id, Settle::Close(reason))
+            .settle_gate(id, gate_id, Settle::Close(reason.to_owned()))
             .await
     }
 

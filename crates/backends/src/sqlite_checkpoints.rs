@@ -74,7 +74,11 @@ impl SqliteSessionStore {
     pub fn checkpoints(&self) -> SqliteCheckpointStore {
         SqliteCheckpointStore {
             db: self.clone(),
-            tables: CheckpointTables::new(self.pool().clone(), self.location()),
+            tables: CheckpointTables::new(
+                self.pool().clone(),
+                self.commits().clone(),
+                self.location(),
+            ),
         }
     }
 }
