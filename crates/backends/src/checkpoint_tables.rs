@@ -216,7 +216,10 @@ impl<D: Sql> CheckpointTables<D> {
                 seq,
                 node: checkpoint.node.clone(),
                 full: record.is_full(),
-                base: record.base_seq().map(|base| sql_seq::<D>(run_id, base)).transpose()?,
+                base: record
+                    .base_seq()
+                    .map(|base| sql_seq::<D>(run_id, base))
+                    .transpose()?,
                 text: record.to_json()?,
                 at: checkpoint.at,
             };

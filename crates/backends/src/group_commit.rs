@@ -118,7 +118,12 @@ impl<D: Sql> GroupCommit<D> {
         self.submit(input, apply, true).await
     }
 
-    async fn submit<T, O, E>(&self, input: T, apply: Apply<D, T, O, E>, synced: bool) -> Result<O, E>
+    async fn submit<T, O, E>(
+        &self,
+        input: T,
+        apply: Apply<D, T, O, E>,
+        synced: bool,
+    ) -> Result<O, E>
     where
         T: Send + Sync + 'static,
         O: Send + 'static,
@@ -224,7 +229,10 @@ where
 
 /// The writer task: commits what has queued, batch after batch, until every handle is
 /// gone.
-async fn write_batches<D: Sql>(pool: Pool<D>, mut writes: mpsc::UnboundedReceiver<Box<dyn Queued<D>>>) {
+async fn write_batches<D: Sql>(
+    pool: Pool<D>,
+    mut writes: mpsc::UnboundedReceiver<Box<dyn Queued<D>>>,
+) {
     let mut batch = Vec::new();
     while writes.recv_many(&mut batch, MAX_BATCH).await > 0 {
         commit(&pool, &mut batch).await;
@@ -239,7 +247,9 @@ async fn commit<D: Sql>(pool: &Pool<D>, batch: &mut Vec<Box<dyn Queued<D>>>) {
         Ok(conn) => conn,
         Err(error) => {
             let reason = format!("{}: {error}", D::NAME);
-            batch.drain(..).for_each(|write| write.answer(Some(&reason)));
+            batch
+                .drain(..)
+                .for_each(|write| write.answer(Some(&reason)));
             return;
         }
     };
@@ -264,7 +274,9 @@ async fn commit<D: Sql>(pool: &Pool<D>, batch: &mut Vec<Box<dyn Queued<D>>>) {
         Err(error) => {
             tracing::warn!(database = D::NAME, %error, writes = batch.len(), "a batch was not committed");
             let reason = format!("{}: {error}", D::NAME);
-            batch.drain(..).for_each(|write| write.answer(Some(&reason)));
+            batch
+                .drain(..)
+                .for_each(|write| write.answer(Some(&reason)));
         }
     }
 }

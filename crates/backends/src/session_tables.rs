@@ -261,7 +261,11 @@ impl<D: Sql> SessionTables<D> {
                     .text(status)
                     .text(error),
                 };
-                Box::pin(update_session::<D>(conn, id, update.time(D::now()).text(id)))
+                Box::pin(update_session::<D>(
+                    conn,
+                    id,
+                    update.time(D::now()).text(id),
+                ))
             })
             .await
     }

@@ -1,0 +1,236 @@
+//! Group commit (one writer per database, ADR 0016) keeps the stores' promises: many
+//! sessions writing at once get their events numbered without gaps, a write that refuses
+//! does not cost its batch the others, and a process killed with SIGKILL in the middle of
+//! batches loses nothing it was told is stored.
+#![cfg(test)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout
+)]
+
+mod pg;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_backends::SqliteSessionStore;
+use agent_runtime::checkpoint::{Checkpoint, CheckpointStore};
+use agent_runtime::sessions::{NewSession, SessionStore, StoreError};
+use serde_json::json;
+use tempfile::TempDir;
+
+fn new_session(id: &str) -> NewSession {
+    NewSession {
+        id: id.to_owned(),
+        product: "load".to_owned(),
+        token_hash: "h".to_owned(),
+        request: json!({}),
+    }
+}
+
+/// `sessions` sessions each get `per_session` events appended by as many tasks at once;
+/// every session's events are then numbered 1..=per_session, each under the number its
+/// writer was told.
+async fn many_sessions_at_once(store: Arc<dyn SessionStore>, sessions: usize, per_session: u64) {
+    let ids: Vec<String> = (0..sessions).map(|n| format!("s{n}")).collect();
+    let created = ids.iter().map(|id| store.create(new_session(id)));
+    for created in futures::future::join_all(created).await {
+        created.unwrap();
+    }
+    let mut writers = Vec::new();
+    for id in &ids {
+        for n in 0..per_session {
+            let (store, id) = (Arc::clone(&store), id.clone());
+            writers.push(tokio::spawn(async move {
+                let seq = store.append_event(&id, &json!({"n": n})).await.unwrap();
+                (id, n, seq)
+            }));
+        }
+    }
+    let mut told: BTreeMap<String, BTreeMap<u64, u64>> = BTreeMap::new();
+    for writer in writers {
+        let (id, n, seq) = writer.await.unwrap();
+        told.entry(id).or_default().insert(seq, n);
+    }
+    for id in &ids {
+        let events = store.events_after(id, 0).await.unwrap();
+        let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=per_session).collect::<Vec<_>>(), "session {id}");
+        for event in events {
+            assert_eq!(event.event, json!({"n": told[id][&event.seq]}), "{id}");
+        }
+        assert_eq!(store.event_count(id).await.unwrap(), per_session);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_sessions_writing_at_once_number_their_events_without_gaps_on_sqlite() {
+    let dir = TempDir::new().unwrap();
+    let store = SqliteSessionStore::open(dir.path().join("sessions.db"))
+        .await
+        .unwrap();
+    many_sessions_at_once(Arc::new(store), 60, 40).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_sessions_writing_at_once_number_their_events_without_gaps_on_postgres() {
+    let fixture = pg::Fixture::new().await;
+    many_sessions_at_once(Arc::new(fixture.store.clone()), 60, 40).await;
+    fixture.cleanup().await;
+}
+
+/// Writes that refuse (an unknown session, a duplicate id) queued among good ones are
+/// refused alone; the good ones are stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_refused_write_leaves_the_rest_of_its_batch_stored() {
+    let store = Arc::new(SqliteSessionStore::in_memory().await.unwrap());
+    store.create(new_session("real")).await.unwrap();
+    let mut writes = Vec::new();
+    for n in 0..100u64 {
+        let store = Arc::clone(&store);
+        writes.push(tokio::spawn(async move {
+            match n % 10 {
+                3 => store.append_event("ghost", &json!(n)).await.err(),
+                7 => store.create(new_session("real")).await.err(),
+                _ => store.append_event("real", &json!(n)).await.err(),
+            }
+        }));
+    }
+    let mut refused = Vec::new();
+    for write in writes {
+        refused.extend(write.await.unwrap());
+    }
+    assert_eq!(refused.len(), 20, "{refused:?}");
+    assert!(refused.contains(&StoreError::NotFound("ghost".into())));
+    assert!(refused.contains(&StoreError::Conflict("real".into())));
+    assert_eq!(store.event_count("real").await.unwrap(), 80);
+}
+
+/// The environment variable that makes [`writes_until_killed`] run, naming its database.
+const CHILD_DATABASE: &str = "GROUP_COMMIT_CHILD_DATABASE";
+
+/// Sessions the child writes to at once, each with its own run of checkpoints.
+const CHILD_WRITERS: usize = 24;
+
+/// The child half of [`a_kill_mid_batch_loses_no_acknowledged_event_or_checkpoint`]:
+/// writers append events and save checkpoints as fast as the store takes them, each
+/// printing a line once its write is acknowledged, until the parent kills the process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the child process of a_kill_mid_batch_loses_no_acknowledged_event_or_checkpoint"]
+async fn writes_until_killed() {
+    let path = std::env::var(CHILD_DATABASE).expect("run by the kill test");
+    let store = SqliteSessionStore::open(&path).await.unwrap();
+    let checkpoints = store.checkpoints();
+    let mut writers = Vec::new();
+    for w in 0..CHILD_WRITERS {
+        let (store, checkpoints) = (store.clone(), checkpoints.clone());
+        writers.push(tokio::spawn(async move {
+            let id = format!("w{w}");
+            store.create(new_session(&id)).await.unwrap();
+            for n in 1u64.. {
+                let seq = store.append_event(&id, &json!({"n": n})).await.unwrap();
+                println!("event {id} {seq} {n}");
+                if n % 4 == 0 {
+                    let checkpoint =
+                        Checkpoint::new(&id, n / 4, "step", json!({"n": n})).with_next("step");
+                    checkpoints.save(&checkpoint).await.unwrap();
+                    println!("checkpoint {id} {}", n / 4);
+                }
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.unwrap();
+    }
+}
+
+/// A process writing through group commit is killed with SIGKILL while batches are being
+/// committed; reopened, the database holds every event and checkpoint the process was
+/// told is stored, under the number it was told, and each session's events are numbered
+/// without gaps.
+#[tokio::test]
+async fn a_kill_mid_batch_loses_no_acknowledged_event_or_checkpoint() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("sessions.db");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["writes_until_killed", "--exact", "--ignored", "--nocapture"])
+        .env(CHILD_DATABASE, &path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut events: Vec<(String, u64, u64)> = Vec::new();
+    let mut saved: BTreeMap<String, u64> = BTreeMap::new();
+    let read = |line: String, events: &mut Vec<_>, saved: &mut BTreeMap<_, _>| {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["event", id, seq, n] => {
+                events.push(((*id).to_owned(), seq.parse().unwrap(), n.parse().unwrap()))
+            }
+            ["checkpoint", id, seq] => {
+                saved.insert((*id).to_owned(), seq.parse().unwrap());
+            }
+            _ => {}
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while events.len() < 4000 && Instant::now() < deadline {
+        match lines.next() {
+            Some(line) => read(line.unwrap(), &mut events, &mut saved),
+            None => panic!("the child stopped before it was killed"),
+        }
+    }
+    assert!(events.len() >= 4000, "the child wrote too slowly");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // What it printed before it died was acknowledged too.
+    for line in lines {
+        read(line.unwrap(), &mut events, &mut saved);
+    }
+
+    let store = SqliteSessionStore::open(&path).await.unwrap();
+    let checkpoints = store.checkpoints();
+    let mut sessions = BTreeSet::new();
+    for (id, seq, n) in &events {
+        let stored = store.events_after(id, seq - 1).await.unwrap();
+        assert_eq!(
+            stored.first().map(|e| &e.event),
+            Some(&json!({"n": n})),
+            "{id} #{seq}"
+        );
+        sessions.insert(id.clone());
+    }
+    for id in &sessions {
+        let seqs: Vec<u64> = store
+            .events_after(id, 0)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.seq)
+            .collect();
+        let last = seqs.len() as u64;
+        assert_eq!(seqs, (1..=last).collect::<Vec<_>>(), "{id}: a gap");
+    }
+    assert!(!saved.is_empty());
+    for (id, seq) in &saved {
+        let stored = checkpoints.list(id).await.unwrap();
+        let kept = stored.iter().find(|c| c.seq == *seq);
+        assert_eq!(
+            kept.map(|c| &c.state),
+            Some(&json!({"n": seq * 4})),
+            "{id}: checkpoint {seq} lost"
+        );
+        let seqs: Vec<u64> = stored.iter().map(|c| c.seq).collect();
+        assert_eq!(
+            seqs,
+            (1..=seqs.len() as u64).collect::<Vec<_>>(),
+            "{id}: a gap"
+        );
+    }
+}
