@@ -50,12 +50,74 @@ struct Args {
     /// How long one client may wait for its session's first gate, in seconds.
     #[arg(long, default_value_t = 300)]
     patience: u64,
+    /// The `resume_server` binary to load (default: the one built beside this bench), so
+    /// one sitting can measure another build side by side.
+    #[arg(long)]
+    server: Option<PathBuf>,
 }
 
 /// A server process, killed on drop.
 struct Server {
     child: Child,
     url: String,
+}
+
+/// What the kernel says a process has used so far.
+#[derive(Debug, Clone, Copy, Default)]
+struct Usage {
+    /// User and system CPU time, in seconds.
+    cpu_s: f64,
+    /// Resident memory, in KiB.
+    rss_kib: f64,
+}
+
+impl std::ops::Add for Usage {
+    type Output = Usage;
+    fn add(self, other: Usage) -> Usage {
+        Usage {
+            cpu_s: self.cpu_s + other.cpu_s,
+            rss_kib: self.rss_kib + other.rss_kib,
+        }
+    }
+}
+
+impl Server {
+    /// The process's CPU time (`/proc/<pid>/stat`, at 100 ticks a second) and resident
+    /// memory (`/proc/<pid>/status`).
+    fn usage(&self) -> anyhow::Result<Usage> {
+        let pid = self.child.id();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        // The fields after the command name (which may hold spaces), from field 3 on.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .context("an unreadable /proc stat")?
+            .1
+            .split_whitespace()
+            .collect();
+        let ticks = |n: usize| -> anyhow::Result<f64> {
+            Ok(fields
+                .get(n - 3)
+                .context("a short /proc stat")?
+                .parse::<f64>()?)
+        };
+        let cpu_s = (ticks(14)? + ticks(15)?) / 100.0;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+        let rss_kib = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|rest| rest.split_whitespace().next())
+            .context("no VmRSS")?
+            .parse()?;
+        Ok(Usage { cpu_s, rss_kib })
+    }
+}
+
+/// What `servers` used together.
+fn usage(servers: &[&Server]) -> anyhow::Result<Usage> {
+    servers
+        .iter()
+        .map(|server| server.usage())
+        .try_fold(Usage::default(), |sum, one| Ok(sum + one?))
 }
 
 impl Drop for Server {
@@ -65,7 +127,10 @@ impl Drop for Server {
     }
 }
 
-fn resume_server_binary() -> anyhow::Result<PathBuf> {
+fn resume_server_binary(chosen: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(chosen) = chosen {
+        return Ok(chosen.to_path_buf());
+    }
     let here = std::env::current_exe()?;
     let binary = here
         .parent()
@@ -80,8 +145,8 @@ fn resume_server_binary() -> anyhow::Result<PathBuf> {
     Ok(binary)
 }
 
-fn spawn(args: &[String], env: &[(&str, String)]) -> anyhow::Result<Server> {
-    let mut child = Command::new(resume_server_binary()?)
+fn spawn(binary: &Path, args: &[String], env: &[(&str, String)]) -> anyhow::Result<Server> {
+    let mut child = Command::new(binary)
         .args(args)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .env("RUST_LOG", "error")
@@ -104,12 +169,13 @@ fn spawn(args: &[String], env: &[(&str, String)]) -> anyhow::Result<Server> {
     Ok(Server { child, url })
 }
 
-/// What one client saw.
+/// What one client saw, and its stream, kept open until every client is at its gate.
 struct Seen {
     started: Duration,
     first_event: Option<Duration>,
     gate: Option<Duration>,
     events: usize,
+    stream: Option<SseReader>,
 }
 
 async fn client(
@@ -146,6 +212,7 @@ async fn client(
         first_event: None,
         gate: None,
         events: 0,
+        stream: None,
     };
     while let Some(event) = reader.next().await {
         seen.events += 1;
@@ -161,6 +228,7 @@ async fn client(
             _ => {}
         }
     }
+    seen.stream = Some(reader);
     Ok(seen)
 }
 
@@ -172,14 +240,19 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank.min(sorted.len() - 1)]
 }
 
-/// Runs `sessions` clients against `urls` and prints the figures of `name`.
-async fn measure(name: &str, urls: &[String], args: &Args) -> anyhow::Result<()> {
+/// Runs `sessions` clients against `servers` and prints the figures of `name`.
+async fn measure(name: &str, servers: &[&Server], args: &Args) -> anyhow::Result<()> {
+    let urls: Vec<String> = servers.iter().map(|server| server.url.clone()).collect();
+    let before = usage(servers)?;
     let fixtures = examples::fixtures::locate(&args.fixtures)?;
     let resume = std::fs::read_to_string(fixtures.join("resume.txt"))?;
     let job = std::fs::read_to_string(fixtures.join("job.txt"))?;
     let body = Arc::new(json!({"resume_text": resume, "job_description": job}));
+    // One instance: a stream reuses its start's connection. Two: the start's connection
+    // to one instance waits idle while the stream reads the other, so fewer are kept.
+    let idle = if urls.len() == 1 { args.sessions } else { 256 };
     let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(args.sessions)
+        .pool_max_idle_per_host(idle)
         .build()?;
     let zero = Instant::now();
     let patience = Duration::from_secs(args.patience);
@@ -208,6 +281,9 @@ async fn measure(name: &str, urls: &[String], args: &Args) -> anyhow::Result<()>
     if seen.is_empty() {
         bail!("{name}: every client failed: {:?}", failures.first());
     }
+    // Every session is live (at its gate) with its stream open.
+    let during = usage(servers)?;
+    seen.iter_mut().for_each(|s| s.stream = None);
     let last_start = seen.iter().map(|s| s.started).max().unwrap_or_default();
     let last_gate = seen.iter().filter_map(|s| s.gate).max().unwrap_or_default();
     let events: usize = seen.iter().map(|s| s.events).sum();
@@ -230,8 +306,13 @@ async fn measure(name: &str, urls: &[String], args: &Args) -> anyhow::Result<()>
     println!("first_event_ms{{{name},p50}} {p50:.0} ms");
     println!("first_event_ms{{{name},p99}} {p99:.0} ms");
     println!("wall_s{{{name}}} {:.2} s", last_gate.as_secs_f64());
+    let cpu_per_1000 = (during.cpu_s - before.cpu_s) / events.max(1) as f64 * 1000.0;
+    let kib_per_session = (during.rss_kib - before.rss_kib) / seen.len() as f64;
+    println!("server_cpu_s_per_1000_events{{{name}}} {cpu_per_1000:.3} s");
+    println!("server_memory_per_live_session{{{name}}} {kib_per_session:.1} KiB");
+    println!("server_rss{{{name}}} {:.0} KiB", during.rss_kib);
     println!(
-        "| {name} | {} | {sessions_per_s:.0} | {events_per_s:.0} | {p50:.0} ms | {p99:.0} ms | {} |",
+        "| {name} | {} | {sessions_per_s:.0} | {events_per_s:.0} | {p50:.0} ms | {p99:.0} ms | {cpu_per_1000:.2} s | {kib_per_session:.0} KiB | {} |",
         seen.len(),
         failures.len()
     );
@@ -252,7 +333,9 @@ fn env_or(name: &str, default: &str) -> String {
 }
 
 async fn sqlite(args: &Args, work: &Path) -> anyhow::Result<()> {
+    let binary = resume_server_binary(args.server.as_deref())?;
     let server = spawn(
+        &binary,
         &[
             "--dry-run".into(),
             "--port".into(),
@@ -264,15 +347,17 @@ async fn sqlite(args: &Args, work: &Path) -> anyhow::Result<()> {
         ],
         &[],
     )?;
-    measure("sqlite", std::slice::from_ref(&server.url), args).await
+    measure("sqlite", &[&server], args).await
 }
 
 async fn two_instances(args: &Args) -> anyhow::Result<()> {
     let database = env_or("POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test");
     let nats = env_or("NATS_URL", "nats://127.0.0.1:4222");
     let tag = format!("load_{}", std::process::id());
+    let binary = resume_server_binary(args.server.as_deref())?;
     let instance = || {
         spawn(
+            &binary,
             &[
                 "--dry-run".into(),
                 "--port".into(),
@@ -293,12 +378,7 @@ async fn two_instances(args: &Args) -> anyhow::Result<()> {
         )
     };
     let (first, second) = (instance()?, instance()?);
-    let measured = measure(
-        "two-instances",
-        &[first.url.clone(), second.url.clone()],
-        args,
-    )
-    .await;
+    let measured = measure("two-instances", &[&first, &second], args).await;
     drop((first, second));
     // Leave nothing behind: the deployment's streams and schema.
     let coordination = NatsCoordination::connect_with_prefix(&nats, &tag).await?;
@@ -317,8 +397,10 @@ async fn two_instances(args: &Args) -> anyhow::Result<()> {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let work = tempfile::tempdir()?;
-    println!("| deployment | sessions | sessions/s | events/s | first event p50 | p99 | failed |");
-    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| deployment | sessions | sessions/s | events/s | first event p50 | p99 | server CPU per 1,000 events | server memory per live session | failed |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
     if matches!(args.deployment.as_str(), "sqlite" | "both") {
         sqlite(&args, work.path()).await?;
     }

@@ -15,6 +15,8 @@ pub(crate) struct ApiError {
     message: String,
     /// The path of the request field at fault, when one is.
     field: Option<String>,
+    /// When to try again, in seconds (`retry-after`), for a refusal that passes.
+    retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -24,6 +26,16 @@ impl ApiError {
             code: Cow::Borrowed(code),
             message: message.into(),
             field: None,
+            retry_after: None,
+        }
+    }
+
+    /// 503 with `retry-after: 1`: the server is at one of its limits
+    /// ([`ServerConfig`](crate::ServerConfig)), and the request may pass in a moment.
+    pub(crate) fn at_capacity(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            retry_after: Some(1),
+            ..ApiError::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
         }
     }
 
@@ -121,6 +133,7 @@ impl ApiError {
                 .get("field")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
+            retry_after: None,
         })
     }
 }
@@ -142,6 +155,11 @@ impl IntoResponse for ApiError {
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use agent_runtime::GateRegistry;
 use agent_runtime::sessions::{SessionOutcome, SessionStatus, StoreError, StoredGate};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -27,15 +27,21 @@ pub(crate) struct Launch {
     pub(crate) gates: Vec<StoredGate>,
     /// Product events stored before this run, in order.
     pub(crate) replayed: Vec<Value>,
+    /// The session's place under [`ServerConfig::max_live_sessions`], held until the run
+    /// ends; taken here when the start did not take one.
+    ///
+    /// [`ServerConfig::max_live_sessions`]: crate::ServerConfig::max_live_sessions
+    pub(crate) slot: Option<OwnedSemaphorePermit>,
 }
 
 impl AgentServer {
-    /// Starts the run of a session just created.
+    /// Starts the run of a session just created, holding `slot` while it runs.
     pub(crate) async fn start_run(
         &self,
         product: Arc<dyn Hosted>,
         id: String,
         request: Value,
+        slot: OwnedSemaphorePermit,
     ) -> Result<(), StoreError> {
         if let Some(queue) = &self.inner.run_queue {
             return queue.enqueue(product.name(), &id).await;
@@ -47,6 +53,7 @@ impl AgentServer {
             status: SessionStatus::Running,
             gates: Vec::new(),
             replayed: Vec::new(),
+            slot: Some(slot),
         })
         .await
         .map(|_| ())
@@ -62,7 +69,14 @@ impl AgentServer {
             status,
             gates: stored_gates,
             replayed,
+            slot,
         } = launch;
+        // Resumed runs are not refused: they take a place if there is one.
+        let slot = slot.or_else(|| {
+            Arc::clone(&self.inner.session_slots)
+                .try_acquire_owned()
+                .ok()
+        });
         if self.inner.live.get(&id).is_some() || self.inner.shutting_down.load(Ordering::SeqCst) {
             return Ok(false);
         }
@@ -224,6 +238,7 @@ impl AgentServer {
                     tracing::warn!(%error, "lease not released");
                 }
                 live_map.lock().remove(&id);
+                drop(slot);
                 this_run.ended.cancel();
             }
             .instrument(span),

@@ -84,6 +84,7 @@ impl AgentServer {
                 status: record.status,
                 gates,
                 replayed,
+                slot: None,
             })
             .await?;
         Ok(if launched {

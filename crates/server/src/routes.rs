@@ -10,6 +10,7 @@ use axum::http::{HeaderMap, Request, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
+use std::sync::Arc;
 use tower_http::trace::TraceLayer;
 
 use crate::access::{Authorized, TokenQuery, authorized, json_body, path, session_of};
@@ -106,6 +107,14 @@ async fn start(
         .admit(&request)
         .await
         .map_err(|refusal| ApiError::refused(&refusal))?;
+    let slot = Arc::clone(&server.inner.session_slots)
+        .try_acquire_owned()
+        .map_err(|_| {
+            ApiError::at_capacity(
+                "too_many_sessions",
+                "this server runs as many sessions as it may; try again shortly",
+            )
+        })?;
 
     let id = uuid::Uuid::new_v4().to_string();
     let token = new_token();
@@ -122,7 +131,7 @@ async fn start(
         .map_err(|error| ApiError::store(&error))?;
     tracing::info!(session = %id, product = %name, "session started");
     server
-        .start_run(product, id.clone(), request)
+        .start_run(product, id.clone(), request, slot)
         .await
         .map_err(|error| ApiError::store(&error))?;
     let body = json!({

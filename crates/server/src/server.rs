@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -46,6 +46,14 @@ pub struct ServerConfig {
     /// waiting at a gate counts); at the limit it takes no run from the queue, leaving it
     /// to other instances. `None` (the default): no limit.
     pub max_concurrent_runs: Option<usize>,
+    /// The most sessions this instance runs at once (a session waiting at a gate counts
+    /// until it ends). A start beyond it is refused with 503 and `retry-after`; sessions a
+    /// restart resumes or a run queue hands out are not refused. `None`: no limit.
+    /// Default 10,000.
+    pub max_live_sessions: Option<usize>,
+    /// The most event streams one session may have open at once on this instance; one
+    /// more is refused with 503 and `retry-after`. Default 16.
+    pub max_streams_per_session: usize,
 }
 
 impl Default for ServerConfig {
@@ -59,6 +67,8 @@ impl Default for ServerConfig {
             queue_heartbeat: Duration::from_secs(5),
             max_deliveries: 5,
             max_concurrent_runs: None,
+            max_live_sessions: Some(10_000),
+            max_streams_per_session: 16,
         }
     }
 }
@@ -99,6 +109,58 @@ pub(crate) struct Inner {
     /// Every task the server starts (a session's run, writer and lease, the worker, a
     /// streamed chat turn): shutting down waits for them.
     pub(crate) tasks: TaskTracker,
+    /// One permit per session started here and still running
+    /// ([`ServerConfig::max_live_sessions`]).
+    pub(crate) session_slots: Arc<Semaphore>,
+    /// The event streams open on this instance, by session.
+    pub(crate) streams: Arc<StreamCounts>,
+}
+
+/// How many event streams each session has open, each held by a [`StreamSlot`].
+#[derive(Default)]
+pub(crate) struct StreamCounts(Mutex<HashMap<String, usize>>);
+
+impl StreamCounts {
+    /// A slot for one more stream of `session`, unless it has `max` open already.
+    pub(crate) fn open(self: &Arc<Self>, session: &str, max: usize) -> Option<StreamSlot> {
+        let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let count = open.entry(session.to_owned()).or_default();
+        if *count >= max {
+            return None;
+        }
+        *count += 1;
+        Some(StreamSlot {
+            counts: Arc::clone(self),
+            session: session.to_owned(),
+        })
+    }
+}
+
+/// One open event stream of a session: counted until dropped.
+pub(crate) struct StreamSlot {
+    counts: Arc<StreamCounts>,
+    session: String,
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let mut open = self.counts.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = open.get_mut(&self.session) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                open.remove(&self.session);
+            }
+        }
+    }
+}
+
+/// The permits of [`ServerConfig::max_live_sessions`].
+fn session_slots(config: &ServerConfig) -> Arc<Semaphore> {
+    let permits = config
+        .max_live_sessions
+        .unwrap_or(Semaphore::MAX_PERMITS)
+        .min(Semaphore::MAX_PERMITS);
+    Arc::new(Semaphore::new(permits))
 }
 
 /// Makes the agent bus of a session, given its id: in process by default
@@ -200,6 +262,8 @@ impl AgentServer {
                 chat: None,
                 buses: Arc::new(|_| Arc::new(InMemoryBus::new())),
                 tasks: TaskTracker::new(),
+                session_slots: session_slots(&ServerConfig::default()),
+                streams: Arc::default(),
             }),
         }
     }
@@ -305,6 +369,7 @@ impl AgentServer {
     /// Sets the limits and timings.
     pub fn with_config(self, config: ServerConfig) -> Self {
         let mut inner = Arc::unwrap_or_clone(self.inner);
+        inner.session_slots = session_slots(&config);
         inner.config = config;
         AgentServer {
             inner: Arc::new(inner),

@@ -1,5 +1,10 @@
 //! `GET /api/{product}/{session}/stream`: server-sent events, replayed from the store
 //! after `Last-Event-ID`, then live.
+//!
+//! Live events come from memory (the fan-out), never from a read of the store per event.
+//! A client that falls further behind than the fan-out holds (it does not read) is
+//! dropped: its stream ends without a terminal event, and it reconnects with
+//! `Last-Event-ID`. The writer never waits for a client.
 
 use agent_runtime::sessions::Fanned;
 use agent_runtime::sessions::StoredEvent;
@@ -17,7 +22,7 @@ use std::sync::Arc;
 
 use crate::access::{Authorized, TokenQuery, authorized};
 use crate::error::ApiError;
-use crate::server::AgentServer;
+use crate::server::{AgentServer, StreamSlot};
 use crate::writer::is_terminal;
 
 /// `GET /api/{product}/{session}/stream`: the stored events after `Last-Event-ID`, then the
@@ -30,6 +35,13 @@ pub(crate) async fn stream(
 ) -> Result<Response, ApiError> {
     let Authorized { record, query, .. } = authorized(&server, &headers, ids, token).await?;
     let id = record.id;
+    let max = server.inner.config.max_streams_per_session;
+    let slot = server.inner.streams.open(&id, max).ok_or_else(|| {
+        ApiError::at_capacity(
+            "too_many_streams",
+            format!("this session has {max} event streams open already"),
+        )
+    })?;
     let header_id = headers
         .get("last-event-id")
         .map(|v| v.to_str().unwrap_or("invalid").to_owned());
@@ -74,6 +86,7 @@ pub(crate) async fn stream(
         live,
         last: after,
         ended: false,
+        _slot: slot,
     }
     .into_stream();
     let sse =
@@ -98,6 +111,8 @@ struct EventStream {
     live: Option<BoxStream<'static, Fanned>>,
     last: u64,
     ended: bool,
+    /// Counts this stream among its session's until it ends.
+    _slot: StreamSlot,
 }
 
 impl EventStream {
@@ -128,8 +143,15 @@ impl EventStream {
                 Some(Fanned::Event(seq, event)) if seq == self.last + 1 || seq <= self.last => {
                     self.queue.push_back((seq, Value::clone(&event)));
                 }
-                // Skipped ahead (missed one) or fell behind: catch up from the store.
-                Some(Fanned::Event(..) | Fanned::Lagged) => self.catch_up().await?,
+                // Skipped ahead (an event went missing on the way): catch up from the
+                // store.
+                Some(Fanned::Event(..)) => self.catch_up().await?,
+                // The client reads slower than the session emits: dropped, it reconnects
+                // with `Last-Event-ID`.
+                Some(Fanned::Lagged) => {
+                    tracing::info!(session = %self.session, last = self.last, "stream dropped: the client fell behind");
+                    return None;
+                }
                 None => {
                     self.live = None;
                     self.catch_up().await?;

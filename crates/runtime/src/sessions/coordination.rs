@@ -187,8 +187,14 @@ impl InProcessFanout {
 #[async_trait]
 impl EventFanout for InProcessFanout {
     fn publish(&self, session: &str, seq: u64, event: Arc<Value>) {
-        // No subscriber is not an error.
-        let _ = self.sender(session).send((seq, event));
+        // A session nobody follows has no channel (and holds no buffer): it is made by
+        // the first subscriber and dropped when the last one has gone.
+        let mut sessions = self.lock();
+        if let Some(sender) = sessions.get(session)
+            && sender.send((seq, event)).is_err()
+        {
+            sessions.remove(session);
+        }
     }
 
     async fn subscribe(&self, session: &str) -> Result<BoxStream<'static, Fanned>, StoreError> {

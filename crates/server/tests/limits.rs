@@ -1,0 +1,214 @@
+//! The limits that protect a server under load: starts beyond
+//! `ServerConfig::max_live_sessions` and streams beyond `max_streams_per_session` are
+//! refused with 503 and `retry-after`, and a client that reads slower than its session
+//! emits is dropped (it reconnects with `Last-Event-ID`) while the others get every event.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_runtime::sessions::{InMemorySessionStore, InProcessFanout};
+use agent_server::{AgentServer, Product, ServerConfig, SessionHandle};
+use common::{EchoError, PATIENCE, SseReader, Started, TestServer};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+/// A product that waits until the test lets it go, then emits `count` events of `size`
+/// bytes each, one a millisecond, and completes.
+struct Flood {
+    go: watch::Receiver<bool>,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct FloodStart {
+    count: usize,
+    size: usize,
+}
+
+#[async_trait::async_trait]
+impl Product for Flood {
+    type Start = FloodStart;
+    type Event = Value;
+    type Output = Value;
+    type Error = EchoError;
+
+    fn name(&self) -> &str {
+        "flood"
+    }
+
+    async fn run(
+        &self,
+        handle: SessionHandle<Value>,
+        start: FloodStart,
+    ) -> Result<Value, EchoError> {
+        let mut go = self.go.clone();
+        go.wait_for(|go| *go)
+            .await
+            .map_err(|e| EchoError(e.to_string()))?;
+        let filler = "x".repeat(start.size);
+        for n in 0..start.count {
+            handle.emit(&json!({"type": "chunk", "n": n, "filler": filler}));
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        Ok(json!({"emitted": start.count}))
+    }
+}
+
+fn flood_server(
+    config: ServerConfig,
+    fanout_capacity: usize,
+) -> (AgentServer, watch::Sender<bool>) {
+    let (go, waiting) = watch::channel(false);
+    let server = AgentServer::new(Arc::new(InMemorySessionStore::new()))
+        .with_fanout(Arc::new(InProcessFanout::with_capacity(fanout_capacity)))
+        .with_config(config)
+        .with_product(Arc::new(Flood { go: waiting }));
+    (server, go)
+}
+
+async fn stream_response(
+    http: &TestServer,
+    session: &Started,
+    last: Option<u64>,
+) -> reqwest::Response {
+    let mut request = http
+        .client
+        .get(http.url(&session.stream_url))
+        .bearer_auth(&session.token);
+    if let Some(last) = last {
+        request = request.header("Last-Event-ID", last.to_string());
+    }
+    request.send().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_stream_is_dropped_and_resumes_while_the_others_get_every_event() {
+    // The fan-out holds 256 events (a quarter of a second here) for a client behind.
+    let (server, go) = flood_server(ServerConfig::default(), 256);
+    let http = TestServer::spawn(server).await;
+    // 40 MB of events: more than the sockets between the server and a client that does
+    // not read can hold, and the fan-out's 256 after that.
+    let (count, size) = (1280u64, 32 * 1024);
+    let session = http
+        .start("flood", json!({"count": count, "size": size}))
+        .await;
+    let slow = stream_response(&http, &session, None).await;
+    assert_eq!(slow.status(), 200);
+    let mut fast = http.stream(&session, None).await.with_patience(PATIENCE);
+    go.send(true).unwrap();
+
+    let events = fast.rest().await;
+    let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
+    assert_eq!(
+        ids,
+        (1..=count + 1).collect::<Vec<_>>(),
+        "the fast client missed events"
+    );
+    assert_eq!(events.last().unwrap().event, "session_complete");
+
+    // The slow client's stream ended part-way, without the terminal event...
+    let seen = SseReader::new(slow).with_patience(PATIENCE).rest().await;
+    let last = seen.last().map_or(0, |e| e.id);
+    assert_eq!(
+        seen.iter().map(|e| e.id).collect::<Vec<_>>(),
+        (1..=last).collect::<Vec<_>>()
+    );
+    assert!(
+        last < count,
+        "the slow client was not dropped (read up to {last})"
+    );
+    // ...and it picks up where it was, with nothing missed or repeated.
+    let rest = SseReader::new(stream_response(&http, &session, Some(last)).await)
+        .with_patience(PATIENCE)
+        .rest()
+        .await;
+    assert_eq!(
+        rest.iter().map(|e| e.id).collect::<Vec<_>>(),
+        (last + 1..=count + 1).collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starts_beyond_the_live_session_limit_get_503_with_retry_after() {
+    let config = ServerConfig {
+        max_live_sessions: Some(2),
+        ..ServerConfig::default()
+    };
+    let (server, go) = flood_server(config, 16);
+    let http = TestServer::spawn(server).await;
+    let body = json!({"count": 1, "size": 1});
+    let first = http.start("flood", body.clone()).await;
+    http.start("flood", body.clone()).await;
+
+    let refused = http
+        .client
+        .post(http.url("/api/flood/start"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let error: Value = refused.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "too_many_sessions");
+
+    // Once the running sessions end, starts are taken again.
+    go.send(true).unwrap();
+    http.stream(&first, None).await.rest().await;
+    tokio::time::timeout(PATIENCE, async {
+        loop {
+            let again = http
+                .client
+                .post(http.url("/api/flood/start"))
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            if again.status() == 201 {
+                break;
+            }
+            assert_eq!(again.status(), 503);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("no start was taken after the sessions ended");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_beyond_the_per_session_limit_get_503_with_retry_after() {
+    let config = ServerConfig {
+        max_streams_per_session: 2,
+        keep_alive: Duration::from_millis(50),
+        ..ServerConfig::default()
+    };
+    let (server, _go) = flood_server(config, 16);
+    let http = TestServer::spawn(server).await;
+    let session = http.start("flood", json!({"count": 1, "size": 1})).await;
+    let one = stream_response(&http, &session, None).await;
+    let two = stream_response(&http, &session, None).await;
+    assert_eq!((one.status().as_u16(), two.status().as_u16()), (200, 200));
+
+    let three = stream_response(&http, &session, None).await;
+    assert_eq!(three.status(), 503);
+    assert_eq!(three.headers()["retry-after"], "1");
+    let error: Value = three.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "too_many_streams");
+
+    // A stream the client closes gives its place back (noticed at the next keep-alive).
+    drop(one);
+    tokio::time::timeout(PATIENCE, async {
+        loop {
+            let again = stream_response(&http, &session, None).await;
+            if again.status() == 200 {
+                break;
+            }
+            assert_eq!(again.status(), 503);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("a closed stream kept its place");
+}
