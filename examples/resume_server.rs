@@ -27,19 +27,19 @@
 // A command-line program: its output is the point.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_backends::{
-    JetStreamRunQueue, NatsBus, NatsCoordination, PgSessionStore, SqliteSessionStore,
-};
 use agent_llm::{ModelTier, PricingTable, ProviderConfig};
 use agent_runtime::CostLimits;
-use agent_runtime::bus::AgentBus;
-use agent_server::{AgentServer, ServerConfig, SessionBuses};
 use anyhow::Context as _;
 use clap::{Parser, ValueEnum};
+use examples::deployment::ScaleOut;
 use resume_coordinator::{Flags, ResumeProduct};
 
 /// Serve the resume coordinator.
@@ -172,13 +172,11 @@ async fn main() -> anyhow::Result<()> {
         .with_gate_timeout(args.gate_timeout);
     let (server, location) = match args.backend {
         Backend::Sqlite => {
-            let store = SqliteSessionStore::open(&args.db)
-                .await
-                .with_context(|| format!("opening the session store {}", args.db.display()))?;
+            let (server, store) = examples::deployment::single_process(&args.db).await?;
             // One database: sessions, events and gates, the runs' checkpoints and the
             // users' master resumes beside them.
             let product = product.with_documents(Arc::new(store.documents()));
-            let server = AgentServer::new(Arc::new(store)).with_product(Arc::new(product));
+            let server = server.with_product(Arc::new(product));
             let resumed = server.resume_unfinished().await?;
             if resumed > 0 {
                 println!("resumed {resumed} unfinished session(s)");
@@ -186,7 +184,21 @@ async fn main() -> anyhow::Result<()> {
             (server, args.db.display().to_string())
         }
         // Unfinished runs wait in the queue: this instance's worker takes its share.
-        Backend::PostgresNats => scale_out(&args, product).await?,
+        Backend::PostgresNats => {
+            let deployment = ScaleOut {
+                schema: args.schema.clone(),
+                nats_prefix: args.nats_prefix.clone(),
+                lease: Duration::from_secs(args.lease_secs),
+                max_runs: args.max_runs.map(|n| n as usize),
+                ..ScaleOut::from_env()?
+            };
+            let (server, store) = deployment.server().await?;
+            let product = product.with_documents(Arc::new(store.documents()));
+            (
+                server.with_product(Arc::new(product)),
+                deployment.describe(),
+            )
+        }
     };
     let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
         .await
@@ -199,53 +211,4 @@ async fn main() -> anyhow::Result<()> {
     };
     server.serve_until(listener, shutdown).await?;
     Ok(())
-}
-
-/// One instance of a deployment on PostgreSQL and NATS JetStream.
-async fn scale_out(args: &Args, product: ResumeProduct) -> anyhow::Result<(AgentServer, String)> {
-    let database = std::env::var("DATABASE_URL")
-        .context("--backend postgres+nats needs DATABASE_URL (postgres://user@host:port/db)")?;
-    let nats_url = std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into());
-    let store = match &args.schema {
-        Some(schema) => PgSessionStore::connect_in_schema(&database, schema).await,
-        None => PgSessionStore::connect(&database).await,
-    }
-    .context("connecting to PostgreSQL")?;
-    let nats = NatsCoordination::connect_with_prefix(&nats_url, &args.nats_prefix)
-        .await
-        .context("connecting to NATS")?;
-    let lease = Duration::from_secs(args.lease_secs.max(1));
-    let queue = JetStreamRunQueue::new(&nats, lease)
-        .await
-        .context("opening the run queue (is JetStream enabled on the NATS server?)")?;
-    // The agents of a session talk over JetStream, so a run taken over by another
-    // instance finds the messages its agents were sent.
-    let client = nats.client().clone();
-    let buses: SessionBuses = Arc::new(move |session: &str| {
-        Arc::new(NatsBus::new(client.clone(), session)) as Arc<dyn AgentBus>
-    });
-    let nats = Arc::new(nats);
-    let product = product.with_documents(Arc::new(store.documents()));
-    let config = ServerConfig {
-        lease_ttl: lease,
-        queue_heartbeat: lease / 6,
-        max_concurrent_runs: args.max_runs.map(|n| n as usize),
-        ..ServerConfig::default()
-    };
-    let server = AgentServer::new(Arc::new(store.clone()))
-        .with_leases(Arc::new(store.leases()))
-        .with_fanout(nats.clone())
-        .with_control(nats)
-        .with_run_queue(Arc::new(queue))
-        .with_buses(buses)
-        .with_config(config)
-        .with_product(Arc::new(product));
-    let schema = args.schema.as_deref().unwrap_or("default schema");
-    Ok((
-        server,
-        format!(
-            "PostgreSQL ({schema}), NATS {nats_url} (prefix {})",
-            args.nats_prefix
-        ),
-    ))
 }

@@ -16,9 +16,14 @@
 //! otherwise rolls the batch back, and then every write of that batch is run again in a
 //! transaction of its own, so one bad write never costs the others theirs.
 //!
+//! Writes of one kind queued one after another (appending events, the bulk of the load)
+//! can run *together*: one call takes them all, as multi-row statements, and answers
+//! each its own outcome (see [`GroupCommit::write_together`]).
+//!
 //! Readers do not use the writer: they read through the pool's other connections (SQLite
 //! in WAL mode reads beside its one writer).
 
+use std::any::{Any, TypeId};
 use std::marker::PhantomData;
 
 use agent_runtime::checkpoint::CheckpointError;
@@ -36,6 +41,13 @@ const MAX_BATCH: usize = 1024;
 /// (a closure that captures nothing) so the same write can run again alone.
 pub(crate) type Apply<D, T, O, E> =
     for<'c> fn(&'c mut <D as Database>::Connection, &'c T) -> BoxFuture<'c, Result<O, E>>;
+
+/// What a run of writes of one kind does in one call: each one's outcome, in order; an
+/// `Err` fails them all (the batch is rolled back, and each is run again alone).
+pub(crate) type ApplyAll<D, T, O, E> = for<'c> fn(
+    &'c mut <D as Database>::Connection,
+    Vec<&'c T>,
+) -> BoxFuture<'c, Result<Vec<Result<O, E>>, E>>;
 
 /// The errors of a batched write: what a write that refuses looks like, and what the
 /// write answers when its batch could not be committed.
@@ -118,6 +130,32 @@ impl<D: Sql> GroupCommit<D> {
         self.submit(input, apply, true).await
     }
 
+    /// Applies `apply_all` to `input` in the next batch, together with the writes of the
+    /// same `kind` queued right before and after it, and answers its own outcome once
+    /// that batch is committed. One `kind` names one `apply_all`.
+    pub(crate) async fn write_together<T, O, E>(
+        &self,
+        kind: &'static str,
+        input: T,
+        apply_all: ApplyAll<D, T, O, E>,
+    ) -> Result<O, E>
+    where
+        T: Send + Sync + 'static,
+        O: Send + 'static,
+        E: Refusal,
+    {
+        let (reply, answer) = oneshot::channel();
+        let pending = Box::new(Pending::<D, T, O, E> {
+            input,
+            apply: How::Together(kind, apply_all),
+            synced: false,
+            outcome: None,
+            reply,
+            database: PhantomData,
+        });
+        self.queue_and_wait(pending, answer).await
+    }
+
     async fn submit<T, O, E>(
         &self,
         input: T,
@@ -132,12 +170,21 @@ impl<D: Sql> GroupCommit<D> {
         let (reply, answer) = oneshot::channel();
         let pending = Box::new(Pending::<D, T, O, E> {
             input,
-            apply,
+            apply: How::Alone(apply),
             synced,
             outcome: None,
             reply,
             database: PhantomData,
         });
+        self.queue_and_wait(pending, answer).await
+    }
+
+    /// Queues `pending` and waits for its answer on `answer`.
+    async fn queue_and_wait<O, E: Refusal>(
+        &self,
+        pending: Box<dyn Queued<D>>,
+        answer: oneshot::Receiver<Result<O, E>>,
+    ) -> Result<O, E> {
         if self.queue.send(pending).is_err() {
             return Err(E::batch_failed(format!(
                 "{}: the database's writer has stopped",
@@ -161,10 +208,26 @@ enum Applied {
     Failed,
 }
 
+/// How a run of writes of one kind is applied in one call (see [`ApplyAll`]).
+type ApplyRun<D> = for<'c> fn(
+    &'c mut <D as Database>::Connection,
+    &'c mut [Box<dyn Queued<D>>],
+) -> BoxFuture<'c, Applied>;
+
 /// A write waiting for its batch, whatever it writes.
-trait Queued<D: Sql>: Send {
+trait Queued<D: Sql>: Send + Any {
     /// Whether its commit must be synced to disk.
     fn synced(&self) -> bool;
+
+    /// For a write that runs together with its neighbours of the same kind: that kind
+    /// (its concrete type and name), and how such a run is applied.
+    fn together(&self) -> Option<(TypeId, &'static str, ApplyRun<D>)>;
+
+    /// Itself, to be taken back as its concrete type by [`ApplyRun`].
+    fn as_any(&self) -> &dyn Any;
+
+    /// Itself, to be taken back as its concrete type by [`ApplyRun`].
+    fn as_any_mut(&mut self) -> &mut dyn Any;
 
     /// Runs it in the batch's transaction on `conn`, keeping its outcome.
     fn apply<'c>(&'c mut self, conn: &'c mut D::Connection) -> BoxFuture<'c, Applied>;
@@ -173,14 +236,30 @@ trait Queued<D: Sql>: Send {
     fn answer(self: Box<Self>, failure: Option<&str>);
 }
 
+/// How a write is applied.
+enum How<D: Sql, T, O, E> {
+    /// On its own.
+    Alone(Apply<D, T, O, E>),
+    /// Together with its neighbours of the same kind.
+    Together(&'static str, ApplyAll<D, T, O, E>),
+}
+
 /// A write of `T` answering `Result<O, E>`.
 struct Pending<D: Sql, T, O, E> {
     input: T,
-    apply: Apply<D, T, O, E>,
+    apply: How<D, T, O, E>,
     synced: bool,
     outcome: Option<Result<O, E>>,
     reply: oneshot::Sender<Result<O, E>>,
     database: PhantomData<fn() -> D>,
+}
+
+/// Whether a write with this outcome lets its batch go on.
+fn applied<O, E: Refusal>(outcome: &Result<O, E>) -> Applied {
+    match outcome {
+        Err(error) if !error.is_refusal() => Applied::Failed,
+        _ => Applied::Done,
+    }
 }
 
 impl<D, T, O, E> Queued<D> for Pending<D, T, O, E>
@@ -194,6 +273,21 @@ where
         self.synced
     }
 
+    fn together(&self) -> Option<(TypeId, &'static str, ApplyRun<D>)> {
+        match self.apply {
+            How::Alone(_) => None,
+            How::Together(kind, _) => Some((TypeId::of::<Self>(), kind, apply_run::<D, T, O, E>)),
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+
     fn apply<'c>(&'c mut self, conn: &'c mut D::Connection) -> BoxFuture<'c, Applied> {
         let Pending {
             input,
@@ -201,16 +295,34 @@ where
             outcome,
             ..
         } = self;
-        let running = apply(conn, input);
-        Box::pin(async move {
-            let result = running.await;
-            let applied = match &result {
-                Err(error) if !error.is_refusal() => Applied::Failed,
-                _ => Applied::Done,
-            };
-            *outcome = Some(result);
-            applied
-        })
+        match *apply {
+            How::Alone(apply) => {
+                let running = apply(conn, input);
+                Box::pin(async move {
+                    let result = running.await;
+                    let done = applied(&result);
+                    *outcome = Some(result);
+                    done
+                })
+            }
+            How::Together(_, apply_all) => {
+                let running = apply_all(conn, vec![&*input]);
+                Box::pin(async move {
+                    let result = match running.await {
+                        Ok(mut outcomes) if outcomes.len() == 1 => outcomes.remove(0),
+                        Ok(outcomes) => Err(E::batch_failed(format!(
+                            "{}: one write answered {} outcomes",
+                            D::NAME,
+                            outcomes.len()
+                        ))),
+                        Err(error) => Err(error),
+                    };
+                    let done = applied(&result);
+                    *outcome = Some(result);
+                    done
+                })
+            }
+        }
     }
 
     fn answer(self: Box<Self>, failure: Option<&str>) {
@@ -225,6 +337,56 @@ where
         // A caller that stopped waiting does not want the answer.
         let _ = self.reply.send(result);
     }
+}
+
+/// Applies a run of writes of one kind (all [`Pending<D, T, O, E>`], as
+/// [`Queued::together`] said) in one call of their [`ApplyAll`].
+fn apply_run<'c, D, T, O, E>(
+    conn: &'c mut D::Connection,
+    run: &'c mut [Box<dyn Queued<D>>],
+) -> BoxFuture<'c, Applied>
+where
+    D: Sql,
+    T: Send + Sync + 'static,
+    O: Send + 'static,
+    E: Refusal,
+{
+    Box::pin(async move {
+        let outcomes = {
+            let mut apply = None;
+            let mut inputs: Vec<&T> = Vec::with_capacity(run.len());
+            for write in run.iter() {
+                let Some(write) = write.as_any().downcast_ref::<Pending<D, T, O, E>>() else {
+                    return Applied::Failed;
+                };
+                if let How::Together(_, apply_all) = write.apply {
+                    apply.get_or_insert(apply_all);
+                }
+                inputs.push(&write.input);
+            }
+            let Some(apply_all) = apply else {
+                return Applied::Failed;
+            };
+            apply_all(conn, inputs).await
+        };
+        let Ok(outcomes) = outcomes else {
+            // Run again alone, each write gets its own outcome.
+            return Applied::Failed;
+        };
+        if outcomes.len() != run.len() {
+            return Applied::Failed;
+        }
+        let mut done = Applied::Done;
+        for (write, outcome) in run.iter_mut().zip(outcomes) {
+            if let Some(write) = write.as_any_mut().downcast_mut::<Pending<D, T, O, E>>() {
+                if let Applied::Failed = applied(&outcome) {
+                    done = Applied::Failed;
+                }
+                write.outcome = Some(outcome);
+            }
+        }
+        done
+    })
 }
 
 /// The writer task: commits what has queued, batch after batch, until every handle is
@@ -304,11 +466,32 @@ async fn apply_all<D: Sql>(
     writes: &mut [Box<dyn Queued<D>>],
 ) -> Result<bool, sqlx::Error> {
     let mut tx = conn.begin_with(D::BEGIN_WRITE).await?;
-    for write in writes.iter_mut() {
-        if let Applied::Failed = write.apply(&mut tx).await {
+    let mut next = 0;
+    while next < writes.len() {
+        let kind = writes[next].together();
+        // The writes of the same kind queued right after this one run with it.
+        let end = match kind {
+            Some((ty, name, _)) => {
+                let same = |write: &Box<dyn Queued<D>>| {
+                    write
+                        .together()
+                        .is_some_and(|(t, n, _)| t == ty && n == name)
+                };
+                next + 1 + writes[next + 1..].iter().take_while(|w| same(w)).count()
+            }
+            None => next + 1,
+        };
+        let applied = match kind {
+            Some((_, _, apply_run)) if end - next > 1 => {
+                apply_run(&mut tx, &mut writes[next..end]).await
+            }
+            _ => writes[next].apply(&mut tx).await,
+        };
+        if let Applied::Failed = applied {
             tx.rollback().await?;
             return Ok(false);
         }
+        next = end;
     }
     tx.commit().await?;
     Ok(true)

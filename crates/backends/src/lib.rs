@@ -21,6 +21,7 @@
 
 mod checkpoint_tables;
 mod document_tables;
+mod event_rows;
 mod group_commit;
 #[cfg(feature = "nats")]
 mod nats_bus;

@@ -18,6 +18,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::Pool;
 
+use crate::event_rows::insert_events;
 use crate::group_commit::GroupCommit;
 use crate::sql::{Bind, Cells, Sql, store_error};
 
@@ -120,33 +121,6 @@ async fn update_session<D: Sql>(
         return Err(StoreError::NotFound(id.to_owned()));
     }
     Ok(())
-}
-
-/// Numbers the session's next event from its row's counter and stores it; an unknown
-/// session is refused before anything is written.
-async fn insert_event<D: Sql>(
-    conn: &mut D::Connection,
-    id: &str,
-    event: &Value,
-) -> Result<u64, StoreError> {
-    let row = Bind::<D>::new(
-        "UPDATE sessions SET last_event = last_event + 1 WHERE id = $1 RETURNING last_event",
-    )
-    .text(id)
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(store_error::<D>)?
-    .ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
-    let seq = Cells::<D>::new(&row, format!("session {id:?}")).number("last_event")?;
-    Bind::<D>::new("INSERT INTO events (session_id, seq, event, at) VALUES ($1, $2, $3, $4)")
-        .text(id)
-        .int(sql_number(seq))
-        .json(event)
-        .time(D::now())
-        .execute(conn)
-        .await
-        .map_err(store_error::<D>)?;
-    Ok(seq)
 }
 
 /// Counts a resume in the session's row (see [`SessionTables::note_resume`]).
@@ -272,10 +246,13 @@ impl<D: Sql> SessionTables<D> {
 
     /// Stores the session's next event, answering its number.
     pub(crate) async fn append_event(&self, id: &str, event: &Value) -> Result<u64, StoreError> {
+        // Appends queued together are numbered and stored together.
         self.commits
-            .write((id.to_owned(), event.clone()), |conn, (id, event)| {
-                Box::pin(insert_event::<D>(conn, id, event))
-            })
+            .write_together(
+                "append event",
+                (id.to_owned(), event.clone()),
+                |conn, appends| Box::pin(insert_events::<D>(conn, appends)),
+            )
             .await
     }
 

@@ -38,6 +38,11 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections to a database file (WAL lets readers run beside the one writer).
 const FILE_CONNECTIONS: u32 = 4;
 
+/// Each connection's page cache, in KiB (SQLite's default is 2 MiB): the events of
+/// thousands of live sessions are written all over the events table, whose pages should
+/// not have to be read back from the file for each batch.
+const PAGE_CACHE_KIB: i64 = 32 * 1024;
+
 /// Keeps sessions, events, state and gates in SQLite: a database file that survives
 /// restarts ([`open`](Self::open)), or a private in-memory database
 /// ([`in_memory`](Self::in_memory)). Behaves exactly as
@@ -92,7 +97,8 @@ impl SqliteSessionStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(BUSY_TIMEOUT);
+            .busy_timeout(BUSY_TIMEOUT)
+            .pragma("cache_size", format!("-{PAGE_CACHE_KIB}"));
         let pool = SqlitePoolOptions::new()
             .max_connections(FILE_CONNECTIONS)
             .connect_with(options)

@@ -1,0 +1,164 @@
+//! Appending events in bulk: the events queued together in a batch of the group commit
+//! (`group_commit.rs`) are numbered and stored by a handful of multi-row statements
+//! instead of two statements each.
+//!
+//! For a run of appends: one read of the sessions' counters (`last_event`, their rows
+//! locked on PostgreSQL), the numbers given in Rust in the order the appends were queued
+//! (two appends to one session get consecutive numbers), one multi-row insert of the
+//! events and one update of the counters. An append to an unknown session is refused on
+//! its own. Statements are cut in pieces of a few fixed sizes, so each database prepares
+//! a handful of statement shapes, not one per batch size.
+
+use std::collections::HashMap;
+
+use agent_runtime::sessions::StoreError;
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::sql::{Bind, Cells, Sql, store_error};
+
+/// The sizes statements are cut in, largest first (the last must be 1).
+const PIECES: [usize; 4] = [128, 32, 8, 1];
+
+/// An event to append: its session and itself.
+pub(crate) type Append = (String, Value);
+
+/// A number the store keeps as the databases' 64-bit integers.
+fn sql_number(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// `items` cut into pieces of the sizes of [`PIECES`]: as many of the largest as fit,
+/// then of the next, and so on.
+fn pieces<T>(items: &[T]) -> Vec<&[T]> {
+    let mut out = Vec::new();
+    let mut rest = items;
+    for size in PIECES {
+        while rest.len() >= size {
+            let (piece, tail) = rest.split_at(size);
+            out.push(piece);
+            rest = tail;
+        }
+    }
+    out
+}
+
+/// `($1, $2), ($3, $4), ...`: `rows` groups of `width` numbered parameters, each written
+/// by `group` from its parameter numbers.
+fn placeholders(rows: usize, width: usize, group: impl Fn(&[usize]) -> String) -> String {
+    (0..rows)
+        .map(|row| {
+            let numbers: Vec<usize> = (1..=width).map(|n| row * width + n).collect();
+            group(&numbers)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Numbers and stores `appends` in order, answering each its number, or
+/// [`StoreError::NotFound`] for an unknown session (nothing written for it).
+pub(crate) async fn insert_events<D: Sql>(
+    conn: &mut D::Connection,
+    appends: Vec<&Append>,
+) -> Result<Vec<Result<u64, StoreError>>, StoreError> {
+    let mut ids: Vec<&str> = appends.iter().map(|(id, _)| id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut last = counters::<D>(conn, &ids).await?;
+
+    let mut outcomes = Vec::with_capacity(appends.len());
+    let mut rows: Vec<(&str, i64, &Value)> = Vec::with_capacity(appends.len());
+    for (id, event) in &appends {
+        match last.get_mut(id.as_str()) {
+            Some(seq) => {
+                *seq += 1;
+                rows.push((id.as_str(), sql_number(*seq), event));
+                outcomes.push(Ok(*seq));
+            }
+            None => outcomes.push(Err(StoreError::NotFound(id.clone()))),
+        }
+    }
+    let at = D::now();
+    for piece in pieces(&rows) {
+        insert_piece::<D>(conn, piece, at).await?;
+    }
+    let moved: Vec<(&str, i64)> = ids
+        .iter()
+        .filter_map(|id| Some((*id, sql_number(*last.get(id)?))))
+        .collect();
+    for piece in pieces(&moved) {
+        update_piece::<D>(conn, piece).await?;
+    }
+    Ok(outcomes)
+}
+
+/// The event counters of the sessions `ids` (sorted) that exist, their rows locked where
+/// the database locks rows.
+async fn counters<'a, D: Sql>(
+    conn: &mut D::Connection,
+    ids: &[&'a str],
+) -> Result<HashMap<&'a str, u64>, StoreError> {
+    let mut last = HashMap::with_capacity(ids.len());
+    for piece in pieces(ids) {
+        let list = placeholders(piece.len(), 1, |n| format!("${}", n[0]));
+        let lock = if D::LOCKS_ROWS { " FOR UPDATE" } else { "" };
+        let query =
+            format!("SELECT id, last_event FROM sessions WHERE id IN ({list}) ORDER BY id{lock}");
+        let rows = piece
+            .iter()
+            .fold(Bind::<D>::new(&query), |bind, id| bind.text(id))
+            .fetch_all(conn)
+            .await
+            .map_err(store_error::<D>)?;
+        for row in &rows {
+            let cells = Cells::<D>::new(row, "a session's event counter".to_owned());
+            let id = cells.text("id")?;
+            let seq = cells.number("last_event")?;
+            if let Some(known) = piece.iter().find(|known| **known == id) {
+                last.insert(*known, seq);
+            }
+        }
+    }
+    Ok(last)
+}
+
+async fn insert_piece<D: Sql>(
+    conn: &mut D::Connection,
+    rows: &[(&str, i64, &Value)],
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let values = placeholders(rows.len(), 4, |n| {
+        format!("(${}, ${}, ${}, ${})", n[0], n[1], n[2], n[3])
+    });
+    let query = format!("INSERT INTO events (session_id, seq, event, at) VALUES {values}");
+    rows.iter()
+        .fold(Bind::<D>::new(&query), |bind, (id, seq, event)| {
+            bind.text(id).int(*seq).json(event).time(at)
+        })
+        .execute(conn)
+        .await
+        .map_err(store_error::<D>)?;
+    Ok(())
+}
+
+async fn update_piece<D: Sql>(
+    conn: &mut D::Connection,
+    counters: &[(&str, i64)],
+) -> Result<(), StoreError> {
+    let values = placeholders(counters.len(), 2, |n| {
+        format!("(${}, CAST(${} AS BIGINT))", n[0], n[1])
+    });
+    let query = format!(
+        "WITH moved (id, seq) AS (VALUES {values}) \
+         UPDATE sessions SET last_event = moved.seq FROM moved WHERE sessions.id = moved.id"
+    );
+    counters
+        .iter()
+        .fold(Bind::<D>::new(&query), |bind, (id, seq)| {
+            bind.text(id).int(*seq)
+        })
+        .execute(conn)
+        .await
+        .map_err(store_error::<D>)?;
+    Ok(())
+}
