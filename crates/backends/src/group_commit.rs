@@ -472,12 +472,16 @@ async fn apply_all<D: Sql>(
         // The writes of the same kind queued right after this one run with it.
         let end = match kind {
             Some((ty, name, _)) => {
-                let same = |write: &Box<dyn Queued<D>>| {
+                let same = |write: &dyn Queued<D>| {
                     write
                         .together()
                         .is_some_and(|(t, n, _)| t == ty && n == name)
                 };
-                next + 1 + writes[next + 1..].iter().take_while(|w| same(w)).count()
+                next + 1
+                    + writes[next + 1..]
+                        .iter()
+                        .take_while(|w| same(w.as_ref()))
+                        .count()
             }
             None => next + 1,
         };
