@@ -21,7 +21,8 @@
 //!   event every `--every-ms` for `--seconds`, each stamped when it was emitted; each
 //!   client reads its session to the end and measures every event's delivery.
 //!
-//! Printed as `name{deployment} value unit` lines and a Markdown row:
+//! A client that reads an event out of order, a gap or a repeat (by the SSE ids, numbered
+//! from 1) fails. Printed as `name{deployment} value unit` lines and a Markdown row:
 //!
 //! - `sessions_per_s`: sessions started (201 received) per second of the start burst;
 //! - `events_per_s`: events delivered to clients per second, first start to last event;
@@ -172,6 +173,10 @@ impl Client {
         };
         while let Some(event) = reader.next().await {
             let read_us = ticker::now_us();
+            // Events are numbered from 1 without gaps: one missing or repeated fails.
+            if event.id != seen.events as u64 + 1 {
+                bail!("event {} read after event {}", event.id, seen.events);
+            }
             seen.events += 1;
             seen.first_event.get_or_insert_with(|| self.zero.elapsed());
             match (self.workload, event.event.as_str()) {

@@ -48,8 +48,9 @@ pub struct ServerConfig {
     pub max_concurrent_runs: Option<usize>,
     /// The most sessions this instance runs at once (a session waiting at a gate counts
     /// until it ends). A start beyond it is refused with 503 and `retry-after`; sessions a
-    /// restart resumes or a run queue hands out are not refused. `None`: no limit.
-    /// Default 10,000.
+    /// restart resumes are not refused. With a run queue a start only queues its run, and
+    /// [`max_concurrent_runs`](Self::max_concurrent_runs) bounds what this instance takes
+    /// from the queue. `None`: no limit. Default 10,000.
     pub max_live_sessions: Option<usize>,
     /// The most event streams one session may have open at once on this instance; one
     /// more is refused with 503 and `retry-after`. Default 16.
