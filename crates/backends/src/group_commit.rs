@@ -112,11 +112,12 @@ impl<D: Sql> GroupCommit<D> {
         O: Send + 'static,
         E: Refusal,
     {
-        self.submit(input, apply, false).await
+        self.submit(input, How::Alone(apply), false).await
     }
 
     /// As [`write`](Self::write), with the batch's commit synced to disk before the
-    /// answer (see [`Dialect::sync_commits`](crate::sql::Dialect::sync_commits)): one sync for the whole batch.
+    /// answer (see [`Dialect::sync_commits`](crate::sql::Dialect::sync_commits)): one
+    /// sync for the whole batch.
     pub(crate) async fn write_synced<T, O, E>(
         &self,
         input: T,
@@ -127,7 +128,7 @@ impl<D: Sql> GroupCommit<D> {
         O: Send + 'static,
         E: Refusal,
     {
-        self.submit(input, apply, true).await
+        self.submit(input, How::Alone(apply), true).await
     }
 
     /// Applies `apply_all` to `input` in the next batch, together with the writes of the
@@ -144,24 +145,12 @@ impl<D: Sql> GroupCommit<D> {
         O: Send + 'static,
         E: Refusal,
     {
-        let (reply, answer) = oneshot::channel();
-        let pending = Box::new(Pending::<D, T, O, E> {
-            input,
-            apply: How::Together(kind, apply_all),
-            synced: false,
-            outcome: None,
-            reply,
-            database: PhantomData,
-        });
-        self.queue_and_wait(pending, answer).await
+        self.submit(input, How::Together(kind, apply_all), false)
+            .await
     }
 
-    async fn submit<T, O, E>(
-        &self,
-        input: T,
-        apply: Apply<D, T, O, E>,
-        synced: bool,
-    ) -> Result<O, E>
+    /// Queues the write and waits for its answer.
+    async fn submit<T, O, E>(&self, input: T, apply: How<D, T, O, E>, synced: bool) -> Result<O, E>
     where
         T: Send + Sync + 'static,
         O: Send + 'static,
@@ -170,21 +159,12 @@ impl<D: Sql> GroupCommit<D> {
         let (reply, answer) = oneshot::channel();
         let pending = Box::new(Pending::<D, T, O, E> {
             input,
-            apply: How::Alone(apply),
+            apply,
             synced,
             outcome: None,
             reply,
             database: PhantomData,
         });
-        self.queue_and_wait(pending, answer).await
-    }
-
-    /// Queues `pending` and waits for its answer on `answer`.
-    async fn queue_and_wait<O, E: Refusal>(
-        &self,
-        pending: Box<dyn Queued<D>>,
-        answer: oneshot::Receiver<Result<O, E>>,
-    ) -> Result<O, E> {
         if self.queue.send(pending).is_err() {
             return Err(E::batch_failed(format!(
                 "{}: the database's writer has stopped",
