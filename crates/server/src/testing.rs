@@ -61,8 +61,25 @@ impl TestServer {
         }
     }
 
-    /// Opens the session's stream with the bearer token, after `last_event_id` if given.
+    /// Opens the session's stream with the bearer token, after `last_event_id` if given;
+    /// panics unless 200.
     pub async fn stream(&self, started: &Started, last_event_id: Option<u64>) -> SseReader {
+        let response = self.stream_response(started, last_event_id).await;
+        assert_eq!(response.status(), 200);
+        assert_eq!(
+            response.headers()["content-type"].to_str().unwrap(),
+            "text/event-stream"
+        );
+        SseReader::new(response)
+    }
+
+    /// Asks for the session's stream as [`stream`](Self::stream) does, and answers the
+    /// response whatever its status (its body unread).
+    pub async fn stream_response(
+        &self,
+        started: &Started,
+        last_event_id: Option<u64>,
+    ) -> reqwest::Response {
         let mut request = self
             .client
             .get(self.url(&started.stream_url))
@@ -70,13 +87,7 @@ impl TestServer {
         if let Some(id) = last_event_id {
             request = request.header("Last-Event-ID", id.to_string());
         }
-        let response = request.send().await.unwrap();
-        assert_eq!(response.status(), 200);
-        assert_eq!(
-            response.headers()["content-type"].to_str().unwrap(),
-            "text/event-stream"
-        );
-        SseReader::new(response)
+        request.send().await.unwrap()
     }
 
     /// Answers `gate`; the status and the body.

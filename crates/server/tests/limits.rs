@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use agent_runtime::sessions::{InMemorySessionStore, InProcessFanout};
 use agent_server::{AgentServer, Product, ServerConfig, SessionHandle};
-use common::{EchoError, PATIENCE, SseReader, Started, TestServer};
+use common::{EchoError, PATIENCE, SseReader, TestServer};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -68,19 +68,24 @@ fn flood_server(
     (server, go)
 }
 
-async fn stream_response(
-    http: &TestServer,
-    session: &Started,
-    last: Option<u64>,
-) -> reqwest::Response {
-    let mut request = http
-        .client
-        .get(http.url(&session.stream_url))
-        .bearer_auth(&session.token);
-    if let Some(last) = last {
-        request = request.header("Last-Event-ID", last.to_string());
-    }
-    request.send().await.unwrap()
+/// Polls `attempt` until it answers 200 or 201; every other answer must be a 503.
+async fn until_taken<F, Fut>(what: &str, attempt: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = reqwest::Response>,
+{
+    tokio::time::timeout(PATIENCE, async {
+        loop {
+            let response = attempt().await;
+            if response.status().is_success() {
+                break;
+            }
+            assert_eq!(response.status(), 503);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{what}"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,7 +99,7 @@ async fn a_slow_stream_is_dropped_and_resumes_while_the_others_get_every_event()
     let session = http
         .start("flood", json!({"count": count, "size": size}))
         .await;
-    let slow = stream_response(&http, &session, None).await;
+    let slow = http.stream_response(&session, None).await;
     assert_eq!(slow.status(), 200);
     let mut fast = http.stream(&session, None).await.with_patience(PATIENCE);
     go.send(true).unwrap();
@@ -120,7 +125,7 @@ async fn a_slow_stream_is_dropped_and_resumes_while_the_others_get_every_event()
         "the slow client was not dropped (read up to {last})"
     );
     // ...and it picks up where it was, with nothing missed or repeated.
-    let rest = SseReader::new(stream_response(&http, &session, Some(last)).await)
+    let rest = SseReader::new(http.stream_response(&session, Some(last)).await)
         .with_patience(PATIENCE)
         .rest()
         .await;
@@ -157,24 +162,16 @@ async fn starts_beyond_the_live_session_limit_get_503_with_retry_after() {
     // Once the running sessions end, starts are taken again.
     go.send(true).unwrap();
     http.stream(&first, None).await.rest().await;
-    tokio::time::timeout(PATIENCE, async {
-        loop {
-            let again = http
-                .client
-                .post(http.url("/api/flood/start"))
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            if again.status() == 201 {
-                break;
-            }
-            assert_eq!(again.status(), 503);
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    let start = || {
+        http.client
+            .post(http.url("/api/flood/start"))
+            .json(&body)
+            .send()
+    };
+    until_taken("no start was taken after the sessions ended", || async {
+        start().await.unwrap()
     })
-    .await
-    .expect("no start was taken after the sessions ended");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -187,11 +184,11 @@ async fn streams_beyond_the_per_session_limit_get_503_with_retry_after() {
     let (server, _go) = flood_server(config, 16);
     let http = TestServer::spawn(server).await;
     let session = http.start("flood", json!({"count": 1, "size": 1})).await;
-    let one = stream_response(&http, &session, None).await;
-    let two = stream_response(&http, &session, None).await;
+    let one = http.stream_response(&session, None).await;
+    let two = http.stream_response(&session, None).await;
     assert_eq!((one.status().as_u16(), two.status().as_u16()), (200, 200));
 
-    let three = stream_response(&http, &session, None).await;
+    let three = http.stream_response(&session, None).await;
     assert_eq!(three.status(), 503);
     assert_eq!(three.headers()["retry-after"], "1");
     let error: Value = three.json().await.unwrap();
@@ -199,16 +196,8 @@ async fn streams_beyond_the_per_session_limit_get_503_with_retry_after() {
 
     // A stream the client closes gives its place back (noticed at the next keep-alive).
     drop(one);
-    tokio::time::timeout(PATIENCE, async {
-        loop {
-            let again = stream_response(&http, &session, None).await;
-            if again.status() == 200 {
-                break;
-            }
-            assert_eq!(again.status(), 503);
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    until_taken("a closed stream kept its place", || {
+        http.stream_response(&session, None)
     })
-    .await
-    .expect("a closed stream kept its place");
+    .await;
 }
