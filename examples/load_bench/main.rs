@@ -83,16 +83,22 @@ struct Args {
     /// bench), so one sitting can measure another build side by side.
     #[arg(long)]
     server: Option<PathBuf>,
-    /// Run as the steady workload's server instead (`sqlite` or `postgres+nats`); the
-    /// bench starts itself so.
+    /// Run as the steady workload's server instead; the bench starts itself so, with
+    /// `resume_server`'s flags for where sessions live.
     #[arg(long, hide = true)]
-    serve_ticker: Option<String>,
-    /// With `--serve-ticker sqlite`: the database file.
+    serve_ticker: bool,
+    /// With `--serve-ticker`: the SQLite file.
     #[arg(long, hide = true)]
     db: Option<PathBuf>,
-    /// With `--serve-ticker postgres+nats`: the deployment's schema and NATS prefix.
+    /// With `--serve-ticker`: `postgres+nats` for an instance of that deployment.
     #[arg(long, hide = true)]
-    tag: Option<String>,
+    backend: Option<String>,
+    /// With `--serve-ticker --backend postgres+nats`: the deployment's schema.
+    #[arg(long, hide = true)]
+    schema: Option<String>,
+    /// With `--serve-ticker --backend postgres+nats`: the deployment's NATS prefix.
+    #[arg(long, hide = true)]
+    nats_prefix: Option<String>,
 }
 
 /// What the sessions do.
@@ -339,11 +345,19 @@ async fn measure(name: &str, servers: &[&Server], args: &Args) -> anyhow::Result
     Ok(())
 }
 
-fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name)
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| default.to_owned())
+/// Where the two-instance deployment's PostgreSQL and NATS are: `POSTGRES_URL` and
+/// `NATS_URL`, else the machine's servers.
+fn services() -> (String, String) {
+    let env_or = |name: &str, default: &str| {
+        std::env::var(name)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| default.to_owned())
+    };
+    (
+        env_or("POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test"),
+        env_or("NATS_URL", "nats://127.0.0.1:4222"),
+    )
 }
 
 /// The `resume_server` binary: `chosen`, or the one built beside this bench.
@@ -365,71 +379,65 @@ fn resume_server_binary(chosen: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(binary)
 }
 
-/// Starts one server of the workload: on SQLite (`Err` for a deployment tag) or as an
-/// instance of the PostgreSQL + NATS deployment `tag`.
-fn launch(args: &Args, backend: Result<&Path, &str>) -> anyhow::Result<Server> {
-    let database = env_or("POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test");
-    let nats = env_or("NATS_URL", "nats://127.0.0.1:4222");
-    let scale_out_env = [("DATABASE_URL", database), ("NATS_URL", nats)];
-    match (args.workload, backend) {
-        (Workload::Burst, backend) => {
-            let mut flags: Vec<String> = ["--dry-run", "--port", "0", "--fixtures"]
-                .map(String::from)
-                .into();
-            flags.push(args.fixtures.display().to_string());
-            let env: &[(&str, String)] = match backend {
-                Ok(db) => {
-                    flags.extend(["--db".into(), db.display().to_string()]);
-                    &[]
-                }
-                Err(tag) => {
-                    flags.extend(
-                        [
-                            "--backend",
-                            "postgres+nats",
-                            "--schema",
-                            tag,
-                            "--nats-prefix",
-                            tag,
-                        ]
-                        .map(String::from),
-                    );
-                    &scale_out_env
-                }
-            };
-            spawn(&resume_server_binary(args.server.as_deref())?, &flags, env)
-        }
-        (Workload::Steady, Ok(db)) => spawn(
-            &std::env::current_exe()?,
-            &[
-                "--serve-ticker".into(),
-                "sqlite".into(),
-                "--db".into(),
-                db.display().to_string(),
+/// Where a server keeps its sessions.
+enum Place<'a> {
+    /// One process on this SQLite file.
+    Sqlite(&'a Path),
+    /// An instance of the PostgreSQL + NATS deployment with this schema and NATS prefix.
+    Instance(&'a str),
+}
+
+/// Starts one server of the workload at `place`: `resume_server` for the burst, this
+/// bench serving its ticker for the steady workload, with the same flags for the place.
+fn launch(args: &Args, place: Place<'_>) -> anyhow::Result<Server> {
+    let (binary, mut flags) = match args.workload {
+        Workload::Burst => (
+            resume_server_binary(args.server.as_deref())?,
+            vec![
+                "--dry-run".to_owned(),
+                "--port".to_owned(),
+                "0".to_owned(),
+                "--fixtures".to_owned(),
+                args.fixtures.display().to_string(),
             ],
-            &[],
         ),
-        (Workload::Steady, Err(tag)) => spawn(
-            &std::env::current_exe()?,
-            &["--serve-ticker", "postgres+nats", "--tag", tag].map(String::from),
-            &scale_out_env,
-        ),
-    }
+        Workload::Steady => (std::env::current_exe()?, vec!["--serve-ticker".to_owned()]),
+    };
+    let env = match place {
+        Place::Sqlite(db) => {
+            flags.extend(["--db".to_owned(), db.display().to_string()]);
+            Vec::new()
+        }
+        Place::Instance(tag) => {
+            let place = [
+                "--backend",
+                "postgres+nats",
+                "--schema",
+                tag,
+                "--nats-prefix",
+                tag,
+            ];
+            flags.extend(place.map(String::from));
+            let (database, nats) = services();
+            vec![("DATABASE_URL", database), ("NATS_URL", nats)]
+        }
+    };
+    spawn(&binary, &flags, &env)
 }
 
 async fn sqlite(args: &Args, work: &Path) -> anyhow::Result<()> {
-    let server = launch(args, Ok(&work.join("sessions.db")))?;
+    let server = launch(args, Place::Sqlite(&work.join("sessions.db")))?;
     measure("sqlite", &[&server], args).await
 }
 
 async fn two_instances(args: &Args) -> anyhow::Result<()> {
     let tag = format!("load_{}", std::process::id());
-    let (first, second) = (launch(args, Err(&tag))?, launch(args, Err(&tag))?);
+    let first = launch(args, Place::Instance(&tag))?;
+    let second = launch(args, Place::Instance(&tag))?;
     let measured = measure("two-instances", &[&first, &second], args).await;
     drop((first, second));
     // Leave nothing behind: the deployment's streams and schema.
-    let database = env_or("POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test");
-    let nats = env_or("NATS_URL", "nats://127.0.0.1:4222");
+    let (database, nats) = services();
     let coordination = NatsCoordination::connect_with_prefix(&nats, &tag).await?;
     JetStreamRunQueue::new(&coordination, Duration::from_secs(30))
         .await?
@@ -442,19 +450,17 @@ async fn two_instances(args: &Args) -> anyhow::Result<()> {
     measured
 }
 
-/// Serves the steady workload's product, as the bench asked (`--serve-ticker`).
-async fn serve_ticker(args: &Args, backend: &str) -> anyhow::Result<()> {
-    let backend = match backend {
-        "sqlite" => TickerBackend::Sqlite(args.db.clone().context("--db")?),
-        "postgres+nats" => {
-            let tag = args.tag.clone().context("--tag")?;
-            TickerBackend::ScaleOut(ScaleOut {
-                schema: Some(tag.clone()),
-                nats_prefix: tag,
-                ..ScaleOut::from_env()?
-            })
-        }
-        other => bail!("unknown backend {other:?}"),
+/// Serves the steady workload's product where `--db` or `--backend` say
+/// (`--serve-ticker`).
+async fn serve_ticker(args: &Args) -> anyhow::Result<()> {
+    let backend = match args.backend.as_deref() {
+        None | Some("sqlite") => TickerBackend::Sqlite(args.db.clone().context("--db")?),
+        Some("postgres+nats") => TickerBackend::ScaleOut(ScaleOut {
+            schema: args.schema.clone(),
+            nats_prefix: args.nats_prefix.clone().context("--nats-prefix")?,
+            ..ScaleOut::from_env()?
+        }),
+        Some(other) => bail!("unknown backend {other:?}"),
     };
     ticker::serve(backend).await
 }
@@ -462,8 +468,8 @@ async fn serve_ticker(args: &Args, backend: &str) -> anyhow::Result<()> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    if let Some(backend) = &args.serve_ticker {
-        return serve_ticker(&args, backend).await;
+    if args.serve_ticker {
+        return serve_ticker(&args).await;
     }
     let work = tempfile::tempdir()?;
     println!(

@@ -81,10 +81,7 @@ pub async fn serve(backend: TickerBackend) -> anyhow::Result<()> {
         .await
         .context("binding a loopback port")?;
     // The bench reads this line to find the server.
-    #[allow(clippy::print_stdout)]
-    {
-        println!("listening on http://{}", listener.local_addr()?);
-    }
+    println!("listening on http://{}", listener.local_addr()?);
     server.serve(listener).await?;
     Ok(())
 }

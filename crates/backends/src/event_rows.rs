@@ -15,18 +15,13 @@ use agent_runtime::sessions::StoreError;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::sql::{Bind, Cells, Sql, store_error};
+use crate::sql::{Bind, Cells, Sql, sql_number, store_error};
 
 /// The sizes statements are cut in, largest first (the last must be 1).
 const PIECES: [usize; 4] = [128, 32, 8, 1];
 
 /// An event to append: its session and itself.
 pub(crate) type Append = (String, Value);
-
-/// A number the store keeps as the databases' 64-bit integers.
-fn sql_number(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
 
 /// `items` cut into pieces of the sizes of [`PIECES`]: as many of the largest as fit,
 /// then of the next, and so on.

@@ -188,7 +188,8 @@ enum Applied {
     Failed,
 }
 
-/// How a run of writes of one kind is applied in one call (see [`ApplyAll`]).
+/// Applies a run of queued writes of one concrete type, in order (a run of one for a
+/// write that runs alone).
 type ApplyRun<D> = for<'c> fn(
     &'c mut <D as Database>::Connection,
     &'c mut [Box<dyn Queued<D>>],
@@ -199,18 +200,18 @@ trait Queued<D: Sql>: Send + Any {
     /// Whether its commit must be synced to disk.
     fn synced(&self) -> bool;
 
-    /// For a write that runs together with its neighbours of the same kind: that kind
-    /// (its concrete type and name), and how such a run is applied.
-    fn together(&self) -> Option<(TypeId, &'static str, ApplyRun<D>)>;
+    /// The kind it runs together with (its concrete type and name), or `None` for a
+    /// write that runs alone.
+    fn kind(&self) -> Option<(TypeId, &'static str)>;
+
+    /// How a run of writes of its type is applied.
+    fn apply_run(&self) -> ApplyRun<D>;
 
     /// Itself, to be taken back as its concrete type by [`ApplyRun`].
     fn as_any(&self) -> &dyn Any;
 
     /// Itself, to be taken back as its concrete type by [`ApplyRun`].
     fn as_any_mut(&mut self) -> &mut dyn Any;
-
-    /// Runs it in the batch's transaction on `conn`, keeping its outcome.
-    fn apply<'c>(&'c mut self, conn: &'c mut D::Connection) -> BoxFuture<'c, Applied>;
 
     /// Answers its caller: its outcome, or `failure` when its batch was not committed.
     fn answer(self: Box<Self>, failure: Option<&str>);
@@ -223,6 +224,14 @@ enum How<D: Sql, T, O, E> {
     /// Together with its neighbours of the same kind.
     Together(&'static str, ApplyAll<D, T, O, E>),
 }
+
+impl<D: Sql, T, O, E> Clone for How<D, T, O, E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<D: Sql, T, O, E> Copy for How<D, T, O, E> {}
 
 /// A write of `T` answering `Result<O, E>`.
 struct Pending<D: Sql, T, O, E> {
@@ -253,11 +262,15 @@ where
         self.synced
     }
 
-    fn together(&self) -> Option<(TypeId, &'static str, ApplyRun<D>)> {
+    fn kind(&self) -> Option<(TypeId, &'static str)> {
         match self.apply {
             How::Alone(_) => None,
-            How::Together(kind, _) => Some((TypeId::of::<Self>(), kind, apply_run::<D, T, O, E>)),
+            How::Together(kind, _) => Some((TypeId::of::<Self>(), kind)),
         }
+    }
+
+    fn apply_run(&self) -> ApplyRun<D> {
+        apply_run::<D, T, O, E>
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -266,43 +279,6 @@ where
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
-    }
-
-    fn apply<'c>(&'c mut self, conn: &'c mut D::Connection) -> BoxFuture<'c, Applied> {
-        let Pending {
-            input,
-            apply,
-            outcome,
-            ..
-        } = self;
-        match *apply {
-            How::Alone(apply) => {
-                let running = apply(conn, input);
-                Box::pin(async move {
-                    let result = running.await;
-                    let done = applied(&result);
-                    *outcome = Some(result);
-                    done
-                })
-            }
-            How::Together(_, apply_all) => {
-                let running = apply_all(conn, vec![&*input]);
-                Box::pin(async move {
-                    let result = match running.await {
-                        Ok(mut outcomes) if outcomes.len() == 1 => outcomes.remove(0),
-                        Ok(outcomes) => Err(E::batch_failed(format!(
-                            "{}: one write answered {} outcomes",
-                            D::NAME,
-                            outcomes.len()
-                        ))),
-                        Err(error) => Err(error),
-                    };
-                    let done = applied(&result);
-                    *outcome = Some(result);
-                    done
-                })
-            }
-        }
     }
 
     fn answer(self: Box<Self>, failure: Option<&str>) {
@@ -319,8 +295,10 @@ where
     }
 }
 
-/// Applies a run of writes of one kind (all [`Pending<D, T, O, E>`], as
-/// [`Queued::together`] said) in one call of their [`ApplyAll`].
+/// Applies a run of writes that are all [`Pending<D, T, O, E>`] with the same [`How`]:
+/// one write alone, or the writes of one kind in one call of their [`ApplyAll`]. Each
+/// keeps its outcome; a run that fails as a whole keeps its error only when it is one
+/// write (a longer one is rolled back and run again write by write).
 fn apply_run<'c, D, T, O, E>(
     conn: &'c mut D::Connection,
     run: &'c mut [Box<dyn Queued<D>>],
@@ -333,29 +311,33 @@ where
 {
     Box::pin(async move {
         let outcomes = {
-            let mut apply = None;
+            let mut how = None;
             let mut inputs: Vec<&T> = Vec::with_capacity(run.len());
             for write in run.iter() {
                 let Some(write) = write.as_any().downcast_ref::<Pending<D, T, O, E>>() else {
                     return Applied::Failed;
                 };
-                if let How::Together(_, apply_all) = write.apply {
-                    apply.get_or_insert(apply_all);
-                }
+                how.get_or_insert(write.apply);
                 inputs.push(&write.input);
             }
-            let Some(apply_all) = apply else {
+            match (how, inputs.as_slice()) {
+                (Some(How::Alone(apply)), [input]) => Ok(vec![apply(conn, input).await]),
+                (Some(How::Together(_, apply_all)), _) => apply_all(conn, inputs).await,
+                _ => return Applied::Failed,
+            }
+        };
+        let outcomes = match outcomes {
+            Ok(outcomes) if outcomes.len() == run.len() => outcomes,
+            Ok(_) => return Applied::Failed,
+            Err(error) => {
+                if let [write] = run
+                    && let Some(write) = write.as_any_mut().downcast_mut::<Pending<D, T, O, E>>()
+                {
+                    write.outcome = Some(Err(error));
+                }
                 return Applied::Failed;
-            };
-            apply_all(conn, inputs).await
+            }
         };
-        let Ok(outcomes) = outcomes else {
-            // Run again alone, each write gets its own outcome.
-            return Applied::Failed;
-        };
-        if outcomes.len() != run.len() {
-            return Applied::Failed;
-        }
         let mut done = Applied::Done;
         for (write, outcome) in run.iter_mut().zip(outcomes) {
             if let Some(write) = write.as_any_mut().downcast_mut::<Pending<D, T, O, E>>() {
@@ -448,30 +430,19 @@ async fn apply_all<D: Sql>(
     let mut tx = conn.begin_with(D::BEGIN_WRITE).await?;
     let mut next = 0;
     while next < writes.len() {
-        let kind = writes[next].together();
         // The writes of the same kind queued right after this one run with it.
-        let end = match kind {
-            Some((ty, name, _)) => {
-                let same = |write: &dyn Queued<D>| {
-                    write
-                        .together()
-                        .is_some_and(|(t, n, _)| t == ty && n == name)
-                };
+        let end = match writes[next].kind() {
+            Some(kind) => {
                 next + 1
                     + writes[next + 1..]
                         .iter()
-                        .take_while(|w| same(w.as_ref()))
+                        .take_while(|write| write.kind() == Some(kind))
                         .count()
             }
             None => next + 1,
         };
-        let applied = match kind {
-            Some((_, _, apply_run)) if end - next > 1 => {
-                apply_run(&mut tx, &mut writes[next..end]).await
-            }
-            _ => writes[next].apply(&mut tx).await,
-        };
-        if let Applied::Failed = applied {
+        let apply_run = writes[next].apply_run();
+        if let Applied::Failed = apply_run(&mut tx, &mut writes[next..end]).await {
             tx.rollback().await?;
             return Ok(false);
         }

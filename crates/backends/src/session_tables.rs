@@ -20,7 +20,7 @@ use sqlx::Pool;
 
 use crate::event_rows::insert_events;
 use crate::group_commit::GroupCommit;
-use crate::sql::{Bind, Cells, Sql, store_error};
+use crate::sql::{Bind, Cells, Sql, sql_number, store_error};
 
 /// The columns [`session_from_row`] reads.
 const SESSION_COLUMNS: &str =
@@ -78,11 +78,6 @@ fn session_from_row<D: Sql>(row: &D::Row) -> Result<SessionRecord, StoreError> {
         updated_at: cells.time("updated_at")?,
         id,
     })
-}
-
-/// A number the store keeps as the databases' 64-bit integers.
-fn sql_number(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// Inserts a running session; one with its id already is a conflict (nothing written).

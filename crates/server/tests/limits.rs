@@ -9,7 +9,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_runtime::sessions::{InMemorySessionStore, InProcessFanout};
+use agent_runtime::sessions::{InMemorySessionStore, InProcessFanout, NewSession, SessionStore};
 use agent_server::{AgentServer, Product, ServerConfig, SessionHandle};
 use common::{EchoError, PATIENCE, SseReader, TestServer};
 use serde_json::{Value, json};
@@ -200,4 +200,40 @@ async fn streams_beyond_the_per_session_limit_get_503_with_retry_after() {
         http.stream_response(&session, None)
     })
     .await;
+}
+
+/// Sessions a restarted server resumes are not refused by the live-session limit: they
+/// were accepted already.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resumed_sessions_run_beyond_the_live_session_limit() {
+    let store = Arc::new(InMemorySessionStore::new());
+    for id in ["a", "b", "c"] {
+        store
+            .create(NewSession {
+                id: id.to_owned(),
+                product: "flood".to_owned(),
+                token_hash: "h".to_owned(),
+                request: json!({"count": 1, "size": 1}),
+            })
+            .await
+            .unwrap();
+    }
+    let (go, waiting) = watch::channel(true);
+    let server = AgentServer::new(store.clone())
+        .with_config(ServerConfig {
+            max_live_sessions: Some(1),
+            ..ServerConfig::default()
+        })
+        .with_product(Arc::new(Flood { go: waiting }));
+    assert_eq!(server.resume_unfinished().await.unwrap(), 3);
+    tokio::time::timeout(PATIENCE, async {
+        for id in ["a", "b", "c"] {
+            while !store.get(id).await.unwrap().unwrap().status.is_finished() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    })
+    .await
+    .expect("the resumed sessions did not all finish");
+    drop(go);
 }

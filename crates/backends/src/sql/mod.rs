@@ -223,6 +223,11 @@ where
     }
 }
 
+/// A count or number kept as the databases' 64-bit integers (saturating).
+pub(crate) fn sql_number(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 /// A failure of database `D` as a store error.
 pub(crate) fn store_error<D: Dialect>(error: sqlx::Error) -> StoreError {
     StoreError::Backend(format!("{}: {error}", D::NAME))

@@ -554,3 +554,25 @@ impl RunQueue for InProcessRunQueue {
         )))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// A session nobody follows holds no channel: publishing to it makes none, the first
+    /// subscriber makes one, and the first event published after the last subscriber
+    /// has gone drops it.
+    #[tokio::test]
+    async fn the_in_process_fanout_keeps_a_channel_only_while_someone_follows() {
+        let fanout = InProcessFanout::default();
+        fanout.publish("s", 1, Arc::new(serde_json::json!({})));
+        assert!(fanout.lock().is_empty());
+        let follower = fanout.subscribe("s").await.unwrap();
+        assert_eq!(fanout.lock().len(), 1);
+        drop(follower);
+        fanout.publish("s", 2, Arc::new(serde_json::json!({})));
+        assert!(fanout.lock().is_empty());
+    }
+}
