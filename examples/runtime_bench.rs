@@ -150,6 +150,11 @@ fn workload_a() -> anyhow::Result<()> {
     runtime.block_on(async {
         let agent = agent(ROUNDS, None);
         let session = Session::new("a", ());
+        // What one invocation holds while it waits (inline in its task; workload B's
+        // memory per session is mostly this).
+        let ctx = session.context(agent.identity().clone());
+        let invocation = std::mem::size_of_val(&agent.run(&ctx, "go"));
+        println!("loop_future_bytes {invocation} B");
         invoke(&agent, &session, ROUNDS).await?; // warm-up and sanity check
         let started = Instant::now();
         for _ in 0..INVOCATIONS {

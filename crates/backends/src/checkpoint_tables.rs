@@ -210,7 +210,7 @@ impl<D: Sql> CheckpointTables<D> {
             .take(run_id)
             .unwrap_or_else(|| CheckpointEncoder::new(self.snapshot_policy));
         loop {
-            let record = encoder.encode(checkpoint);
+            let record = encoder.encode(checkpoint)?;
             let row = CheckpointRow {
                 run_id: run_id.to_owned(),
                 seq,
@@ -220,7 +220,7 @@ impl<D: Sql> CheckpointTables<D> {
                     .base_seq()
                     .map(|base| sql_seq::<D>(run_id, base))
                     .transpose()?,
-                text: record.to_json()?,
+                text: record.into_json(),
                 at: checkpoint.at,
             };
             let stored = self
@@ -406,7 +406,7 @@ impl<D: Sql> CheckpointTables<D> {
         match self.load(&mut tx, run_id, Some(first_kept)).await? {
             Some((_, true)) => {}
             Some((checkpoint, false)) => {
-                let text = EncodedCheckpoint::full(&checkpoint).to_json()?;
+                let text = EncodedCheckpoint::full(&checkpoint)?.into_json();
                 Bind::<D>::new(
                     "UPDATE checkpoints SET full_record = TRUE, record = $3 \
                      WHERE run_id = $1 AND seq = $2",

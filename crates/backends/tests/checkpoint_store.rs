@@ -15,7 +15,7 @@ use std::time::Duration;
 use agent_backends::{SqliteCheckpointStore, SqliteSessionStore};
 use agent_runtime::checkpoint::{
     CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore, FileCheckpointStore,
-    InMemoryCheckpointStore, SnapshotPolicy,
+    InMemoryCheckpointStore, JsonText, SnapshotPolicy,
 };
 use agent_runtime::sessions::{NewSession, OpenGate, SessionStore};
 use serde_json::{Value, json};
@@ -243,10 +243,15 @@ async fn progress_and_session_round_trip(store: &dyn CheckpointStore) {
         .map(|n| {
             let mut c = turn("durable", n);
             if n % 3 != 0 {
-                c = c.with_progress(json!({"agents": {"writer#1": {"rounds": n}}}));
+                c = c.with_progress(
+                    JsonText::of(&json!({"agents": {"writer#1": {"rounds": n}}})).unwrap(),
+                );
             }
             if n > 2 {
-                c.session = Some(json!({"events": n, "gates": [format!("g{n}")], "usd": 0.5}));
+                c.session = Some(
+                    JsonText::of(&json!({"events": n, "gates": [format!("g{n}")], "usd": 0.5}))
+                        .unwrap(),
+                );
             }
             c
         })

@@ -401,8 +401,8 @@ impl JobHunter {
             .unwrap_or_default();
         let spent_before = latest
             .as_ref()
-            .and_then(|checkpoint| checkpoint.session.clone())
-            .and_then(|marks| serde_json::from_value::<SessionMarks>(marks).ok())
+            .and_then(|checkpoint| checkpoint.session.as_ref())
+            .and_then(|marks| marks.parse::<SessionMarks>().ok())
             .map(|marks| marks.spent())
             .unwrap_or_default();
         if latest.is_some() {

@@ -15,7 +15,9 @@ use crate::types::{ChatRequest, ChatResponse, Usage};
 use async_trait::async_trait;
 use futures::StreamExt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -89,15 +91,47 @@ tokio::task_local! {
 /// assert!(matches!(heard[1], CallEvent::Finished { .. }));
 /// # });
 /// ```
-pub async fn observe_calls<F: Future>(observer: Arc<dyn CallObserver>, future: F) -> F::Output {
-    let observer = match OBSERVER.try_with(Arc::clone) {
-        Ok(outer) => Arc::new(Nested {
-            inner: observer,
-            outer,
-        }),
-        Err(_) => observer,
-    };
-    OBSERVER.scope(observer, future).await
+pub fn observe_calls<F: Future>(
+    observer: Arc<dyn CallObserver>,
+    future: F,
+) -> impl Future<Output = F::Output> {
+    ObservedCalls {
+        observer,
+        nested: false,
+        future,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// What [`observe_calls`] returns. A hand-written future rather than an `async fn`,
+    /// which would keep the wrapped future twice (as its argument and inside the scope):
+    /// an agent loop's whole invocation is wrapped so, once per session.
+    struct ObservedCalls<F> {
+        observer: Arc<dyn CallObserver>,
+        // Whether the scope it runs in was looked for (at the first poll).
+        nested: bool,
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F: Future> Future for ObservedCalls<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        if !*this.nested {
+            *this.nested = true;
+            if let Ok(outer) = OBSERVER.try_with(Arc::clone) {
+                *this.observer = Arc::new(Nested {
+                    inner: Arc::clone(this.observer),
+                    outer,
+                });
+            }
+        }
+        let future = this.future;
+        OBSERVER.sync_scope(Arc::clone(this.observer), || future.poll(cx))
+    }
 }
 
 /// An observer inside another's scope: both hear every call.

@@ -136,13 +136,16 @@ impl RetryPolicy {
                 error = %error,
                 "LLM call failed; retrying"
             );
+            // Boxed: a retry is rare, and a timer kept inline would make the future of
+            // every call bigger.
+            let backoff = Box::pin(tokio::time::sleep(delay));
             match cancel {
                 Some(token) => tokio::select! {
                     biased;
                     _ = token.cancelled() => return Err(LlmError::Cancelled),
-                    _ = tokio::time::sleep(delay) => {}
+                    _ = backoff => {}
                 },
-                None => tokio::time::sleep(delay).await,
+                None => backoff.await,
             }
             attempt += 1;
         }

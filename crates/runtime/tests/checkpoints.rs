@@ -409,7 +409,10 @@ async fn a_node_resumed_inside_goes_on_from_the_step_it_saved() {
     // Every step is a checkpoint inside the node.
     let inside = store.latest("steps").await.unwrap().unwrap();
     assert_eq!(inside.next.as_deref(), Some("count"));
-    assert_eq!(inside.progress.unwrap()["steps"]["done"], json!(4));
+    assert_eq!(
+        inside.progress.unwrap().to_value().unwrap()["steps"]["done"],
+        json!(4)
+    );
 
     let resumed = counting_graph(None, worked.clone())
         .resume("steps", store.clone(), RunOptions::new())

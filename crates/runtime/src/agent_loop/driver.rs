@@ -189,14 +189,15 @@ where
             // The loop's model calls and its tools' are heard: time queued for the model
             // server is left out of the timeouts, and progress is reported.
             let calls = InvocationCalls::observer(ctx, self.observer.clone());
-            let drive = observe_calls(calls, self.drive(ctx, run, saver).instrument(span));
+            // Made inside the select, not bound first: a future held in a local and then
+            // moved in would take its room in this future twice.
             tokio::select! {
                 biased;
                 _ = ctx.cancellation().cancelled() => Some(StopCause::Cancelled),
                 _ = ctx.wait_clock().work_for(self.config.overall_timeout) => {
                     Some(StopCause::Timeout(self.config.overall_timeout))
                 }
-                _ = drive => None,
+                _ = observe_calls(calls, self.drive(ctx, run, saver).instrument(span)) => None,
             }
         };
         if let Some(cause) = interrupted {
@@ -307,12 +308,12 @@ where
         round: u32,
     ) -> Vec<ContentBlock> {
         let cap = self.config.max_calls_per_turn.unwrap_or(usize::MAX);
-        let run = |(index, call): (usize, ToolCall<'a>)| {
-            let refusal = if index >= cap {
+        let refusal = |index: usize, call: &ToolCall<'_>| {
+            if index >= cap {
                 Some(format!(
                     "Not run: at most {cap} tool calls are run from one answer. Make this call again in your next turn if it is still needed."
                 ))
-            } else if self.config.refuse_repeated_calls && calls.repeats(&call) {
+            } else if self.config.refuse_repeated_calls && calls.repeats(call) {
                 tracing::warn!(tool = %call.name, "the model repeated its previous call; not run again");
                 Some(format!(
                     "You made this same {} call in your previous turn and have its result above. \
@@ -321,55 +322,46 @@ where
                 ))
             } else {
                 None
-            };
-            self.run_unless_refused(ctx, call, refusal, round)
+            }
         };
-        if self.config.sequential_tools {
-            let mut results = Vec::new();
+        // One call at a time (in order, or the only one) goes through a single await, so
+        // the future keeps room for one running tool.
+        if self.config.sequential_tools || calls.len() < 2 {
+            let mut results = Vec::with_capacity(calls.len());
             for (index, call) in calls.iter().enumerate() {
                 let result = match ctx.ending() {
                     Some(reason) => ContentBlock::tool_error(
                         call.id,
                         format!("Not run: an earlier call ended the run ({reason})."),
                     ),
-                    None => run((index, call)).await,
+                    None => {
+                        let refused = refusal(index, &call);
+                        self.run_tool(ctx, call, refused, round).await
+                    }
                 };
                 results.push(result);
             }
             return results;
         }
-        let mut each = calls.iter().enumerate();
-        match (each.next(), each.next()) {
-            (None, _) => Vec::new(),
-            (Some(only), None) => vec![run(only).await],
-            (Some(first), Some(second)) => {
-                let all = [first, second].into_iter().chain(each);
-                futures::future::join_all(all.map(run)).await
-            }
-        }
+        let all = calls.iter().enumerate().map(|(index, call)| {
+            let refused = refusal(index, &call);
+            self.run_tool(ctx, call, refused, round)
+        });
+        futures::future::join_all(all).await
     }
 
     /// Runs `call`, unless it is refused: then the model gets the refusal as the call's
     /// error result.
-    async fn run_unless_refused(
+    async fn run_tool(
         &self,
         ctx: &AgentContext<S, E>,
         call: ToolCall<'_>,
         refusal: Option<String>,
         round: u32,
     ) -> ContentBlock {
-        match refusal {
-            None => self.run_tool(ctx, call, round).await,
-            Some(refusal) => ContentBlock::tool_error(call.id, refusal),
+        if let Some(refusal) = refusal {
+            return ContentBlock::tool_error(call.id, refusal);
         }
-    }
-
-    async fn run_tool(
-        &self,
-        ctx: &AgentContext<S, E>,
-        call: ToolCall<'_>,
-        round: u32,
-    ) -> ContentBlock {
         self.observe(|| LoopEvent::ToolCalled {
             round,
             name: call.name.into(),
@@ -418,11 +410,12 @@ where
             return outcome;
         }
         // The round timeout measures work: time spent waiting at gates or in the model
-        // server's queue is left out.
+        // server's queue is left out. Its timer is boxed: kept inline, it would make every
+        // session's future bigger for the tools that wait only.
         let limit = self.config.round_timeout;
         tokio::select! {
             outcome = running => outcome,
-            () = ctx.wait_clock().work_for(limit) => Err(ToolError::Timeout(limit)),
+            () = Box::pin(ctx.wait_clock().work_for(limit)) => Err(ToolError::Timeout(limit)),
         }
     }
 

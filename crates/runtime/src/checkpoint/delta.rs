@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Checkpoint, SnapshotPolicy};
+use super::{Checkpoint, JsonText, SnapshotPolicy};
 use crate::node_failure::NodeFailure;
 
 /// A checkpoint as the built-in stores keep it.
@@ -20,9 +20,9 @@ pub(crate) struct StoredCheckpoint {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) errors: Vec<NodeFailure>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) progress: Option<Value>,
+    pub(crate) progress: Option<JsonText>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) session: Option<Value>,
+    pub(crate) session: Option<JsonText>,
     pub(crate) body: Body,
 }
 
@@ -92,6 +92,47 @@ impl StoredCheckpoint {
     /// possible and unless `policy` says a full snapshot is due, and moves `head` on to
     /// `cp`.
     pub(crate) fn encode(cp: &Checkpoint, head: &mut Option<Head>, policy: SnapshotPolicy) -> Self {
+        let record = Self::encode_uncounted(cp, head, policy);
+        record.count(head, policy, || json_len(&record));
+        record
+    }
+
+    /// Like [`encode`](Self::encode), for a store that keeps the record as JSON text:
+    /// the record and its text, serialized once.
+    pub(crate) fn encode_to_json(
+        cp: &Checkpoint,
+        head: &mut Option<Head>,
+        policy: SnapshotPolicy,
+    ) -> Result<(Self, String), serde_json::Error> {
+        let record = Self::encode_uncounted(cp, head, policy);
+        match serde_json::to_string(&record) {
+            Ok(text) => {
+                record.count(head, policy, || text.len());
+                Ok((record, text))
+            }
+            Err(error) => {
+                // The head moved on to a record that will not be stored.
+                *head = None;
+                Err(error)
+            }
+        }
+    }
+
+    /// Adds a delta's serialized size (`bytes`) to what the size-based policy counts.
+    fn count(
+        &self,
+        head: &mut Option<Head>,
+        policy: SnapshotPolicy,
+        bytes: impl FnOnce() -> usize,
+    ) {
+        if let (Body::Delta { .. }, SnapshotPolicy::SizeBased { .. }, Some(h)) =
+            (&self.body, policy, head.as_mut())
+        {
+            h.delta_bytes = h.delta_bytes.saturating_add(bytes());
+        }
+    }
+
+    fn encode_uncounted(cp: &Checkpoint, head: &mut Option<Head>, policy: SnapshotPolicy) -> Self {
         let delta = match head.as_mut() {
             Some(h) if h.seq < cp.seq => {
                 if h.snapshot_due(policy) {
@@ -103,7 +144,7 @@ impl StoredCheckpoint {
             _ => None,
         };
         let body = delta.unwrap_or_else(|| full(cp, head));
-        let record = Self {
+        Self {
             schema_version: cp.schema_version,
             run_id: cp.run_id.clone(),
             seq: cp.seq,
@@ -114,13 +155,7 @@ impl StoredCheckpoint {
             progress: cp.progress.clone(),
             session: cp.session.clone(),
             body,
-        };
-        if let (Body::Delta { .. }, SnapshotPolicy::SizeBased { .. }, Some(h)) =
-            (&record.body, policy, head.as_mut())
-        {
-            h.delta_bytes = h.delta_bytes.saturating_add(json_len(&record));
         }
-        record
     }
 
     pub(crate) fn is_full(&self) -> bool {

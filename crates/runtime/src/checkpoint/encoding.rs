@@ -2,7 +2,7 @@
 //! `agent-backends`, say): full snapshots and deltas on the previous checkpoint, encoded
 //! by a [`CheckpointEncoder`] and rebuilt by a [`CheckpointDecoder`].
 //!
-//! A record's JSON ([`EncodedCheckpoint::to_json`]) is exactly what
+//! A record's JSON ([`EncodedCheckpoint::json`]) is exactly what
 //! [`FileCheckpointStore`](super::FileCheckpointStore) writes in a checkpoint file, so a
 //! store using these types keeps the same format and the same storage behaviour (see
 //! [`SnapshotPolicy`]) as the built-in ones.
@@ -23,7 +23,7 @@
 //! let second = Checkpoint::new("run-1", 2, "answer", json!({"messages": ["hi", "hello"]}));
 //! let mut stored = Vec::new();
 //! for checkpoint in [&first, &second] {
-//!     stored.push(encoder.encode(checkpoint).to_json()?);
+//!     stored.push(encoder.encode(checkpoint)?.into_json());
 //! }
 //! // The second is kept as the message it appended.
 //! assert!(!stored[1].contains("\"hi\""));
@@ -46,11 +46,12 @@ use super::{CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, SnapshotPoli
 /// checkpoint (the appended array items and the changed fields of its state).
 ///
 /// Made by a [`CheckpointEncoder`] (or [`full`](Self::full)), kept as JSON text
-/// ([`to_json`](Self::to_json), [`from_json`](Self::from_json)) and turned back into
-/// checkpoints by a [`CheckpointDecoder`].
+/// ([`json`](Self::json), [`from_json`](Self::from_json)) and turned back into
+/// checkpoints by a [`CheckpointDecoder`]. It holds its text, serialized once.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EncodedCheckpoint {
     record: StoredCheckpoint,
+    json: String,
 }
 
 impl EncodedCheckpoint {
@@ -59,13 +60,17 @@ impl EncodedCheckpoint {
     ///
     /// ```
     /// use agent_runtime::checkpoint::{Checkpoint, EncodedCheckpoint};
-    /// let full = EncodedCheckpoint::full(&Checkpoint::new("r", 7, "n", serde_json::json!({})));
+    /// let full = EncodedCheckpoint::full(&Checkpoint::new("r", 7, "n", serde_json::json!({})))?;
     /// assert!(full.is_full() && full.base_seq().is_none());
+    /// # Ok::<(), agent_runtime::checkpoint::CheckpointError>(())
     /// ```
-    pub fn full(checkpoint: &Checkpoint) -> Self {
-        Self {
-            record: StoredCheckpoint::encode(checkpoint, &mut None, SnapshotPolicy::Every(1)),
-        }
+    ///
+    /// Errors: [`CheckpointError::Serde`] only if the checkpoint holds something JSON
+    /// cannot represent, which a [`serde_json::Value`] never does.
+    pub fn full(checkpoint: &Checkpoint) -> Result<Self, CheckpointError> {
+        let (record, json) =
+            StoredCheckpoint::encode_to_json(checkpoint, &mut None, SnapshotPolicy::Every(1))?;
+        Ok(Self { record, json })
     }
 
     /// The run.
@@ -108,14 +113,16 @@ impl EncodedCheckpoint {
 
     /// The record as JSON text (the format of a
     /// [`FileCheckpointStore`](super::FileCheckpointStore) file).
-    ///
-    /// Errors: [`CheckpointError::Serde`] only if the state holds something JSON cannot
-    /// represent, which a [`serde_json::Value`] never does.
-    pub fn to_json(&self) -> Result<String, CheckpointError> {
-        Ok(serde_json::to_string(&self.record)?)
+    pub fn json(&self) -> &str {
+        &self.json
     }
 
-    /// Reads a record back from [`to_json`](Self::to_json)'s text. `ident` names the
+    /// The record as JSON text, taken out of it.
+    pub fn into_json(self) -> String {
+        self.json
+    }
+
+    /// Reads a record back from [`json`](Self::json)'s text. `ident` names the
     /// record in errors (its run and seq, a file, a database row).
     ///
     /// Errors: [`CheckpointError::Corrupt`] when the text is not a record;
@@ -140,7 +147,10 @@ impl EncodedCheckpoint {
             Ok(record) if record.schema_version > CHECKPOINT_SCHEMA_VERSION => {
                 Err(newer(record.schema_version))
             }
-            Ok(record) => Ok(Self { record }),
+            Ok(record) => Ok(Self {
+                record,
+                json: text.to_owned(),
+            }),
             Err(error) => match serde_json::from_str::<Probe>(text) {
                 Ok(probe) if probe.schema_version > CHECKPOINT_SCHEMA_VERSION => {
                     Err(newer(probe.schema_version))
@@ -169,11 +179,13 @@ impl EncodedCheckpoint {
 /// use serde_json::json;
 ///
 /// let mut encoder = CheckpointEncoder::new(SnapshotPolicy::Every(2));
-/// let kinds: Vec<bool> = (1..=4)
-///     .map(|seq| encoder.encode(&Checkpoint::new("r", seq, "n", json!({"n": seq}))).is_full())
-///     .collect();
+/// let mut kinds = Vec::new();
+/// for seq in 1..=4 {
+///     kinds.push(encoder.encode(&Checkpoint::new("r", seq, "n", json!({"n": seq})))?.is_full());
+/// }
 /// assert_eq!(kinds, [true, false, true, false]);
 /// assert_eq!(encoder.last_seq(), Some(4));
+/// # Ok::<(), agent_runtime::checkpoint::CheckpointError>(())
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct CheckpointEncoder {
@@ -201,10 +213,17 @@ impl CheckpointEncoder {
     /// makes it the base of the next one. A checkpoint whose seq is not above the last
     /// one's, whose state or the previous one is not a JSON object, or whose completed
     /// list does not extend the previous one is encoded in full.
-    pub fn encode(&mut self, checkpoint: &Checkpoint) -> EncodedCheckpoint {
-        EncodedCheckpoint {
-            record: StoredCheckpoint::encode(checkpoint, &mut self.head, self.policy),
-        }
+    ///
+    /// Errors: [`CheckpointError::Serde`] only if the checkpoint holds something JSON
+    /// cannot represent, which a [`serde_json::Value`] never does; the encoder is then
+    /// reset.
+    pub fn encode(
+        &mut self,
+        checkpoint: &Checkpoint,
+    ) -> Result<EncodedCheckpoint, CheckpointError> {
+        let (record, json) =
+            StoredCheckpoint::encode_to_json(checkpoint, &mut self.head, self.policy)?;
+        Ok(EncodedCheckpoint { record, json })
     }
 
     /// Forgets the last checkpoint: the next is encoded in full.
@@ -225,8 +244,8 @@ impl CheckpointEncoder {
 /// use serde_json::json;
 ///
 /// let mut encoder = CheckpointEncoder::new(SnapshotPolicy::default());
-/// let a = encoder.encode(&Checkpoint::new("r", 1, "n", json!({"log": [1]})));
-/// let b = encoder.encode(&Checkpoint::new("r", 2, "n", json!({"log": [1, 2]})));
+/// let a = encoder.encode(&Checkpoint::new("r", 1, "n", json!({"log": [1]})))?;
+/// let b = encoder.encode(&Checkpoint::new("r", 2, "n", json!({"log": [1, 2]})))?;
 ///
 /// let mut decoder = CheckpointDecoder::new();
 /// decoder.push(a)?;
@@ -320,6 +339,7 @@ impl CheckpointDecoder {
 mod tests {
 
     use super::*;
+    use crate::checkpoint::JsonText;
     use serde_json::{Value, json};
 
     fn history(n: u64) -> Value {
@@ -340,14 +360,14 @@ mod tests {
         let originals: Vec<Checkpoint> = (1..=20)
             .map(|seq| {
                 let mut c = cp(seq);
-                c.progress = (seq % 3 == 0).then(|| json!({"round": seq}));
-                c.session = Some(json!({"events": seq}));
+                c.progress = (seq % 3 == 0).then(|| JsonText::of(&json!({"round": seq})).unwrap());
+                c.session = Some(JsonText::of(&json!({"events": seq})).unwrap());
                 c
             })
             .collect();
         let texts: Vec<String> = originals
             .iter()
-            .map(|c| encoder.encode(c).to_json().unwrap())
+            .map(|c| encoder.encode(c).unwrap().into_json())
             .collect();
         let records: Vec<EncodedCheckpoint> = texts
             .iter()
@@ -378,7 +398,7 @@ mod tests {
         for seq in 1..=3 {
             let direct = StoredCheckpoint::encode(&cp(seq), &mut head, SnapshotPolicy::default());
             assert_eq!(
-                encoder.encode(&cp(seq)).to_json().unwrap(),
+                encoder.encode(&cp(seq)).unwrap().into_json(),
                 serde_json::to_string(&direct).unwrap()
             );
         }
@@ -387,13 +407,13 @@ mod tests {
     #[test]
     fn full_records_stand_alone_and_reset_restarts_the_chain() {
         let mut encoder = CheckpointEncoder::default();
-        encoder.encode(&cp(1));
-        assert!(!encoder.encode(&cp(2)).is_full());
+        encoder.encode(&cp(1)).unwrap();
+        assert!(!encoder.encode(&cp(2)).unwrap().is_full());
         encoder.reset();
         assert_eq!(encoder.last_seq(), None);
-        assert!(encoder.encode(&cp(3)).is_full());
+        assert!(encoder.encode(&cp(3)).unwrap().is_full());
 
-        let full = EncodedCheckpoint::full(&cp(9));
+        let full = EncodedCheckpoint::full(&cp(9)).unwrap();
         let mut decoder = CheckpointDecoder::new();
         decoder.push(full.clone()).unwrap();
         assert_eq!(decoder.into_latest(), Some(cp(9)));
@@ -402,7 +422,7 @@ mod tests {
 
     #[test]
     fn bad_records_are_corrupt_or_too_new() {
-        let text = EncodedCheckpoint::full(&cp(1)).to_json().unwrap();
+        let text = EncodedCheckpoint::full(&cp(1)).unwrap().into_json();
         let newer = text.replace(
             &format!("\"schema_version\":{CHECKPOINT_SCHEMA_VERSION}"),
             "\"schema_version\":99",
@@ -424,8 +444,12 @@ mod tests {
         let mut other = cp(2);
         other.run_id = "other".into();
         let mut decoder = CheckpointDecoder::new();
-        decoder.push(EncodedCheckpoint::full(&cp(1))).unwrap();
-        let err = decoder.push(EncodedCheckpoint::full(&other)).unwrap_err();
+        decoder
+            .push(EncodedCheckpoint::full(&cp(1)).unwrap())
+            .unwrap();
+        let err = decoder
+            .push(EncodedCheckpoint::full(&other).unwrap())
+            .unwrap_err();
         assert!(
             matches!(err, CheckpointError::Corrupt { ref ident, .. } if ident == "run \"other\" seq 2")
         );

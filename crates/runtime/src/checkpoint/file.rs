@@ -424,7 +424,7 @@ impl CheckpointStore for FileCheckpointStore {
             });
         }
         let run_id = checkpoint.run_id.as_str();
-        let (stored, head) = {
+        let (text, head) = {
             let mut cache = self.heads();
             if let Some(h) = cache.get(run_id)
                 && checkpoint.seq <= h.seq
@@ -438,10 +438,11 @@ impl CheckpointStore for FileCheckpointStore {
             // Taken out while the file is written: a failed write leaves no head, and the
             // next checkpoint is written in full.
             let mut head = cache.take(run_id);
-            let stored = StoredCheckpoint::encode(checkpoint, &mut head, self.snapshot_policy);
-            (stored, head)
+            let (_, text) =
+                StoredCheckpoint::encode_to_json(checkpoint, &mut head, self.snapshot_policy)?;
+            (text, head)
         };
-        let bytes = serde_json::to_vec(&stored)?;
+        let bytes = text.into_bytes();
         let dir = self.dir.clone();
         let written = blocking(move || write_atomic(&dir, &name, &bytes)).await;
         let mut cache = self.heads();

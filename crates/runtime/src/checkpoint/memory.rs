@@ -235,6 +235,10 @@ impl CheckpointStore for InMemoryCheckpointStore {
             });
         }
         let stored = StoredCheckpoint::encode(checkpoint, &mut run.head, self.snapshot_policy);
+        // Room for what the run keeps, once, rather than growing step by step.
+        if run.records.capacity() == 0 {
+            run.records.reserve_exact(self.keep_latest + 1);
+        }
         run.records.push_back(stored);
         run.touched = Some(checkpoint.at);
         run.trim(self.keep_latest);

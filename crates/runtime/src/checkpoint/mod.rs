@@ -36,11 +36,13 @@
 mod delta;
 mod encoding;
 mod file;
+mod json_text;
 mod memory;
 mod recent_runs;
 
 pub use encoding::{CheckpointDecoder, CheckpointEncoder, EncodedCheckpoint};
 pub use file::FileCheckpointStore;
+pub use json_text::JsonText;
 pub use memory::{DEFAULT_KEEP_LATEST, DEFAULT_MAX_RUNS, InMemoryCheckpointStore};
 pub use recent_runs::{RECENT_RUNS, RecentRuns};
 
@@ -147,12 +149,12 @@ pub struct Checkpoint {
     /// runs, saved after every round), handed back to it on resume; `None` at a node
     /// boundary.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub progress: Option<Value>,
+    pub progress: Option<JsonText>,
     /// What the run's session had done besides changing its state (events emitted, gate
     /// ids handed out, model usage metered), restored on resume so that nothing is
     /// emitted twice or counted twice; `None` for runs without a session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<Value>,
+    pub session: Option<JsonText>,
 }
 
 impl Checkpoint {
@@ -196,7 +198,7 @@ impl Checkpoint {
     }
 
     /// Sets the progress of the node still running.
-    pub fn with_progress(mut self, progress: Value) -> Self {
+    pub fn with_progress(mut self, progress: JsonText) -> Self {
         self.progress = Some(progress);
         self
     }

@@ -7,10 +7,13 @@ use chrono::Utc;
 use serde_json::Value;
 
 use super::NodeFailure;
-use crate::checkpoint::{CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore};
+use crate::checkpoint::{
+    CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore, JsonText,
+};
 
 /// Serializes the session now: its state and its [`SessionMarks`](crate::SessionMarks).
-pub(crate) type Snapshot = Box<dyn Fn() -> Result<(Value, Value), serde_json::Error> + Send + Sync>;
+pub(crate) type Snapshot =
+    Box<dyn Fn() -> Result<(Value, JsonText), serde_json::Error> + Send + Sync>;
 
 /// Replaces the session's state with a saved one.
 pub(crate) type Restore = Box<dyn Fn(Value) -> Result<(), serde_json::Error> + Send + Sync>;
@@ -55,6 +58,11 @@ impl Checkpointer {
         self.last.lock().await.state.clone()
     }
 
+    /// The state of the checkpoint written (or resumed from) last, as JSON text.
+    pub(crate) async fn last_state_text(&self) -> Result<JsonText, serde_json::Error> {
+        JsonText::of(&self.last.lock().await.state)
+    }
+
     /// Writes the first checkpoint of a fresh run (seq 0, as given to [`new`](Self::new)),
     /// with the session as it is now.
     pub(crate) async fn save_first(&self) -> Result<(), CheckpointError> {
@@ -67,7 +75,7 @@ impl Checkpointer {
 
     /// A checkpoint inside the node the run is at (the last checkpoint's `next`), holding
     /// what the node has done so far.
-    pub(crate) async fn save_progress(&self, progress: Value) -> Result<(), CheckpointError> {
+    pub(crate) async fn save_progress(&self, progress: JsonText) -> Result<(), CheckpointError> {
         let mut checkpoint = self.last.lock().await;
         if let Some(node) = checkpoint.next.clone() {
             checkpoint.node = node;

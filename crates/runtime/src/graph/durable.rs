@@ -13,7 +13,7 @@ use super::compiled::{CompiledGraph, Target};
 use super::node_context::NodeProgress;
 use super::run::{Advance, RunOptions, RunResult, Runner, Stop, StopKind};
 use super::{Journal, START};
-use crate::checkpoint::{Checkpoint, CheckpointError, CheckpointStore};
+use crate::checkpoint::{Checkpoint, CheckpointError, CheckpointStore, JsonText};
 use crate::{Session, SessionMarks};
 
 impl<S, E> CompiledGraph<S, E>
@@ -207,7 +207,7 @@ where
     async fn continue_from(
         &self,
         session: &Session<S, E>,
-        mut checkpoint: Checkpoint,
+        checkpoint: Checkpoint,
         store: Arc<dyn CheckpointStore>,
         options: RunOptions,
     ) -> Result<RunResult<S>, CheckpointError> {
@@ -225,7 +225,7 @@ where
                 ))
             })?),
         };
-        let restored = match checkpoint.progress.take() {
+        let restored = match &checkpoint.progress {
             Some(progress) => Some(NodeProgress::from_checkpoint(progress).map_err(|e| {
                 incompatible(format!(
                     "checkpoint {} has unreadable node progress: {e}",
@@ -239,7 +239,7 @@ where
         match (&restored, checkpoint.session.clone()) {
             (Some(progress), _) => {
                 if let Some(state) = progress.start_state() {
-                    let state: S = serde_json::from_value(state.clone()).map_err(|e| {
+                    let state: S = state.parse().map_err(|e| {
                         incompatible(format!(
                             "checkpoint {} has a node start state that does not fit: {e}",
                             checkpoint.seq
@@ -250,7 +250,7 @@ where
                 session.restore_marks(progress.start());
             }
             (None, Some(marks)) => {
-                let marks: SessionMarks = serde_json::from_value(marks).map_err(|e| {
+                let marks: SessionMarks = marks.parse().map_err(|e| {
                     incompatible(format!(
                         "checkpoint {} has unreadable session marks: {e}",
                         checkpoint.seq
@@ -362,7 +362,7 @@ where
     let session = session.clone();
     Box::new(move || {
         let state = session.state().read(|s| serde_json::to_value(s))?;
-        let marks = serde_json::to_value(session.marks())?;
+        let marks = JsonText::of(&session.marks())?;
         Ok((state, marks))
     })
 }

@@ -1,6 +1,7 @@
 //! What a node runs with: [`NodeContext`], the run and the session in one, and durable
 //! agent loops inside a node.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::Deref;
@@ -12,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::checkpointer::Checkpointer;
 use super::{NodeError, RunContext};
-use crate::checkpoint::CheckpointError;
+use crate::checkpoint::{CheckpointError, JsonText};
 use crate::{
     AgentContext, AgentIdentity, AgentLoop, AgentResult, AgentRun, Ask, RunSaver, Session,
     SessionMarks,
@@ -81,6 +82,10 @@ impl<S, E> Deref for NodeContext<S, E> {
 /// the ordinals they had (and are recognized as replays). Each agent run restored moves
 /// the session on: a finished one to its end state and marks, the one that was running
 /// to the state of the last checkpoint and its marks.
+///
+/// What does not change from one save to the next is kept as JSON text (the starting
+/// state, each agent run as it was last saved), so a save after an agent's round
+/// serializes that agent's run and copies the rest.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct NodeProgress {
     /// The session's marks when the node started.
@@ -88,17 +93,19 @@ pub(crate) struct NodeProgress {
     start: SessionMarks,
     /// The session's state when the node started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    start_state: Option<Value>,
-    /// Agent runs by key (`{agent}#{n}`, the n-th run of that agent in the node).
-    agents: BTreeMap<String, SavedAgent>,
+    start_state: Option<JsonText>,
+    /// Agent runs by key (`{agent}#{n}`, the n-th run of that agent in the node), each a
+    /// [`SavedAgent`].
+    agents: BTreeMap<String, JsonText>,
     /// What the node saved of its own work, by key (see [`NodeContext::save_step`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     steps: BTreeMap<String, Value>,
 }
 
+/// One agent run as saved: written from a borrowed run, read back as an owned one.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct SavedAgent {
-    run: AgentRun,
+struct SavedAgent<'a> {
+    run: Cow<'a, AgentRun>,
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     scratchpad: Map<String, Value>,
     /// The session's marks when the run was saved.
@@ -122,12 +129,17 @@ impl NodeProgress {
     }
 
     /// The session's state when the node started, when it was kept.
-    pub(crate) fn start_state(&self) -> Option<&Value> {
+    pub(crate) fn start_state(&self) -> Option<&JsonText> {
         self.start_state.as_ref()
     }
 
-    pub(crate) fn from_checkpoint(progress: Value) -> Result<Self, serde_json::Error> {
-        serde_json::from_value(progress)
+    /// The progress a checkpoint holds, each agent run in it checked to be readable.
+    pub(crate) fn from_checkpoint(progress: &JsonText) -> Result<Self, serde_json::Error> {
+        let progress: Self = progress.parse()?;
+        for saved in progress.agents.values() {
+            saved.parse::<SavedAgent<'static>>()?;
+        }
+        Ok(progress)
     }
 
     /// The session's marks when the node started.
@@ -284,7 +296,7 @@ impl<S, E> NodeContext<S, E> {
     async fn save_progress(&self, checkpointer: &Checkpointer) -> Result<(), CheckpointError> {
         let first_save = self.progress().start_state.is_none();
         let start_state = match first_save {
-            true => Some(checkpointer.last_state().await),
+            true => Some(checkpointer.last_state_text().await?),
             false => None,
         };
         let progress = {
@@ -292,7 +304,7 @@ impl<S, E> NodeContext<S, E> {
             if progress.start_state.is_none() {
                 progress.start_state = start_state;
             }
-            serde_json::to_value(&*progress)?
+            JsonText::of(&*progress)?
         };
         checkpointer.save_progress(progress).await
     }
@@ -333,7 +345,19 @@ where
     ) -> AgentResult {
         let key = self.next_agent_key(&agent.identity().name);
         let ctx = self.session.context(agent.identity().clone());
-        let saved = self.progress().agents.get(&key).cloned();
+        let saved = self
+            .progress()
+            .agents
+            .get(&key)
+            .map(JsonText::parse::<SavedAgent>);
+        let saved = saved.and_then(|saved| {
+            // Checked when the progress was restored: it parses.
+            saved
+                .inspect_err(|error| {
+                    tracing::error!(agent = %key, %error, "the agent's saved run does not read; it starts afresh");
+                })
+                .ok()
+        });
         let mut run = match saved {
             Some(saved) => {
                 tracing::info!(
@@ -353,7 +377,7 @@ where
                         tracing::error!(agent = %key, %error, "the agent's saved state does not fit");
                     }
                 }
-                saved.run
+                saved.run.into_owned()
             }
             None => agent.start(message),
         };
@@ -391,15 +415,16 @@ where
             true => Some(self.checkpointer.state_now()?),
             false => None,
         };
-        self.node.progress().agents.insert(
-            self.key.to_owned(),
-            SavedAgent {
-                run: run.clone(),
-                scratchpad: self.ctx.scratchpad().snapshot(),
-                marks: self.node.session.marks(),
-                end_state,
-            },
-        );
+        let saved = JsonText::of(&SavedAgent {
+            run: Cow::Borrowed(run),
+            scratchpad: self.ctx.scratchpad().snapshot(),
+            marks: self.node.session.marks(),
+            end_state,
+        })?;
+        self.node
+            .progress()
+            .agents
+            .insert(self.key.to_owned(), saved);
         self.node.save_progress(self.checkpointer).await
     }
 }
