@@ -295,7 +295,7 @@ mod tests {
         let session = session(model.clone());
         let mut run = RunContext::standalone("run-1");
         let run_cancel = CancellationToken::new();
-        run.cancel = run_cancel.clone();
+        run.cancel = std::sync::Arc::new(run_cancel.clone());
         let node = NodeContext::new(run, session.clone(), None, Default::default());
         run_cancel.cancel();
         let error = node.extract::<Count>(Ask::new("count")).await.unwrap_err();

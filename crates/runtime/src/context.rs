@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -103,7 +103,7 @@ pub struct AgentContext<S, E> {
     outbox: Arc<Mutex<Vec<AgentMessage>>>,
     wait_clock: Arc<WaitClock>,
     /// Why a tool ended the run, once one has.
-    ending: Arc<Mutex<Option<String>>>,
+    ending: Arc<OnceLock<String>>,
 }
 
 impl<S, E> Clone for AgentContext<S, E> {
@@ -168,18 +168,14 @@ impl<S, E> AgentContext<S, E> {
     /// # });
     /// ```
     pub fn end_run(&self, reason: impl Into<String>) {
-        let mut ending = self.ending.lock().unwrap_or_else(PoisonError::into_inner);
-        if ending.is_none() {
-            *ending = Some(reason.into());
-        }
+        // The first reason given stays.
+        let _ = self.ending.set(reason.into());
     }
 
-    /// Why a tool ended the run, if one did.
-    pub(crate) fn ending(&self) -> Option<String> {
-        self.ending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+    /// Why a tool ended the run, if one did (read without a lock: the loop asks every
+    /// round).
+    pub(crate) fn ending(&self) -> Option<&str> {
+        self.ending.get().map(String::as_str)
     }
 
     /// How long this invocation has waited (left out of its timeouts).

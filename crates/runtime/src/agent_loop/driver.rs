@@ -289,12 +289,18 @@ where
             .run(None, |_| self.model.chat(request))
             .instrument(span.clone())
             .await?;
-        span.record("gen_ai.response.model", response.model.as_str());
-        span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
-        span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
-        // The wire name (`end_turn`, `tool_use`, ...), as the GenAI conventions report it.
-        if let Ok(serde_json::Value::String(reason)) = serde_json::to_value(&response.stop_reason) {
-            span.record("gen_ai.response.finish_reasons", reason.as_str());
+        // Recorded only where a subscriber listens: the stop reason's wire name costs an
+        // allocation.
+        if !span.is_disabled() {
+            span.record("gen_ai.response.model", response.model.as_str());
+            span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
+            span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
+            // The wire name (`end_turn`, `tool_use`, ...), as the GenAI conventions report it.
+            if let Ok(serde_json::Value::String(reason)) =
+                serde_json::to_value(&response.stop_reason)
+            {
+                span.record("gen_ai.response.finish_reasons", reason.as_str());
+            }
         }
         Ok(response)
     }

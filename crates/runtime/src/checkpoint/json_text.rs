@@ -40,7 +40,7 @@ use serde_json::value::RawValue;
 /// [`Checkpoint::progress`]: super::Checkpoint::progress
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct JsonText(Arc<RawValue>);
+pub struct JsonText(Arc<Box<RawValue>>);
 
 impl JsonText {
     /// `value` serialized.
@@ -48,7 +48,9 @@ impl JsonText {
     /// Errors: what serializing `value` fails with (a map whose keys are not strings, a
     /// `Serialize` implementation that fails).
     pub fn of<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
-        serde_json::value::to_raw_value(value).map(|raw| Self(raw.into()))
+        // Shared as the box serde_json made: turning it into an `Arc<RawValue>` would
+        // copy the text.
+        serde_json::value::to_raw_value(value).map(|raw| Self(Arc::new(raw)))
     }
 
     /// Reads the text as a `T`.

@@ -7,13 +7,14 @@ use chrono::Utc;
 use serde_json::Value;
 
 use super::NodeFailure;
+use crate::SessionMarks;
 use crate::checkpoint::{
     CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore, JsonText,
 };
 
-/// Serializes the session now: its state and its [`SessionMarks`](crate::SessionMarks).
+/// The session now: its state, serialized, and its [`SessionMarks`].
 pub(crate) type Snapshot =
-    Box<dyn Fn() -> Result<(Value, JsonText), serde_json::Error> + Send + Sync>;
+    Box<dyn Fn() -> Result<(Value, SessionMarks), serde_json::Error> + Send + Sync>;
 
 /// Replaces the session's state with a saved one.
 pub(crate) type Restore = Box<dyn Fn(Value) -> Result<(), serde_json::Error> + Send + Sync>;
@@ -21,7 +22,7 @@ pub(crate) type Restore = Box<dyn Fn(Value) -> Result<(), serde_json::Error> + S
 pub(crate) struct Checkpointer {
     store: Arc<dyn CheckpointStore>,
     /// The checkpoint written last (its state is the session's at that time).
-    last: tokio::sync::Mutex<Checkpoint>,
+    last: tokio::sync::Mutex<Last>,
     snapshot: Snapshot,
     restore: Restore,
 }
@@ -37,7 +38,10 @@ impl Checkpointer {
     ) -> Self {
         Self {
             store,
-            last: tokio::sync::Mutex::new(last),
+            last: tokio::sync::Mutex::new(Last {
+                checkpoint: last,
+                marks: None,
+            }),
             snapshot,
             restore,
         }
@@ -55,33 +59,39 @@ impl Checkpointer {
 
     /// The state of the checkpoint written (or resumed from) last.
     pub(crate) async fn last_state(&self) -> Value {
-        self.last.lock().await.state.clone()
+        self.last.lock().await.checkpoint.state.clone()
     }
 
-    /// The state of the checkpoint written (or resumed from) last, as JSON text.
-    pub(crate) async fn last_state_text(&self) -> Result<JsonText, serde_json::Error> {
-        JsonText::of(&self.last.lock().await.state)
+    /// The state and the session marks of the checkpoint written (or resumed from)
+    /// last, as JSON text.
+    pub(crate) async fn last_state_and_marks(
+        &self,
+    ) -> Result<(JsonText, Option<JsonText>), serde_json::Error> {
+        let last = self.last.lock().await;
+        let checkpoint = &last.checkpoint;
+        Ok((JsonText::of(&checkpoint.state)?, checkpoint.session.clone()))
     }
 
     /// Writes the first checkpoint of a fresh run (seq 0, as given to [`new`](Self::new)),
     /// with the session as it is now.
     pub(crate) async fn save_first(&self) -> Result<(), CheckpointError> {
-        let mut checkpoint = self.last.lock().await;
+        let mut last = self.last.lock().await;
         let (state, marks) = (self.snapshot)()?;
-        checkpoint.state = state;
-        checkpoint.session = Some(marks);
-        self.store.save(&checkpoint).await
+        last.checkpoint.state = state;
+        last.note_marks(marks)?;
+        self.store.save(&last.checkpoint).await
     }
 
     /// A checkpoint inside the node the run is at (the last checkpoint's `next`), holding
     /// what the node has done so far.
     pub(crate) async fn save_progress(&self, progress: JsonText) -> Result<(), CheckpointError> {
-        let mut checkpoint = self.last.lock().await;
+        let mut last = self.last.lock().await;
+        let checkpoint = &mut last.checkpoint;
         if let Some(node) = checkpoint.next.clone() {
             checkpoint.node = node;
         }
         checkpoint.progress = Some(progress);
-        self.write(&mut checkpoint).await
+        self.write(&mut last).await
     }
 
     /// A checkpoint after node `node` completed, naming the node to run next.
@@ -91,7 +101,8 @@ impl Checkpointer {
         next: Option<&str>,
         errors: &[NodeFailure],
     ) -> Result<(), CheckpointError> {
-        let mut checkpoint = self.last.lock().await;
+        let mut last = self.last.lock().await;
+        let checkpoint = &mut last.checkpoint;
         checkpoint.node.clear();
         checkpoint.node.push_str(node);
         checkpoint.completed.push(node.to_owned());
@@ -100,16 +111,36 @@ impl Checkpointer {
         if checkpoint.errors.len() != errors.len() {
             checkpoint.errors = errors.to_vec();
         }
-        self.write(&mut checkpoint).await
+        self.write(&mut last).await
     }
 
-    async fn write(&self, checkpoint: &mut Checkpoint) -> Result<(), CheckpointError> {
+    async fn write(&self, last: &mut Last) -> Result<(), CheckpointError> {
         let (state, marks) = (self.snapshot)()?;
+        last.note_marks(marks)?;
+        let checkpoint = &mut last.checkpoint;
         checkpoint.seq += 1;
         checkpoint.state = state;
-        checkpoint.session = Some(marks);
         checkpoint.at = Utc::now();
         checkpoint.schema_version = CHECKPOINT_SCHEMA_VERSION;
         self.store.save(checkpoint).await
+    }
+}
+
+/// The checkpoint written last, and the marks its session text was made from.
+struct Last {
+    checkpoint: Checkpoint,
+    /// `None` until this writer serialized marks (a resumed run's are the store's).
+    marks: Option<SessionMarks>,
+}
+
+impl Last {
+    /// Makes `marks` the checkpoint's session, serializing them only when they changed:
+    /// between most checkpoints nothing was emitted or metered.
+    fn note_marks(&mut self, marks: SessionMarks) -> Result<(), serde_json::Error> {
+        if self.marks.as_ref() != Some(&marks) || self.checkpoint.session.is_none() {
+            self.checkpoint.session = Some(JsonText::of(&marks)?);
+            self.marks = Some(marks);
+        }
+        Ok(())
     }
 }

@@ -23,7 +23,8 @@ pub struct RunContext {
     pub(crate) run_id: Arc<str>,
     pub(crate) node: Arc<str>,
     pub(crate) step: u64,
-    pub(crate) cancel: CancellationToken,
+    /// Shared: cloning a token takes a lock, and every node run clones its context.
+    pub(crate) cancel: Arc<CancellationToken>,
     pub(crate) journal: Journal,
 }
 
@@ -48,7 +49,7 @@ impl RunContext {
             run_id,
             node: Arc::from(""),
             step: 0,
-            cancel: CancellationToken::new(),
+            cancel: Arc::new(CancellationToken::new()),
         }
     }
 
@@ -57,7 +58,7 @@ impl RunContext {
             run_id,
             node: Arc::from(""),
             step: 0,
-            cancel,
+            cancel: Arc::new(cancel),
             journal,
         }
     }

@@ -216,6 +216,13 @@ where
             run_id: run_id.clone(),
             reason,
         };
+        let read_marks = |marks: &JsonText, seq: u64| {
+            marks.parse::<SessionMarks>().map_err(|e| {
+                incompatible(format!(
+                    "checkpoint {seq} has unreadable session marks: {e}"
+                ))
+            })
+        };
         let next = match &checkpoint.next {
             None => Target::End,
             Some(name) => Target::Node(self.index_of(name).ok_or_else(|| {
@@ -236,8 +243,9 @@ where
         };
         // Inside a node, the node runs again from its start: the state and the marks it
         // started with (its agent runs, restored in turn, move them on).
-        match (&restored, checkpoint.session.clone()) {
-            (Some(progress), _) => {
+        let marks_at_start = restored.as_ref().and_then(NodeProgress::start);
+        match (&restored, marks_at_start.or(checkpoint.session.as_ref())) {
+            (Some(progress), marks) => {
                 if let Some(state) = progress.start_state() {
                     let state: S = state.parse().map_err(|e| {
                         incompatible(format!(
@@ -247,17 +255,11 @@ where
                     })?;
                     session.state().update(|s| *s = state);
                 }
-                session.restore_marks(progress.start());
+                if let Some(marks) = marks {
+                    session.restore_marks(&read_marks(marks, checkpoint.seq)?);
+                }
             }
-            (None, Some(marks)) => {
-                let marks: SessionMarks = marks.parse().map_err(|e| {
-                    incompatible(format!(
-                        "checkpoint {} has unreadable session marks: {e}",
-                        checkpoint.seq
-                    ))
-                })?;
-                session.restore_marks(&marks);
-            }
+            (None, Some(marks)) => session.restore_marks(&read_marks(marks, checkpoint.seq)?),
             (None, None) => {}
         }
         let run_id: Arc<str> = Arc::from(run_id.as_str());
@@ -362,7 +364,6 @@ where
     let session = session.clone();
     Box::new(move || {
         let state = session.state().read(|s| serde_json::to_value(s))?;
-        let marks = JsonText::of(&session.marks())?;
-        Ok((state, marks))
+        Ok((state, session.marks()))
     })
 }

@@ -84,13 +84,15 @@ impl<S, E> Deref for NodeContext<S, E> {
 /// to the state of the last checkpoint and its marks.
 ///
 /// What does not change from one save to the next is kept as JSON text (the starting
-/// state, each agent run as it was last saved), so a save after an agent's round
-/// serializes that agent's run and copies the rest.
+/// state and marks, each agent run as it was last saved), so a save after an agent's
+/// round serializes that agent's run and copies the rest. The starting state and marks
+/// are the checkpoint's before the node: taken at the node's first save, so a node that
+/// saves nothing (and any node of a run without checkpoints) costs nothing here.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct NodeProgress {
-    /// The session's marks when the node started.
-    #[serde(default)]
-    start: SessionMarks,
+    /// The session's marks when the node started (a [`SessionMarks`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    start: Option<JsonText>,
     /// The session's state when the node started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     start_state: Option<JsonText>,
@@ -117,17 +119,6 @@ struct SavedAgent<'a> {
 }
 
 impl NodeProgress {
-    /// A node starting now, with the session's marks as they are. Its starting state is
-    /// taken at its first save, from the checkpoint before it.
-    pub(crate) fn starting(start: SessionMarks) -> Self {
-        Self {
-            start,
-            start_state: None,
-            agents: BTreeMap::new(),
-            steps: BTreeMap::new(),
-        }
-    }
-
     /// The session's state when the node started, when it was kept.
     pub(crate) fn start_state(&self) -> Option<&JsonText> {
         self.start_state.as_ref()
@@ -142,9 +133,9 @@ impl NodeProgress {
         Ok(progress)
     }
 
-    /// The session's marks when the node started.
-    pub(crate) fn start(&self) -> &SessionMarks {
-        &self.start
+    /// The session's marks when the node started, when they were kept.
+    pub(crate) fn start(&self) -> Option<&JsonText> {
+        self.start.as_ref()
     }
 }
 
@@ -168,7 +159,7 @@ impl<S, E> NodeContext<S, E> {
     /// id, an in-memory journal, the session's cancellation token, step 0, no checkpoints.
     pub fn standalone(session: Session<S, E>) -> Self {
         let mut run = RunContext::standalone(session.id());
-        run.cancel = session.cancellation().clone();
+        run.cancel = Arc::new(session.cancellation().clone());
         Self::new(run, session, None, NodeProgress::default())
     }
 
@@ -291,18 +282,21 @@ impl<S, E> NodeContext<S, E> {
     }
 
     /// Writes the node's progress in a checkpoint inside the node. Until the node's
-    /// first save, the last checkpoint is the one the node started after: its state is
-    /// the node's starting state.
+    /// first save, the last checkpoint is the one the node started after: its state and
+    /// marks are the node's starting ones.
     async fn save_progress(&self, checkpointer: &Checkpointer) -> Result<(), CheckpointError> {
         let first_save = self.progress().start_state.is_none();
-        let start_state = match first_save {
-            true => Some(checkpointer.last_state_text().await?),
+        let start = match first_save {
+            true => Some(checkpointer.last_state_and_marks().await?),
             false => None,
         };
         let progress = {
             let mut progress = self.progress();
-            if progress.start_state.is_none() {
-                progress.start_state = start_state;
+            if let Some((state, marks)) = start
+                && progress.start_state.is_none()
+            {
+                progress.start_state = Some(state);
+                progress.start = marks;
             }
             JsonText::of(&*progress)?
         };

@@ -350,10 +350,7 @@ where
         let step = self.step;
         self.ctx.node = node.name.clone();
         self.ctx.step = step;
-        let progress = self
-            .restored
-            .take()
-            .unwrap_or_else(|| NodeProgress::starting(self.session.marks()));
+        let progress = self.restored.take().unwrap_or_default();
         let node_ctx = NodeContext::new(
             self.ctx.clone(),
             self.session.clone(),
