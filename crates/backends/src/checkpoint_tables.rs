@@ -9,8 +9,9 @@
 //! checkpoint reads from the nearest one. Journal entries are rows of
 //! `checkpoint_journal`, one per run and key.
 //!
-//! Saving a checkpoint is one write of the database's group commit (`group_commit.rs`)
-//! holding the run's key until its batch commits (see [`Dialect::lock_key`]), so an
+//! Saving a checkpoint is one write of the database's group commit (`group_commit.rs`),
+//! stored with the checkpoints queued beside it (`checkpoint_rows.rs`), holding the run's
+//! key until its batch commits (see [`Dialect::lock_key`]), so an
 //! instance taking a run over and the one it took it from cannot interleave their
 //! checkpoints; a save that comes too late is refused as out of order. Writes that must
 //! survive a crash (a checkpoint, a journal entry) are answered once their batch is
@@ -24,10 +25,11 @@ use agent_runtime::checkpoint::{
     Checkpoint, CheckpointDecoder, CheckpointEncoder, CheckpointError, EncodedCheckpoint,
     RecentRuns, SnapshotPolicy,
 };
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use serde_json::Value;
 use sqlx::Pool;
 
+use crate::checkpoint_rows::{CheckpointRow, Stored, backend, insert_checkpoints};
 use crate::group_commit::GroupCommit;
 use crate::sql::{Bind, Dialect, Sql};
 
@@ -73,10 +75,6 @@ impl<D: Sql> Clone for CheckpointTables<D> {
     }
 }
 
-fn backend<D: Dialect>(error: sqlx::Error) -> CheckpointError {
-    CheckpointError::Backend(format!("{} checkpoint store: {error}", D::NAME))
-}
-
 /// A seq as the databases' 64-bit integers.
 fn sql_seq<D: Dialect>(run_id: &str, seq: u64) -> Result<i64, CheckpointError> {
     i64::try_from(seq).map_err(|_| {
@@ -85,72 +83,6 @@ fn sql_seq<D: Dialect>(run_id: &str, seq: u64) -> Result<i64, CheckpointError> {
             D::NAME
         ))
     })
-}
-
-/// A checkpoint encoded for storage, owned until its batch is written.
-struct CheckpointRow {
-    run_id: String,
-    seq: i64,
-    node: String,
-    full: bool,
-    /// The checkpoint a delta is based on, which must be the run's latest stored.
-    base: Option<i64>,
-    text: String,
-    at: DateTime<Utc>,
-}
-
-/// What became of a checkpoint row.
-enum Stored {
-    /// It is stored.
-    Written,
-    /// It is a delta on a checkpoint that is no longer the run's latest: nothing written.
-    BaseMoved,
-}
-
-/// Stores `row` after the run's latest checkpoint, holding the run's key until the batch
-/// commits; one at or below the latest is refused as out of order.
-async fn insert_checkpoint<D: Sql>(
-    conn: &mut D::Connection,
-    row: &CheckpointRow,
-) -> Result<Stored, CheckpointError> {
-    let run_id = row.run_id.as_str();
-    let key = format!("checkpoint {run_id}");
-    D::lock_key(conn, &key).await.map_err(backend::<D>)?;
-    let latest = Bind::<D>::new("SELECT MAX(seq) AS seq FROM checkpoints WHERE run_id = $1")
-        .text(run_id)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(backend::<D>)?;
-    let latest = match latest {
-        Some(latest) => D::opt_int(&latest, "seq").map_err(backend::<D>)?,
-        None => None,
-    };
-    if let Some(latest) = latest
-        && latest >= row.seq
-    {
-        return Err(CheckpointError::OutOfOrder {
-            run_id: run_id.to_owned(),
-            seq: u64::try_from(row.seq).unwrap_or_default(),
-            latest: u64::try_from(latest).unwrap_or_default(),
-        });
-    }
-    if row.base.is_some() && row.base != latest {
-        return Ok(Stored::BaseMoved);
-    }
-    Bind::<D>::new(
-        "INSERT INTO checkpoints (run_id, seq, node, full_record, record, at) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .text(run_id)
-    .int(row.seq)
-    .text(&row.node)
-    .flag(row.full)
-    .text(&row.text)
-    .time(row.at)
-    .execute(conn)
-    .await
-    .map_err(backend::<D>)?;
-    Ok(Stored::Written)
 }
 
 impl<D: Sql> CheckpointTables<D> {
@@ -223,9 +155,12 @@ impl<D: Sql> CheckpointTables<D> {
                 text: record.into_json(),
                 at: checkpoint.at,
             };
+            // Checkpoints queued together are checked and stored together.
             let stored = self
                 .commits
-                .write_synced(row, |conn, row| Box::pin(insert_checkpoint::<D>(conn, row)))
+                .write_together_synced("save checkpoint", row, |conn, rows| {
+                    Box::pin(insert_checkpoints::<D>(conn, rows))
+                })
                 .await?;
             match stored {
                 Stored::Written => break,

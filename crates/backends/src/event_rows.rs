@@ -6,8 +6,8 @@
 //! locked on PostgreSQL), the numbers given in Rust in the order the appends were queued
 //! (two appends to one session get consecutive numbers), one multi-row insert of the
 //! events and one update of the counters. An append to an unknown session is refused on
-//! its own. Statements are cut in pieces of a few fixed sizes, so each database prepares
-//! a handful of statement shapes, not one per batch size.
+//! its own. Statements are cut in pieces of a few fixed sizes (`sql::bulk`), so each
+//! database prepares a handful of statement shapes, not one per batch size.
 
 use std::collections::HashMap;
 
@@ -15,40 +15,11 @@ use agent_runtime::sessions::StoreError;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use crate::sql::bulk::{pieces, placeholders};
 use crate::sql::{Bind, Cells, Sql, sql_number, store_error};
-
-/// The sizes statements are cut in, largest first (the last must be 1).
-const PIECES: [usize; 4] = [128, 32, 8, 1];
 
 /// An event to append: its session and itself.
 pub(crate) type Append = (String, Value);
-
-/// `items` cut into pieces of the sizes of [`PIECES`]: as many of the largest as fit,
-/// then of the next, and so on.
-fn pieces<T>(items: &[T]) -> Vec<&[T]> {
-    let mut out = Vec::new();
-    let mut rest = items;
-    for size in PIECES {
-        while rest.len() >= size {
-            let (piece, tail) = rest.split_at(size);
-            out.push(piece);
-            rest = tail;
-        }
-    }
-    out
-}
-
-/// `($1, $2), ($3, $4), ...`: `rows` groups of `width` numbered parameters, each written
-/// by `group` from its parameter numbers.
-fn placeholders(rows: usize, width: usize, group: impl Fn(&[usize]) -> String) -> String {
-    (0..rows)
-        .map(|row| {
-            let numbers: Vec<usize> = (1..=width).map(|n| row * width + n).collect();
-            group(&numbers)
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
 
 /// Numbers and stores `appends` in order, answering each its number, or
 /// [`StoreError::NotFound`] for an unknown session (nothing written for it).

@@ -16,14 +16,19 @@
 //! otherwise rolls the batch back, and then every write of that batch is run again in a
 //! transaction of its own, so one bad write never costs the others theirs.
 //!
-//! Writes of one kind queued one after another (appending events, the bulk of the load)
-//! can run *together*: one call takes them all, as multi-row statements, and answers
-//! each its own outcome (see [`GroupCommit::write_together`]).
+//! Writes of one kind (appending events, saving checkpoints: the bulk of the load) can
+//! run *together*: one call takes all of a batch's, as multi-row statements, and answers
+//! each its own outcome (see [`GroupCommit::write_together`]). The batch is regrouped
+//! for it, each kind's writes where its first one queued, in their queue order. That
+//! keeps every promise: the writes of one batch were all waiting at once, so none of
+//! their callers had been answered for another, and a caller's later write is in a later
+//! batch.
 //!
 //! Readers do not use the writer: they read through the pool's other connections (SQLite
 //! in WAL mode reads beside its one writer).
 
 use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::marker::PhantomData;
 
 use agent_runtime::checkpoint::CheckpointError;
@@ -146,6 +151,23 @@ impl<D: Sql> GroupCommit<D> {
         E: Refusal,
     {
         self.submit(input, How::Together(kind, apply_all), false)
+            .await
+    }
+
+    /// As [`write_together`](Self::write_together), with the batch's commit synced to
+    /// disk before the answer, like [`write_synced`](Self::write_synced).
+    pub(crate) async fn write_together_synced<T, O, E>(
+        &self,
+        kind: &'static str,
+        input: T,
+        apply_all: ApplyAll<D, T, O, E>,
+    ) -> Result<O, E>
+    where
+        T: Send + Sync + 'static,
+        O: Send + 'static,
+        E: Refusal,
+    {
+        self.submit(input, How::Together(kind, apply_all), true)
             .await
     }
 
@@ -359,10 +381,31 @@ async fn write_batches<D: Sql>(
 ) {
     let mut batch = Vec::new();
     while writes.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        group_by_kind(&mut batch);
         commit(&pool, &mut batch).await;
         batch.clear();
     }
     tracing::debug!(database = D::NAME, "group commit writer stopped");
+}
+
+/// Moves the writes of each kind that run together to where the first of them queued,
+/// keeping their queue order; the writes that run alone stay in theirs.
+fn group_by_kind<D: Sql>(batch: &mut Vec<Box<dyn Queued<D>>>) {
+    let mut first_of_kind = HashMap::new();
+    let mut placed: Vec<(usize, Box<dyn Queued<D>>)> = batch
+        .drain(..)
+        .enumerate()
+        .map(|(index, write)| {
+            let place = match write.kind() {
+                Some(kind) => *first_of_kind.entry(kind).or_insert(index),
+                None => index,
+            };
+            (place, write)
+        })
+        .collect();
+    // Stable: writes of one kind keep their order.
+    placed.sort_by_key(|(place, _)| *place);
+    batch.extend(placed.into_iter().map(|(_, write)| write));
 }
 
 /// Commits `batch` as one transaction and answers every write in it.

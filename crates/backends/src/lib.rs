@@ -19,6 +19,7 @@
 //! With the `redis` feature, [`RedisCache`], the runtime's cache shared by every instance,
 //! and [`RedisBus`], the same agent bus on Redis Streams.
 
+mod checkpoint_rows;
 mod checkpoint_tables;
 mod document_tables;
 mod event_rows;

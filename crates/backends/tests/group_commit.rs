@@ -1,5 +1,6 @@
 //! Group commit (one writer per database, ADR 0016) keeps the stores' promises: many
-//! sessions writing at once get their events numbered without gaps, a write that refuses
+//! sessions writing at once get their events numbered without gaps, many runs' checkpoints
+//! saved at once are checked and stored together, a write that refuses
 //! does not cost its batch the others, and a process killed with SIGKILL in the middle of
 //! batches loses nothing it was told is stored.
 #![cfg(test)]
@@ -19,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_backends::SqliteSessionStore;
-use agent_runtime::checkpoint::{Checkpoint, CheckpointStore};
+use agent_runtime::checkpoint::{Checkpoint, CheckpointError, CheckpointStore};
 use agent_runtime::sessions::{NewSession, SessionStore, StoreError};
 use serde_json::json;
 use tempfile::TempDir;
@@ -109,6 +110,63 @@ async fn a_refused_write_leaves_the_rest_of_its_batch_stored() {
     assert!(refused.contains(&StoreError::NotFound("ghost".into())));
     assert!(refused.contains(&StoreError::Conflict("real".into())));
     assert_eq!(store.event_count("real").await.unwrap(), 80);
+}
+
+/// `runs` runs save their checkpoints 1..=`per_run` at once, each run's in order (one
+/// writer per run), with a save at an old seq thrown in among them: those few are
+/// refused as out of order, and every run loads back its last checkpoint with all of its
+/// history.
+async fn many_runs_checkpoint_at_once(store: Arc<dyn CheckpointStore>, runs: usize, per_run: u64) {
+    let mut writers = Vec::new();
+    for run in 0..runs {
+        let store = Arc::clone(&store);
+        writers.push(tokio::spawn(async move {
+            let run_id = format!("run-{run}");
+            let mut refused = 0;
+            for seq in 1..=per_run {
+                let state = json!({"log": (1..=seq).collect::<Vec<_>>()});
+                let checkpoint = Checkpoint::new(&run_id, seq, "step", state).with_next("step");
+                store.save(&checkpoint).await.unwrap();
+                if seq == per_run / 2 {
+                    let stale = Checkpoint::new(&run_id, seq - 1, "step", json!({"log": []}));
+                    match store.save(&stale).await {
+                        Err(CheckpointError::OutOfOrder { .. }) => refused += 1,
+                        other => panic!("a stale checkpoint was not refused: {other:?}"),
+                    }
+                }
+            }
+            refused
+        }));
+    }
+    let mut refused = 0;
+    for writer in writers {
+        refused += writer.await.unwrap();
+    }
+    assert_eq!(refused, runs);
+    for run in 0..runs {
+        let latest = store.latest(&format!("run-{run}")).await.unwrap().unwrap();
+        assert_eq!(latest.seq, per_run);
+        assert_eq!(
+            latest.state,
+            json!({"log": (1..=per_run).collect::<Vec<_>>()})
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_runs_checkpointing_at_once_are_stored_together_on_sqlite() {
+    let dir = TempDir::new().unwrap();
+    let sessions = SqliteSessionStore::open(dir.path().join("runs.db"))
+        .await
+        .unwrap();
+    many_runs_checkpoint_at_once(Arc::new(sessions.checkpoints()), 50, 12).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_runs_checkpointing_at_once_are_stored_together_on_postgres() {
+    let fixture = pg::Fixture::new().await;
+    many_runs_checkpoint_at_once(Arc::new(fixture.store.checkpoints()), 50, 12).await;
+    fixture.cleanup().await;
 }
 
 /// The environment variable that makes [`writes_until_killed`] run, naming its database.

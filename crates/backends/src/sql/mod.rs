@@ -8,6 +8,7 @@
 //! blanket implementation; the shared stores are generic over it and never name a sqlx
 //! bound themselves.
 
+pub(crate) mod bulk;
 mod cells;
 mod sqlite;
 
@@ -132,8 +133,6 @@ pub(crate) trait Sql: Dialect {
 
     /// Reads an integer cell.
     fn int(row: &Self::Row, column: &str) -> Result<i64, sqlx::Error>;
-    /// Reads an integer cell that may be `NULL`.
-    fn opt_int(row: &Self::Row, column: &str) -> Result<Option<i64>, sqlx::Error>;
     /// Reads a text cell.
     fn text(row: &Self::Row, column: &str) -> Result<String, sqlx::Error>;
     /// Reads a text cell that may be `NULL`.
@@ -203,10 +202,6 @@ where
     }
 
     fn int(row: &Self::Row, column: &str) -> Result<i64, sqlx::Error> {
-        sqlx::Row::try_get(row, column)
-    }
-
-    fn opt_int(row: &Self::Row, column: &str) -> Result<Option<i64>, sqlx::Error> {
         sqlx::Row::try_get(row, column)
     }
 
