@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use agent_runtime::checkpoint::CheckpointError;
 use chrono::{DateTime, Utc};
 
-use crate::sql::bulk::{pieces, placeholders};
+use crate::sql::bulk::{fetch_for_keys, pieces, placeholders};
 use crate::sql::{Bind, Dialect, Sql};
 
 /// A checkpoint encoded for storage, owned until its batch is written.
@@ -87,25 +87,20 @@ async fn latest_seqs<'a, D: Sql>(
     conn: &mut D::Connection,
     runs: &[&'a str],
 ) -> Result<HashMap<&'a str, i64>, CheckpointError> {
-    let mut latest = HashMap::with_capacity(runs.len());
-    for piece in pieces(runs) {
-        let list = placeholders(piece.len(), 1, |n| format!("${}", n[0]));
-        let query = format!(
+    let rows = fetch_for_keys::<D>(conn, runs, |list| {
+        format!(
             "SELECT run_id, MAX(seq) AS seq FROM checkpoints WHERE run_id IN ({list}) \
              GROUP BY run_id"
-        );
-        let found = piece
-            .iter()
-            .fold(Bind::<D>::new(&query), |bind, run_id| bind.text(run_id))
-            .fetch_all(conn)
-            .await
-            .map_err(backend::<D>)?;
-        for row in &found {
-            let run_id = D::text(row, "run_id").map_err(backend::<D>)?;
-            let seq = D::int(row, "seq").map_err(backend::<D>)?;
-            if let Some(known) = piece.iter().find(|known| **known == run_id) {
-                latest.insert(*known, seq);
-            }
+        )
+    })
+    .await
+    .map_err(backend::<D>)?;
+    let mut latest = HashMap::with_capacity(runs.len());
+    for row in &rows {
+        let run_id = D::text(row, "run_id").map_err(backend::<D>)?;
+        let seq = D::int(row, "seq").map_err(backend::<D>)?;
+        if let Ok(known) = runs.binary_search(&run_id.as_str()) {
+            latest.insert(runs[known], seq);
         }
     }
     Ok(latest)

@@ -15,7 +15,7 @@ use agent_runtime::sessions::StoreError;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::sql::bulk::{pieces, placeholders};
+use crate::sql::bulk::{fetch_for_keys, pieces, placeholders};
 use crate::sql::{Bind, Cells, Sql, sql_number, store_error};
 
 /// An event to append: its session and itself.
@@ -64,25 +64,19 @@ async fn counters<'a, D: Sql>(
     conn: &mut D::Connection,
     ids: &[&'a str],
 ) -> Result<HashMap<&'a str, u64>, StoreError> {
+    let lock = if D::LOCKS_ROWS { " FOR UPDATE" } else { "" };
+    let rows = fetch_for_keys::<D>(conn, ids, |list| {
+        format!("SELECT id, last_event FROM sessions WHERE id IN ({list}) ORDER BY id{lock}")
+    })
+    .await
+    .map_err(store_error::<D>)?;
     let mut last = HashMap::with_capacity(ids.len());
-    for piece in pieces(ids) {
-        let list = placeholders(piece.len(), 1, |n| format!("${}", n[0]));
-        let lock = if D::LOCKS_ROWS { " FOR UPDATE" } else { "" };
-        let query =
-            format!("SELECT id, last_event FROM sessions WHERE id IN ({list}) ORDER BY id{lock}");
-        let rows = piece
-            .iter()
-            .fold(Bind::<D>::new(&query), |bind, id| bind.text(id))
-            .fetch_all(conn)
-            .await
-            .map_err(store_error::<D>)?;
-        for row in &rows {
-            let cells = Cells::<D>::new(row, "a session's event counter".to_owned());
-            let id = cells.text("id")?;
-            let seq = cells.number("last_event")?;
-            if let Some(known) = piece.iter().find(|known| **known == id) {
-                last.insert(*known, seq);
-            }
+    for row in &rows {
+        let cells = Cells::<D>::new(row, "a session's event counter".to_owned());
+        let id = cells.text("id")?;
+        let seq = cells.number("last_event")?;
+        if let Ok(known) = ids.binary_search(&id.as_str()) {
+            last.insert(ids[known], seq);
         }
     }
     Ok(last)

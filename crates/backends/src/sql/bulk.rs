@@ -2,6 +2,8 @@
 //! of a few fixed sizes, so each database prepares a handful of statement shapes rather
 //! than one per batch size, and the numbered parameters of each piece.
 
+use super::{Bind, Sql};
+
 /// The sizes statements are cut in, largest first (the last must be 1).
 pub(crate) const PIECES: [usize; 4] = [128, 32, 8, 1];
 
@@ -34,6 +36,27 @@ pub(crate) fn placeholders(
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The rows `query` selects for `keys`, read in pieces: `query` writes the statement
+/// around the list of a piece's parameters (`... WHERE id IN ({list})`).
+pub(crate) async fn fetch_for_keys<D: Sql>(
+    conn: &mut D::Connection,
+    keys: &[&str],
+    query: impl Fn(&str) -> String,
+) -> Result<Vec<D::Row>, sqlx::Error> {
+    let mut rows = Vec::with_capacity(keys.len());
+    for piece in pieces(keys) {
+        let list = placeholders(piece.len(), 1, |n| format!("${}", n[0]));
+        let statement = query(&list);
+        let found = piece
+            .iter()
+            .fold(Bind::<D>::new(&statement), |bind, key| bind.text(key))
+            .fetch_all(&mut *conn)
+            .await?;
+        rows.extend(found);
+    }
+    Ok(rows)
 }
 
 #[cfg(test)]
