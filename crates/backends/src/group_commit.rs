@@ -494,3 +494,61 @@ async fn apply_all<D: Sql>(
     tx.commit().await?;
     Ok(true)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlx::Sqlite;
+
+    type Write = Pending<Sqlite, u32, (), StoreError>;
+
+    fn alone<'c>(
+        _: &'c mut sqlx::SqliteConnection,
+        _: &'c u32,
+    ) -> BoxFuture<'c, Result<(), StoreError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn together<'c>(
+        _: &'c mut sqlx::SqliteConnection,
+        inputs: Vec<&'c u32>,
+    ) -> BoxFuture<'c, Result<Vec<Result<(), StoreError>>, StoreError>> {
+        Box::pin(async move { Ok(inputs.iter().map(|_| Ok(())).collect()) })
+    }
+
+    fn queued(input: u32, kind: Option<&'static str>) -> Box<dyn Queued<Sqlite>> {
+        let (reply, _) = oneshot::channel();
+        Box::new(Write {
+            input,
+            apply: match kind {
+                Some(kind) => How::Together(kind, together),
+                None => How::Alone(alone),
+            },
+            synced: false,
+            outcome: None,
+            reply,
+            database: PhantomData,
+        })
+    }
+
+    #[test]
+    fn a_batch_is_regrouped_by_kind_each_where_its_first_write_queued() {
+        let (events, checkpoints) = (Some("append event"), Some("save checkpoint"));
+        let mut batch = vec![
+            queued(1, None),
+            queued(2, events),
+            queued(3, checkpoints),
+            queued(4, events),
+            queued(5, None),
+            queued(6, checkpoints),
+            queued(7, events),
+        ];
+        group_by_kind(&mut batch);
+        let order: Vec<u32> = batch
+            .iter()
+            .filter_map(|write| write.as_any().downcast_ref::<Write>())
+            .map(|write| write.input)
+            .collect();
+        assert_eq!(order, [1, 2, 4, 7, 3, 6, 5]);
+    }
+}
