@@ -106,7 +106,14 @@ impl Checkpointer {
         checkpoint.node.clear();
         checkpoint.node.push_str(node);
         checkpoint.completed.push(node.to_owned());
-        checkpoint.next = next.map(str::to_owned);
+        // The name's buffer is reused from one checkpoint to the next.
+        match (&mut checkpoint.next, next) {
+            (Some(name), Some(next)) => {
+                name.clear();
+                name.push_str(next);
+            }
+            (slot, next) => *slot = next.map(str::to_owned),
+        }
         checkpoint.progress = None;
         if checkpoint.errors.len() != errors.len() {
             checkpoint.errors = errors.to_vec();
