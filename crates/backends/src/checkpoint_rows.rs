@@ -13,7 +13,7 @@ use agent_runtime::checkpoint::CheckpointError;
 use chrono::{DateTime, Utc};
 
 use crate::sql::bulk::{fetch_for_keys, pieces, placeholders};
-use crate::sql::{Bind, Dialect, Sql};
+use crate::sql::{Bind, Sql, checkpoint_error};
 
 /// A checkpoint encoded for storage, owned until its batch is written.
 pub(crate) struct CheckpointRow {
@@ -35,10 +35,6 @@ pub(crate) enum Stored {
     BaseMoved,
 }
 
-pub(crate) fn backend<D: Dialect>(error: sqlx::Error) -> CheckpointError {
-    CheckpointError::Backend(format!("{} checkpoint store: {error}", D::NAME))
-}
-
 /// Stores `rows` in queue order, each after its run's latest checkpoint (holding the
 /// runs' keys until the batch commits), answering each what became of it; one at or
 /// below its run's latest is refused as out of order.
@@ -53,7 +49,7 @@ pub(crate) async fn insert_checkpoints<D: Sql>(
     for run_id in &runs {
         D::lock_key(conn, &format!("checkpoint {run_id}"))
             .await
-            .map_err(backend::<D>)?;
+            .map_err(checkpoint_error::<D>)?;
     }
     let mut latest = latest_seqs::<D>(conn, &runs).await?;
 
@@ -94,11 +90,11 @@ async fn latest_seqs<'a, D: Sql>(
         )
     })
     .await
-    .map_err(backend::<D>)?;
+    .map_err(checkpoint_error::<D>)?;
     let mut latest = HashMap::with_capacity(runs.len());
     for row in &rows {
-        let run_id = D::text(row, "run_id").map_err(backend::<D>)?;
-        let seq = D::int(row, "seq").map_err(backend::<D>)?;
+        let run_id = D::text(row, "run_id").map_err(checkpoint_error::<D>)?;
+        let seq = D::int(row, "seq").map_err(checkpoint_error::<D>)?;
         if let Ok(known) = runs.binary_search(&run_id.as_str()) {
             latest.insert(runs[known], seq);
         }
@@ -130,6 +126,6 @@ async fn insert_piece<D: Sql>(
         })
         .execute(conn)
         .await
-        .map_err(backend::<D>)?;
+        .map_err(checkpoint_error::<D>)?;
     Ok(())
 }

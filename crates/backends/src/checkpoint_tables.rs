@@ -29,9 +29,9 @@ use chrono::Utc;
 use serde_json::Value;
 use sqlx::Pool;
 
-use crate::checkpoint_rows::{CheckpointRow, Stored, backend, insert_checkpoints};
+use crate::checkpoint_rows::{CheckpointRow, Stored, insert_checkpoints};
 use crate::group_commit::GroupCommit;
-use crate::sql::{Bind, Dialect, Sql};
+use crate::sql::{Bind, Dialect, Sql, checkpoint_error};
 
 /// The records of a run from the nearest full snapshot at or before seq `$2` up to it.
 const CHAIN: &str = "SELECT seq, record FROM checkpoints \
@@ -188,7 +188,7 @@ impl<D: Sql> CheckpointTables<D> {
             .int(upto.unwrap_or(i64::MAX))
             .fetch_all(conn)
             .await
-            .map_err(backend::<D>)?;
+            .map_err(checkpoint_error::<D>)?;
         let mut decoder = CheckpointDecoder::new().with_location(&self.location);
         let mut full = false;
         for row in &rows {
@@ -220,20 +220,20 @@ impl<D: Sql> CheckpointTables<D> {
 
     /// The run's latest checkpoint.
     pub(crate) async fn latest(&self, run_id: &str) -> Result<Option<Checkpoint>, CheckpointError> {
-        let mut conn = self.pool.acquire().await.map_err(backend::<D>)?;
+        let mut conn = self.pool.acquire().await.map_err(checkpoint_error::<D>)?;
         let loaded = self.load(&mut conn, run_id, None).await?;
         Ok(loaded.map(|(checkpoint, _)| checkpoint))
     }
 
     /// Every checkpoint of the run, oldest first.
     pub(crate) async fn list(&self, run_id: &str) -> Result<Vec<Checkpoint>, CheckpointError> {
-        let mut conn = self.pool.acquire().await.map_err(backend::<D>)?;
+        let mut conn = self.pool.acquire().await.map_err(checkpoint_error::<D>)?;
         let rows =
             Bind::<D>::new("SELECT seq, record FROM checkpoints WHERE run_id = $1 ORDER BY seq")
                 .text(run_id)
                 .fetch_all(&mut conn)
                 .await
-                .map_err(backend::<D>)?;
+                .map_err(checkpoint_error::<D>)?;
         let mut decoder = CheckpointDecoder::new().with_location(&self.location);
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
@@ -262,7 +262,13 @@ impl<D: Sql> CheckpointTables<D> {
                 .text(key)
                 .json(value)
                 .time(Utc::now());
-                Box::pin(async move { upsert.execute(conn).await.map(drop).map_err(backend::<D>) })
+                Box::pin(async move {
+                    upsert
+                        .execute(conn)
+                        .await
+                        .map(drop)
+                        .map_err(checkpoint_error::<D>)
+                })
             })
             .await
     }
@@ -272,12 +278,12 @@ impl<D: Sql> CheckpointTables<D> {
         &self,
         run_id: &str,
     ) -> Result<BTreeMap<String, Value>, CheckpointError> {
-        let mut conn = self.pool.acquire().await.map_err(backend::<D>)?;
+        let mut conn = self.pool.acquire().await.map_err(checkpoint_error::<D>)?;
         let rows = Bind::<D>::new("SELECT key, value FROM checkpoint_journal WHERE run_id = $1")
             .text(run_id)
             .fetch_all(&mut conn)
             .await
-            .map_err(backend::<D>)?;
+            .map_err(checkpoint_error::<D>)?;
         let mut entries = BTreeMap::new();
         for row in &rows {
             let key = D::text(row, "key").map_err(|e| {
@@ -301,12 +307,12 @@ impl<D: Sql> CheckpointTables<D> {
             .text(run_id)
             .execute(&mut *conn)
             .await
-            .map_err(backend::<D>)?;
+            .map_err(checkpoint_error::<D>)?;
         Bind::<D>::new("DELETE FROM checkpoint_journal WHERE run_id = $1")
             .text(run_id)
             .execute(conn)
             .await
-            .map_err(backend::<D>)?;
+            .map_err(checkpoint_error::<D>)?;
         Ok(removed)
     }
 
@@ -317,26 +323,30 @@ impl<D: Sql> CheckpointTables<D> {
         run_id: &str,
         keep_latest: usize,
     ) -> Result<usize, CheckpointError> {
-        let mut tx = D::begin_write(&self.pool).await.map_err(backend::<D>)?;
+        let mut tx = D::begin_write(&self.pool)
+            .await
+            .map_err(checkpoint_error::<D>)?;
         let key = format!("checkpoint {run_id}");
-        D::lock_key(&mut tx, &key).await.map_err(backend::<D>)?;
+        D::lock_key(&mut tx, &key)
+            .await
+            .map_err(checkpoint_error::<D>)?;
         if keep_latest == 0 {
             self.heads().take(run_id);
             let removed = Self::delete_run(&mut tx, run_id).await?;
-            tx.commit().await.map_err(backend::<D>)?;
+            tx.commit().await.map_err(checkpoint_error::<D>)?;
             return Ok(usize::try_from(removed).unwrap_or(usize::MAX));
         }
         let rows = Bind::<D>::new("SELECT seq FROM checkpoints WHERE run_id = $1 ORDER BY seq")
             .text(run_id)
             .fetch_all(&mut tx)
             .await
-            .map_err(backend::<D>)?;
+            .map_err(checkpoint_error::<D>)?;
         // Nothing to remove when the run has no more than `keep_latest`.
         let cut = rows.len().saturating_sub(keep_latest);
         let Some(first_kept) = rows.get(cut).filter(|_| cut > 0) else {
             return Ok(0);
         };
-        let first_kept = D::int(first_kept, "seq").map_err(backend::<D>)?;
+        let first_kept = D::int(first_kept, "seq").map_err(checkpoint_error::<D>)?;
         // The oldest record kept must load on its own: stored in full.
         match self.load(&mut tx, run_id, Some(first_kept)).await? {
             Some((_, true)) => {}
@@ -351,7 +361,7 @@ impl<D: Sql> CheckpointTables<D> {
                 .text(&text)
                 .execute(&mut tx)
                 .await
-                .map_err(backend::<D>)?;
+                .map_err(checkpoint_error::<D>)?;
             }
             None => {
                 let what = format!("run {run_id:?} seq {first_kept}");
@@ -363,8 +373,8 @@ impl<D: Sql> CheckpointTables<D> {
             .int(first_kept)
             .execute(&mut tx)
             .await
-            .map_err(backend::<D>)?;
-        tx.commit().await.map_err(backend::<D>)?;
+            .map_err(checkpoint_error::<D>)?;
+        tx.commit().await.map_err(checkpoint_error::<D>)?;
         Ok(usize::try_from(removed).unwrap_or(usize::MAX))
     }
 
@@ -376,21 +386,23 @@ impl<D: Sql> CheckpointTables<D> {
         else {
             return Ok(0);
         };
-        let mut tx = D::begin_write(&self.pool).await.map_err(backend::<D>)?;
+        let mut tx = D::begin_write(&self.pool)
+            .await
+            .map_err(checkpoint_error::<D>)?;
         let rows = Bind::<D>::new(STALE_RUNS)
             .time(cutoff)
             .fetch_all(&mut tx)
             .await
-            .map_err(backend::<D>)?;
+            .map_err(checkpoint_error::<D>)?;
         let stale = rows
             .iter()
             .map(|row| D::text(row, "run_id"))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(backend::<D>)?;
+            .map_err(checkpoint_error::<D>)?;
         for run_id in &stale {
             Self::delete_run(&mut tx, run_id).await?;
         }
-        tx.commit().await.map_err(backend::<D>)?;
+        tx.commit().await.map_err(checkpoint_error::<D>)?;
         let mut heads = self.heads();
         for run_id in &stale {
             heads.take(run_id);
@@ -403,12 +415,12 @@ impl<D: Sql> CheckpointTables<D> {
 
     /// Whether the run has a checkpoint.
     pub(crate) async fn exists(&self, run_id: &str) -> Result<bool, CheckpointError> {
-        let mut conn = self.pool.acquire().await.map_err(backend::<D>)?;
+        let mut conn = self.pool.acquire().await.map_err(checkpoint_error::<D>)?;
         let row = Bind::<D>::new("SELECT 1 AS found FROM checkpoints WHERE run_id = $1 LIMIT 1")
             .text(run_id)
             .fetch_optional(&mut conn)
             .await
-            .map_err(backend::<D>)?;
+            .map_err(checkpoint_error::<D>)?;
         Ok(row.is_some())
     }
 }

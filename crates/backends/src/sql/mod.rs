@@ -17,6 +17,7 @@ pub(crate) use cells::Cells;
 #[cfg(feature = "postgres")]
 mod postgres;
 
+use agent_runtime::checkpoint::CheckpointError;
 use agent_runtime::sessions::StoreError;
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
@@ -226,6 +227,11 @@ pub(crate) fn sql_number(n: u64) -> i64 {
 /// A failure of database `D` as a store error.
 pub(crate) fn store_error<D: Dialect>(error: sqlx::Error) -> StoreError {
     StoreError::Backend(format!("{}: {error}", D::NAME))
+}
+
+/// A failure of database `D` as a checkpoint store error.
+pub(crate) fn checkpoint_error<D: Dialect>(error: sqlx::Error) -> CheckpointError {
+    CheckpointError::Backend(format!("{} checkpoint store: {error}", D::NAME))
 }
 
 /// A statement being written: its text, then its parameters in order.

@@ -200,27 +200,14 @@ impl StoredCheckpoint {
 }
 
 fn full(cp: &Checkpoint, head: &mut Option<Head>) -> Body {
-    match head {
-        // The head's names are overwritten in place: their buffers are reused.
-        Some(h) => {
-            h.seq = cp.seq;
-            h.completed.clone_from(&cp.completed);
-            h.state = cp.state.clone();
-            h.chain = 0;
-            h.delta_bytes = 0;
-            h.full_bytes = None;
-        }
-        None => {
-            *head = Some(Head {
-                seq: cp.seq,
-                completed: cp.completed.clone(),
-                state: cp.state.clone(),
-                chain: 0,
-                delta_bytes: 0,
-                full_bytes: None,
-            })
-        }
-    }
+    *head = Some(Head {
+        seq: cp.seq,
+        completed: cp.completed.clone(),
+        state: cp.state.clone(),
+        chain: 0,
+        delta_bytes: 0,
+        full_bytes: None,
+    });
     Body::Full {
         completed: cp.completed.clone(),
         state: cp.state.clone(),
