@@ -264,6 +264,39 @@ async fn progress_and_session_round_trip(store: &dyn CheckpointStore) {
     assert_eq!(Some(&latest), originals.last());
 }
 
+/// 60 checkpoints of a durable agent, its transcript growing a message a round, a node
+/// boundary (no progress) every 20th: stored as edits of the progress before.
+async fn a_growing_progress_loads_back_identical(store: &dyn CheckpointStore) {
+    let progress = |rounds: usize| {
+        let messages: Vec<Value> = (0..rounds)
+            .map(|n| json!({"role": "assistant", "text": format!("round {n}: «{}»", "word ".repeat(30))}))
+            .collect();
+        JsonText::of(&json!({
+            "start_state": {"resume": "Résumé ".repeat(300)},
+            "agents": {"writer#1": {"run": {"request": {"messages": messages}, "rounds": rounds}}},
+            "steps": {"page": rounds / 3},
+        }))
+        .unwrap()
+    };
+    let originals: Vec<Checkpoint> = (1..=60usize)
+        .map(|n| {
+            let cp = turn("durable", n);
+            match n % 20 {
+                0 => cp,
+                round => cp.with_progress(progress(round)),
+            }
+        })
+        .collect();
+    save_all(store, &originals).await;
+    assert_eq!(store.list("durable").await.unwrap(), originals);
+    assert_eq!(
+        store.latest("durable").await.unwrap().as_ref(),
+        originals.last()
+    );
+    assert_eq!(store.prune("durable", 4).await.unwrap(), 56);
+    assert_eq!(store.list("durable").await.unwrap(), originals[56..]);
+}
+
 async fn a_growing_history_loads_back_identical(store: &dyn CheckpointStore) {
     let originals: Vec<Checkpoint> = (1..=200).map(|n| turn("chat", n)).collect();
     save_all(store, &originals).await;
@@ -361,6 +394,7 @@ suite!(
     prune_keeps_the_newest_and_what_they_need,
     retention_by_age_removes_runs_whose_newest_checkpoint_is_old,
     progress_and_session_round_trip,
+    a_growing_progress_loads_back_identical,
     a_growing_history_loads_back_identical,
 );
 

@@ -237,8 +237,6 @@ pub struct ChatRequest {
     /// System prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<String>,
-    /// The conversation, oldest first.
-    pub messages: Vec<Message>,
     /// Tools the model may call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolDefinition>,
@@ -257,6 +255,10 @@ pub struct ChatRequest {
     /// Stop sequences.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stop: Vec<String>,
+    /// The conversation, oldest first. Written last: what stays the same from one call
+    /// of a loop to the next comes first, so a saved run's text changes at its end (see
+    /// `agent_runtime::checkpoint`).
+    pub messages: Vec<Message>,
 }
 
 impl ChatRequest {

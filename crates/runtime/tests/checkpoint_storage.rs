@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_runtime::checkpoint::{
-    Checkpoint, CheckpointStore, FileCheckpointStore, InMemoryCheckpointStore,
+    Checkpoint, CheckpointStore, FileCheckpointStore, InMemoryCheckpointStore, JsonText,
 };
 use agent_runtime::graph::RunOptions;
 use serde_json::{Value, json};
@@ -116,6 +116,90 @@ async fn storage_stays_linear_in_the_history_over_2000_checkpoints() {
         "ratio {at_500:.2} at 500, {at_2000:.2} at 2000"
     );
     assert!(at_2000 < 5.5, "ratio {at_2000:.2} at 2000");
+}
+
+/// A node's progress as a durable agent saves it after round `rounds`, its fields in the
+/// order the runtime writes them: the node's start, its agent runs (a finished one, then
+/// the one running with its whole transcript so far), the node's own steps.
+fn progress(rounds: usize) -> JsonText {
+    #[derive(serde::Serialize)]
+    struct Progress {
+        start_state: Value,
+        agents: Value,
+        steps: Value,
+    }
+    JsonText::of(&Progress {
+        start_state: json!({"resume": "Résumé · 履歴書 ".repeat(200)}),
+        agents: json!({
+            "reviewer#1": {"run": {"request": {"messages": [message(0)]}, "rounds": 1}},
+            "writer#1": {
+                "run": {
+                    "request": {"messages": (0..rounds).map(message).collect::<Vec<_>>()},
+                    "rounds": rounds,
+                },
+            },
+        }),
+        steps: json!({"pages": rounds / 10}),
+    })
+    .unwrap()
+}
+
+/// 100 checkpoints, an agent round each, a node boundary (no progress) every 25th.
+fn agent_rounds() -> Vec<Checkpoint> {
+    (1..=100usize)
+        .map(|n| {
+            let cp = Checkpoint::new("agent", n as u64, "write", json!({"turn": n / 25}))
+                .with_next("write");
+            match n % 25 {
+                0 => cp,
+                round => cp.with_progress(progress(round)),
+            }
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_growing_progress_is_stored_as_its_rounds_and_loads_back_identical() {
+    let dir = TempDir::new("progress");
+    let file_store = FileCheckpointStore::new(&dir.0);
+    let memory_store = InMemoryCheckpointStore::with_retention(10, 10);
+    let originals = agent_rounds();
+    let mut in_full = 0;
+    for cp in &originals {
+        in_full += cp.progress.as_ref().map_or(0, |p| p.as_str().len() as u64);
+        file_store.save(cp).await.unwrap();
+        memory_store.save(cp).await.unwrap();
+    }
+    // Each round's record holds the round's message and the counters, not the
+    // transcript: about 85 kB stored (a record's metadata, the round, and the node's
+    // first progress in full) where the progress alone is 610 kB in full.
+    let stored = dir_bytes(&dir.0);
+    assert!(
+        stored * 5 < in_full,
+        "{stored} B stored, {in_full} B of progress in full"
+    );
+
+    assert_eq!(file_store.list("agent").await.unwrap(), originals);
+    let fresh = FileCheckpointStore::new(&dir.0);
+    assert_eq!(
+        fresh.latest("agent").await.unwrap().as_ref(),
+        originals.last()
+    );
+    // The memory store kept the last 10, the oldest of them rewritten in full.
+    assert_eq!(memory_store.list("agent").await.unwrap(), originals[90..]);
+    assert_eq!(
+        memory_store.latest("agent").await.unwrap().as_ref(),
+        originals.last()
+    );
+
+    // Pruning rewrites the oldest kept record, a progress edit, in full.
+    assert_eq!(file_store.prune("agent", 3).await.unwrap(), 97);
+    assert_eq!(fresh.list("agent").await.unwrap(), originals[97..]);
+    let next = Checkpoint::new("agent", 101, "write", json!({"turn": 4}))
+        .with_next("write")
+        .with_progress(progress(1));
+    file_store.save(&next).await.unwrap();
+    assert_eq!(fresh.latest("agent").await.unwrap(), Some(next));
 }
 
 #[tokio::test]

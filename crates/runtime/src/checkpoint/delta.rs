@@ -1,10 +1,12 @@
 //! The stored form of checkpoints: full snapshots, and deltas that keep only what changed
-//! since the previous checkpoint (appended array items, replaced and removed fields).
+//! since the previous checkpoint (appended array items, replaced and removed fields, the
+//! changed middle of the node's progress).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::text_edit::TextEdit;
 use super::{Checkpoint, JsonText, SnapshotPolicy};
 use crate::node_failure::NodeFailure;
 
@@ -19,8 +21,15 @@ pub(crate) struct StoredCheckpoint {
     pub(crate) at: DateTime<Utc>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) errors: Vec<NodeFailure>,
+    /// The node's progress in full; in a delta, only when [`progress_edit`] is not
+    /// shorter. Once a record is read in, the full progress.
+    ///
+    /// [`progress_edit`]: Self::progress_edit
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) progress: Option<JsonText>,
+    /// A delta's progress as an edit of its base's (schema version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) progress_edit: Option<TextEdit>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) session: Option<JsonText>,
     pub(crate) body: Body,
@@ -59,6 +68,8 @@ pub(crate) struct Head {
     pub(crate) seq: u64,
     pub(crate) completed: Vec<String>,
     pub(crate) state: Value,
+    /// The node's progress (the base of the next progress edit).
+    pub(crate) progress: Option<JsonText>,
     /// Deltas since the last full snapshot.
     pub(crate) chain: usize,
     /// Serialized bytes of the deltas (whole records) since the last full snapshot;
@@ -78,10 +89,12 @@ impl Head {
                 if self.chain >= max_chain {
                     return true;
                 }
-                let full = *self.full_bytes.get_or_insert_with(|| {
+                let body = *self.full_bytes.get_or_insert_with(|| {
                     json_len(&self.completed) + json_len(&self.state) + FULL_BODY_OVERHEAD
                 });
-                self.delta_bytes >= full
+                // A snapshot also writes the node's progress in full.
+                let progress = self.progress.as_ref().map_or(0, |p| p.as_str().len());
+                self.delta_bytes >= body + progress
             }
         }
     }
@@ -132,9 +145,10 @@ impl StoredCheckpoint {
     /// What the size-based policy counts, the same for every store, without serializing
     /// the record (the time alone costs more to format than a small delta).
     fn approx_len(&self) -> usize {
-        // `{"schema_version":2,"run_id":"","seq":,"node":"","next":"","at":"<30>","body":}`
+        // `{"schema_version":3,"run_id":"","seq":,"node":"","next":"","at":"<30>","body":}`
         const FIELDS: usize = 105;
         let text = |text: Option<&JsonText>| text.map_or(0, |text| text.as_str().len() + 12);
+        let edit = self.progress_edit.as_ref().map_or(0, TextEdit::approx_len);
         let errors = match self.errors.is_empty() {
             true => 0,
             false => json_len(&self.errors) + 10,
@@ -148,16 +162,21 @@ impl StoredCheckpoint {
             + errors
             + text(self.progress.as_ref())
             + text(self.session.as_ref())
+            + edit
             + json_len(&self.body)
     }
 
     fn encode_uncounted(cp: &Checkpoint, head: &mut Option<Head>, policy: SnapshotPolicy) -> Self {
+        let mut progress_edit = None;
         let delta = match head.as_mut() {
             Some(h) if h.seq < cp.seq => {
                 if h.snapshot_due(policy) {
                     None
                 } else {
-                    diff(h, cp).inspect(|body| apply_to_head(h, body, cp.seq))
+                    diff(h, cp).inspect(|body| {
+                        progress_edit = edit_progress(h.progress.as_ref(), cp.progress.as_ref());
+                        apply_to_head(h, body, cp);
+                    })
                 }
             }
             _ => None,
@@ -171,7 +190,11 @@ impl StoredCheckpoint {
             next: cp.next.clone(),
             at: cp.at,
             errors: cp.errors.clone(),
-            progress: cp.progress.clone(),
+            progress: match progress_edit {
+                Some(_) => None,
+                None => cp.progress.clone(),
+            },
+            progress_edit,
             session: cp.session.clone(),
             body,
         }
@@ -204,6 +227,7 @@ fn full(cp: &Checkpoint, head: &mut Option<Head>) -> Body {
         seq: cp.seq,
         completed: cp.completed.clone(),
         state: cp.state.clone(),
+        progress: cp.progress.clone(),
         chain: 0,
         delta_bytes: 0,
         full_bytes: None,
@@ -252,9 +276,14 @@ fn diff(head: &Head, cp: &Checkpoint) -> Option<Body> {
     })
 }
 
-/// Moves the head on by a delta just computed from it (cheaper than cloning the state),
-/// and its full size along when that is kept.
-fn apply_to_head(head: &mut Head, body: &Body, seq: u64) {
+/// The progress `to` as an edit of `from`, when both are there and the edit is shorter.
+fn edit_progress(from: Option<&JsonText>, to: Option<&JsonText>) -> Option<TextEdit> {
+    TextEdit::between(from?.as_str(), to?.as_str())
+}
+
+/// Moves the head on to `cp` by a delta just computed from it (cheaper than cloning the
+/// state), and its full size along when that is kept.
+fn apply_to_head(head: &mut Head, body: &Body, cp: &Checkpoint) {
     if let Body::Delta {
         completed_append,
         set,
@@ -295,7 +324,8 @@ fn apply_to_head(head: &mut Head, body: &Body, seq: u64) {
         if let Some(bytes) = &mut head.full_bytes {
             *bytes = bytes.saturating_add(grown).saturating_sub(shrunk);
         }
-        head.seq = seq;
+        head.seq = cp.seq;
+        head.progress.clone_from(&cp.progress);
         head.chain += 1;
     }
 }
@@ -326,24 +356,70 @@ pub(crate) fn json_len<T: Serialize + ?Sized>(value: &T) -> usize {
 /// in must be a full snapshot and every delta must follow its base.
 #[derive(Debug, Default)]
 pub(crate) struct Rebuilder {
-    current: Option<(u64, Vec<String>, Value)>,
+    current: Option<Rebuilt>,
+}
+
+/// The checkpoint rebuilt last: its seq, completed list, state and progress.
+#[derive(Debug)]
+struct Rebuilt {
+    seq: u64,
+    completed: Vec<String>,
+    state: Value,
+    progress: Option<JsonText>,
 }
 
 impl Rebuilder {
-    /// Takes the next record in; `Err` says what is wrong with it.
-    pub(crate) fn push(&mut self, record: &StoredCheckpoint) -> Result<(), String> {
-        self.push_body(record.seq, record.body.clone())
+    /// Takes the next record in, its body taken out of it, and makes its progress the
+    /// full one (a delta may hold an edit of its base's); `Err` says what is wrong with
+    /// it.
+    pub(crate) fn push(&mut self, record: &mut StoredCheckpoint) -> Result<(), String> {
+        let body = std::mem::replace(&mut record.body, Body::empty());
+        let progress = self.progress_of(record, &body)?;
+        self.push_body(record.seq, body, progress.clone())?;
+        record.progress = progress;
+        record.progress_edit = None;
+        Ok(())
     }
 
-    /// Like [`push`](Self::push), consuming the record's body.
-    pub(crate) fn push_owned(&mut self, seq: u64, body: Body) -> Result<(), String> {
-        self.push_body(seq, body)
+    /// The record's full progress: its own, or its edit applied to its base's.
+    fn progress_of(
+        &self,
+        record: &StoredCheckpoint,
+        body: &Body,
+    ) -> Result<Option<JsonText>, String> {
+        let Some(edit) = &record.progress_edit else {
+            return Ok(record.progress.clone());
+        };
+        let base = match (body, &self.current) {
+            (Body::Delta { base_seq, .. }, Some(current)) if current.seq == *base_seq => {
+                current.progress.as_ref()
+            }
+            // The body's own check says what is wrong.
+            (Body::Delta { .. }, _) => return Ok(None),
+            (Body::Full { .. }, _) => {
+                return Err("a full snapshot holds a progress edit".to_owned());
+            }
+        };
+        match base {
+            Some(base) => edit.apply(base).map(Some),
+            None => Err("a progress edit on a checkpoint without progress".to_owned()),
+        }
     }
 
-    fn push_body(&mut self, seq: u64, body: Body) -> Result<(), String> {
+    fn push_body(
+        &mut self,
+        seq: u64,
+        body: Body,
+        progress: Option<JsonText>,
+    ) -> Result<(), String> {
         match body {
             Body::Full { completed, state } => {
-                self.current = Some((seq, completed, state));
+                self.current = Some(Rebuilt {
+                    seq,
+                    completed,
+                    state,
+                    progress,
+                });
                 Ok(())
             }
             Body::Delta {
@@ -353,20 +429,21 @@ impl Rebuilder {
                 append,
                 removed,
             } => {
-                let Some((current_seq, completed, state)) = self.current.as_mut() else {
+                let Some(current) = self.current.as_mut() else {
                     return Err(format!(
                         "delta on checkpoint {base_seq}, but no full snapshot precedes it"
                     ));
                 };
-                if *current_seq != base_seq {
+                if current.seq != base_seq {
                     return Err(format!(
-                        "delta on checkpoint {base_seq}, but the checkpoint before it is {current_seq}"
+                        "delta on checkpoint {base_seq}, but the checkpoint before it is {}",
+                        current.seq
                     ));
                 }
-                let Value::Object(map) = state else {
+                let Value::Object(map) = &mut current.state else {
                     return Err("delta on a state that is not an object".to_owned());
                 };
-                completed.extend(completed_append);
+                current.completed.extend(completed_append);
                 for key in removed {
                     map.remove(&key);
                 }
@@ -379,7 +456,8 @@ impl Rebuilder {
                         _ => return Err(format!("field {key:?} cannot be appended to")),
                     }
                 }
-                *current_seq = seq;
+                current.seq = seq;
+                current.progress = progress;
                 Ok(())
             }
         }
@@ -389,12 +467,23 @@ impl Rebuilder {
     pub(crate) fn current(&self) -> Option<(Vec<String>, Value)> {
         self.current
             .as_ref()
-            .map(|(_, completed, state)| (completed.clone(), state.clone()))
+            .map(|current| (current.completed.clone(), current.state.clone()))
     }
 
     /// The completed list and state rebuilt so far.
     pub(crate) fn into_current(self) -> Option<(Vec<String>, Value)> {
-        self.current.map(|(_, completed, state)| (completed, state))
+        self.current
+            .map(|current| (current.completed, current.state))
+    }
+}
+
+impl Body {
+    /// An empty full body, left where a body was taken out.
+    pub(crate) fn empty() -> Self {
+        Body::Full {
+            completed: Vec::new(),
+            state: Value::Null,
+        }
     }
 }
 
@@ -433,8 +522,8 @@ mod tests {
             }
         );
         let mut rebuild = Rebuilder::default();
-        rebuild.push(&a).unwrap();
-        rebuild.push(&b).unwrap();
+        rebuild.push(&mut a.clone()).unwrap();
+        rebuild.push(&mut b.clone()).unwrap();
         let (completed, state) = rebuild.into_current().unwrap();
         assert_eq!(completed, ["a", "b"]);
         assert_eq!(state, json!({"m": [1, 2, 3], "x": 2}));
@@ -547,7 +636,7 @@ mod tests {
             &mut head,
             SnapshotPolicy::Every(16),
         );
-        let err = Rebuilder::default().push(&b).unwrap_err();
+        let err = Rebuilder::default().push(&mut b.clone()).unwrap_err();
         assert!(err.contains("no full snapshot"), "{err}");
     }
 }

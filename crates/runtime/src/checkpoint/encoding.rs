@@ -297,14 +297,7 @@ impl CheckpointDecoder {
             );
             return Err(self.corrupt(&record, reason));
         }
-        let body = std::mem::replace(
-            &mut record.body,
-            Body::Full {
-                completed: Vec::new(),
-                state: serde_json::Value::Null,
-            },
-        );
-        if let Err(reason) = self.rebuild.push_owned(record.seq, body) {
+        if let Err(reason) = self.rebuild.push(&mut record) {
             return Err(self.corrupt(&record, reason));
         }
         self.last = Some(record);

@@ -268,9 +268,9 @@ fn rebuild_at(
     }
     let mut rebuild = Rebuilder::default();
     let mut last = None;
-    for (path, stored) in chain.into_iter().rev() {
+    for (path, mut stored) in chain.into_iter().rev() {
         rebuild
-            .push_owned(stored.seq, stored.body.clone())
+            .push(&mut stored)
             .map_err(|reason| corrupt(path, reason))?;
         last = Some((path, stored));
     }
@@ -478,9 +478,9 @@ impl CheckpointStore for FileCheckpointStore {
             let mut rebuild = Rebuilder::default();
             let mut out = Vec::new();
             for (seq, path) in run_files(&dir, &run_id)? {
-                let stored = read_stored(&path, &run_id, seq)?;
+                let mut stored = read_stored(&path, &run_id, seq)?;
                 rebuild
-                    .push(&stored)
+                    .push(&mut stored)
                     .map_err(|reason| corrupt(&path, reason))?;
                 if let Some((completed, state)) = rebuild.current() {
                     out.push(stored.to_checkpoint(completed, state));

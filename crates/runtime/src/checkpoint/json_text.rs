@@ -53,6 +53,11 @@ impl JsonText {
         serde_json::value::to_raw_value(value).map(|raw| Self(Arc::new(raw)))
     }
 
+    /// JSON text as it is, checked to be JSON.
+    pub(crate) fn from_string(text: String) -> Result<Self, serde_json::Error> {
+        RawValue::from_string(text).map(|raw| Self(Arc::new(raw)))
+    }
+
     /// Reads the text as a `T`.
     ///
     /// Errors: the text does not fit `T`.

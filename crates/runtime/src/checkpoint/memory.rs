@@ -162,7 +162,7 @@ impl Run {
     fn trim(&mut self, keep: usize) -> usize {
         let mut dropped = 0;
         while self.records.len() > keep.max(1) {
-            let Some(oldest) = self.records.pop_front() else {
+            let Some(mut oldest) = self.records.pop_front() else {
                 break;
             };
             dropped += 1;
@@ -173,16 +173,7 @@ impl Run {
                 continue;
             }
             let mut rebuild = Rebuilder::default();
-            let body = std::mem::replace(
-                &mut next.body,
-                Body::Full {
-                    completed: Vec::new(),
-                    state: Value::Null,
-                },
-            );
-            let rebuilt = rebuild
-                .push_owned(oldest.seq, oldest.body)
-                .and_then(|()| rebuild.push_owned(next.seq, body));
+            let rebuilt = rebuild.push(&mut oldest).and_then(|()| rebuild.push(next));
             match (rebuilt, rebuild.into_current()) {
                 (Ok(()), Some((completed, state))) => next.body = Body::Full { completed, state },
                 // Unreachable: the oldest record is always a full snapshot and the next
@@ -201,8 +192,9 @@ impl Run {
         let mut rebuild = Rebuilder::default();
         let mut out = Vec::with_capacity(self.records.len());
         for record in &self.records {
+            let mut record = record.clone();
             rebuild
-                .push(record)
+                .push(&mut record)
                 .map_err(|reason| corrupt(run_id, record.seq, reason))?;
             if let Some((completed, state)) = rebuild.current() {
                 out.push(record.to_checkpoint(completed, state));
@@ -252,7 +244,9 @@ impl CheckpointStore for InMemoryCheckpointStore {
         };
         Ok(match (run.records.back(), &run.head) {
             (Some(last), Some(head)) if head.seq == last.seq => {
-                Some(last.to_checkpoint(head.completed.clone(), head.state.clone()))
+                let mut latest = last.to_checkpoint(head.completed.clone(), head.state.clone());
+                latest.progress.clone_from(&head.progress);
+                Some(latest)
             }
             (Some(_), _) => run.rebuild_all(run_id)?.pop(),
             (None, _) => None,

@@ -12,7 +12,9 @@
 //! Long append-only histories do not make checkpoints grow quadratically: when a
 //! top-level array of the state (a message history, say) extends the previous
 //! checkpoint's, the built-in stores keep only the appended items, and rebuild the state
-//! on load. A full snapshot is taken when the deltas written since the last one add up
+//! on load. A node's progress (its agent runs, saved after every round) is kept as the
+//! bytes that changed since the previous checkpoint's (the round's messages and the
+//! counters that moved). A full snapshot is taken when the deltas written since the last one add up
 //! to the size of a full snapshot of the current state (see [`SnapshotPolicy`]), so
 //! snapshots are spaced geometrically as the state grows and the bytes stored for a run
 //! stay linear in the bytes it appends (plus a fixed overhead per checkpoint).
@@ -39,6 +41,7 @@ mod file;
 mod json_text;
 mod memory;
 mod recent_runs;
+mod text_edit;
 
 pub use encoding::{CheckpointDecoder, CheckpointEncoder, EncodedCheckpoint};
 pub use file::FileCheckpointStore;
@@ -58,8 +61,10 @@ use crate::node_failure::NodeFailure;
 
 /// The checkpoint format this build writes and the newest it reads. Version 2 added
 /// [`Checkpoint::progress`] and [`Checkpoint::session`] and made `seq` a plain sequence
-/// (checkpoints are also taken inside a node); version 1 files still load.
-pub const CHECKPOINT_SCHEMA_VERSION: u32 = 2;
+/// (checkpoints are also taken inside a node); version 3 stores a delta's progress as
+/// the part that changed since its base's (an agent's round, not its whole transcript).
+/// Versions 1 and 2 still load.
+pub const CHECKPOINT_SCHEMA_VERSION: u32 = 3;
 
 /// The longest chain of deltas the default [`SnapshotPolicy`] writes after a full
 /// snapshot, which bounds how many records loading a checkpoint reads.

@@ -22,8 +22,12 @@ pub const RECENT_RUNS: usize = 256;
 /// ```
 #[derive(Debug)]
 pub struct RecentRuns<T> {
-    values: HashMap<String, T>,
-    order: VecDeque<String>,
+    /// Each run's value and the stamp of its place in `order`.
+    values: HashMap<String, (T, u64)>,
+    /// Runs in the order they were last inserted, oldest first; an entry whose stamp is
+    /// not its run's any more was taken out or inserted again since, and is skipped.
+    order: VecDeque<(String, u64)>,
+    next_stamp: u64,
     capacity: usize,
 }
 
@@ -40,32 +44,80 @@ impl<T> RecentRuns<T> {
         RecentRuns {
             values: HashMap::new(),
             order: VecDeque::new(),
+            next_stamp: 0,
             capacity: capacity.max(1),
         }
     }
 
-    /// Sets `run_id`'s value, forgetting the oldest runs beyond the capacity.
+    /// Sets `run_id`'s value, making it the run written to last, and forgets the oldest
+    /// runs beyond the capacity.
     pub fn insert(&mut self, run_id: &str, value: T) {
-        if self.values.insert(run_id.to_owned(), value).is_none() {
-            self.order.push_back(run_id.to_owned());
-        }
+        let stamp = self.next_stamp;
+        self.next_stamp += 1;
+        self.values.insert(run_id.to_owned(), (value, stamp));
+        self.order.push_back((run_id.to_owned(), stamp));
         while self.values.len() > self.capacity {
-            let Some(oldest) = self.order.pop_front() else {
+            let Some((oldest, stamp)) = self.order.pop_front() else {
                 break;
             };
-            self.values.remove(&oldest);
+            if self.values.get(&oldest).is_some_and(|(_, s)| *s == stamp) {
+                self.values.remove(&oldest);
+            }
+        }
+        // Skipped entries are dropped once they outnumber the live ones, so a store
+        // taking and inserting the same runs keeps `order` bounded, at O(1) a call on
+        // average (a scan per `capacity` calls).
+        if self.order.len() > 2 * self.capacity {
+            let values = &self.values;
+            self.order
+                .retain(|(run, stamp)| values.get(run).is_some_and(|(_, s)| s == stamp));
         }
     }
 
     /// `run_id`'s value, if remembered.
     pub fn get(&self, run_id: &str) -> Option<&T> {
-        self.values.get(run_id)
+        self.values.get(run_id).map(|(value, _)| value)
     }
 
     /// Takes `run_id`'s value out, forgetting the run.
     pub fn take(&mut self, run_id: &str) -> Option<T> {
-        let value = self.values.remove(run_id)?;
-        self.order.retain(|r| r != run_id);
-        Some(value)
+        self.values.remove(run_id).map(|(value, _)| value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_run_written_to_longest_ago_is_forgotten_first() {
+        let mut runs = RecentRuns::new(3);
+        for run in ["a", "b", "c"] {
+            runs.insert(run, 0);
+        }
+        // "a" is written again (taken out and put back, as a store does): "b" is oldest.
+        let a = runs.take("a").unwrap();
+        runs.insert("a", a + 1);
+        runs.insert("d", 0);
+        assert_eq!(runs.get("b"), None);
+        assert_eq!(runs.get("a"), Some(&1));
+        runs.insert("e", 0);
+        assert_eq!(runs.get("c"), None);
+        assert_eq!(
+            (runs.get("a"), runs.get("d"), runs.get("e")),
+            (Some(&1), Some(&0), Some(&0))
+        );
+    }
+
+    #[test]
+    fn taking_and_inserting_the_same_runs_keeps_the_order_bounded() {
+        let mut runs = RecentRuns::new(4);
+        for n in 0..10_000 {
+            let run = format!("r{}", n % 6);
+            let value = runs.take(&run).unwrap_or(0);
+            runs.insert(&run, value + 1);
+            assert!(runs.order.len() <= 2 * 4 + 1, "{}", runs.order.len());
+            assert!(runs.values.len() <= 4);
+        }
     }
 }

@@ -47,9 +47,9 @@ impl Checkpointer {
         }
     }
 
-    /// The session's state now, serialized.
-    pub(crate) fn state_now(&self) -> Result<Value, serde_json::Error> {
-        (self.snapshot)().map(|(state, _)| state)
+    /// The session now: its state, serialized, and its marks.
+    pub(crate) fn session_now(&self) -> Result<(Value, SessionMarks), serde_json::Error> {
+        (self.snapshot)()
     }
 
     /// Puts a saved state back into the session.
@@ -83,15 +83,19 @@ impl Checkpointer {
     }
 
     /// A checkpoint inside the node the run is at (the last checkpoint's `next`), holding
-    /// what the node has done so far.
-    pub(crate) async fn save_progress(&self, progress: JsonText) -> Result<(), CheckpointError> {
+    /// what the node has done so far and the session `now` (taken when not given).
+    pub(crate) async fn save_progress(
+        &self,
+        progress: JsonText,
+        now: Option<(Value, SessionMarks)>,
+    ) -> Result<(), CheckpointError> {
         let mut last = self.last.lock().await;
         let checkpoint = &mut last.checkpoint;
         if let Some(node) = checkpoint.next.clone() {
             checkpoint.node = node;
         }
         checkpoint.progress = Some(progress);
-        self.write(&mut last).await
+        self.write(&mut last, now).await
     }
 
     /// A checkpoint after node `node` completed, naming the node to run next.
@@ -118,11 +122,19 @@ impl Checkpointer {
         if checkpoint.errors.len() != errors.len() {
             checkpoint.errors = errors.to_vec();
         }
-        self.write(&mut last).await
+        self.write(&mut last, None).await
     }
 
-    async fn write(&self, last: &mut Last) -> Result<(), CheckpointError> {
-        let (state, marks) = (self.snapshot)()?;
+    /// Writes the next checkpoint with the session `now` (taken when not given).
+    async fn write(
+        &self,
+        last: &mut Last,
+        now: Option<(Value, SessionMarks)>,
+    ) -> Result<(), CheckpointError> {
+        let (state, marks) = match now {
+            Some(now) => now,
+            None => (self.snapshot)()?,
+        };
         last.note_marks(marks)?;
         let checkpoint = &mut last.checkpoint;
         checkpoint.seq += 1;

@@ -112,10 +112,10 @@ struct SavedAgent<'a> {
     scratchpad: Map<String, Value>,
     /// The session's marks when the run was saved.
     #[serde(default)]
-    marks: SessionMarks,
+    marks: Cow<'a, SessionMarks>,
     /// The session's state when the run finished (a running one's is the checkpoint's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    end_state: Option<Value>,
+    end_state: Option<Cow<'a, Value>>,
 }
 
 impl NodeProgress {
@@ -273,7 +273,7 @@ impl<S, E> NodeContext<S, E> {
         let Some(checkpointer) = &self.checkpointer else {
             return Ok(());
         };
-        self.save_progress(checkpointer).await.map_err(|e| {
+        self.save_progress(checkpointer, None).await.map_err(|e| {
             NodeError::fatal(format!(
                 "the step {key:?} of node {:?} could not be checkpointed: {e}",
                 self.run.node()
@@ -281,10 +281,15 @@ impl<S, E> NodeContext<S, E> {
         })
     }
 
-    /// Writes the node's progress in a checkpoint inside the node. Until the node's
-    /// first save, the last checkpoint is the one the node started after: its state and
-    /// marks are the node's starting ones.
-    async fn save_progress(&self, checkpointer: &Checkpointer) -> Result<(), CheckpointError> {
+    /// Writes the node's progress in a checkpoint inside the node, with the session `now`
+    /// when the caller took it (or as it is). Until the node's first save, the last
+    /// checkpoint is the one the node started after: its state and marks are the node's
+    /// starting ones.
+    async fn save_progress(
+        &self,
+        checkpointer: &Checkpointer,
+        now: Option<(Value, SessionMarks)>,
+    ) -> Result<(), CheckpointError> {
         let first_save = self.progress().start_state.is_none();
         let start = match first_save {
             true => Some(checkpointer.last_state_and_marks().await?),
@@ -300,7 +305,7 @@ impl<S, E> NodeContext<S, E> {
             }
             JsonText::of(&*progress)?
         };
-        checkpointer.save_progress(progress).await
+        checkpointer.save_progress(progress, now).await
     }
 
     fn progress(&self) -> MutexGuard<'_, NodeProgress> {
@@ -364,7 +369,7 @@ where
                 self.session.restore_marks(&saved.marks);
                 if let Some(checkpointer) = &self.checkpointer {
                     let state = match saved.end_state {
-                        Some(state) => state,
+                        Some(state) => state.into_owned(),
                         None => checkpointer.last_state().await,
                     };
                     if let Err(error) = checkpointer.restore_state(state) {
@@ -405,20 +410,18 @@ where
     E: Send + Sync + 'static,
 {
     async fn save(&self, run: &AgentRun) -> Result<(), CheckpointError> {
-        let end_state = match run.is_finished() {
-            true => Some(self.checkpointer.state_now()?),
-            false => None,
-        };
+        // The session as it is now: saved with the run, and the checkpoint's own.
+        let now = self.checkpointer.session_now()?;
         let saved = JsonText::of(&SavedAgent {
             run: Cow::Borrowed(run),
             scratchpad: self.ctx.scratchpad().snapshot(),
-            marks: self.node.session.marks(),
-            end_state,
+            marks: Cow::Borrowed(&now.1),
+            end_state: run.is_finished().then_some(Cow::Borrowed(&now.0)),
         })?;
         self.node
             .progress()
             .agents
             .insert(self.key.to_owned(), saved);
-        self.node.save_progress(self.checkpointer).await
+        self.node.save_progress(self.checkpointer, Some(now)).await
     }
 }
