@@ -39,7 +39,8 @@
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use super::delta::{Body, Head, Rebuilder, StoredCheckpoint};
+use super::delta::{Body, Head, StoredCheckpoint};
+use super::rebuild::Rebuilder;
 use super::{CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, SnapshotPolicy};
 
 /// One checkpoint in its stored form: in full, or as a delta on the run's previous

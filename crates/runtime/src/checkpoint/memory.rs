@@ -7,7 +7,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::delta::{Body, Head, Rebuilder, StoredCheckpoint};
+use super::delta::{Body, Head, StoredCheckpoint};
+use super::rebuild::Rebuilder;
 use super::{Checkpoint, CheckpointError, CheckpointStore, SnapshotPolicy, cutoff};
 
 /// Checkpoints kept per run by default.
