@@ -106,3 +106,32 @@ pub async fn single_process(path: &Path) -> anyhow::Result<(AgentServer, SqliteS
         .with_context(|| format!("opening the session store {}", path.display()))?;
     Ok((AgentServer::new(Arc::new(store.clone())), store))
 }
+
+/// Puts `server` behind the auth layer the environment describes (`AGENT_API_KEYS`,
+/// `CHAT_API_KEYS`, `AGENT_JWT_*`, `AGENT_RATE_LIMIT`, `AGENT_TENANT_RATE_LIMIT`; see
+/// `docs/deployment.md`) and binds `host:port` for it: on loopback only when no
+/// credential is set, which it says.
+pub async fn listen_behind_auth(
+    server: AgentServer,
+    host: &str,
+    port: u16,
+) -> anyhow::Result<(AgentServer, tokio::net::TcpListener)> {
+    let auth = agent_server::auth::Auth::from_env().context("reading the auth settings")?;
+    let open = auth.is_open();
+    let server = server.with_auth(auth);
+    let requested = tokio::net::lookup_host((host, port))
+        .await
+        .with_context(|| format!("resolving {host}:{port}"))?
+        .next()
+        .with_context(|| format!("{host}:{port} resolves to no address"))?;
+    let listener = server
+        .listen(requested)
+        .await
+        .with_context(|| format!("binding {requested}"))?;
+    if open {
+        println!(
+            "no AGENT_API_KEYS, CHAT_API_KEYS or JWT key: any local client is accepted, on loopback only"
+        );
+    }
+    Ok((server, listener))
+}

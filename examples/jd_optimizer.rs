@@ -42,6 +42,7 @@ use agent_llm::{ChatModel, ModelTier, PricingTable, ProviderConfig};
 use agent_server::AgentServer;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use examples::deployment::listen_behind_auth;
 use jd_optimizer::cache::OptimizerCache;
 use jd_optimizer::document::{CheckedDocx, optimized_docx};
 use jd_optimizer::index::ResumeIndex;
@@ -336,9 +337,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if resumed > 0 {
         println!("resumed {resumed} unfinished session(s)");
     }
-    let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
-        .await
-        .with_context(|| format!("binding {}:{}", args.host, args.port))?;
+    let (server, listener) = listen_behind_auth(server, &args.host, args.port).await?;
     println!("sessions in {}", args.db.display());
     println!(
         "listening on http://{} (POST /api/optimize, /api/interview-prep, /api/cover-letter)",

@@ -25,8 +25,8 @@
 //! User guide: `docs/job-agent-chat.md`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+use examples::deployment::listen_behind_auth;
 use std::io::{BufRead, Write};
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -291,24 +291,15 @@ async fn build(
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let built = build(&args.common, None, args.single_user).await?;
-    let front = ChatFront::from_env(built.chat.clone(), built.documents.clone());
-    let requested: SocketAddr = format!("{}:{}", args.host, args.port)
-        .parse()
-        .with_context(|| format!("{}:{} is not an address", args.host, args.port))?;
-    let address = front.bind_address(requested);
-    if !front.requires_key() {
-        println!("no CHAT_API_KEYS: any local client is accepted; listening on loopback only");
-    }
-    let listener = tokio::net::TcpListener::bind(address)
-        .await
-        .with_context(|| format!("binding {address}"))?;
+    let front = ChatFront::new(built.chat.clone(), built.documents.clone());
+    let server = AgentServer::new(built.sessions).with_chat(front);
+    let (server, listener) = listen_behind_auth(server, &args.host, args.port).await?;
     println!("{}", built.described);
     println!(
         "POST /v1/chat/completions, GET /v1/models; model \"{}\"",
         built.chat.models().join("\", \"")
     );
     println!("listening on http://{}/v1", listener.local_addr()?);
-    let server = AgentServer::new(built.sessions).with_chat(front);
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -354,6 +345,7 @@ async fn chat(args: ChatArgs) -> anyhow::Result<()> {
             }
         });
         let turn = ChatTurn {
+            tenant: agent_server::auth::DEFAULT_TENANT.into(),
             user: args.user.clone(),
             conversation: Some("terminal".into()),
             model: built.chat.models().remove(0),

@@ -39,7 +39,7 @@ use agent_llm::{ModelTier, PricingTable, ProviderConfig};
 use agent_runtime::CostLimits;
 use anyhow::Context as _;
 use clap::{Parser, ValueEnum};
-use examples::deployment::ScaleOut;
+use examples::deployment::{ScaleOut, listen_behind_auth};
 use resume_coordinator::{Flags, ResumeProduct};
 
 /// Serve the resume coordinator.
@@ -200,9 +200,7 @@ async fn main() -> anyhow::Result<()> {
             )
         }
     };
-    let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
-        .await
-        .with_context(|| format!("binding {}:{}", args.host, args.port))?;
+    let (server, listener) = listen_behind_auth(server, &args.host, args.port).await?;
     println!("sessions in {location}");
     println!("listening on http://{}", listener.local_addr()?);
     // Ctrl-C parks the running sessions at their next checkpoint; the next start resumes them.

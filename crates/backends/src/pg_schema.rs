@@ -101,8 +101,11 @@ const V2: &str = "DROP TABLE IF EXISTS state;";
 /// in the order SQLite lists it, from one statement.
 const V3: &str = r#"ALTER TABLE documents ALTER COLUMN key TYPE TEXT COLLATE "C";"#;
 
+/// Version 4: each session names its tenant, as SQLite's version 8 does.
+const V4: &str = "ALTER TABLE sessions ADD COLUMN tenant TEXT;";
+
 /// Migration `i` brings version `i` to `i + 1`.
-const MIGRATIONS: [&str; 3] = [V1, V2, V3];
+const MIGRATIONS: [&str; 4] = [V1, V2, V3, V4];
 
 /// The schema version this build writes.
 const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;

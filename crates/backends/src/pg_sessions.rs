@@ -42,6 +42,7 @@ use crate::session_tables::{SessionTables, Settle};
 ///         id: "s1".into(),
 ///         product: "resume".into(),
 ///         token_hash: "h".into(),
+///         tenant: None,
 ///         request: serde_json::json!({}),
 ///     })
 ///     .await?;

@@ -23,8 +23,8 @@ use crate::group_commit::GroupCommit;
 use crate::sql::{Bind, Cells, Sql, sql_number, store_error};
 
 /// The columns [`session_from_row`] reads.
-const SESSION_COLUMNS: &str =
-    "id, product, token_hash, status, stage, request, result, error, created_at, updated_at";
+const SESSION_COLUMNS: &str = "id, product, token_hash, tenant, status, stage, request, result, error, created_at, \
+     updated_at";
 
 /// The sessions, events and gates of database `D`, read through `pool` and written
 /// through the database's group commit.
@@ -69,6 +69,7 @@ fn session_from_row<D: Sql>(row: &D::Row) -> Result<SessionRecord, StoreError> {
     Ok(SessionRecord {
         product: cells.text("product")?,
         token_hash: cells.text("token_hash")?,
+        tenant: cells.opt_text("tenant")?,
         status,
         stage: cells.opt_text("stage")?,
         request: cells.json("request")?,
@@ -87,12 +88,13 @@ async fn insert_session<D: Sql>(
     now: DateTime<Utc>,
 ) -> Result<NewSession, StoreError> {
     let created = Bind::<D>::new(
-        "INSERT INTO sessions (id, product, token_hash, status, request, created_at, \
-         updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (id) DO NOTHING",
+        "INSERT INTO sessions (id, product, token_hash, tenant, status, request, created_at, \
+         updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (id) DO NOTHING",
     )
     .text(&session.id)
     .text(&session.product)
     .text(&session.token_hash)
+    .opt_text(session.tenant.as_deref())
     .text(SessionStatus::Running.as_str())
     .json(&session.request)
     .time(now)

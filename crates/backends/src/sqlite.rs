@@ -129,6 +129,7 @@ impl SqliteSessionStore {
     ///         id: "s1".into(),
     ///         product: "resume".into(),
     ///         token_hash: "h".into(),
+    ///         tenant: None,
     ///         request: serde_json::json!({"cv": "..."}),
     ///     })
     ///     .await?;

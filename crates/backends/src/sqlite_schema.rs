@@ -157,8 +157,12 @@ UPDATE sessions SET last_event =
 UPDATE gates SET kind = name WHERE kind IS NULL;
 "#;
 
+/// Version 8: each session names the tenant it belongs to, when it has one (the server's
+/// auth layer answers another tenant's callers 404 for it).
+const SESSION_TENANT: &str = "ALTER TABLE sessions ADD COLUMN tenant TEXT;";
+
 /// Migration `i` brings version `i` to `i + 1`.
-const MIGRATIONS: [&str; 7] = [
+const MIGRATIONS: [&str; 8] = [
     SESSIONS,
     CHECKPOINTS,
     LIFECYCLE,
@@ -166,6 +170,7 @@ const MIGRATIONS: [&str; 7] = [
     VECTORS,
     NO_SAVED_STATE,
     AS_POSTGRES,
+    SESSION_TENANT,
 ];
 
 /// Checks the schema version and runs the missing migrations, on a connection inside a

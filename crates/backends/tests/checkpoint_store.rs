@@ -436,6 +436,7 @@ fn new_session(id: &str) -> NewSession {
         id: id.to_owned(),
         product: "resume".to_owned(),
         token_hash: format!("hash-of-{id}"),
+        tenant: None,
         request: json!({"cv": "..."}),
     }
 }

@@ -30,6 +30,7 @@ fn new_session(id: &str) -> NewSession {
         id: id.to_owned(),
         product: "load".to_owned(),
         token_hash: "h".to_owned(),
+        tenant: None,
         request: json!({}),
     }
 }

@@ -25,6 +25,7 @@ fn new_session(id: &str, product: &str) -> NewSession {
         id: id.to_owned(),
         product: product.to_owned(),
         token_hash: format!("hash-of-{id}"),
+        tenant: None,
         request: json!({
             "cv": "Ünïcödé “quotes” \n and newlines",
             "n": 3,

@@ -302,8 +302,9 @@ pub struct InterviewProduct {
 
 impl InterviewProduct {
     async fn optimization(&self, start: &InterviewStart) -> Result<OptimizationState, Refusal> {
+        // Another tenant's optimization is answered as one that does not exist.
         let missing = || {
-            Refusal::BadRequest(format!(
+            Refusal::NotFound(format!(
                 "no completed optimization {} for tenant {}",
                 start.session_id, start.tenant_id
             ))

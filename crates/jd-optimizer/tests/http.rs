@@ -1,5 +1,5 @@
 //! The optimizer over real HTTP on agent-server: `POST /api/optimize` and its stream,
-//! the 400 and 429 refusals, then interview preparation and a cover letter from the
+//! the 400, 404 and 429 refusals, then interview preparation and a cover letter from the
 //! completed optimization.
 #![cfg(test)]
 
@@ -144,7 +144,7 @@ async fn an_optimization_streams_its_nodes_scores_and_result_then_prepares_an_in
     .await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
-        (400, Some("refused"))
+        (404, Some("not_found"))
     );
 }
 

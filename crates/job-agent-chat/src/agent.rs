@@ -296,7 +296,9 @@ impl ChatAgent for JobAgentChat {
         progress: ChatProgress,
     ) -> Result<ChatReply, ChatAgentError> {
         let mut messages: Vec<ChatMessage> = turn.messages.iter().map(without_progress).collect();
-        let attached = take_attachments(&self.services, &turn.user, &mut messages).await?;
+        // Everything kept for the user is kept under its owner id, which names the tenant.
+        let owner = turn.owner();
+        let attached = take_attachments(&self.services, &owner, &mut messages).await?;
         for line in &attached {
             progress.note(format!("> {line}"));
         }
@@ -307,7 +309,7 @@ impl ChatAgent for JobAgentChat {
             ..CostLimits::default()
         });
         let session = Session::new(uuid::Uuid::new_v4().to_string(), ())
-            .with_user(turn.user.clone())
+            .with_user(owner)
             .with_events(Arc::new(Notes(progress.clone())))
             .with_cancellation(turn.cancellation.clone())
             .with_model(self.model.clone())

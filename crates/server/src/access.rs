@@ -1,4 +1,5 @@
-//! What every session route checks first: the path, the query, the session and its token.
+//! What every session route checks first: the path, the query, the session (its tenant's
+//! callers only) and its token.
 
 use agent_runtime::sessions::SessionRecord;
 use axum::body::Bytes;
@@ -8,7 +9,8 @@ use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::auth::{bearer, token_matches};
+use crate::auth::Caller;
+use crate::auth::tokens::{SESSION_TOKEN_HEADER, bearer, token_matches};
 use crate::error::ApiError;
 use crate::server::AgentServer;
 
@@ -35,11 +37,31 @@ pub(crate) async fn session_of(
     }
 }
 
-pub(crate) fn authorize(record: &SessionRecord, token: Option<&str>) -> Result<(), ApiError> {
+/// Lets `caller` reach the session `record` with the session token `token`: 404 for
+/// another tenant's session (as if it did not exist), 401 without its token.
+pub(crate) fn authorize(
+    record: &SessionRecord,
+    caller: &Caller,
+    token: Option<&str>,
+) -> Result<(), ApiError> {
+    if !caller.may_reach(record.tenant.as_deref()) {
+        return Err(ApiError::unknown_session(&record.id));
+    }
     match token {
         Some(token) if token_matches(token, &record.token_hash) => Ok(()),
         _ => Err(ApiError::unauthorized()),
     }
+}
+
+/// The session token a request carries in its headers: `X-Session-Token`, else the
+/// bearer when that is not the caller's credential.
+pub(crate) fn header_token<'a>(headers: &'a HeaderMap, caller: &Caller) -> Option<&'a str> {
+    headers
+        .get(SESSION_TOKEN_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .map(str::trim)
+        .filter(|token| !token.is_empty())
+        .or_else(|| caller.session_bearer(bearer(headers)))
 }
 
 #[derive(Debug, Deserialize)]
@@ -65,9 +87,10 @@ pub(crate) struct Authorized {
 }
 
 /// Checks a `/api/{product}/{session}...` request: 400 for a bad path or query, 404 for an
-/// unknown product or session, 401 without its token.
+/// unknown product or session (or another tenant's), 401 without its token.
 pub(crate) async fn authorized(
     server: &AgentServer,
+    caller: &Caller,
     headers: &HeaderMap,
     ids: Result<Path<(String, String)>, PathRejection>,
     query_string: Result<Query<TokenQuery>, QueryRejection>,
@@ -75,7 +98,11 @@ pub(crate) async fn authorized(
     let (product, id) = path(ids)?;
     let query = query(query_string)?;
     let record = session_of(server, &product, &id).await?;
-    authorize(&record, bearer(headers).or(query.token.as_deref()))?;
+    authorize(
+        &record,
+        caller,
+        header_token(headers, caller).or(query.token.as_deref()),
+    )?;
     Ok(Authorized {
         product,
         record,

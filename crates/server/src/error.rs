@@ -1,6 +1,8 @@
 //! The JSON errors every route answers with: `{"error": {"code": "...", "message": "..."}}`.
 
 use agent_runtime::sessions::StoreError;
+
+use crate::auth::{Denied, Forbidden};
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -68,12 +70,46 @@ impl ApiError {
         ApiError::not_found("unknown_session", format!("no session {session:?}"))
     }
 
+    /// 401 for a session route without its session's token.
     pub(crate) fn unauthorized() -> Self {
         ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
-            "a valid session token is required (Authorization: Bearer <token>)",
+            "the session's token is required (X-Session-Token: <token>, ?token=, or \
+             Authorization: Bearer <token> when the credential is in X-API-Key or the \
+             server needs none)",
         )
+    }
+
+    /// 401 for a request without a valid credential, 429 for one over a rate.
+    pub(crate) fn denied(denied: &Denied) -> Self {
+        match denied {
+            Denied::Missing => ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "a credential is required: Authorization: Bearer <API key or JWT>, or X-API-Key",
+            ),
+            Denied::Invalid(reason) => ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                format!("the credential is not accepted: {reason}"),
+            ),
+            Denied::RateLimited { scope, wait } => ApiError {
+                // Whole seconds, rounded up: a client that waits that long passes.
+                retry_after: Some(wait.as_secs() + u64::from(wait.subsec_nanos() > 0)),
+                ..ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limited",
+                    format!("too many requests for this {scope}; try again later"),
+                )
+            },
+        }
+    }
+
+    /// 403 for a body naming a tenant or user the caller does not speak for.
+    pub(crate) fn forbidden(forbidden: Forbidden) -> Self {
+        ApiError::new(StatusCode::FORBIDDEN, "forbidden", forbidden.message)
+            .with_field(forbidden.field)
     }
 
     pub(crate) fn bad_request(message: impl Into<String>) -> Self {

@@ -5,6 +5,7 @@ use agent_runtime::{AnswerError, GateSpec, read_as};
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::auth::OwnerFields;
 use crate::openapi;
 use crate::product::{Product, Refusal, SessionHandle};
 
@@ -22,6 +23,8 @@ pub(crate) trait Hosted: Send + Sync {
     fn gate(&self, kind: &str) -> Option<GateSpec>;
     /// The product's OpenAPI document.
     fn openapi(&self) -> Value;
+    /// The owner fields (`tenant_id`, `user_id`) its start request has.
+    fn owner_fields(&self) -> OwnerFields;
     fn page(&self) -> Option<String>;
 }
 
@@ -57,6 +60,13 @@ impl<P: Product> Hosted for P {
 
     fn openapi(&self) -> Value {
         openapi::document::<P>(Product::name(self), &self.gates())
+    }
+
+    fn owner_fields(&self) -> OwnerFields {
+        let schema = schemars::SchemaGenerator::default()
+            .root_schema_for::<P::Start>()
+            .to_value();
+        OwnerFields::of_schema(&schema)
     }
 
     fn page(&self) -> Option<String> {

@@ -108,7 +108,7 @@
 //! ```
 
 mod access;
-mod auth;
+pub mod auth;
 pub mod chat;
 mod control;
 mod error;

@@ -135,6 +135,27 @@ fn error_response(description: &str) -> Value {
     json!({"description": description, "content": {"application/json": {"schema": reference("Error")}}})
 }
 
+/// Who may call: a start needs a credential (none on a server without keys, which
+/// listens on loopback only); a session route needs a credential and the session's token.
+fn security_requirements() -> (Value, Value) {
+    let credentials = ["apiKey", "jwt", "apiKeyHeader"];
+    let caller: Vec<Value> = credentials
+        .iter()
+        .map(|c| json!({ *c: [] }))
+        .chain([json!({})])
+        .collect();
+    let mut session: Vec<Value> = credentials
+        .iter()
+        .flat_map(|c| {
+            ["sessionToken", "sessionTokenQuery"].map(|token| json!({ *c: [], token: [] }))
+        })
+        .collect();
+    session.push(json!({"apiKeyHeader": [], "sessionBearer": []}));
+    session
+        .extend(["sessionBearer", "sessionToken", "sessionTokenQuery"].map(|t| json!({ t: [] })));
+    (Value::Array(caller), Value::Array(session))
+}
+
 /// The OpenAPI document of product `P` hosted as `name`, whose gates are `gates`.
 pub(crate) fn document<P: Product>(name: &str, gates: &[GateSpec]) -> Value {
     let mut generator = input_generator();
@@ -218,15 +239,18 @@ pub(crate) fn document<P: Product>(name: &str, gates: &[GateSpec]) -> Value {
     );
     let session =
         json!({"name": "session", "in": "path", "required": true, "schema": {"type": "string"}});
-    let secured = json!([{"bearer": []}]);
+    let (caller, secured) = security_requirements();
     let start = json!({
         "operationId": "start",
+        "security": caller,
         "requestBody": {"required": true, "content": {"application/json": {"schema": reference("StartRequest")}}},
         "responses": {
             "201": {"description": "Started.", "content": {"application/json": {"schema": reference("Started")}}},
             "400": error_response("Not JSON, or refused by the product (`refused`)."),
+            "401": error_response("No credential, or one that is not valid (`unauthorized`)."),
+            "403": error_response("The body names a tenant or user the credential does not speak for (`forbidden`, naming the field)."),
             "422": error_response("The request does not fit: the message names the field."),
-            "429": error_response("The caller's quota is used up (`quota_exceeded`)."),
+            "429": error_response("The caller's quota is used up (`quota_exceeded`), or a rate (`rate_limited`, with `retry-after`)."),
         },
     });
     json!({
@@ -259,14 +283,17 @@ pub(crate) fn document<P: Product>(name: &str, gates: &[GateSpec]) -> Value {
                 "security": secured,
                 "parameters": [session],
                 "responses": {"200": {"description": "The session.", "content": {"application/json": {"schema": reference("Status")}}},
-                              "404": error_response("No such session.")},
+                              "401": error_response("No credential or no session token."),
+                              "404": error_response("No such session, or another tenant's.")},
             }},
             format!("/api/{name}/{{session}}/stream"): {"get": {
                 "operationId": "stream",
                 "security": secured,
                 "parameters": [session, {"name": "Last-Event-ID", "in": "header", "required": false, "schema": {"type": "string"}}],
                 "responses": {"200": {"description": "Server-sent events; each `data` is an Event.",
-                    "content": {"text/event-stream": {"schema": reference("Event")}}}},
+                    "content": {"text/event-stream": {"schema": reference("Event")}}},
+                    "401": error_response("No credential or no session token."),
+                    "404": error_response("No such session, or another tenant's.")},
             }},
             format!("/api/{name}/{{session}}/cancel"): {"post": {
                 "operationId": "cancel",
@@ -284,7 +311,14 @@ pub(crate) fn document<P: Product>(name: &str, gates: &[GateSpec]) -> Value {
         },
         "components": {
             "schemas": components,
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "apiKey": {"type": "http", "scheme": "bearer", "description": "An API key of the server's `AGENT_API_KEYS` (or `CHAT_API_KEYS`)."},
+                "apiKeyHeader": {"type": "apiKey", "in": "header", "name": "X-API-Key", "description": "The same key, in its own header: `Authorization` may then carry the session token."},
+                "jwt": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT", "description": "A JWT with `exp`, `iss`, `aud`, `tenant_id` and `user_id` (or `sub`)."},
+                "sessionToken": {"type": "apiKey", "in": "header", "name": "X-Session-Token", "description": "The token the start answered with."},
+                "sessionTokenQuery": {"type": "apiKey", "in": "query", "name": "token", "description": "The session token, for a browser `EventSource`."},
+                "sessionBearer": {"type": "http", "scheme": "bearer", "description": "The session token as the bearer: on a server without credentials (loopback only), or with the key in `X-API-Key`."},
+            },
         },
     })
 }

@@ -85,8 +85,8 @@ pub trait Product: Send + Sync + 'static {
     }
 
     /// Admits a start request before its session is created (after it was read and
-    /// checked): a request the product cannot serve as given (400) or a caller over its
-    /// quota (429) is refused with the refusal's code and message, and no session is
+    /// checked): a request the product cannot serve as given (400), a caller over its
+    /// quota (429) or one naming what it cannot see (404) is refused with the refusal's code and message, and no session is
     /// made. A product that counts admissions counts them here. By default every
     /// request is admitted.
     async fn admit(&self, start: &Self::Start) -> Result<(), Refusal> {
@@ -129,6 +129,10 @@ pub enum Refusal {
     /// 429 `quota_exceeded`: the caller has used up its quota.
     #[error("{0}")]
     QuotaExceeded(String),
+    /// 404 `not_found`: the request names something its caller cannot see (another
+    /// tenant's, or nothing at all).
+    #[error("{0}")]
+    NotFound(String),
 }
 
 impl Refusal {
@@ -137,6 +141,7 @@ impl Refusal {
         match self {
             Refusal::BadRequest(_) => 400,
             Refusal::QuotaExceeded(_) => 429,
+            Refusal::NotFound(_) => 404,
         }
     }
 
@@ -145,6 +150,7 @@ impl Refusal {
         match self {
             Refusal::BadRequest(_) => "refused",
             Refusal::QuotaExceeded(_) => "quota_exceeded",
+            Refusal::NotFound(_) => "not_found",
         }
     }
 }

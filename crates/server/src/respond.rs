@@ -6,22 +6,23 @@ use agent_runtime::sessions::GateAnswer;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::access::{authorize, json_body, path, session_of};
-use crate::auth::bearer;
+use crate::access::{authorize, header_token, json_body, path, session_of};
+use crate::auth::Caller;
 use crate::control::Op;
 use crate::error::ApiError;
 use crate::server::{AgentServer, LiveSession};
 use crate::writer::{GATE_ANSWERED, Write};
 
-/// `POST /api/{product}/respond`: `{"session_id", "gate", "answer"}`, token as a bearer
-/// header or a `"token"` field.
+/// `POST /api/{product}/respond`: `{"session_id", "gate", "answer"}`, the session token
+/// in a header or a `"token"` field.
 pub(crate) async fn respond(
     State(server): State<AgentServer>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     product: Result<Path<String>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
@@ -52,7 +53,11 @@ pub(crate) async fn respond(
     };
 
     let record = session_of(&server, &name, session_id).await?;
-    authorize(&record, bearer(&headers).or(body_token))?;
+    authorize(
+        &record,
+        &caller,
+        header_token(&headers, &caller).or(body_token),
+    )?;
     match server.inner.live.get(session_id) {
         Some(live) => {
             server

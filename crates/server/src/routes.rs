@@ -5,8 +5,9 @@ use axum::Json;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, Extension, Path, Query, State};
 use axum::http::{HeaderMap, Request, StatusCode};
+use axum::middleware;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
@@ -14,7 +15,8 @@ use std::sync::Arc;
 use tower_http::trace::TraceLayer;
 
 use crate::access::{Authorized, TokenQuery, authorized, json_body, path, session_of};
-use crate::auth::{hash_token, new_token};
+use crate::auth::tokens::{hash_token, new_token};
+use crate::auth::{Caller, require_caller};
 use crate::control::Op;
 use crate::error::ApiError;
 use crate::respond::respond;
@@ -31,20 +33,30 @@ impl AgentServer {
 
 fn router(server: AgentServer) -> Router {
     let limit = server.inner.config.max_body_bytes;
+    // The chat front answers to the server's auth layer (one layer for every route).
     let chat = server
         .inner
         .chat
         .as_ref()
-        .map_or_else(Router::new, crate::chat::ChatFront::router);
-    Router::new()
-        .route("/", get(page))
+        .map_or_else(Router::new, |front| {
+            front.clone().with_auth(server.inner.auth.clone()).router()
+        });
+    // Every product route needs a caller the auth layer accepts; the documents do not.
+    let callers = Router::new()
         .route("/api/{product}", post(start))
         .route("/api/{product}/start", post(start))
         .route("/api/{product}/respond", post(respond))
-        .route("/api/{product}/openapi.json", get(openapi))
         .route("/api/{product}/{session}", get(status))
         .route("/api/{product}/{session}/stream", get(stream))
         .route("/api/{product}/{session}/cancel", post(cancel))
+        .route_layer(middleware::from_fn_with_state(
+            server.clone(),
+            require_caller,
+        ));
+    Router::new()
+        .route("/", get(page))
+        .route("/api/{product}/openapi.json", get(openapi))
+        .merge(callers)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
@@ -88,6 +100,7 @@ async fn page(State(server): State<AgentServer>) -> Result<Response, ApiError> {
 /// `POST /api/{product}/start`, or `POST /api/{product}`.
 async fn start(
     State(server): State<AgentServer>,
+    Extension(caller): Extension<Caller>,
     product: Result<Path<String>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -96,10 +109,19 @@ async fn start(
         .product(&name)
         .cloned()
         .ok_or_else(|| ApiError::unknown_product(&name))?;
-    let request = json_body(body, server.inner.config.max_body_bytes)?;
+    let mut request = json_body(body, server.inner.config.max_body_bytes)?;
     if !request.is_object() {
         return Err(ApiError::invalid("the start request must be a JSON object"));
     }
+    let owner_fields = server
+        .inner
+        .owner_fields
+        .get(&name)
+        .copied()
+        .unwrap_or_default();
+    caller
+        .bind_start(&mut request, owner_fields)
+        .map_err(ApiError::forbidden)?;
     product
         .read_start(&request)
         .map_err(|error| ApiError::invalid_at("the start request does not fit", &error))?;
@@ -125,11 +147,17 @@ async fn start(
             id: id.clone(),
             product: name.clone(),
             token_hash: hash_token(&token),
+            tenant: caller.session_tenant(&request),
             request: request.clone(),
         })
         .await
         .map_err(|error| ApiError::store(&error))?;
-    tracing::info!(session = %id, product = %name, "session started");
+    tracing::info!(
+        session = %id,
+        product = %name,
+        credential = caller.principal.credential(),
+        "session started"
+    );
     server
         .start_run(product, id.clone(), request, slot)
         .await
@@ -146,11 +174,12 @@ async fn start(
 /// `GET /api/{product}/{session}`: status, stage, pending gates, event count, outcome.
 async fn status(
     State(server): State<AgentServer>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     ids: Result<Path<(String, String)>, PathRejection>,
     token: Result<Query<TokenQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let Authorized { record, .. } = authorized(&server, &headers, ids, token).await?;
+    let Authorized { record, .. } = authorized(&server, &caller, &headers, ids, token).await?;
     let id = record.id.clone();
 
     let store = &server.inner.store;
@@ -225,6 +254,7 @@ async fn openapi(
 /// session `cancelled`; answers with the session's status once that is written.
 async fn cancel(
     State(server): State<AgentServer>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     ids: Result<Path<(String, String)>, PathRejection>,
     token: Result<Query<TokenQuery>, QueryRejection>,
@@ -233,7 +263,7 @@ async fn cancel(
         product: name,
         record,
         ..
-    } = authorized(&server, &headers, ids, token).await?;
+    } = authorized(&server, &caller, &headers, ids, token).await?;
     let id = record.id.clone();
     if record.status.is_finished() {
         return Err(ApiError::conflict(

@@ -8,6 +8,7 @@ use agent_runtime::sessions::{
     SessionLeases, SessionStore,
 };
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -15,6 +16,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::auth::{Auth, OwnerFields};
 use crate::hosted::Hosted;
 use crate::product::Product;
 use crate::writer::{RestoredGates, Write};
@@ -88,6 +90,10 @@ pub(crate) struct Inner {
     pub(crate) store: Arc<dyn SessionStore>,
     pub(crate) checkpoints: Arc<dyn CheckpointStore>,
     pub(crate) products: Vec<Arc<dyn Hosted>>,
+    /// The owner fields of each product's start request, by product name.
+    pub(crate) owner_fields: HashMap<String, OwnerFields>,
+    /// Who may call (every route but the OpenAPI documents and the page).
+    pub(crate) auth: Auth,
     pub(crate) config: ServerConfig,
     pub(crate) live: Arc<LiveMap>,
     /// Set once the server shuts down: it starts no run any more.
@@ -252,6 +258,8 @@ impl AgentServer {
                 store,
                 checkpoints,
                 products: Vec::new(),
+                owner_fields: HashMap::new(),
+                auth: Auth::open(),
                 config: ServerConfig::default(),
                 live: Arc::default(),
                 shutting_down: Arc::default(),
@@ -274,6 +282,9 @@ impl AgentServer {
     pub fn with_product<P: Product>(self, product: Arc<P>) -> Self {
         let product: Arc<dyn Hosted> = product;
         let mut inner = Arc::unwrap_or_clone(self.inner);
+        inner
+            .owner_fields
+            .insert(product.name().to_owned(), product.owner_fields());
         if let Some(slot) = inner
             .products
             .iter_mut()
@@ -367,6 +378,23 @@ impl AgentServer {
         }
     }
 
+    /// Lets in only the callers `auth` accepts, on every route but the OpenAPI documents
+    /// and the page (and the chat front's, when it has none of its own): see
+    /// [`auth`](crate::auth). [`Auth::open`] by default, for a server on loopback.
+    pub fn with_auth(self, auth: Auth) -> Self {
+        let mut inner = Arc::unwrap_or_clone(self.inner);
+        inner.auth = auth;
+        AgentServer {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// Binds a listener where the operator asked, or on loopback when the server accepts
+    /// every caller ([`Auth::bind_address`]).
+    pub async fn listen(&self, requested: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+        tokio::net::TcpListener::bind(self.inner.auth.bind_address(requested)).await
+    }
+
     /// Sets the limits and timings.
     pub fn with_config(self, config: ServerConfig) -> Self {
         let mut inner = Arc::unwrap_or_clone(self.inner);
@@ -378,9 +406,15 @@ impl AgentServer {
     }
 
     /// Also serves `front`'s OpenAI-compatible routes (`/v1/chat/completions`,
-    /// `/v1/models`) beside the products' routes.
+    /// `/v1/models`) beside the products' routes, behind the server's auth layer: when
+    /// that is open, the front's own ([`ChatFront::with_api_keys`]) becomes the server's.
+    ///
+    /// [`ChatFront::with_api_keys`]: crate::chat::ChatFront::with_api_keys
     pub fn with_chat(self, front: crate::chat::ChatFront) -> Self {
         let mut inner = Arc::unwrap_or_clone(self.inner);
+        if inner.auth.is_open() {
+            inner.auth = front.auth.clone();
+        }
         inner.chat = Some(front.with_tasks(inner.tasks.clone()));
         AgentServer {
             inner: Arc::new(inner),
@@ -401,9 +435,16 @@ impl AgentServer {
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        if let Ok(address) = listener.local_addr() {
-            tracing::info!(%address, "agent server listening");
+        let address = listener.local_addr()?;
+        if self.inner.auth.is_open() && !address.ip().is_loopback() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "refusing to serve on {address}: without AGENT_API_KEYS or a JWT key the server accepts anyone, so it serves on loopback only"
+                ),
+            ));
         }
+        tracing::info!(%address, open = self.inner.auth.is_open(), "agent server listening");
         let tasks = self.inner.tasks.clone();
         let worker = self.inner.run_queue.is_some().then(|| {
             let server = self.clone();

@@ -9,7 +9,7 @@
 use agent_runtime::sessions::Fanned;
 use agent_runtime::sessions::StoredEvent;
 use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -21,6 +21,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use crate::access::{Authorized, TokenQuery, authorized};
+use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::server::{AgentServer, StreamSlot};
 use crate::writer::is_terminal;
@@ -29,11 +30,13 @@ use crate::writer::is_terminal;
 /// live ones, until the terminal event.
 pub(crate) async fn stream(
     State(server): State<AgentServer>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     ids: Result<Path<(String, String)>, PathRejection>,
     token: Result<Query<TokenQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let Authorized { record, query, .. } = authorized(&server, &headers, ids, token).await?;
+    let Authorized { record, query, .. } =
+        authorized(&server, &caller, &headers, ids, token).await?;
     let id = record.id;
     let max = server.inner.config.max_streams_per_session;
     let slot = server.inner.streams.open(&id, max).ok_or_else(|| {

@@ -21,6 +21,10 @@ pub struct TestServer {
     pub task: tokio::task::JoinHandle<std::io::Result<()>>,
     /// The client the helpers use.
     pub client: reqwest::Client,
+    /// The credential (API key or JWT) the helpers present, if any: as the bearer, with
+    /// the session token in `X-Session-Token`. Without one, the session token is the
+    /// bearer (a server without credentials).
+    pub credential: Option<String>,
 }
 
 impl TestServer {
@@ -33,6 +37,29 @@ impl TestServer {
             base,
             task,
             client: reqwest::Client::new(),
+            credential: None,
+        }
+    }
+
+    /// The same server, its helpers presenting `credential`.
+    pub fn with_credential(mut self, credential: &str) -> Self {
+        self.credential = Some(credential.to_owned());
+        self
+    }
+
+    /// `request` with the credential, if any, and the session token `token`.
+    pub fn authorized(
+        &self,
+        request: reqwest::RequestBuilder,
+        token: Option<&str>,
+    ) -> reqwest::RequestBuilder {
+        match (&self.credential, token) {
+            (Some(credential), Some(token)) => request
+                .bearer_auth(credential)
+                .header("x-session-token", token),
+            (Some(credential), None) => request.bearer_auth(credential),
+            (None, Some(token)) => request.bearer_auth(token),
+            (None, None) => request,
         }
     }
 
@@ -43,9 +70,9 @@ impl TestServer {
 
     /// Starts a session; panics unless 201.
     pub async fn start(&self, product: &str, body: Value) -> Started {
+        let request = self.client.post(self.url(&format!("/api/{product}/start")));
         let response = self
-            .client
-            .post(self.url(&format!("/api/{product}/start")))
+            .authorized(request, None)
             .json(&body)
             .send()
             .await
@@ -80,10 +107,10 @@ impl TestServer {
         started: &Started,
         last_event_id: Option<u64>,
     ) -> reqwest::Response {
-        let mut request = self
-            .client
-            .get(self.url(&started.stream_url))
-            .bearer_auth(&started.token);
+        let mut request = self.authorized(
+            self.client.get(self.url(&started.stream_url)),
+            Some(&started.token),
+        );
         if let Some(id) = last_event_id {
             request = request.header("Last-Event-ID", id.to_string());
         }
@@ -92,10 +119,11 @@ impl TestServer {
 
     /// Answers `gate`; the status and the body.
     pub async fn respond(&self, started: &Started, gate: &str, answer: Value) -> (u16, Value) {
-        let response = self
+        let request = self
             .client
-            .post(self.url(&format!("/api/{}/respond", started.product)))
-            .bearer_auth(&started.token)
+            .post(self.url(&format!("/api/{}/respond", started.product)));
+        let response = self
+            .authorized(request, Some(&started.token))
             .json(&json!({"session_id": started.id, "gate": gate, "answer": answer}))
             .send()
             .await
@@ -128,9 +156,10 @@ impl TestServer {
     /// The session's status (`GET /api/{product}/{session}`).
     pub async fn status(&self, started: &Started) -> Value {
         let response = self
-            .client
-            .get(self.url(&started.status_url))
-            .bearer_auth(&started.token)
+            .authorized(
+                self.client.get(self.url(&started.status_url)),
+                Some(&started.token),
+            )
             .send()
             .await
             .unwrap();

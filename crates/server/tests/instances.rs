@@ -325,6 +325,7 @@ async fn a_run_that_never_gets_going_goes_to_the_dead_letters_and_fails() {
             id: id.into(),
             product: "echo".into(),
             token_hash,
+            tenant: None,
             request: json!({"text": "stuck"}),
         })
         .await

@@ -213,6 +213,7 @@ async fn resumed_sessions_run_beyond_the_live_session_limit() {
                 id: id.to_owned(),
                 product: "flood".to_owned(),
                 token_hash: "h".to_owned(),
+                tenant: None,
                 request: json!({"count": 1, "size": 1}),
             })
             .await

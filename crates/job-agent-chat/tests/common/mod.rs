@@ -86,6 +86,7 @@ impl Conversation {
         self.messages.push(ChatMessage::new(ChatRole::User, text));
         let (progress, mut notes) = ChatProgress::channel();
         let turn = ChatTurn {
+            tenant: agent_server::auth::DEFAULT_TENANT.into(),
             user: self.user.clone(),
             conversation: Some("c1".into()),
             model: "job-agent".into(),

@@ -32,6 +32,7 @@ struct Entry {
 ///     id: "s1".into(),
 ///     product: "resume".into(),
 ///     token_hash: "h".into(),
+///     tenant: None,
 ///     request: serde_json::json!({}),
 /// }).await?;
 /// assert_eq!(store.append_event("s1", &serde_json::json!({"type": "started"})).await?, 1);

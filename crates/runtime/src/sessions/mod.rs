@@ -107,6 +107,8 @@ pub struct NewSession {
     pub product: String,
     /// A hash of the token that reads and answers it (never the token itself).
     pub token_hash: String,
+    /// The tenant it belongs to, when it has one: only that tenant's callers reach it.
+    pub tenant: Option<String>,
     /// The start request, as the product accepted it.
     pub request: Value,
 }
@@ -119,6 +121,7 @@ impl NewSession {
             id: self.id,
             product: self.product,
             token_hash: self.token_hash,
+            tenant: self.tenant,
             status: SessionStatus::Running,
             stage: None,
             request: self.request,
@@ -139,6 +142,8 @@ pub struct SessionRecord {
     pub product: String,
     /// The token hash.
     pub token_hash: String,
+    /// The tenant it belongs to, when it has one.
+    pub tenant: Option<String>,
     /// Where it is.
     pub status: SessionStatus,
     /// The product's stage name, when it reported one.

@@ -5,13 +5,16 @@
 //! A product implements [`ChatAgent`]: given a conversation it answers, telling
 //! [`ChatProgress`] what it is doing on the way. [`ChatFront`] does the rest:
 //!
-//! - **Auth**: `Authorization: Bearer <key>`, keys from [`ChatFront::with_api_keys`] (or
-//!   `CHAT_API_KEYS`, comma-separated, through [`ChatFront::from_env`]), compared by
-//!   SHA-256 in constant time. With no keys every request is accepted, and
-//!   [`ChatFront::bind_address`] keeps the server on loopback.
-//! - **Users**: a key written `key:user` speaks for that user only (a request naming
-//!   another is refused with 403); with any other key the user a product sees is the
-//!   request's `user` field, else the `X-User-Id` header, else `anonymous`.
+//! - **Auth**: the server's one auth layer ([`crate::auth`]): `Authorization: Bearer
+//!   <key or JWT>` or `X-API-Key`. The front's own keys ([`ChatFront::with_api_keys`], or
+//!   `CHAT_API_KEYS`, comma-separated, through [`ChatFront::from_env`], which also reads
+//!   `AGENT_API_KEYS` and the JWT settings) are keys of the tenant `default`. With no
+//!   credential set every request is accepted, and [`ChatFront::bind_address`] keeps the
+//!   server on loopback.
+//! - **Users**: a credential bound to a user speaks for that user only (a request naming
+//!   another is refused with 403); with any other the user a product sees is the
+//!   request's `user` field, else the `X-User-Id` header, else `anonymous`. A product
+//!   scopes what it keeps by [`ChatTurn::owner`], which adds the tenant.
 //! - **Conversations**: a request is the whole conversation, as in OpenAI's API, unless
 //!   it names one with the `X-Conversation-Id` header; those are kept per user in a
 //!   [`DocumentStore`]. There, a request holding an assistant message carries its own
@@ -60,7 +63,7 @@ mod files;
 mod routes;
 mod wire;
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -71,7 +74,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::auth::{hash_token, token_matches};
+use crate::auth::{Auth, AuthConfigError};
 
 /// Who wrote a message of a conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,8 +136,11 @@ pub struct ChatFile {
 /// One turn to answer: the whole conversation so far, the last message the user's.
 #[derive(Debug, Clone)]
 pub struct ChatTurn {
-    /// Who is chatting: the request's `user`, else `X-User-Id`, else `anonymous`. A
-    /// product scopes everything it keeps by it.
+    /// The tenant chatting: its credential's (`default` for the chat front's own keys and
+    /// on a server without credentials).
+    pub tenant: String,
+    /// Who is chatting: its credential's user, else the request's `user`, else
+    /// `X-User-Id`, else `anonymous`.
     pub user: String,
     /// The conversation's key, when the client gave one (header or `user`).
     pub conversation: Option<String>,
@@ -144,6 +150,28 @@ pub struct ChatTurn {
     pub messages: Vec<ChatMessage>,
     /// Cancelled when the client goes away.
     pub cancellation: CancellationToken,
+}
+
+impl ChatTurn {
+    /// The id a product scopes what it keeps by: the user, qualified by the tenant
+    /// (`tenant/user`) unless that is `default`, so two tenants' users never share.
+    ///
+    /// ```
+    /// # use agent_server::chat::ChatTurn;
+    /// # fn turn(tenant: &str, user: &str) -> ChatTurn {
+    /// #     ChatTurn { tenant: tenant.into(), user: user.into(), conversation: None,
+    /// #         model: "m".into(), messages: Vec::new(), cancellation: Default::default() }
+    /// # }
+    /// assert_eq!(turn("default", "ada").owner(), "ada");
+    /// assert_eq!(turn("acme", "ada").owner(), "acme/ada");
+    /// ```
+    pub fn owner(&self) -> String {
+        if self.tenant == crate::auth::DEFAULT_TENANT {
+            self.user.clone()
+        } else {
+            format!("{}/{}", self.tenant, self.user)
+        }
+    }
 }
 
 /// Why the answer stopped.
@@ -253,29 +281,13 @@ fn body_limit(max_file: usize) -> usize {
     max_file.saturating_mul(2).saturating_add(4 * 1024 * 1024)
 }
 
-/// An accepted key: its SHA-256, and the user it speaks for when bound to one.
-#[derive(Debug, Clone)]
-struct ApiKey {
-    hash: String,
-    user: Option<String>,
-}
-
-/// Whom an accepted request may speak for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Grant {
-    /// Any user it names.
-    AnyUser,
-    /// Only this one.
-    User(String),
-}
-
 /// The OpenAI-compatible routes for one [`ChatAgent`] (see the [module docs](self)).
 /// Cheap to clone.
 #[derive(Clone)]
 pub struct ChatFront {
     pub(crate) agent: Arc<dyn ChatAgent>,
     pub(crate) conversations: Arc<dyn DocumentStore>,
-    keys: Arc<Vec<ApiKey>>,
+    pub(crate) auth: Auth,
     pub(crate) max_body_bytes: usize,
     pub(crate) max_file_bytes: usize,
     pub(crate) keep_alive: Duration,
@@ -294,7 +306,7 @@ impl ChatFront {
         ChatFront {
             agent,
             conversations,
-            keys: Arc::new(Vec::new()),
+            auth: Auth::open(),
             max_body_bytes: body_limit(DEFAULT_MAX_FILE_BYTES),
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             keep_alive: Duration::from_secs(15),
@@ -325,8 +337,9 @@ impl ChatFront {
         self
     }
 
-    /// Accepts only requests bearing one of `keys` (empty ones are ignored). A key
-    /// written `key:user` speaks for that user only.
+    /// Accepts only requests bearing one of `keys` (empty ones are ignored), besides
+    /// the callers its [`Auth`] already accepts. A key written `key:user` speaks for that
+    /// user only; keys of this form are of the tenant `default`.
     ///
     /// ```
     /// # use agent_server::chat::ChatFront;
@@ -335,72 +348,41 @@ impl ChatFront {
     /// # }
     /// ```
     pub fn with_api_keys<K: AsRef<str>>(mut self, keys: impl IntoIterator<Item = K>) -> Self {
-        self.keys = Arc::new(
-            keys.into_iter()
-                .filter_map(|entry| {
-                    let entry = entry.as_ref().trim();
-                    let (key, user) = match entry.split_once(':') {
-                        Some((key, user)) if !user.trim().is_empty() => {
-                            (key.trim(), Some(user.trim().to_owned()))
-                        }
-                        _ => (entry, None),
-                    };
-                    (!key.is_empty()).then(|| ApiKey {
-                        hash: hash_token(key),
-                        user,
-                    })
-                })
-                .collect(),
-        );
+        self.auth = self.auth.with_chat_keys(keys);
         self
     }
 
-    /// Keys from `CHAT_API_KEYS` (comma-separated), if it is set.
-    pub fn from_env(agent: Arc<dyn ChatAgent>, conversations: Arc<dyn DocumentStore>) -> Self {
-        let keys = std::env::var("CHAT_API_KEYS").unwrap_or_default();
-        ChatFront::new(agent, conversations).with_api_keys(keys.split(','))
+    /// Lets in only the callers `auth` accepts (see [`crate::auth`]). Mounted in an
+    /// [`AgentServer`](crate::AgentServer) whose auth layer is not open, the front answers
+    /// to the server's instead.
+    pub fn with_auth(mut self, auth: Auth) -> Self {
+        self.auth = auth;
+        self
     }
 
-    /// Whether requests need a key.
+    /// The front with the auth layer the environment describes ([`Auth::from_env`]:
+    /// `AGENT_API_KEYS`, `CHAT_API_KEYS`, a JWT key).
+    pub fn from_env(
+        agent: Arc<dyn ChatAgent>,
+        conversations: Arc<dyn DocumentStore>,
+    ) -> Result<Self, AuthConfigError> {
+        Ok(ChatFront::new(agent, conversations).with_auth(Auth::from_env()?))
+    }
+
+    /// Whether requests need a credential.
     pub fn requires_key(&self) -> bool {
-        !self.keys.is_empty()
+        !self.auth.is_open()
     }
 
-    /// Where to listen, given where the operator asked: with no keys, a non-loopback
-    /// address is replaced by `127.0.0.1` (same port) and a warning says so.
+    /// Where to listen, given where the operator asked: with no credential set, a
+    /// non-loopback address is replaced by `127.0.0.1` (same port) and a warning says so
+    /// ([`Auth::bind_address`]).
     pub fn bind_address(&self, requested: SocketAddr) -> SocketAddr {
-        if self.requires_key() || requested.ip().is_loopback() {
-            return requested;
-        }
-        let loopback = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), requested.port());
-        tracing::warn!(
-            %requested,
-            %loopback,
-            "no CHAT_API_KEYS: the chat endpoint accepts anyone, so it listens on loopback only"
-        );
-        loopback
+        self.auth.bind_address(requested)
     }
 
     /// The routes: `POST /v1/chat/completions`, `GET /v1/models`.
     pub fn router(&self) -> axum::Router {
         routes::router(self.clone())
-    }
-
-    /// Whom a request bearing `key` may speak for; `None` when the key is refused (any
-    /// key is accepted when none are set).
-    pub(crate) fn grant(&self, key: Option<&str>) -> Option<Grant> {
-        if self.keys.is_empty() {
-            return Some(Grant::AnyUser);
-        }
-        let key = key?;
-        // Check every stored hash, so the time taken does not say which one matched.
-        let matched = self.keys.iter().fold(None, |found, stored| {
-            let hit = token_matches(key, &stored.hash);
-            if hit { Some(stored) } else { found }
-        })?;
-        Some(match &matched.user {
-            Some(user) => Grant::User(user.clone()),
-            None => Grant::AnyUser,
-        })
     }
 }

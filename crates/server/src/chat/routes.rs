@@ -21,8 +21,8 @@ use super::conversations::Conversation;
 use super::wire::{
     Completion, CompletionRequest, WireError, models as models_body, read_request, turn_failed,
 };
-use super::{ChatFront, ChatMessage, ChatProgress, ChatReply, ChatTurn, Grant};
-use crate::auth::bearer;
+use super::{ChatFront, ChatMessage, ChatProgress, ChatReply, ChatTurn};
+use crate::auth::{Caller, DEFAULT_TENANT, Denied, Scope};
 
 /// The header naming a conversation.
 const CONVERSATION_HEADER: &str = "x-conversation-id";
@@ -38,14 +38,12 @@ pub(crate) fn router(front: ChatFront) -> Router {
         .with_state(front)
 }
 
-fn authorize(front: &ChatFront, headers: &HeaderMap) -> Result<Grant, WireError> {
-    if let Some(grant) = front.grant(bearer(headers)) {
-        Ok(grant)
-    } else if bearer(headers).is_none() {
-        Err(WireError::missing_key())
-    } else {
-        Err(WireError::wrong_key())
-    }
+fn authorize(front: &ChatFront, headers: &HeaderMap) -> Result<Caller, WireError> {
+    front.auth.check(headers).map_err(|denied| match denied {
+        Denied::Missing => WireError::missing_key(),
+        Denied::Invalid(_) => WireError::wrong_key(),
+        Denied::RateLimited { wait, .. } => WireError::rate_limited(wait),
+    })
 }
 
 async fn models(State(front): State<ChatFront>, headers: HeaderMap) -> Response {
@@ -102,7 +100,7 @@ async fn prepare(
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Prepared, WireError> {
-    let grant = authorize(front, headers)?;
+    let caller = authorize(front, headers)?;
     let body = body.map_err(|rejection| WireError::body_unreadable(rejection.body_text()))?;
     let body: Value = serde_json::from_slice(&body).map_err(|e| {
         WireError::body_unreadable(format!(
@@ -122,27 +120,34 @@ async fn prepare(
             .map(str::to_owned)
     };
     let named = request.user.clone().or_else(|| header(USER_HEADER));
-    let user = match (grant, named) {
-        (Grant::User(own), Some(named)) if named != own => {
+    let user = match (caller.principal.user(), named) {
+        (Scope::Only(own), Some(named)) if named != *own => {
             return Err(WireError::user_not_allowed(&named));
         }
-        (Grant::User(own), _) => own,
-        (Grant::AnyUser, named) => named.unwrap_or_else(|| "anonymous".to_owned()),
+        (Scope::Only(own), _) => own.clone(),
+        (Scope::Any, named) => named.unwrap_or_else(|| "anonymous".to_owned()),
     };
+    let tenant = caller
+        .principal
+        .tenant()
+        .only()
+        .unwrap_or(DEFAULT_TENANT)
+        .to_owned();
     let conversation = header(CONVERSATION_HEADER);
-    let messages = match &conversation {
-        Some(key) => Conversation::new(front.conversations.as_ref(), &user, key)
+    let mut turn = ChatTurn {
+        tenant,
+        user,
+        conversation,
+        model: request.model.clone(),
+        messages: Vec::new(),
+        cancellation: CancellationToken::new(),
+    };
+    turn.messages = match &turn.conversation {
+        Some(key) => Conversation::new(front.conversations.as_ref(), &turn.owner(), key)
             .continued(request.messages.clone())
             .await
             .map_err(|e| WireError::store(&e))?,
         None => request.messages.clone(),
-    };
-    let turn = ChatTurn {
-        user,
-        conversation,
-        model: request.model.clone(),
-        messages,
-        cancellation: CancellationToken::new(),
     };
     Ok(Prepared { request, turn })
 }
@@ -167,6 +172,7 @@ async fn remember(
 fn turn_span(turn: &ChatTurn, stream: bool) -> tracing::Span {
     tracing::info_span!(
         "chat_turn",
+        tenant = %turn.tenant,
         user = %turn.user,
         conversation = turn.conversation.as_deref().unwrap_or(""),
         model = %turn.model,
@@ -180,7 +186,7 @@ async fn whole(front: ChatFront, prepared: Prepared) -> Response {
     // A client that goes away drops this future, and the guard cancels the turn.
     let _cancel_on_drop = turn.cancellation.clone().drop_guard();
     let (user, key, messages) = (
-        turn.user.clone(),
+        turn.owner(),
         turn.conversation.clone(),
         turn.messages.clone(),
     );
@@ -228,7 +234,7 @@ async fn run_stream(front: ChatFront, prepared: Prepared, events: mpsc::Sender<E
     let usage = request.include_usage;
     let cancellation = turn.cancellation.clone();
     let (user, key, messages) = (
-        turn.user.clone(),
+        turn.owner(),
         turn.conversation.clone(),
         turn.messages.clone(),
     );

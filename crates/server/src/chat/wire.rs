@@ -27,6 +27,8 @@ pub(crate) struct WireError {
     kind: &'static str,
     param: Option<String>,
     code: Option<&'static str>,
+    /// When to try again, in whole seconds (`retry-after`).
+    retry_after: Option<u64>,
 }
 
 impl WireError {
@@ -37,6 +39,7 @@ impl WireError {
             kind: "invalid_request_error",
             param: Some(param.to_owned()),
             code: None,
+            retry_after: None,
         }
     }
 
@@ -55,6 +58,7 @@ impl WireError {
             kind: "invalid_request_error",
             param: None,
             code: None,
+            retry_after: None,
         }
     }
 
@@ -65,6 +69,19 @@ impl WireError {
             kind: "invalid_request_error",
             param: None,
             code: Some("invalid_api_key"),
+            retry_after: None,
+        }
+    }
+
+    /// 429: over the credential's or the tenant's rate.
+    pub(crate) fn rate_limited(wait: std::time::Duration) -> Self {
+        WireError {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            message: "Rate limit reached for requests. Please try again later.".into(),
+            kind: "requests",
+            param: None,
+            code: Some("rate_limit_exceeded"),
+            retry_after: Some(wait.as_secs() + u64::from(wait.subsec_nanos() > 0)),
         }
     }
 
@@ -77,6 +94,7 @@ impl WireError {
             kind: "invalid_request_error",
             param: Some("user".into()),
             code: Some("user_not_allowed"),
+            retry_after: None,
         }
     }
 
@@ -87,6 +105,7 @@ impl WireError {
             kind: "invalid_request_error",
             param: Some("model".into()),
             code: Some("model_not_found"),
+            retry_after: None,
         }
     }
 
@@ -97,6 +116,7 @@ impl WireError {
             kind: "server_error",
             param: None,
             code: Some("service_unavailable"),
+            retry_after: None,
         }
     }
 
@@ -118,6 +138,7 @@ impl WireError {
             kind,
             param: None,
             code,
+            retry_after: None,
         }
     }
 
@@ -145,7 +166,13 @@ pub(crate) fn turn_failed(error: &ChatAgentError) -> Response {
 
 impl IntoResponse for WireError {
     fn into_response(self) -> Response {
-        (self.status, Json(self.body())).into_response()
+        let mut response = (self.status, Json(self.body())).into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
+        response
     }
 }
 

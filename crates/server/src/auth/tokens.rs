@@ -1,8 +1,12 @@
-//! Session tokens: made from two random v4 uuids, stored only as their SHA-256, compared in
-//! constant time.
+//! Session tokens, the per-session capability: made from two random v4 uuids, stored only
+//! as their SHA-256, compared in constant time.
 
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, HeaderName, header};
 use sha2::{Digest, Sha256};
+
+/// The header that may carry a session token (then `Authorization` may carry the
+/// caller's credential).
+pub(crate) const SESSION_TOKEN_HEADER: HeaderName = HeaderName::from_static("x-session-token");
 
 /// A fresh token: 64 hex characters from two random v4 uuids.
 pub(crate) fn new_token() -> String {
