@@ -129,7 +129,7 @@ pub async fn listen_behind_auth(
         .await
         .with_context(|| format!("binding {requested}"))?;
     if open {
-        println!(
+        tracing::warn!(
             "no AGENT_API_KEYS, CHAT_API_KEYS or JWT key: any local client is accepted, on loopback only"
         );
     }

@@ -2,6 +2,7 @@
 //! machine's server; fails without it): an optimization started with tenant A's key
 //! cannot be read, streamed, answered, cancelled or used for interview preparation or a
 //! cover letter with tenant B's key, and B cannot start one in A's name.
+#![cfg(test)]
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! come from it (a body naming others is 403), another tenant's session is 404 even with
 //! its token, JWTs are checked (HS256, RS256 and ES256 against a PEM from `openssl`),
 //! rates answer 429 with `retry-after`, and an open server will not serve off loopback.
+#![cfg(test)]
 
 mod common;
 

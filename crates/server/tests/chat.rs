@@ -9,6 +9,7 @@ use std::time::Duration;
 use agent_runtime::documents::InMemoryDocumentStore;
 use agent_runtime::sessions::InMemorySessionStore;
 use agent_server::AgentServer;
+use agent_server::auth::{Auth, Rate};
 use agent_server::chat::{
     ChatAgent, ChatAgentError, ChatFront, ChatProgress, ChatReply, ChatRole, ChatTurn, ChatUsage,
     FinishReason,
@@ -435,4 +436,61 @@ fn without_keys_the_front_listens_on_loopback_only() {
     assert_eq!(front.bind_address(anywhere).to_string(), "127.0.0.1:8090");
     let keyed = front.with_api_keys(["k"]);
     assert_eq!(keyed.bind_address(anywhere), anywhere);
+}
+
+#[tokio::test]
+async fn the_servers_auth_layer_holds_the_chat_front_too() {
+    let agent = Arc::new(Scripted::default());
+    let front = ChatFront::new(agent.clone(), Arc::new(InMemoryDocumentStore::default()));
+    let auth = Auth::open()
+        .with_api_keys("sk-acme-ada:acme:ada, sk-globex:globex")
+        .unwrap()
+        .with_rate_per_credential(Rate::per_minute(2));
+    let server = AgentServer::new(Arc::new(InMemorySessionStore::new()))
+        .with_chat(front)
+        .with_auth(auth);
+    let server = TestServer::spawn(server).await;
+
+    let missing = post(&server, hello("echo"), None).await;
+    assert_eq!(missing.status(), 401);
+    let body: Value = missing.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    let mut as_bob = hello("echo");
+    as_bob["user"] = json!("bob");
+    assert_eq!(
+        post(&server, as_bob.clone(), Some("sk-acme-ada"))
+            .await
+            .status(),
+        403
+    );
+    assert_eq!(
+        post(&server, hello("echo"), Some("sk-acme-ada"))
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(post(&server, as_bob, Some("sk-globex")).await.status(), 200);
+
+    // What a product keeps, it keeps by owner: the tenant names it.
+    let owners: Vec<(String, String)> = agent
+        .turns
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|turn| (turn.tenant.clone(), turn.owner()))
+        .collect();
+    assert_eq!(
+        owners,
+        [
+            ("acme".to_owned(), "acme/ada".to_owned()),
+            ("globex".to_owned(), "globex/bob".to_owned())
+        ]
+    );
+
+    // The key's rate of two a minute was used by its two requests above.
+    let limited = post(&server, hello("echo"), Some("sk-acme-ada")).await;
+    assert_eq!(limited.status(), 429);
+    assert!(limited.headers().contains_key("retry-after"));
+    let body: Value = limited.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "rate_limit_exceeded");
 }

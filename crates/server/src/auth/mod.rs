@@ -1,8 +1,9 @@
 //! Who is calling: the one auth layer of every hosted product (the sessions routes, the
 //! chat front), and the session tokens that stay each session's own capability.
 //!
-//! A caller presents one credential, as `Authorization: Bearer <credential>` or
-//! `X-API-Key: <key>`:
+//! A caller presents one credential, as `Authorization: Bearer <credential>`,
+//! `X-API-Key: <key>`, or (for a browser's `EventSource`, which cannot set headers)
+//! `?api_key=<key>`:
 //!
 //! - an **API key** of [`Auth::with_api_keys`] (`AGENT_API_KEYS`: comma-separated
 //!   `key:tenant:user`, or `key:tenant` for any user of the tenant), kept as its SHA-256
@@ -292,14 +293,21 @@ impl Auth {
         loopback
     }
 
-    /// Authenticates a request by its headers and takes one request of its rates.
-    pub(crate) fn check(&self, headers: &HeaderMap) -> Result<Caller, Denied> {
+    /// Authenticates a request by its headers (`X-API-Key`, else the bearer) or, for a
+    /// browser's `EventSource`, the key in its query (`?api_key=`), and takes one request
+    /// of its rates.
+    pub(crate) fn check(
+        &self,
+        headers: &HeaderMap,
+        query_key: Option<&str>,
+    ) -> Result<Caller, Denied> {
         if self.is_open() {
             return Ok(Caller::new(Principal::local(), false));
         }
-        let (presented, from_bearer) = match header(headers, &API_KEY_HEADER) {
-            Some(key) => (key, false),
-            None => (tokens::bearer(headers).ok_or(Denied::Missing)?, true),
+        let (presented, from_bearer) = match (header(headers, &API_KEY_HEADER), query_key) {
+            (Some(key), _) => (key, false),
+            (None, Some(key)) if !key.trim().is_empty() => (key.trim(), false),
+            (None, _) => (tokens::bearer(headers).ok_or(Denied::Missing)?, true),
         };
         let principal = self.principal(presented)?;
         if let Some(limit) = &self.per_credential {

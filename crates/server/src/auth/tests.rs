@@ -25,7 +25,7 @@ fn bearer(value: &str) -> HeaderMap {
 fn nothing_set_is_an_open_layer_that_keeps_to_loopback() {
     let auth = Auth::from_vars(vars(&[])).unwrap();
     assert!(auth.is_open());
-    let caller = auth.check(&HeaderMap::new()).unwrap();
+    let caller = auth.check(&HeaderMap::new(), None).unwrap();
     assert_eq!(caller.principal, Principal::local());
     let public: SocketAddr = "0.0.0.0:8080".parse().unwrap();
     assert_eq!(auth.bind_address(public), "127.0.0.1:8080".parse().unwrap());
@@ -42,21 +42,29 @@ fn keys_from_both_variables_are_accepted_by_bearer_or_header() {
     ]))
     .unwrap();
     assert!(!auth.is_open());
-    assert_eq!(auth.check(&HeaderMap::new()).unwrap_err(), Denied::Missing);
+    assert_eq!(
+        auth.check(&HeaderMap::new(), None).unwrap_err(),
+        Denied::Missing
+    );
     assert!(matches!(
-        auth.check(&bearer("sk-b")),
+        auth.check(&bearer("sk-b"), None),
         Err(Denied::Invalid(_))
     ));
 
-    let by_bearer = auth.check(&bearer("sk-a")).unwrap();
+    let by_bearer = auth.check(&bearer("sk-a"), None).unwrap();
     assert_eq!(by_bearer.principal.tenant(), &Scope::Only("acme".into()));
     assert_eq!(by_bearer.session_bearer(Some("tok")), None);
 
     let mut headers = bearer("session-token");
     headers.insert(API_KEY_HEADER, "sk-chat".parse().unwrap());
-    let by_header = auth.check(&headers).unwrap();
+    let by_header = auth.check(&headers, None).unwrap();
     assert_eq!(by_header.principal.tenant(), &Scope::Only("default".into()));
     assert_eq!(by_header.session_bearer(Some("tok")), Some("tok"));
+
+    // A browser's EventSource gives the key in the query; the bearer stays the token's.
+    let by_query = auth.check(&bearer("session-token"), Some("sk-a")).unwrap();
+    assert_eq!(by_query.principal.user(), &Scope::Only("ada".into()));
+    assert_eq!(by_query.session_bearer(Some("tok")), Some("tok"));
 }
 
 #[test]
@@ -95,21 +103,21 @@ fn rates_hold_each_credential_and_each_tenant() {
         .unwrap()
         .with_rate_per_credential(Rate::per_minute(2))
         .with_rate_per_tenant(Rate::per_minute(3));
-    assert!(auth.check(&bearer("k1")).is_ok());
-    assert!(auth.check(&bearer("k1")).is_ok());
-    let Err(Denied::RateLimited { scope, wait }) = auth.check(&bearer("k1")) else {
+    assert!(auth.check(&bearer("k1"), None).is_ok());
+    assert!(auth.check(&bearer("k1"), None).is_ok());
+    let Err(Denied::RateLimited { scope, wait }) = auth.check(&bearer("k1"), None) else {
         panic!("the third request of k1 passed");
     };
     assert_eq!(scope, "credential");
     assert!(wait > Duration::ZERO);
     // k1's refused request did not count for the tenant: bob has one left of acme's 3.
-    assert!(auth.check(&bearer("k2")).is_ok());
+    assert!(auth.check(&bearer("k2"), None).is_ok());
     assert!(matches!(
-        auth.check(&bearer("k2")),
+        auth.check(&bearer("k2"), None),
         Err(Denied::RateLimited {
             scope: "tenant",
             ..
         })
     ));
-    assert!(auth.check(&bearer("k3")).is_ok());
+    assert!(auth.check(&bearer("k3"), None).is_ok());
 }

@@ -39,11 +39,14 @@ pub(crate) fn router(front: ChatFront) -> Router {
 }
 
 fn authorize(front: &ChatFront, headers: &HeaderMap) -> Result<Caller, WireError> {
-    front.auth.check(headers).map_err(|denied| match denied {
-        Denied::Missing => WireError::missing_key(),
-        Denied::Invalid(_) => WireError::wrong_key(),
-        Denied::RateLimited { wait, .. } => WireError::rate_limited(wait),
-    })
+    front
+        .auth
+        .check(headers, None)
+        .map_err(|denied| match denied {
+            Denied::Missing => WireError::missing_key(),
+            Denied::Invalid(_) => WireError::wrong_key(),
+            Denied::RateLimited { wait, .. } => WireError::rate_limited(wait),
+        })
 }
 
 async fn models(State(front): State<ChatFront>, headers: HeaderMap) -> Response {
