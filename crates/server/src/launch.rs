@@ -16,6 +16,7 @@ use tracing::Instrument;
 use crate::hosted::Hosted;
 use crate::product::{HandleParts, SessionHandle};
 use crate::server::{AgentServer, LiveSession};
+use crate::store_failure::{ParkingCheckpoints, StoreFailure};
 use crate::writer::{Listener, RestoredGates, Write, Writer};
 
 /// What a run starts from.
@@ -89,6 +90,8 @@ impl AgentServer {
         let (writer_tx, writer_rx) = mpsc::unbounded_channel();
         let restored = Arc::new(RestoredGates::default());
         let parked = Arc::new(AtomicBool::new(false));
+        let cancel = CancellationToken::new();
+        let failure = Arc::new(StoreFailure::new(&id, Arc::clone(&parked), cancel.clone()));
         let gates = GateRegistry::with_listener(Arc::new(Listener {
             writer: writer_tx.clone(),
             restored: Arc::clone(&restored),
@@ -110,7 +113,6 @@ impl AgentServer {
             }
         }
         gates.restore(answers);
-        let cancel = CancellationToken::new();
         let live = Arc::new(LiveSession {
             gates: gates.clone(),
             writer: writer_tx.clone(),
@@ -120,6 +122,7 @@ impl AgentServer {
             cancelled: Mutex::new(None),
             ended: CancellationToken::new(),
             parked,
+            failure: Arc::clone(&failure),
         });
         let this_run = Arc::clone(&live);
         {
@@ -150,6 +153,7 @@ impl AgentServer {
             restored,
             announced,
             status,
+            failure: Arc::clone(&failure),
         };
         let span = tracing::info_span!("session_run", session.id = %id, product = product.name(), resumed = !replayed.is_empty());
         let tasks = &self.inner.tasks;
@@ -162,7 +166,11 @@ impl AgentServer {
             gates,
             writer: writer_tx.clone(),
             cancel: cancel.clone(),
-            checkpoints: Arc::clone(&self.inner.checkpoints),
+            // A checkpoint the store refuses parks the run, as a refused event does.
+            checkpoints: Arc::new(ParkingCheckpoints {
+                inner: Arc::clone(&self.inner.checkpoints),
+                failure,
+            }),
             bus: (self.inner.buses)(&id),
             replayed,
         });
@@ -191,6 +199,9 @@ impl AgentServer {
         };
         let live_map = Arc::clone(&self.inner.live);
         let run_tasks = tasks.clone();
+        // Without a run queue, a run its store failed is taken up again here.
+        let retaker = self.inner.run_queue.is_none().then(|| self.clone());
+        let product_name = product.name().to_owned();
         tasks.spawn(
             async move {
                 tracing::info!("run started");
@@ -240,6 +251,9 @@ impl AgentServer {
                 live_map.lock().remove(&id);
                 drop(slot);
                 this_run.ended.cancel();
+                if let (Some(server), true) = (retaker, this_run.failure.reason().is_some()) {
+                    server.resume_after_store_failure(product_name, id).await;
+                }
             }
             .instrument(span),
         );

@@ -121,6 +121,7 @@ mod respond;
 mod resume;
 mod routes;
 mod server;
+mod store_failure;
 mod stream;
 mod worker;
 mod writer;

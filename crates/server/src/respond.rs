@@ -73,7 +73,9 @@ pub(crate) async fn respond(
             let taken = server.forward(session_id, &op).await?.is_some();
             // With a run queue, an unfinished session running nowhere waits for a
             // worker (just started, or its instance died): the answer waits in the store.
-            let queued = server.inner.run_queue.is_some() && !record.status.is_finished();
+            // So does one whose store failed it, waiting here to be taken up again.
+            let queued = (server.inner.run_queue.is_some() || server.is_retaking(session_id))
+                && !record.status.is_finished();
             if !taken && queued {
                 server
                     .answer_in_store(&name, session_id, gate, answer)
@@ -119,6 +121,15 @@ fn already_answered(gate: &str) -> ApiError {
 }
 
 impl AgentServer {
+    /// Whether the store holds an answer to `gate` (false when it cannot say).
+    async fn answer_stored(&self, session_id: &str, gate: &str) -> bool {
+        self.inner
+            .store
+            .gates(session_id)
+            .await
+            .is_ok_and(|gates| gates.iter().any(|g| g.id == gate && g.answer.is_some()))
+    }
+
     /// Answers a pending gate of a session that runs nowhere now, in the store: the run
     /// that resumes it finds the answer there, as after a restart.
     async fn answer_in_store(
@@ -210,6 +221,17 @@ impl AgentServer {
         }
         // The answer is stored before the client hears it was taken.
         live.flush().await;
+        if let Some(reason) = live.failure.reason()
+            && !self.answer_stored(session_id, gate).await
+        {
+            // Not stored: the run parks, and the gate is open again when it resumes.
+            return Err(ApiError::at_capacity(
+                "store_unavailable",
+                format!(
+                    "the answer was not stored ({reason}); answer again once the session resumes"
+                ),
+            ));
+        }
         tracing::info!(session = %session_id, gate, "gate answered");
         Ok(())
     }

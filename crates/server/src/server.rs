@@ -7,7 +7,7 @@ use agent_runtime::sessions::{
     EventFanout, InProcessControl, InProcessFanout, InProcessLeases, RunQueue, SessionControl,
     SessionLeases, SessionStore,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -19,6 +19,7 @@ use tokio_util::task::TaskTracker;
 use crate::auth::{Auth, OwnerFields};
 use crate::hosted::Hosted;
 use crate::product::Product;
+use crate::store_failure::StoreFailure;
 use crate::writer::{RestoredGates, Write};
 
 /// Limits and timings of the HTTP host.
@@ -121,6 +122,9 @@ pub(crate) struct Inner {
     pub(crate) session_slots: Arc<Semaphore>,
     /// The event streams open on this instance, by session.
     pub(crate) streams: Arc<StreamCounts>,
+    /// Sessions whose run their store failed, waiting here to be taken up again: an
+    /// answer to one of their gates is kept in the store for that run.
+    pub(crate) retaking: Arc<Mutex<HashSet<String>>>,
 }
 
 /// How many event streams each session has open, each held by a [`StreamSlot`].
@@ -213,10 +217,12 @@ pub(crate) struct LiveSession {
     pub(crate) cancelled: Mutex<Option<String>>,
     /// Fires once the run has ended and its outcome is written.
     pub(crate) ended: CancellationToken,
-    /// Set when the run is parked (the server shuts down, or another instance took its
-    /// lease): it stops without finishing, and its gates stay pending, for the run that
-    /// resumes it.
+    /// Set when the run is parked (the server shuts down, another instance took its
+    /// lease, or its store failed): it stops without finishing, and its gates stay
+    /// pending, for the run that resumes it.
     pub(crate) parked: Arc<AtomicBool>,
+    /// Whether the store failed the run (then it parked, and is taken up again later).
+    pub(crate) failure: Arc<StoreFailure>,
 }
 
 impl LiveSession {
@@ -273,6 +279,7 @@ impl AgentServer {
                 tasks: TaskTracker::new(),
                 session_slots: session_slots(&ServerConfig::default()),
                 streams: Arc::default(),
+                retaking: Arc::default(),
             }),
         }
     }

@@ -59,10 +59,11 @@ pub(crate) async fn stream(
     // Subscribe before reading the store: an event stored meanwhile arrives on both and
     // is sent once (by its number); none falls in between. The run may be here or on
     // another instance; with a run queue, an unfinished session's run is on its way (a
-    // worker takes it up), so the stream waits for it.
+    // worker takes it up), and so is one its store failed, waiting here to be taken up
+    // again: the stream waits for it.
     let unfinished = !record.status.is_finished();
     let running = server.inner.live.get(&id).is_some()
-        || (unfinished && server.inner.run_queue.is_some())
+        || (unfinished && (server.inner.run_queue.is_some() || server.is_retaking(&id)))
         || (unfinished && server.runs_elsewhere(&id).await);
     let live = match running {
         true => Some(

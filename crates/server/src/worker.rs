@@ -126,7 +126,12 @@ impl AgentServer {
             }
         }
         let parked = live.parked.load(Ordering::SeqCst);
+        let store_failed = live.failure.reason().is_some();
         drop(live);
+        if store_failed {
+            // Taken up again once the store answers: not at once, while it still fails.
+            return Settle::Retry(RETRY_DELAY);
+        }
         self.after_run(&run.session, parked).await
     }
 

@@ -12,6 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::store_failure::StoreFailure;
+
 /// `gate_open`: a gate started waiting.
 pub(crate) const GATE_OPEN: &str = "gate_open";
 /// `gate_answered`: a gate was answered.
@@ -152,12 +154,24 @@ pub(crate) struct Writer {
     pub(crate) announced: HashSet<String>,
     /// The status last written.
     pub(crate) status: SessionStatus,
+    /// Set once the store refused a write: the run parks, and nothing more is written
+    /// (the run that resumes the session writes it again, from its last checkpoint).
+    pub(crate) failure: Arc<StoreFailure>,
 }
 
 impl Writer {
     /// Writes everything received, in order, until [`Write::Finish`].
     pub(crate) async fn run(mut self, mut writes: mpsc::UnboundedReceiver<Write>) {
         while let Some(write) = writes.recv().await {
+            if self.failure.reason().is_some()
+                && !matches!(
+                    write,
+                    Write::Flush(_) | Write::Finish { .. } | Write::Park(_)
+                )
+            {
+                tracing::debug!(session = %self.session, "write dropped: the store failed the run");
+                continue;
+            }
             match write {
                 Write::Event(event) => self.append(event).await,
                 Write::GateOpened(gate) => self.gate_opened(gate).await,
@@ -197,9 +211,7 @@ impl Writer {
             Ok(seq) => {
                 self.fanout.publish(&self.session, seq, Arc::new(event));
             }
-            Err(error) => {
-                tracing::error!(session = %self.session, %error, "event lost: the store refused it");
-            }
+            Err(error) => self.failure.failed("an event", &error.to_string()),
         }
     }
 
@@ -223,7 +235,8 @@ impl Writer {
             payload: &gate.payload,
         };
         if let Err(error) = self.store.open_gate(&self.session, &open).await {
-            tracing::error!(session = %self.session, gate = %gate.id, %error, "gate not stored");
+            self.failure.failed("an open gate", &error.to_string());
+            return;
         }
         self.set_status(SessionStatus::Waiting, None).await;
         if self.announced.remove(&gate.id) {
@@ -250,7 +263,8 @@ impl Writer {
                 tracing::warn!(session = %self.session, gate = %id, ?other, "stored gate not answered")
             }
             Err(error) => {
-                tracing::error!(session = %self.session, gate = %id, %error, "answer not stored")
+                self.failure.failed("a gate's answer", &error.to_string());
+                return;
             }
         }
         self.announced.remove(&id);

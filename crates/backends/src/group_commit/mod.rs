@@ -26,18 +26,23 @@
 //!
 //! Readers do not use the writer: they read through the pool's other connections (SQLite
 //! in WAL mode reads beside its one writer).
+//!
+//! A batch whose connection is lost before its commit is run again on a new one (see
+//! `batch.rs`): a database restart pauses the writers and loses no write.
+
+mod batch;
 
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
 use std::marker::PhantomData;
 
 use agent_runtime::checkpoint::CheckpointError;
 use agent_runtime::sessions::StoreError;
 use futures::future::BoxFuture;
-use sqlx::{Connection, Database, Pool};
+use sqlx::{Database, Pool};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::sql::Sql;
+use batch::write_batches;
 
 /// The most writes one transaction takes; a longer queue is committed in several.
 const MAX_BATCH: usize = 1024;
@@ -237,6 +242,9 @@ trait Queued<D: Sql>: Send + Any {
 
     /// Answers its caller: its outcome, or `failure` when its batch was not committed.
     fn answer(self: Box<Self>, failure: Option<&str>);
+
+    /// Forgets the outcome of an attempt that was rolled back, before the next.
+    fn forget_outcome(&mut self);
 }
 
 /// How a write is applied.
@@ -315,6 +323,10 @@ where
         // A caller that stopped waiting does not want the answer.
         let _ = self.reply.send(result);
     }
+
+    fn forget_outcome(&mut self) {
+        self.outcome = None;
+    }
 }
 
 /// Applies a run of writes that are all [`Pending<D, T, O, E>`] with the same [`How`]:
@@ -373,130 +385,9 @@ where
     })
 }
 
-/// The writer task: commits what has queued, batch after batch, until every handle is
-/// gone.
-async fn write_batches<D: Sql>(
-    pool: Pool<D>,
-    mut writes: mpsc::UnboundedReceiver<Box<dyn Queued<D>>>,
-) {
-    let mut batch = Vec::new();
-    while writes.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        group_by_kind(&mut batch);
-        commit(&pool, &mut batch).await;
-        batch.clear();
-    }
-    tracing::debug!(database = D::NAME, "group commit writer stopped");
-}
-
-/// Moves the writes of each kind that run together to where the first of them queued,
-/// keeping their queue order; the writes that run alone stay in theirs.
-fn group_by_kind<D: Sql>(batch: &mut Vec<Box<dyn Queued<D>>>) {
-    let mut first_of_kind = HashMap::new();
-    let mut placed: Vec<(usize, Box<dyn Queued<D>>)> = batch
-        .drain(..)
-        .enumerate()
-        .map(|(index, write)| {
-            let place = match write.kind() {
-                Some(kind) => *first_of_kind.entry(kind).or_insert(index),
-                None => index,
-            };
-            (place, write)
-        })
-        .collect();
-    // Stable: writes of one kind keep their order.
-    placed.sort_by_key(|(place, _)| *place);
-    batch.extend(placed.into_iter().map(|(_, write)| write));
-}
-
-/// Commits `batch` as one transaction and answers every write in it.
-async fn commit<D: Sql>(pool: &Pool<D>, batch: &mut Vec<Box<dyn Queued<D>>>) {
-    let mut conn = match pool.acquire().await {
-        Ok(conn) => conn,
-        Err(error) => {
-            let reason = format!("{}: {error}", D::NAME);
-            batch
-                .drain(..)
-                .for_each(|write| write.answer(Some(&reason)));
-            return;
-        }
-    };
-    let synced = batch.iter().any(|write| write.synced());
-    match transaction(&mut *conn, batch, synced).await {
-        Ok(true) => batch.drain(..).for_each(|write| write.answer(None)),
-        Ok(false) => {
-            tracing::debug!(
-                database = D::NAME,
-                writes = batch.len(),
-                "a write failed: its batch is rolled back and each write runs alone"
-            );
-            for mut write in batch.drain(..) {
-                let synced = write.synced();
-                let single = std::slice::from_mut(&mut write);
-                match transaction(&mut *conn, single, synced).await {
-                    Ok(_) => write.answer(None),
-                    Err(error) => write.answer(Some(&format!("{}: {error}", D::NAME))),
-                }
-            }
-        }
-        Err(error) => {
-            tracing::warn!(database = D::NAME, %error, writes = batch.len(), "a batch was not committed");
-            let reason = format!("{}: {error}", D::NAME);
-            batch
-                .drain(..)
-                .for_each(|write| write.answer(Some(&reason)));
-        }
-    }
-}
-
-/// Applies `writes` in one write transaction on `conn`, synced to disk when `synced`:
-/// `true` once committed, `false` when one failed and the transaction was rolled back.
-async fn transaction<D: Sql>(
-    conn: &mut D::Connection,
-    writes: &mut [Box<dyn Queued<D>>],
-    synced: bool,
-) -> Result<bool, sqlx::Error> {
-    let mode = match synced {
-        true => Some(D::sync_commits(conn).await?),
-        false => None,
-    };
-    let committed = apply_all(conn, writes).await;
-    if let Some(mode) = mode {
-        D::restore_sync(conn, mode).await;
-    }
-    committed
-}
-
-async fn apply_all<D: Sql>(
-    conn: &mut D::Connection,
-    writes: &mut [Box<dyn Queued<D>>],
-) -> Result<bool, sqlx::Error> {
-    let mut tx = conn.begin_with(D::BEGIN_WRITE).await?;
-    let mut next = 0;
-    while next < writes.len() {
-        // The writes of the same kind queued right after this one run with it.
-        let end = match writes[next].kind() {
-            Some(kind) => {
-                next + 1
-                    + writes[next + 1..]
-                        .iter()
-                        .take_while(|write| write.kind() == Some(kind))
-                        .count()
-            }
-            None => next + 1,
-        };
-        let apply_run = writes[next].apply_run();
-        if let Applied::Failed = apply_run(&mut tx, &mut writes[next..end]).await {
-            tx.rollback().await?;
-            return Ok(false);
-        }
-        next = end;
-    }
-    tx.commit().await?;
-    Ok(true)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::batch::group_by_kind;
     use super::*;
     use sqlx::Sqlite;
 

@@ -1,0 +1,313 @@
+//! A session whose store refuses a write parks instead of running on past it, and is
+//! taken up again from the store once the store answers: the refused answer is asked for
+//! again, and the session ends with every event stored once, in order.
+#![cfg(test)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use agent_runtime::checkpoint::{
+    Checkpoint, CheckpointError, CheckpointStore, InMemoryCheckpointStore,
+};
+use agent_runtime::sessions::{
+    GateAnswer, InMemorySessionStore, NewSession, OpenGate, SessionOutcome, SessionRecord,
+    SessionStatus, SessionStore, StoreError, StoredEvent, StoredGate,
+};
+use agent_server::AgentServer;
+use common::{Echo, PATIENCE, TestServer, names};
+use serde_json::{Value, json};
+
+const FIRST: &str = "coordinator:approve:1";
+const SECOND: &str = "coordinator:approve:2";
+
+/// A store whose writes fail while `failing` is set, as a full disk or a database that
+/// went away makes them; reads go on.
+struct Flaky {
+    inner: InMemorySessionStore,
+    checkpoints: Arc<InMemoryCheckpointStore>,
+    failing: Arc<AtomicBool>,
+    /// Checkpoints and journal entries fail while this (or `failing`) is set.
+    checkpoints_failing: Arc<AtomicBool>,
+}
+
+impl Flaky {
+    fn check(&self) -> Result<(), StoreError> {
+        match self.failing.load(Ordering::SeqCst) {
+            true => Err(StoreError::Backend("disk full".into())),
+            false => Ok(()),
+        }
+    }
+}
+
+/// The checkpoints of a [`Flaky`] store: failing with it.
+struct FlakyCheckpoints {
+    inner: Arc<dyn CheckpointStore>,
+    failing: Arc<AtomicBool>,
+    checkpoints_failing: Arc<AtomicBool>,
+}
+
+impl FlakyCheckpoints {
+    fn check(&self) -> Result<(), CheckpointError> {
+        match self.failing.load(Ordering::SeqCst) || self.checkpoints_failing.load(Ordering::SeqCst)
+        {
+            true => Err(CheckpointError::Backend("disk full".into())),
+            false => Ok(()),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl CheckpointStore for FlakyCheckpoints {
+    async fn save(&self, checkpoint: &Checkpoint) -> Result<(), CheckpointError> {
+        self.check()?;
+        self.inner.save(checkpoint).await
+    }
+    async fn latest(&self, run_id: &str) -> Result<Option<Checkpoint>, CheckpointError> {
+        self.inner.latest(run_id).await
+    }
+    async fn list(&self, run_id: &str) -> Result<Vec<Checkpoint>, CheckpointError> {
+        self.inner.list(run_id).await
+    }
+    async fn record_journal(
+        &self,
+        run: &str,
+        key: &str,
+        value: Value,
+    ) -> Result<(), CheckpointError> {
+        self.check()?;
+        self.inner.record_journal(run, key, value).await
+    }
+    async fn journal(&self, run_id: &str) -> Result<BTreeMap<String, Value>, CheckpointError> {
+        self.inner.journal(run_id).await
+    }
+    async fn prune(&self, run_id: &str, keep: usize) -> Result<usize, CheckpointError> {
+        self.inner.prune(run_id, keep).await
+    }
+    async fn prune_older_than(&self, age: Duration) -> Result<usize, CheckpointError> {
+        self.inner.prune_older_than(age).await
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionStore for Flaky {
+    async fn create(&self, session: NewSession) -> Result<SessionRecord, StoreError> {
+        self.check()?;
+        self.inner.create(session).await
+    }
+    async fn get(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
+        self.inner.get(id).await
+    }
+    async fn set_status(
+        &self,
+        id: &str,
+        status: SessionStatus,
+        stage: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.set_status(id, status, stage).await
+    }
+    async fn finish(&self, id: &str, outcome: SessionOutcome) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.finish(id, outcome).await
+    }
+    async fn append_event(&self, id: &str, event: &Value) -> Result<u64, StoreError> {
+        self.check()?;
+        self.inner.append_event(id, event).await
+    }
+    async fn events_after(&self, id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
+        self.inner.events_after(id, after).await
+    }
+    async fn open_gate(&self, id: &str, gate: &OpenGate<'_>) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.open_gate(id, gate).await
+    }
+    async fn answer_gate(
+        &self,
+        id: &str,
+        gate: &str,
+        answer: &Value,
+    ) -> Result<GateAnswer, StoreError> {
+        self.check()?;
+        self.inner.answer_gate(id, gate, answer).await
+    }
+    async fn close_gate(
+        &self,
+        id: &str,
+        gate: &str,
+        reason: &str,
+    ) -> Result<GateAnswer, StoreError> {
+        self.check()?;
+        self.inner.close_gate(id, gate, reason).await
+    }
+    async fn note_resume(&self, id: &str, events: u64) -> Result<u32, StoreError> {
+        self.check()?;
+        self.inner.note_resume(id, events).await
+    }
+    async fn gates(&self, id: &str) -> Result<Vec<StoredGate>, StoreError> {
+        self.inner.gates(id).await
+    }
+    async fn unfinished(&self, product: &str) -> Result<Vec<SessionRecord>, StoreError> {
+        self.inner.unfinished(product).await
+    }
+    fn checkpoint_store(&self) -> Option<Arc<dyn CheckpointStore>> {
+        Some(Arc::new(FlakyCheckpoints {
+            inner: Arc::clone(&self.checkpoints) as Arc<dyn CheckpointStore>,
+            failing: Arc::clone(&self.failing),
+            checkpoints_failing: Arc::clone(&self.checkpoints_failing),
+        }))
+    }
+}
+
+/// A server on a [`Flaky`] store, and its two switches: every write, and checkpoints only.
+async fn serve() -> (TestServer, Arc<AtomicBool>, Arc<AtomicBool>) {
+    let (failing, checkpoints_failing) = (Arc::default(), Arc::<AtomicBool>::default());
+    let store = Flaky {
+        inner: InMemorySessionStore::new(),
+        checkpoints: Arc::default(),
+        failing: Arc::clone(&failing),
+        checkpoints_failing: Arc::clone(&checkpoints_failing),
+    };
+    let server = AgentServer::new(Arc::new(store)).with_product(Arc::new(Echo::new("coordinator")));
+    (
+        TestServer::spawn(server).await,
+        failing,
+        checkpoints_failing,
+    )
+}
+
+/// Waits until `gate` is listed pending.
+async fn wait_for_gate(server: &TestServer, started: &common::Started, gate: &str) {
+    tokio::time::timeout(PATIENCE, async {
+        loop {
+            let status = server.status(started).await;
+            if status["pending_gates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|g| g["id"] == gate)
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the gate did not open");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_answer_parks_the_session_which_resumes_once_the_store_answers() {
+    let (server, failing, _) = serve().await;
+    let started = server.start("coordinator", json!({"text": "hi"})).await;
+    wait_for_gate(&server, &started, FIRST).await;
+
+    // The store fails: the answer is not stored, so the client is not told it was taken.
+    failing.store(true, Ordering::SeqCst);
+    let (status, body) = server.respond(&started, FIRST, json!("yes")).await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (503, &json!("store_unavailable")),
+        "{body}"
+    );
+
+    // The store is back: the session is taken up again from it, the gate open again.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    failing.store(false, Ordering::SeqCst);
+    wait_for_gate(&server, &started, FIRST).await;
+    assert_eq!(
+        server
+            .respond_when_open(&started, FIRST, json!("yes"))
+            .await,
+        200
+    );
+    assert_eq!(
+        server
+            .respond_when_open(&started, SECOND, json!("sure"))
+            .await,
+        200
+    );
+
+    let events = server
+        .stream(&started, None)
+        .await
+        .until("session_complete")
+        .await;
+    let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
+    assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>());
+    let kinds: Vec<&str> = names(&events).into_iter().map(|(_, name)| name).collect();
+    assert_eq!(
+        kinds,
+        [
+            "started",
+            "gate_open",
+            "gate_answered",
+            "approved",
+            "gate_open",
+            "gate_answered",
+            "confirmed",
+            "session_complete"
+        ]
+    );
+    assert_eq!(
+        events.last().unwrap().data["result"],
+        json!({"text": "hi", "first": "yes", "second": "sure"})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_checkpoint_parks_the_run_instead_of_failing_the_session() {
+    let (server, _, checkpoints_failing) = serve().await;
+    let started = server.start("coordinator", json!({"text": "hi"})).await;
+    wait_for_gate(&server, &started, FIRST).await;
+    assert_eq!(server.respond(&started, FIRST, json!("yes")).await.0, 200);
+    wait_for_gate(&server, &started, SECOND).await;
+
+    // The answer is stored; the checkpoint the node saves after it is refused: the run
+    // parks rather than failing the session.
+    checkpoints_failing.store(true, Ordering::SeqCst);
+    // Taken (200) when the writer stored the answer before the refused checkpoint parked
+    // the run; else refused (503), and answered again once the run is taken up again.
+    let (taken, _) = server.respond(&started, SECOND, json!("sure")).await;
+    assert!(taken == 200 || taken == 503, "{taken}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let status = server.status(&started).await;
+    assert!(
+        matches!(status["status"].as_str(), Some("running" | "waiting")),
+        "the session ended: {status}"
+    );
+    checkpoints_failing.store(false, Ordering::SeqCst);
+
+    // Taken up again: the answer passes the gate, and the session completes.
+    if taken == 503 {
+        wait_for_gate(&server, &started, SECOND).await;
+        assert_eq!(
+            server
+                .respond_when_open(&started, SECOND, json!("sure"))
+                .await,
+            200
+        );
+    }
+    let events = server
+        .stream(&started, None)
+        .await
+        .until("session_complete")
+        .await;
+    let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
+    assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>());
+    let kinds: Vec<&str> = names(&events).into_iter().map(|(_, name)| name).collect();
+    assert_eq!(
+        kinds.iter().filter(|n| **n == "confirmed").count(),
+        1,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|n| **n == "gate_answered").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert_eq!(events.last().unwrap().data["result"]["second"], "sure");
+}
