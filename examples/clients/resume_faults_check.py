@@ -67,6 +67,9 @@ class Postgres:
         self.log = os.path.join(work, "postgres.log")
         os.makedirs(self.data, exist_ok=True)
         if os.geteuid() == 0:
+            # The postgres user must reach its data directory (a test's temporary
+            # directory is private to its owner).
+            os.chmod(os.path.dirname(work), 0o755)
             shutil.chown(work, "postgres")
             shutil.chown(self.data, "postgres")
         subprocess.run(as_postgres([postgres_bin("initdb"), "-D", self.data, "-U", "postgres",

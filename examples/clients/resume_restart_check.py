@@ -36,7 +36,7 @@ def serve(binary, log, latency, args, env_extra=None):
     """Starts `binary --dry-run` with `args` on a free port, its log in `log`; returns
     the process and its base URL once it listens."""
     port = free_port()
-    env = dict(os.environ, RUST_LOG="agent_llm=info,agent_server=info", NO_COLOR="1",
+    env = dict(os.environ, RUST_LOG=os.environ.get("CHECK_RUST_LOG", "agent_llm=info,agent_server=info"), NO_COLOR="1",
                **(env_extra or {}))
     process = subprocess.Popen(
         [binary, "--dry-run", "--latency", str(latency), "--port", str(port)] + args,

@@ -13,10 +13,10 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::backend_failure::{BackendFailure, ParkingBus, ParkingCheckpoints};
 use crate::hosted::Hosted;
 use crate::product::{HandleParts, SessionHandle};
 use crate::server::{AgentServer, LiveSession};
-use crate::store_failure::{ParkingCheckpoints, StoreFailure};
 use crate::writer::{Listener, RestoredGates, Write, Writer};
 
 /// What a run starts from.
@@ -91,7 +91,11 @@ impl AgentServer {
         let restored = Arc::new(RestoredGates::default());
         let parked = Arc::new(AtomicBool::new(false));
         let cancel = CancellationToken::new();
-        let failure = Arc::new(StoreFailure::new(&id, Arc::clone(&parked), cancel.clone()));
+        let failure = Arc::new(BackendFailure::new(
+            &id,
+            Arc::clone(&parked),
+            cancel.clone(),
+        ));
         let gates = GateRegistry::with_listener(Arc::new(Listener {
             writer: writer_tx.clone(),
             restored: Arc::clone(&restored),
@@ -169,9 +173,12 @@ impl AgentServer {
             // A checkpoint the store refuses parks the run, as a refused event does.
             checkpoints: Arc::new(ParkingCheckpoints {
                 inner: Arc::clone(&self.inner.checkpoints),
-                failure,
+                failure: Arc::clone(&failure),
             }),
-            bus: (self.inner.buses)(&id),
+            bus: Arc::new(ParkingBus {
+                inner: (self.inner.buses)(&id),
+                failure: Arc::clone(&failure),
+            }),
             replayed,
         });
         // Renew the lease while the run goes on; a lost lease parks the run.
@@ -252,7 +259,7 @@ impl AgentServer {
                 drop(slot);
                 this_run.ended.cancel();
                 if let (Some(server), true) = (retaker, this_run.failure.reason().is_some()) {
-                    server.resume_after_store_failure(product_name, id).await;
+                    server.resume_after_backend_failure(product_name, id).await;
                 }
             }
             .instrument(span),

@@ -109,6 +109,7 @@
 
 mod access;
 pub mod auth;
+mod backend_failure;
 pub mod chat;
 mod control;
 mod error;
@@ -121,7 +122,6 @@ mod respond;
 mod resume;
 mod routes;
 mod server;
-mod store_failure;
 mod stream;
 mod worker;
 mod writer;

@@ -17,9 +17,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::auth::{Auth, OwnerFields};
+use crate::backend_failure::BackendFailure;
 use crate::hosted::Hosted;
 use crate::product::Product;
-use crate::store_failure::StoreFailure;
 use crate::writer::{RestoredGates, Write};
 
 /// Limits and timings of the HTTP host.
@@ -222,7 +222,7 @@ pub(crate) struct LiveSession {
     /// pending, for the run that resumes it.
     pub(crate) parked: Arc<AtomicBool>,
     /// Whether the store failed the run (then it parked, and is taken up again later).
-    pub(crate) failure: Arc<StoreFailure>,
+    pub(crate) failure: Arc<BackendFailure>,
 }
 
 impl LiveSession {

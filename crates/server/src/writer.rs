@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::store_failure::StoreFailure;
+use crate::backend_failure::BackendFailure;
 
 /// `gate_open`: a gate started waiting.
 pub(crate) const GATE_OPEN: &str = "gate_open";
@@ -156,7 +156,7 @@ pub(crate) struct Writer {
     pub(crate) status: SessionStatus,
     /// Set once the store refused a write: the run parks, and nothing more is written
     /// (the run that resumes the session writes it again, from its last checkpoint).
-    pub(crate) failure: Arc<StoreFailure>,
+    pub(crate) failure: Arc<BackendFailure>,
 }
 
 impl Writer {

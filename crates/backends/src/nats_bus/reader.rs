@@ -69,16 +69,41 @@ impl Drop for ReaderGuard {
     }
 }
 
+/// How long a subscription keeps reading through NATS failures (a server restart, a
+/// dropped connection) before its stream ends with the error.
+const READ_THROUGH: Duration = Duration::from_secs(30);
+
 impl Reader {
-    /// The next message of the subscription; `None` once it has ended.
+    /// The next message of the subscription; `None` once it has ended. Reads through
+    /// NATS failures for up to [`READ_THROUGH`], pausing between tries: a restarted
+    /// server loses the subscription nothing (a message whose acknowledgement failed is
+    /// acknowledged again, or delivered again after its ack wait: at least once).
     pub(super) async fn next(&mut self) -> Result<Option<AgentMessage>, BusError> {
+        let started = tokio::time::Instant::now();
+        let mut pause = Duration::from_millis(100);
+        loop {
+            match self.try_next().await {
+                Err(BusError::Backend(reason)) if started.elapsed() < READ_THROUGH => {
+                    tracing::debug!(%reason, "bus: a subscription's read failed; trying again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn try_next(&mut self) -> Result<Option<AgentMessage>, BusError> {
         loop {
             let taken = self.taken.lock().ok().and_then(|mut t| t.take());
-            if let Some(message) = taken {
-                message
-                    .ack()
-                    .await
-                    .map_err(|e| backend("acknowledging", e))?;
+            if let Some(message) = taken
+                && let Err(error) = message.ack().await
+            {
+                // Kept, to be acknowledged on the next try.
+                if let Ok(mut slot) = self.taken.lock() {
+                    *slot = Some(message);
+                }
+                return Err(backend("acknowledging", error));
             }
             if self.ending.is_none() {
                 let holder = self.leases.get(&self.lease).await?;

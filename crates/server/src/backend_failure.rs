@@ -1,14 +1,16 @@
-//! A session whose store fails under it stops at its last checkpoint instead of running on
-//! past a write nobody will see: an event, a gate, a checkpoint or a journal entry the
-//! store refused parks the run (nothing of it is finished), and the run is taken up again
-//! from the store once it answers: by this instance after a pause, or by the run queue's
-//! next worker.
+//! A session whose backends fail under it stops at its last checkpoint instead of running
+//! on past a write nobody will see, or failing for a fault that is not its own: an event,
+//! a gate, a checkpoint or a journal entry the store refused, or a message the agent bus
+//! could not carry, parks the run (nothing of it is finished), and the run is taken up
+//! again from the store once it answers: by this instance after a pause, or by the run
+//! queue's next worker.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use agent_runtime::bus::{AgentBus, AgentMessage, BusError, MessageStream, OutgoingMessage};
 use agent_runtime::checkpoint::{Checkpoint, CheckpointError, CheckpointStore};
 use async_trait::async_trait;
 use futures::future::BoxFuture;
@@ -18,9 +20,10 @@ use tokio_util::sync::CancellationToken;
 use crate::resume::Relaunch;
 use crate::server::AgentServer;
 
-/// Whether a run's store failed it, and how to stop the run when it does.
+/// Whether a run's backends (its store, its agent bus) failed it, and how to stop the run
+/// when they do.
 #[derive(Debug)]
-pub(crate) struct StoreFailure {
+pub(crate) struct BackendFailure {
     session: String,
     /// The run's park flag and cancellation ([`LiveSession`](crate::server::LiveSession)).
     parked: Arc<AtomicBool>,
@@ -28,9 +31,9 @@ pub(crate) struct StoreFailure {
     reason: OnceLock<String>,
 }
 
-impl StoreFailure {
+impl BackendFailure {
     pub(crate) fn new(session: &str, parked: Arc<AtomicBool>, cancel: CancellationToken) -> Self {
-        StoreFailure {
+        BackendFailure {
             session: session.to_owned(),
             parked,
             cancel,
@@ -38,7 +41,7 @@ impl StoreFailure {
         }
     }
 
-    /// The store refused `what` for `reason`: parks the run (once).
+    /// A backend refused `what` for `reason`: parks the run (once).
     pub(crate) fn failed(&self, what: &str, reason: &str) {
         let first = self.reason.set(format!("{what}: {reason}")).is_ok();
         if first {
@@ -46,14 +49,14 @@ impl StoreFailure {
                 session = %self.session,
                 what,
                 reason,
-                "the store refused a write: the session parks at its last checkpoint and resumes once the store answers"
+                "a backend failed the run: the session parks at its last checkpoint and resumes once the store answers"
             );
             self.parked.store(true, Ordering::SeqCst);
             self.cancel.cancel();
         }
     }
 
-    /// Why the store failed the run, if it did.
+    /// Why a backend failed the run, if one did.
     pub(crate) fn reason(&self) -> Option<&str> {
         self.reason.get().map(String::as_str)
     }
@@ -62,7 +65,7 @@ impl StoreFailure {
 /// A run's checkpoint store: the deployment's, parking the run when it fails.
 pub(crate) struct ParkingCheckpoints {
     pub(crate) inner: Arc<dyn CheckpointStore>,
-    pub(crate) failure: Arc<StoreFailure>,
+    pub(crate) failure: Arc<BackendFailure>,
 }
 
 impl ParkingCheckpoints {
@@ -119,16 +122,64 @@ impl CheckpointStore for ParkingCheckpoints {
     }
 }
 
-/// The first pause before a run its store failed is taken up again; it doubles up to
+/// A run's agent bus: the deployment's, parking the run when the bus itself fails (not
+/// when a message is undeliverable or a request times out: those are the agents' to
+/// handle).
+pub(crate) struct ParkingBus {
+    pub(crate) inner: Arc<dyn AgentBus>,
+    pub(crate) failure: Arc<BackendFailure>,
+}
+
+impl ParkingBus {
+    fn watch<T>(&self, result: Result<T, BusError>) -> Result<T, BusError> {
+        if let Err(BusError::Backend(reason)) = &result {
+            self.failure.failed("the agent bus", reason);
+        }
+        result
+    }
+}
+
+#[async_trait]
+impl AgentBus for ParkingBus {
+    async fn subscribe(&self, domain: &str, agent: &str) -> Result<MessageStream, BusError> {
+        self.watch(self.inner.subscribe(domain, agent).await)
+    }
+
+    async fn unsubscribe(&self, domain: &str, agent: &str) -> Result<(), BusError> {
+        self.watch(self.inner.unsubscribe(domain, agent).await)
+    }
+
+    async fn send(&self, message: OutgoingMessage) -> Result<AgentMessage, BusError> {
+        self.watch(self.inner.send(message).await)
+    }
+
+    async fn request(
+        &self,
+        message: OutgoingMessage,
+        timeout: Duration,
+    ) -> Result<AgentMessage, BusError> {
+        self.watch(self.inner.request(message, timeout).await)
+    }
+
+    async fn log(&self) -> Result<Vec<AgentMessage>, BusError> {
+        self.watch(self.inner.log().await)
+    }
+
+    async fn reset(&self) -> Result<(), BusError> {
+        self.watch(self.inner.reset().await)
+    }
+}
+
+/// The first pause before a run its backends failed is taken up again; it doubles up to
 /// [`MAX_PAUSE`].
 const FIRST_PAUSE: Duration = Duration::from_millis(500);
 const MAX_PAUSE: Duration = Duration::from_secs(30);
 
 impl AgentServer {
-    /// Takes up again, here, a session whose run its store failed: after a pause (longer
+    /// Takes up again, here, a session whose run its backends failed: after a pause (longer
     /// each time the store still fails), from what the store holds, until it runs, ends,
     /// or the server shuts down. Boxed: it launches runs, and is called where a run ends.
-    pub(crate) fn resume_after_store_failure(
+    pub(crate) fn resume_after_backend_failure(
         self,
         product: String,
         id: String,
@@ -141,7 +192,7 @@ impl AgentServer {
         })
     }
 
-    /// The waits and tries of [`resume_after_store_failure`](Self::resume_after_store_failure).
+    /// The waits and tries of [`resume_after_backend_failure`](Self::resume_after_backend_failure).
     async fn retake(&self, product: &str, id: &str) {
         let mut pause = FIRST_PAUSE;
         loop {
@@ -174,7 +225,7 @@ impl AgentServer {
         }
     }
 
-    /// Whether the session waits here to be taken up again after its store failed it.
+    /// Whether the session waits here to be taken up again after its backends failed it.
     pub(crate) fn is_retaking(&self, id: &str) -> bool {
         lock(&self.inner.retaking).contains(id)
     }
