@@ -11,6 +11,7 @@
 
 use std::time::{Duration, Instant};
 
+use sqlx::pool::PoolConnection;
 use sqlx::{Connection, Pool};
 use tokio::sync::mpsc;
 
@@ -64,6 +65,8 @@ pub(super) fn group_by_kind<D: Sql>(batch: &mut Vec<Box<dyn Queued<D>>>) {
 enum Attempt {
     /// Every write of the batch was answered.
     Answered,
+    /// Some writes were answered; the rest go on at once, on a new connection.
+    Continue,
     /// The connection was lost before the commit: nothing of what is left in the batch
     /// was written, and it may be tried again.
     Lost(String),
@@ -77,6 +80,7 @@ async fn commit<D: Sql>(pool: &Pool<D>, batch: &mut Vec<Box<dyn Queued<D>>>) {
     loop {
         let reason = match attempt(pool, batch).await {
             Attempt::Answered => return,
+            Attempt::Continue => continue,
             Attempt::Lost(reason) => reason,
         };
         if started.elapsed() >= RETRY_FOR {
@@ -98,7 +102,10 @@ async fn commit<D: Sql>(pool: &Pool<D>, batch: &mut Vec<Box<dyn Queued<D>>>) {
     }
 }
 
-/// One attempt at `batch`: answers the writes it settles and removes them from it.
+/// One attempt at `batch`: answers the writes it settles and removes them from it. A
+/// connection whose transaction failed is closed, not given back to the pool: it may be
+/// dead, or still inside the transaction (SQLite keeps one whose `COMMIT` failed, on a
+/// full disk, open).
 async fn attempt<D: Sql>(pool: &Pool<D>, batch: &mut Vec<Box<dyn Queued<D>>>) -> Attempt {
     let mut conn = match pool.acquire().await {
         Ok(conn) => conn,
@@ -112,10 +119,10 @@ async fn attempt<D: Sql>(pool: &Pool<D>, batch: &mut Vec<Box<dyn Queued<D>>>) ->
         }
     };
     let synced = batch.iter().any(|write| write.synced());
-    match transaction(&mut *conn, batch, synced).await {
+    let failure = match transaction(&mut *conn, batch, synced).await {
         Ok(true) => {
             batch.drain(..).for_each(|write| write.answer(None));
-            Attempt::Answered
+            return Attempt::Answered;
         }
         Ok(false) => {
             tracing::debug!(
@@ -123,27 +130,43 @@ async fn attempt<D: Sql>(pool: &Pool<D>, batch: &mut Vec<Box<dyn Queued<D>>>) ->
                 writes = batch.len(),
                 "a write failed: its batch is rolled back and each write runs alone"
             );
-            while !batch.is_empty() {
+            loop {
+                if batch.is_empty() {
+                    return Attempt::Answered;
+                }
                 let synced = batch[0].synced();
                 match transaction(&mut *conn, &mut batch[..1], synced).await {
                     Ok(_) => batch.remove(0).answer(None),
-                    Err(failure) if failure.lost_before_commit() => {
-                        return Attempt::Lost(failure.error.to_string());
+                    Err(failure) if failure.lost_before_commit() => break failure,
+                    Err(failure) => {
+                        batch.remove(0).answer(Some(&failure.reason::<D>()));
+                        discard(conn).await;
+                        return match batch.is_empty() {
+                            true => Attempt::Answered,
+                            false => Attempt::Continue,
+                        };
                     }
-                    Err(failure) => batch.remove(0).answer(Some(&failure.reason::<D>())),
                 }
             }
-            Attempt::Answered
         }
-        Err(failure) if failure.lost_before_commit() => Attempt::Lost(failure.error.to_string()),
-        Err(failure) => {
-            let reason = failure.reason::<D>();
-            tracing::warn!(database = D::NAME, %reason, writes = batch.len(), "a batch was not committed");
-            batch
-                .drain(..)
-                .for_each(|write| write.answer(Some(&reason)));
-            Attempt::Answered
-        }
+        Err(failure) => failure,
+    };
+    discard(conn).await;
+    if failure.lost_before_commit() {
+        return Attempt::Lost(failure.error.to_string());
+    }
+    let reason = failure.reason::<D>();
+    tracing::warn!(database = D::NAME, %reason, writes = batch.len(), "a batch was not committed");
+    batch
+        .drain(..)
+        .for_each(|write| write.answer(Some(&reason)));
+    Attempt::Answered
+}
+
+/// Closes a connection whose transaction failed instead of giving it back to the pool.
+async fn discard<D: Sql>(conn: PoolConnection<D>) {
+    if let Err(error) = conn.detach().close().await {
+        tracing::debug!(database = D::NAME, %error, "a failed connection did not close cleanly");
     }
 }
 
