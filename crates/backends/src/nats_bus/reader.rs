@@ -69,6 +69,12 @@ impl Drop for ReaderGuard {
     }
 }
 
+/// Whether a read failed because the session's streams are gone (the bus was reset), not
+/// because NATS could not be reached: the subscription ends at once.
+fn gone(reason: &str) -> bool {
+    reason.contains("not found")
+}
+
 /// How long a subscription keeps reading through NATS failures (a server restart, a
 /// dropped connection) before its stream ends with the error.
 const READ_THROUGH: Duration = Duration::from_secs(30);
@@ -83,7 +89,9 @@ impl Reader {
         let mut pause = Duration::from_millis(100);
         loop {
             match self.try_next().await {
-                Err(BusError::Backend(reason)) if started.elapsed() < READ_THROUGH => {
+                Err(BusError::Backend(reason))
+                    if started.elapsed() < READ_THROUGH && !gone(&reason) =>
+                {
                     tracing::debug!(%reason, "bus: a subscription's read failed; trying again");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_secs(2));
@@ -93,6 +101,7 @@ impl Reader {
         }
     }
 
+    /// One try at [`next`](Self::next).
     async fn try_next(&mut self) -> Result<Option<AgentMessage>, BusError> {
         loop {
             let taken = self.taken.lock().ok().and_then(|mut t| t.take());
