@@ -204,9 +204,10 @@ def main():
         backend = ["--backend", "postgres+nats", "--schema", deployment,
                    "--nats-prefix", deployment, "--lease-secs", "3"]
         env = {"DATABASE_URL": postgres.url, "NATS_URL": nats.url}
-        for name in ("a", "b"):
-            servers.append(serve(binary, os.path.join(work, name + ".log"), latency, backend, env))
-        return check(servers, postgres, nats, sessions, outage, plain_kinds)
+        logs = [os.path.join(work, name + ".log") for name in ("a", "b")]
+        for log in logs:
+            servers.append(serve(binary, log, latency, backend, env))
+        return check(servers, logs, postgres, nats, sessions, outage, plain_kinds)
     finally:
         for process, _ in servers:
             if process.poll() is None:
@@ -216,7 +217,7 @@ def main():
         postgres.stop()
 
 
-def check(servers, postgres, nats, sessions, outage, plain_kinds):
+def check(servers, logs, postgres, nats, sessions, outage, plain_kinds):
     bases = [b for _, b in servers]
     users = [User(bases[i % 2:] + bases[:i % 2], start(bases[i % 2])) for i in range(sessions)]
     deadline = time.time() + 240
@@ -267,6 +268,16 @@ def check(servers, postgres, nats, sessions, outage, plain_kinds):
                   " ".join(k or "?" for k in kinds), file=sys.stderr)
     for name, ok in checks.items():
         print("ok  " if ok else "FAIL", name)
+    if not all(checks.values()):
+        for user in users:
+            if user.outcome != "session_complete":
+                last = [e.get("type") for _, e in user.seen[-5:]]
+                print("session", user.session["session_id"], "ended", user.outcome,
+                      "after", len(user.seen), "events; last:", last)
+        for log in logs:
+            with open(log) as lines:
+                trouble = [l.rstrip() for l in lines if " WARN " in l or " ERROR " in l]
+            print(os.path.basename(log), "warnings and errors:", *trouble[-25:], sep="\n  ")
     return 0 if all(checks.values()) else 1
 
 

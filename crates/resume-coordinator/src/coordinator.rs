@@ -11,6 +11,7 @@ use agent_runtime::{
 };
 use agent_server::SessionHandle;
 use std::sync::Arc;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::craftsman;
 use crate::gates::{ARCHITECT_REVIEW, BlueprintToReview, RESEARCH_VALIDATION, ResearchToValidate};
@@ -87,11 +88,11 @@ pub async fn run(
     // would otherwise go on, or ask again): the session ends `expired`.
     let expiry = handle.gates().expiry();
     let cancel = handle.cancellation();
-    let abandoned = tokio::spawn(async move {
+    let abandoned = AbortOnDropHandle::new(tokio::spawn(async move {
         expiry.cancelled().await;
         tracing::info!("a gate expired unanswered: stopping the session");
         cancel.cancel();
-    });
+    }));
     let result = graph
         .run_durable(&session, handle.checkpoints(), RunOptions::new())
         .await

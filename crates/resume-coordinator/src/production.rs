@@ -7,6 +7,7 @@ use agent_runtime::{AgentIdentity, Session};
 use futures::StreamExt;
 use serde_json::json;
 use std::sync::Arc;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::coordinator::{Ctx, Stages, gate, totals};
 use crate::craftsman::{self, CRAFTSMAN, review::reapprove};
@@ -108,12 +109,12 @@ impl Stages {
             .await
             .map_err(|e| e.to_string())?;
         // The Craftsman's revisions run on their own task; their model calls are heard
-        // as the Craftsman's (progress events, queueing not counted as work).
+        // as the Craftsman's (progress events, queueing not counted as work). The task
+        // ends with this step, also when the step is dropped (the run parks or is
+        // cancelled): it holds the Craftsman's subscription, which a resumed run takes.
         let craftsman = ctx.agent_context(AgentIdentity::new(CRAFTSMAN, DOMAIN));
-        let answering = tokio::spawn(craftsman.hearing_calls(answer_revisions(
-            inbox,
-            Arc::clone(&bus),
-            ctx.session().clone(),
+        let answering = AbortOnDropHandle::new(tokio::spawn(craftsman.hearing_calls(
+            answer_revisions(inbox, Arc::clone(&bus), ctx.session().clone()),
         )));
         let config = producer::producer(&self.router, Arc::clone(&bus));
         let message = ctx.read(build_producer_message);
