@@ -15,10 +15,12 @@ use agent_runtime::checkpoint::{Checkpoint, CheckpointError, CheckpointStore};
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::resume::Relaunch;
 use crate::server::AgentServer;
+use crate::writer::Write;
 
 /// Whether a run's backends (its store, its agent bus) failed it, and how to stop the run
 /// when they do.
@@ -62,13 +64,32 @@ impl BackendFailure {
     }
 }
 
-/// A run's checkpoint store: the deployment's, parking the run when it fails.
+/// A run's checkpoint store: the deployment's, parking the run when it fails. A
+/// checkpoint is saved only once every event emitted before it is stored: a run never
+/// resumes past an event its store refused.
 pub(crate) struct ParkingCheckpoints {
     pub(crate) inner: Arc<dyn CheckpointStore>,
     pub(crate) failure: Arc<BackendFailure>,
+    /// The session's writer, flushed before each checkpoint.
+    pub(crate) writer: mpsc::UnboundedSender<Write>,
 }
 
 impl ParkingCheckpoints {
+    /// Waits until the writer has written every event sent before; refuses when the
+    /// store failed any of them.
+    async fn events_stored(&self) -> Result<(), CheckpointError> {
+        let (done, flushed) = oneshot::channel();
+        if self.writer.send(Write::Flush(done)).is_ok() {
+            let _ = flushed.await;
+        }
+        match self.failure.reason() {
+            Some(reason) => Err(CheckpointError::Backend(format!(
+                "not saved: the session's events before it were not all stored ({reason})"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     fn watch<T>(
         &self,
         what: &str,
@@ -84,6 +105,7 @@ impl ParkingCheckpoints {
 #[async_trait]
 impl CheckpointStore for ParkingCheckpoints {
     async fn save(&self, checkpoint: &Checkpoint) -> Result<(), CheckpointError> {
+        self.events_stored().await?;
         self.watch("a checkpoint", self.inner.save(checkpoint).await)
     }
 

@@ -17,7 +17,7 @@ use crate::backend_failure::{BackendFailure, ParkingBus, ParkingCheckpoints};
 use crate::hosted::Hosted;
 use crate::product::{HandleParts, SessionHandle};
 use crate::server::{AgentServer, LiveSession};
-use crate::writer::{Listener, RestoredGates, Write, Writer};
+use crate::writer::{GATE_ANSWERED, Listener, RestoredGates, Write, Writer};
 
 /// What a run starts from.
 pub(crate) struct Launch {
@@ -28,6 +28,13 @@ pub(crate) struct Launch {
     pub(crate) gates: Vec<StoredGate>,
     /// Product events stored before this run, in order.
     pub(crate) replayed: Vec<Value>,
+    /// The gates whose `gate_open` is stored: reopened, they announce nothing new. A
+    /// pending gate without one (its announcement was refused by a failing store) is
+    /// announced when the run reopens it.
+    pub(crate) announced: HashSet<String>,
+    /// Answered gates whose `gate_open` is stored but whose `gate_answered` is not (the
+    /// store refused it): announced first thing when the run starts.
+    pub(crate) unannounced_answers: Vec<String>,
     /// The session's place under [`ServerConfig::max_live_sessions`], held until the run
     /// ends; taken here when the start did not take one.
     ///
@@ -54,6 +61,8 @@ impl AgentServer {
             status: SessionStatus::Running,
             gates: Vec::new(),
             replayed: Vec::new(),
+            announced: HashSet::new(),
+            unannounced_answers: Vec::new(),
             slot: Some(slot),
         })
         .await
@@ -70,6 +79,8 @@ impl AgentServer {
             status,
             gates: stored_gates,
             replayed,
+            announced: stored_announcements,
+            unannounced_answers,
             slot,
         } = launch;
         // Resumed runs are not refused: they take a place if there is one.
@@ -110,7 +121,9 @@ impl AgentServer {
                     Some(answer) => answers.push((gate.id, answer)),
                     None if gate.closed.is_some() => {}
                     None => {
-                        announced.insert(gate.id.clone());
+                        if stored_announcements.contains(&gate.id) {
+                            announced.insert(gate.id.clone());
+                        }
                         pending.insert(gate.id.clone(), gate);
                     }
                 }
@@ -162,6 +175,10 @@ impl AgentServer {
         let span = tracing::info_span!("session_run", session.id = %id, product = product.name(), resumed = !replayed.is_empty());
         let tasks = &self.inner.tasks;
         tasks.spawn(writer.run(writer_rx).instrument(span.clone()));
+        for gate_id in unannounced_answers {
+            let announcement = serde_json::json!({"type": GATE_ANSWERED, "gate_id": gate_id});
+            let _ = writer_tx.send(Write::Event(announcement));
+        }
 
         let handle = SessionHandle::new(HandleParts {
             id: id.clone(),
@@ -174,6 +191,7 @@ impl AgentServer {
             checkpoints: Arc::new(ParkingCheckpoints {
                 inner: Arc::clone(&self.inner.checkpoints),
                 failure: Arc::clone(&failure),
+                writer: writer_tx.clone(),
             }),
             bus: Arc::new(ParkingBus {
                 inner: (self.inner.buses)(&id),

@@ -2,6 +2,7 @@
 //! ([`AgentServer::resume_unfinished`]), or when a worker takes a run from the queue
 //! (another instance died running it, or it was just started).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use agent_runtime::sessions::{SessionOutcome, SessionRecord, StoreError};
@@ -10,7 +11,7 @@ use serde_json::Value;
 use crate::hosted::Hosted;
 use crate::launch::Launch;
 use crate::server::AgentServer;
-use crate::writer::{is_reserved_type, terminal_event};
+use crate::writer::{GATE_ANSWERED, GATE_OPEN, is_reserved_type, terminal_event};
 
 /// What [`AgentServer::relaunch`] did.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,6 +66,22 @@ impl AgentServer {
             return Ok(Relaunch::GaveUp(reason));
         }
         let gates = store.gates(&record.id).await?;
+        let announced_as = |kind: &str| -> HashSet<String> {
+            stored
+                .iter()
+                .filter(|stored| stored.event.get("type").and_then(Value::as_str) == Some(kind))
+                .filter_map(|stored| stored.event.get("gate_id").and_then(Value::as_str))
+                .map(str::to_owned)
+                .collect()
+        };
+        let announced = announced_as(GATE_OPEN);
+        let answers_announced = announced_as(GATE_ANSWERED);
+        let unannounced_answers = gates
+            .iter()
+            .filter(|gate| gate.answer.is_some() && announced.contains(&gate.id))
+            .filter(|gate| !answers_announced.contains(&gate.id))
+            .map(|gate| gate.id.clone())
+            .collect();
         let replayed: Vec<Value> = stored
             .into_iter()
             .map(|stored| stored.event)
@@ -84,6 +101,8 @@ impl AgentServer {
                 status: record.status,
                 gates,
                 replayed,
+                announced,
+                unannounced_answers,
                 slot: None,
             })
             .await?;

@@ -32,6 +32,8 @@ struct Flaky {
     failing: Arc<AtomicBool>,
     /// Checkpoints and journal entries fail while this (or `failing`) is set.
     checkpoints_failing: Arc<AtomicBool>,
+    /// Appending events fails while this (or `failing`) is set.
+    events_failing: Arc<AtomicBool>,
 }
 
 impl Flaky {
@@ -116,6 +118,9 @@ impl SessionStore for Flaky {
     }
     async fn append_event(&self, id: &str, event: &Value) -> Result<u64, StoreError> {
         self.check()?;
+        if self.events_failing.load(Ordering::SeqCst) {
+            return Err(StoreError::Backend("the events table is locked".into()));
+        }
         self.inner.append_event(id, event).await
     }
     async fn events_after(&self, id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
@@ -162,21 +167,29 @@ impl SessionStore for Flaky {
     }
 }
 
-/// A server on a [`Flaky`] store, and its two switches: every write, and checkpoints only.
-async fn serve() -> (TestServer, Arc<AtomicBool>, Arc<AtomicBool>) {
-    let (failing, checkpoints_failing) = (Arc::default(), Arc::<AtomicBool>::default());
+/// The switches of a [`Flaky`] store.
+#[derive(Default)]
+struct Switches {
+    /// Every write fails.
+    all: Arc<AtomicBool>,
+    /// Checkpoints and journal entries fail.
+    checkpoints: Arc<AtomicBool>,
+    /// Appending events fails.
+    events: Arc<AtomicBool>,
+}
+
+/// A server on a [`Flaky`] store, and its switches.
+async fn serve() -> (TestServer, Switches) {
+    let switches = Switches::default();
     let store = Flaky {
         inner: InMemorySessionStore::new(),
         checkpoints: Arc::default(),
-        failing: Arc::clone(&failing),
-        checkpoints_failing: Arc::clone(&checkpoints_failing),
+        failing: Arc::clone(&switches.all),
+        checkpoints_failing: Arc::clone(&switches.checkpoints),
+        events_failing: Arc::clone(&switches.events),
     };
     let server = AgentServer::new(Arc::new(store)).with_product(Arc::new(Echo::new("coordinator")));
-    (
-        TestServer::spawn(server).await,
-        failing,
-        checkpoints_failing,
-    )
+    (TestServer::spawn(server).await, switches)
 }
 
 /// Waits until `gate` is listed pending.
@@ -201,7 +214,8 @@ async fn wait_for_gate(server: &TestServer, started: &common::Started, gate: &st
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_answer_parks_the_session_which_resumes_once_the_store_answers() {
-    let (server, failing, _) = serve().await;
+    let (server, switches) = serve().await;
+    let failing = switches.all;
     let started = server.start("coordinator", json!({"text": "hi"})).await;
     wait_for_gate(&server, &started, FIRST).await;
 
@@ -260,7 +274,8 @@ async fn a_refused_answer_parks_the_session_which_resumes_once_the_store_answers
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_checkpoint_parks_the_run_instead_of_failing_the_session() {
-    let (server, _, checkpoints_failing) = serve().await;
+    let (server, switches) = serve().await;
+    let checkpoints_failing = switches.checkpoints;
     let started = server.start("coordinator", json!({"text": "hi"})).await;
     wait_for_gate(&server, &started, FIRST).await;
     assert_eq!(server.respond(&started, FIRST, json!("yes")).await.0, 200);
@@ -310,4 +325,56 @@ async fn a_refused_checkpoint_parks_the_run_instead_of_failing_the_session() {
         "{kinds:?}"
     );
     assert_eq!(events.last().unwrap().data["result"]["second"], "sure");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_announcement_is_made_when_the_session_is_taken_up_again() {
+    let (server, switches) = serve().await;
+    let started = server.start("coordinator", json!({"text": "hi"})).await;
+    wait_for_gate(&server, &started, FIRST).await;
+
+    // The answer is stored; its announcement and what follows it are refused.
+    switches.events.store(true, Ordering::SeqCst);
+    let (taken, _) = server.respond(&started, FIRST, json!("yes")).await;
+    assert!(taken == 200 || taken == 503, "{taken}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    switches.events.store(false, Ordering::SeqCst);
+
+    if taken == 503 {
+        wait_for_gate(&server, &started, FIRST).await;
+        assert_eq!(
+            server
+                .respond_when_open(&started, FIRST, json!("yes"))
+                .await,
+            200
+        );
+    }
+    wait_for_gate(&server, &started, SECOND).await;
+    assert_eq!(
+        server
+            .respond_when_open(&started, SECOND, json!("sure"))
+            .await,
+        200
+    );
+    let events = server
+        .stream(&started, None)
+        .await
+        .until("session_complete")
+        .await;
+    let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
+    assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>());
+    let kinds: Vec<&str> = names(&events).into_iter().map(|(_, name)| name).collect();
+    assert_eq!(
+        kinds,
+        [
+            "started",
+            "gate_open",
+            "gate_answered",
+            "approved",
+            "gate_open",
+            "gate_answered",
+            "confirmed",
+            "session_complete"
+        ]
+    );
 }
