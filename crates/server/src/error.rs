@@ -106,6 +106,18 @@ impl ApiError {
         }
     }
 
+    /// 429 with `retry-after`: the tenant runs as many sessions as it may here.
+    pub(crate) fn tenant_at_limit(tenant: &str, max: usize) -> Self {
+        ApiError {
+            retry_after: Some(1),
+            ..ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "tenant_session_limit",
+                format!("tenant {tenant:?} runs {max} sessions already; try again when one ends"),
+            )
+        }
+    }
+
     /// 403 for a body naming a tenant or user the caller does not speak for.
     pub(crate) fn forbidden(forbidden: Forbidden) -> Self {
         ApiError::new(StatusCode::FORBIDDEN, "forbidden", forbidden.message)

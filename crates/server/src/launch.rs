@@ -16,7 +16,7 @@ use tracing::Instrument;
 use crate::backend_failure::{BackendFailure, ParkingBus, ParkingCheckpoints};
 use crate::hosted::Hosted;
 use crate::product::{HandleParts, SessionHandle};
-use crate::server::{AgentServer, LiveSession};
+use crate::server::{AgentServer, CountedSlot, LiveSession};
 use crate::writer::{GATE_ANSWERED, Listener, RestoredGates, Write, Writer};
 
 /// What a run starts from.
@@ -40,16 +40,21 @@ pub(crate) struct Launch {
     ///
     /// [`ServerConfig::max_live_sessions`]: crate::ServerConfig::max_live_sessions
     pub(crate) slot: Option<OwnedSemaphorePermit>,
+    /// The session's place among its tenant's
+    /// ([`ServerConfig::max_sessions_per_tenant`](crate::ServerConfig::max_sessions_per_tenant)),
+    /// held until the run ends; only a start takes one.
+    pub(crate) tenant_slot: Option<CountedSlot>,
 }
 
 impl AgentServer {
-    /// Starts the run of a session just created, holding `slot` while it runs.
+    /// Starts the run of a session just created, holding its places (among the live
+    /// sessions, among its tenant's) while it runs.
     pub(crate) async fn start_run(
         &self,
         product: Arc<dyn Hosted>,
         id: String,
         request: Value,
-        slot: OwnedSemaphorePermit,
+        (slot, tenant_slot): (OwnedSemaphorePermit, Option<CountedSlot>),
     ) -> Result<(), StoreError> {
         if let Some(queue) = &self.inner.run_queue {
             return queue.enqueue(product.name(), &id).await;
@@ -64,6 +69,7 @@ impl AgentServer {
             announced: HashSet::new(),
             unannounced_answers: Vec::new(),
             slot: Some(slot),
+            tenant_slot,
         })
         .await
         .map(|_| ())
@@ -82,6 +88,7 @@ impl AgentServer {
             announced: stored_announcements,
             unannounced_answers,
             slot,
+            tenant_slot,
         } = launch;
         // Resumed runs are not refused: they take a place if there is one.
         let slot = slot.or_else(|| {
@@ -170,6 +177,7 @@ impl AgentServer {
             restored,
             announced,
             status,
+            max_event_bytes: self.inner.config.max_event_bytes,
             failure: Arc::clone(&failure),
         };
         let span = tracing::info_span!("session_run", session.id = %id, product = product.name(), resumed = !replayed.is_empty());
@@ -274,7 +282,7 @@ impl AgentServer {
                     tracing::warn!(%error, "lease not released");
                 }
                 live_map.lock().remove(&id);
-                drop(slot);
+                drop((slot, tenant_slot));
                 this_run.ended.cancel();
                 if let (Some(server), true) = (retaker, this_run.failure.reason().is_some()) {
                     server.resume_after_backend_failure(product_name, id).await;

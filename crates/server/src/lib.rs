@@ -11,13 +11,18 @@
 //! ## Routes
 //!
 //! Every error is JSON: `{"error": {"code": "...", "message": "...", "field"?: "..."}}`
-//! (`field`: the path of the request field at fault).
+//! (`field`: the path of the request field at fault). Every product route needs a caller
+//! the server's [`auth`] layer accepts (401 without, 429 over a rate); a session is
+//! reached by its tenant's callers only (404 for another's), with its token
+//! (`X-Session-Token`, `?token=`, or the bearer on a server without credentials).
 //!
 //! - `POST /api/{product}/start` (or `POST /api/{product}`), body the product's start
 //!   request: `201 {"session_id", "token", "stream_url", "status_url"}`. Unknown product
 //!   404, malformed JSON 400, a body that does not fit 422 (`invalid_request`, naming the
-//!   field), too large 413; a request the product refuses ([`Product::admit`]) 400
-//!   (`refused`) or 429 (`quota_exceeded`), with no session made.
+//!   field), too large 413, a `tenant_id`/`user_id` its caller does not speak for 403
+//!   (`forbidden`), a tenant at [`ServerConfig::max_sessions_per_tenant`] 429
+//!   (`tenant_session_limit`); a request the product refuses ([`Product::admit`]) 400
+//!   (`refused`), 404 (`not_found`) or 429 (`quota_exceeded`), with no session made.
 //! - `GET /api/{product}/{session}/stream`: Server-Sent Events (`id: <n>`,
 //!   `event: <the event's "type">`, `data: <the JSON>`), the stored events after
 //!   `Last-Event-ID` (header) or `?last_event_id=`, then the live ones, until the terminal
@@ -25,9 +30,11 @@
 //!   `Authorization: Bearer <token>` or `?token=` (a browser `EventSource` cannot set
 //!   headers).
 //! - `POST /api/{product}/respond`, body `{"session_id", "gate", "answer"}` and the token
-//!   as a bearer header or a `"token"` field: `200 {"ok": true}`. Unknown session or gate
+//!   as a header or a `"token"` field: `200 {"ok": true}`. Unknown session or gate
 //!   404, bad token 401, answered already, closed, cancelled or not running 409, an answer
-//!   that does not fit the gate's declared type 422 (`invalid_answer`, naming the field).
+//!   that does not fit the gate's declared type 422 (`invalid_answer`, naming the field),
+//!   one above [`ServerConfig::max_answer_bytes`] 413 (`answer_too_large`), one the store
+//!   could not keep 503 (`store_unavailable`: answer again).
 //! - `GET /api/{product}/{session}` (token required): `{"session_id", "product",
 //!   "status", "stage", "pending_gates": [{"id", "name", "payload", "since"}], "events",
 //!   "result", "error"}`; status `running`, `waiting`, `complete`, `failed` or
@@ -49,7 +56,9 @@
 //! (`expired` or `cancelled`), and one terminal event: `{"type": "session_complete",
 //! "result"}`, `{"type": "session_failed", "error"}`, `{"type": "session_cancelled",
 //! "reason"}` or `{"type": "session_expired", "reason"}` (a run that ended after one of
-//! its gates timed out unanswered: its user abandoned it; status `expired`).
+//! its gates timed out unanswered: its user abandoned it; status `expired`). A product
+//! event larger than [`ServerConfig::max_event_bytes`] is stored as
+//! `{"type": "event_too_large", "original_type", "bytes", "limit"}`.
 //!
 //! ## Example
 //!

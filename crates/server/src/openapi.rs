@@ -126,6 +126,11 @@ fn server_events(payloads: &[String]) -> Value {
             json!({"reason": {"type": "string"}}),
             &["reason"],
         ),
+        object(
+            "event_too_large",
+            json!({"original_type": {}, "bytes": {"type": "integer"}, "limit": {"type": "integer"}}),
+            &["original_type", "bytes", "limit"],
+        ),
     ];
     debug_assert_eq!(events.len(), RESERVED_TYPES.len());
     json!({"oneOf": events})

@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::access::{authorize, header_token, json_body, path, session_of};
+use crate::access::{authorize, header_token, json_body, json_size, path, session_of};
 use crate::auth::Caller;
 use crate::control::Op;
 use crate::error::ApiError;
@@ -46,6 +46,15 @@ pub(crate) async fn respond(
     let Some(answer) = fields.get("answer") else {
         return Err(ApiError::invalid("\"answer\" is missing"));
     };
+    let limit = server.inner.config.max_answer_bytes;
+    if json_size(answer) > limit {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "answer_too_large",
+            format!("the answer is larger than {limit} bytes as JSON"),
+        )
+        .with_field("answer"));
+    }
     let body_token = match fields.get("token") {
         None | Some(Value::Null) => None,
         Some(Value::String(token)) => Some(token.as_str()),

@@ -104,6 +104,7 @@ impl AgentServer {
                 announced,
                 unannounced_answers,
                 slot: None,
+                tenant_slot: None,
             })
             .await?;
         Ok(if launched {

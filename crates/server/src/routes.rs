@@ -138,6 +138,17 @@ async fn start(
             )
         })?;
 
+    let tenant = caller.session_tenant(&request);
+    let tenant_slot = match (&tenant, server.inner.config.max_sessions_per_tenant) {
+        (Some(tenant), Some(max)) => Some(
+            server
+                .inner
+                .tenant_sessions
+                .open(tenant, max)
+                .ok_or_else(|| ApiError::tenant_at_limit(tenant, max))?,
+        ),
+        _ => None,
+    };
     let id = uuid::Uuid::new_v4().to_string();
     let token = new_token();
     server
@@ -147,7 +158,7 @@ async fn start(
             id: id.clone(),
             product: name.clone(),
             token_hash: hash_token(&token),
-            tenant: caller.session_tenant(&request),
+            tenant,
             request: request.clone(),
         })
         .await
@@ -159,7 +170,7 @@ async fn start(
         "session started"
     );
     server
-        .start_run(product, id.clone(), request, slot)
+        .start_run(product, id.clone(), request, (slot, tenant_slot))
         .await
         .map_err(|error| ApiError::store(&error))?;
     let body = json!({

@@ -58,6 +58,18 @@ pub struct ServerConfig {
     /// The most event streams one session may have open at once on this instance; one
     /// more is refused with 503 and `retry-after`. Default 16.
     pub max_streams_per_session: usize,
+    /// The most sessions one tenant may have running at once among those started on this
+    /// instance (a session waiting at a gate counts until it ends); one more start is
+    /// refused with 429 `tenant_session_limit` and `retry-after`. `None`: no limit.
+    /// Default 1,000.
+    pub max_sessions_per_tenant: Option<usize>,
+    /// The largest gate answer taken, as JSON (a bigger one is refused with 413
+    /// `answer_too_large`). Default 64 KiB.
+    pub max_answer_bytes: usize,
+    /// The largest product event stored, as JSON: a bigger one is stored as an
+    /// `event_too_large` event naming its type and size, so its stream shows the gap.
+    /// Default 256 KiB.
+    pub max_event_bytes: usize,
 }
 
 impl Default for ServerConfig {
@@ -73,6 +85,9 @@ impl Default for ServerConfig {
             max_concurrent_runs: None,
             max_live_sessions: Some(10_000),
             max_streams_per_session: 16,
+            max_sessions_per_tenant: Some(1_000),
+            max_answer_bytes: 64 * 1024,
+            max_event_bytes: 256 * 1024,
         }
     }
 }
@@ -121,45 +136,49 @@ pub(crate) struct Inner {
     /// ([`ServerConfig::max_live_sessions`]).
     pub(crate) session_slots: Arc<Semaphore>,
     /// The event streams open on this instance, by session.
-    pub(crate) streams: Arc<StreamCounts>,
+    pub(crate) streams: Arc<CountedSlots>,
+    /// The sessions started and running on this instance, by tenant
+    /// ([`ServerConfig::max_sessions_per_tenant`]).
+    pub(crate) tenant_sessions: Arc<CountedSlots>,
     /// Sessions whose run their store failed, waiting here to be taken up again: an
     /// answer to one of their gates is kept in the store for that run.
     pub(crate) retaking: Arc<Mutex<HashSet<String>>>,
 }
 
-/// How many event streams each session has open, each held by a [`StreamSlot`].
+/// How many of something each key holds at once (a session's event streams, a tenant's
+/// live sessions), each held by a [`CountedSlot`].
 #[derive(Default)]
-pub(crate) struct StreamCounts(Mutex<HashMap<String, usize>>);
+pub(crate) struct CountedSlots(Mutex<HashMap<String, usize>>);
 
-impl StreamCounts {
-    /// A slot for one more stream of `session`, unless it has `max` open already.
-    pub(crate) fn open(self: &Arc<Self>, session: &str, max: usize) -> Option<StreamSlot> {
+impl CountedSlots {
+    /// A slot for one more of `key`'s, unless it holds `max` already.
+    pub(crate) fn open(self: &Arc<Self>, key: &str, max: usize) -> Option<CountedSlot> {
         let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let count = open.entry(session.to_owned()).or_default();
+        let count = open.entry(key.to_owned()).or_default();
         if *count >= max {
             return None;
         }
         *count += 1;
-        Some(StreamSlot {
+        Some(CountedSlot {
             counts: Arc::clone(self),
-            session: session.to_owned(),
+            key: key.to_owned(),
         })
     }
 }
 
-/// One open event stream of a session: counted until dropped.
-pub(crate) struct StreamSlot {
-    counts: Arc<StreamCounts>,
-    session: String,
+/// One of a key's: counted until dropped.
+pub(crate) struct CountedSlot {
+    counts: Arc<CountedSlots>,
+    key: String,
 }
 
-impl Drop for StreamSlot {
+impl Drop for CountedSlot {
     fn drop(&mut self) {
         let mut open = self.counts.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(count) = open.get_mut(&self.session) {
+        if let Some(count) = open.get_mut(&self.key) {
             *count = count.saturating_sub(1);
             if *count == 0 {
-                open.remove(&self.session);
+                open.remove(&self.key);
             }
         }
     }
@@ -279,6 +298,7 @@ impl AgentServer {
                 tasks: TaskTracker::new(),
                 session_slots: session_slots(&ServerConfig::default()),
                 streams: Arc::default(),
+                tenant_sessions: Arc::default(),
                 retaking: Arc::default(),
             }),
         }

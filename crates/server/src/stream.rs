@@ -23,7 +23,7 @@ use std::sync::Arc;
 use crate::access::{Authorized, TokenQuery, authorized};
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::server::{AgentServer, StreamSlot};
+use crate::server::{AgentServer, CountedSlot};
 use crate::writer::is_terminal;
 
 /// `GET /api/{product}/{session}/stream`: the stored events after `Last-Event-ID`, then the
@@ -116,7 +116,7 @@ struct EventStream {
     last: u64,
     ended: bool,
     /// Counts this stream among its session's until it ends.
-    _slot: StreamSlot,
+    _slot: CountedSlot,
 }
 
 impl EventStream {

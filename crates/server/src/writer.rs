@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::access::json_size;
 use crate::backend_failure::BackendFailure;
 
 /// `gate_open`: a gate started waiting.
@@ -29,9 +30,11 @@ pub(crate) const GATE_CLOSED: &str = "gate_closed";
 pub(crate) const SESSION_CANCELLED: &str = "session_cancelled";
 /// `session_expired`: nobody answered a gate in time; the run ended (terminal).
 pub(crate) const SESSION_EXPIRED: &str = "session_expired";
+/// `event_too_large`: stands for a product event above the size limit.
+pub(crate) const EVENT_TOO_LARGE: &str = "event_too_large";
 
 /// The server's own event types.
-pub(crate) const RESERVED_TYPES: [&str; 7] = [
+pub(crate) const RESERVED_TYPES: [&str; 8] = [
     GATE_OPEN,
     GATE_ANSWERED,
     GATE_CLOSED,
@@ -39,6 +42,7 @@ pub(crate) const RESERVED_TYPES: [&str; 7] = [
     SESSION_FAILED,
     SESSION_CANCELLED,
     SESSION_EXPIRED,
+    EVENT_TOO_LARGE,
 ];
 
 /// Whether `kind` is one of the server's own event types.
@@ -154,6 +158,8 @@ pub(crate) struct Writer {
     pub(crate) announced: HashSet<String>,
     /// The status last written.
     pub(crate) status: SessionStatus,
+    /// The largest event stored as it is ([`ServerConfig::max_event_bytes`](crate::ServerConfig::max_event_bytes)).
+    pub(crate) max_event_bytes: usize,
     /// Set once the store refused a write: the run parks, and nothing more is written
     /// (the run that resumes the session writes it again, from its last checkpoint).
     pub(crate) failure: Arc<BackendFailure>,
@@ -207,6 +213,18 @@ impl Writer {
     }
 
     async fn append(&mut self, event: Value) {
+        let size = json_size(&event);
+        let event = if size > self.max_event_bytes {
+            tracing::error!(session = %self.session, size, limit = self.max_event_bytes, "event too large: stored as event_too_large");
+            json!({
+                "type": EVENT_TOO_LARGE,
+                "original_type": event.get("type").cloned().unwrap_or(Value::Null),
+                "bytes": size,
+                "limit": self.max_event_bytes,
+            })
+        } else {
+            event
+        };
         match self.store.append_event(&self.session, &event).await {
             Ok(seq) => {
                 self.fanout.publish(&self.session, seq, Arc::new(event));

@@ -1,7 +1,9 @@
 //! The limits that protect a server under load: starts beyond
 //! `ServerConfig::max_live_sessions` and streams beyond `max_streams_per_session` are
 //! refused with 503 and `retry-after`, and a client that reads slower than its session
-//! emits is dropped (it reconnects with `Last-Event-ID`) while the others get every event.
+//! emits is dropped (it reconnects with `Last-Event-ID`) while the others get every event;
+//! a tenant beyond `max_sessions_per_tenant` gets 429, an event above `max_event_bytes` is
+//! stored as `event_too_large`, an answer above `max_answer_bytes` is 413.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -237,4 +239,91 @@ async fn resumed_sessions_run_beyond_the_live_session_limit() {
     .await
     .expect("the resumed sessions did not all finish");
     drop(go);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_beyond_its_session_limit_gets_429_and_others_go_on() {
+    let config = ServerConfig {
+        max_sessions_per_tenant: Some(1),
+        ..ServerConfig::default()
+    };
+    let (server, go) = flood_server(config, 16);
+    let server = server.with_auth(
+        agent_server::auth::Auth::open()
+            .with_api_keys("sk-acme:acme, sk-globex:globex")
+            .unwrap(),
+    );
+    let http = TestServer::spawn(server).await.with_credential("sk-acme");
+    let body = json!({"count": 1, "size": 1});
+    let first = http.start("flood", body.clone()).await;
+    let start = |key: &'static str| {
+        http.client
+            .post(http.url("/api/flood/start"))
+            .bearer_auth(key)
+            .json(&body)
+            .send()
+    };
+    let refused = start("sk-acme").await.unwrap();
+    assert_eq!(refused.status(), 429);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let error: Value = refused.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "tenant_session_limit");
+    assert_eq!(start("sk-globex").await.unwrap().status(), 201);
+
+    // Once acme's session ends, its place is given back.
+    go.send(true).unwrap();
+    http.stream(&first, None).await.rest().await;
+    tokio::time::timeout(PATIENCE, async {
+        while start("sk-acme").await.unwrap().status() != 201 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("acme's place was not given back");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_above_the_limit_is_stored_as_event_too_large() {
+    let config = ServerConfig {
+        max_event_bytes: 1024,
+        ..ServerConfig::default()
+    };
+    let (server, go) = flood_server(config, 16);
+    let http = TestServer::spawn(server).await;
+    let big = http.start("flood", json!({"count": 1, "size": 4096})).await;
+    go.send(true).unwrap();
+    let events = http
+        .stream(&big, None)
+        .await
+        .until("session_complete")
+        .await;
+    assert_eq!(events[0].event, "event_too_large");
+    assert_eq!(events[0].data["original_type"], "chunk");
+    assert!(events[0].data["bytes"].as_u64().unwrap() > 4096);
+    assert_eq!(events[0].data["limit"], 1024);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_above_the_limit_is_413() {
+    let server = AgentServer::new(Arc::new(InMemorySessionStore::new()))
+        .with_config(ServerConfig {
+            max_answer_bytes: 100,
+            ..ServerConfig::default()
+        })
+        .with_product(Arc::new(common::Echo::new("coordinator")));
+    let http = TestServer::spawn(server).await;
+    let started = http.start("coordinator", json!({"text": "hi"})).await;
+    let (status, body) = http
+        .respond(&started, "coordinator:approve:1", json!("x".repeat(200)))
+        .await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (413, &json!("answer_too_large"))
+    );
+    assert_eq!(body["error"]["field"], "answer");
+    assert_eq!(
+        http.respond_when_open(&started, "coordinator:approve:1", json!("yes"))
+            .await,
+        200
+    );
 }
