@@ -21,6 +21,10 @@ pub mod capacity;
 pub mod config;
 pub mod context_fit;
 mod error;
+#[cfg(test)]
+mod fuzz;
+#[cfg(test)]
+mod fuzz_support;
 mod guard;
 mod http;
 mod limit;
