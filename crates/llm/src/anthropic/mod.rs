@@ -5,6 +5,8 @@
 //! tokens included), marks the system prompt and tool list for prompt caching, and
 //! streams answers over SSE.
 
+#[cfg(test)]
+mod fuzz;
 mod stream;
 mod wire;
 

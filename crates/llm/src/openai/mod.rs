@@ -7,6 +7,8 @@
 //! [`OpenAiConfig::deepseek`], [`OpenAiConfig::zai`], [`OpenAiConfig::local`]) set these
 //! for each service.
 
+#[cfg(test)]
+mod fuzz;
 mod served;
 mod stream;
 mod wire;
