@@ -147,3 +147,14 @@ pub(crate) fn json_size(value: &Value) -> usize {
     let _ = serde_json::to_writer(&mut counter, value);
     counter.0
 }
+
+/// The event number a stream resumes after (`Last-Event-ID`, or `?last_event_id=`): 0
+/// when none or blank is given, 400 for anything but a number.
+pub(crate) fn last_event_id(given: Option<&str>) -> Result<u64, ApiError> {
+    match given.map(str::trim) {
+        None | Some("") => Ok(0),
+        Some(text) => text.parse::<u64>().map_err(|_| {
+            ApiError::bad_request(format!("Last-Event-ID {text:?} is not an event number"))
+        }),
+    }
+}

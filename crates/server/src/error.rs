@@ -155,6 +155,12 @@ impl ApiError {
 }
 
 impl ApiError {
+    /// The status it is answered with.
+    #[cfg(test)]
+    pub(crate) fn status(&self) -> StatusCode {
+        self.status
+    }
+
     /// The error's code (`already_answered`, ...).
     pub(crate) fn code(&self) -> &str {
         &self.code

@@ -122,6 +122,8 @@ mod backend_failure;
 pub mod chat;
 mod control;
 mod error;
+#[cfg(test)]
+mod fuzz;
 mod graph_product;
 mod hosted;
 mod launch;

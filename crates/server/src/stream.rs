@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use crate::access::{Authorized, TokenQuery, authorized};
+use crate::access::{Authorized, TokenQuery, authorized, last_event_id};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::server::{AgentServer, CountedSlot};
@@ -48,13 +48,7 @@ pub(crate) async fn stream(
     let header_id = headers
         .get("last-event-id")
         .map(|v| v.to_str().unwrap_or("invalid").to_owned());
-    let after = match header_id.or(query.last_event_id) {
-        None => 0,
-        Some(text) if text.trim().is_empty() => 0,
-        Some(text) => text.trim().parse::<u64>().map_err(|_| {
-            ApiError::bad_request(format!("Last-Event-ID {text:?} is not an event number"))
-        })?,
-    };
+    let after = last_event_id(header_id.or(query.last_event_id).as_deref())?;
 
     // Subscribe before reading the store: an event stored meanwhile arrives on both and
     // is sent once (by its number); none falls in between. The run may be here or on

@@ -37,6 +37,8 @@
 //! ```
 
 mod caller;
+#[cfg(test)]
+mod fuzz;
 mod jwt;
 mod keys;
 mod layer;

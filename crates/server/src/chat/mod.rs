@@ -60,6 +60,8 @@
 
 mod conversations;
 mod files;
+#[cfg(test)]
+mod fuzz;
 mod routes;
 mod wire;
 

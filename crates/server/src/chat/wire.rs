@@ -142,6 +142,12 @@ impl WireError {
         }
     }
 
+    /// The status it is answered with.
+    #[cfg(test)]
+    pub(crate) fn status(&self) -> StatusCode {
+        self.status
+    }
+
     /// The `{"error": ...}` body, also sent as a data event when a stream fails.
     pub(crate) fn body(&self) -> Value {
         json!({"error": {
