@@ -112,6 +112,30 @@ impl LlmError {
         }
     }
 
+    /// Whether the model could not be reached or could not answer for now, whatever was
+    /// asked, and may later: the connection could not be made or broke off, the service
+    /// said it is unavailable or overloaded (HTTP 502, 503, 504, 529), or it rate-limits
+    /// and allows a retry. A run that stops on such an error after its retries can be
+    /// taken up again once the model answers (agent-server parks it). Any other error may
+    /// be the request's own and would come back: a timeout (the prompt may be too long
+    /// for the model), a plain 500, an invalid answer.
+    ///
+    /// ```
+    /// use agent_llm::LlmError;
+    /// assert!(LlmError::Transport("connection refused".into()).is_outage());
+    /// assert!(!LlmError::Timeout("read".into()).is_outage());
+    /// assert!(!LlmError::InvalidResponse("not JSON".into()).is_outage());
+    /// assert!(!LlmError::Cancelled.is_outage());
+    /// ```
+    pub fn is_outage(&self) -> bool {
+        match self {
+            LlmError::RateLimited { retryable, .. } => *retryable,
+            LlmError::Server { status, .. } => matches!(status, 502..=504),
+            LlmError::Overloaded { .. } | LlmError::Transport(_) => true,
+            _ => false,
+        }
+    }
+
     /// The delay the provider asked for before the next attempt, if it named one.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {

@@ -169,11 +169,12 @@ impl StreamAccumulator {
         }
     }
 
-    /// The response so far. Fails if the stream never said why it stopped (it was cut off).
-    /// Tool arguments that are not valid JSON are kept verbatim as a JSON string.
+    /// The response so far. Fails with [`LlmError::Transport`] if the stream never said
+    /// why it stopped: it was cut off, as a broken connection is. Tool arguments that are
+    /// not valid JSON are kept verbatim as a JSON string.
     pub fn finish(self) -> Result<ChatResponse, LlmError> {
         let stop_reason = self.stop.ok_or_else(|| {
-            LlmError::InvalidResponse("stream ended before the model said why it stopped".into())
+            LlmError::Transport("the stream ended before the model said why it stopped".into())
         })?;
         let content = self
             .blocks

@@ -18,10 +18,13 @@ fn scripted(model: &Arc<ScriptedModel>) -> Arc<ResumeProduct> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failing_model_fails_the_session_with_pipeline_error() {
-    let model = Arc::new(ScriptedModel::from_results([Err(LlmError::Transport(
-        "connection refused".into(),
-    ))]));
+async fn a_model_that_refuses_the_call_fails_the_session_with_pipeline_error() {
+    // Refused for a reason that would come back (not an outage: the session is not
+    // parked to wait for it).
+    let model = Arc::new(ScriptedModel::from_results([Err(LlmError::Auth {
+        status: 401,
+        message: "invalid api key".into(),
+    })]));
     let server = TestServer::with_product(scripted(&model)).await;
     let session = server.start(sample_body()).await;
     let events = server
@@ -37,10 +40,7 @@ async fn a_failing_model_fails_the_session_with_pipeline_error() {
     let error = &named(&events, "pipeline_error")[0].data;
     assert_eq!(error["stage"], "research");
     assert!(
-        error["error"]
-            .as_str()
-            .unwrap()
-            .contains("connection refused"),
+        error["error"].as_str().unwrap().contains("invalid api key"),
         "{error}"
     );
     assert_eq!(model.call_count(), 1);

@@ -187,7 +187,11 @@ pub(crate) async fn chat<S, E>(
 ) -> Result<ChatResponse, LlmError> {
     let (model, request, _) = prepared(session, ask)?;
     let call = async move { model.chat(&request).await };
-    unless_cancelled(session, cancel, || Err(LlmError::Cancelled), call).await
+    let answer = unless_cancelled(session, cancel, || Err(LlmError::Cancelled), call).await;
+    if let Err(error) = &answer {
+        session.report_model_error(error);
+    }
+    answer
 }
 
 /// Asks the session's model; stops early when `cancel` (or the session's token) fires.
@@ -206,7 +210,12 @@ where
     };
     let (model, request, options) = prepared(session, ask).map_err(refused)?;
     let call = async move { extract_with::<T, _>(model.as_ref(), request, options).await };
-    unless_cancelled(session, cancel, || Err(refused(LlmError::Cancelled)), call).await
+    let answer =
+        unless_cancelled(session, cancel, || Err(refused(LlmError::Cancelled)), call).await;
+    if let Err(failed) = &answer {
+        session.report_model_error(&failed.error);
+    }
+    answer
 }
 
 #[cfg(test)]

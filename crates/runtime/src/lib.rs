@@ -32,6 +32,7 @@ mod config;
 mod context;
 mod cost;
 mod metered;
+mod outage;
 mod progress;
 mod result;
 mod session;
@@ -48,6 +49,7 @@ pub use cost::{
     CostLimits, CostMeter, CostSnapshot, UNPRICED_TOKENS_PER_USD, unpriced_token_limit,
 };
 pub use metered::MeteredModel;
+pub use outage::ModelOutages;
 pub use progress::ModelProgress;
 pub use result::{AgentResult, StopCause};
 pub use session::{Session, SessionMarks};

@@ -7,6 +7,7 @@ use crate::cost::{CostMeter, CostSnapshot};
 use crate::events::EventSink;
 use crate::gates::GateRegistry;
 use crate::identity::AgentIdentity;
+use crate::outage::ModelOutages;
 use crate::progress::ModelProgress;
 use crate::session_parts::SessionParts;
 use crate::state::SharedState;
@@ -113,6 +114,7 @@ impl<S, E> Session<S, E> {
                 meter: None,
                 progress: None,
                 emitted: AtomicU64::new(0),
+                outages: None,
             }),
         }
     }
@@ -234,6 +236,20 @@ impl<S, E> Session<S, E> {
         progress: impl Fn(&AgentIdentity, &ModelProgress) -> Option<E> + Send + Sync + 'static,
     ) -> Self {
         self.edit(|p| p.progress = Some(Arc::new(progress)))
+    }
+
+    /// Tells `outages` whenever a model call of the session fails because the model
+    /// cannot be reached (see [`ModelOutages`]): a host parks the session rather than
+    /// failing it.
+    pub fn with_model_outages(self, outages: Arc<dyn ModelOutages>) -> Self {
+        self.edit(|p| p.outages = Some(outages))
+    }
+
+    /// Reports a failed model call made outside the session's agent loops and metered
+    /// calls (which report their own): when `error` is an outage
+    /// ([`LlmError::is_outage`]), the session's [`ModelOutages`] listener is told.
+    pub fn report_model_error(&self, error: &LlmError) {
+        self.parts.report_model_error(error);
     }
 
     /// A context for one invocation of `agent`: a fresh scratchpad and outbox, the

@@ -4,9 +4,10 @@ use crate::bus::AgentBus;
 use crate::cost::CostMeter;
 use crate::events::EventSink;
 use crate::gates::GateRegistry;
+use crate::outage::ModelOutages;
 use crate::progress::ProgressEvents;
 use crate::state::SharedState;
-use agent_llm::{ChatModel, ModelRouter};
+use agent_llm::{ChatModel, LlmError, ModelRouter};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio_util::sync::CancellationToken;
@@ -28,6 +29,9 @@ pub(crate) struct SessionParts<S, E> {
     pub(crate) progress: Option<ProgressEvents<E>>,
     /// Product events emitted so far, counting across restarts.
     pub(crate) emitted: AtomicU64,
+    /// Told when a model call fails because the model cannot be reached; `None` tells
+    /// nobody.
+    pub(crate) outages: Option<Arc<dyn ModelOutages>>,
 }
 
 impl<S, E> SessionParts<S, E> {
@@ -36,6 +40,15 @@ impl<S, E> SessionParts<S, E> {
         let ordinal = self.emitted.fetch_add(1, Ordering::SeqCst) + 1;
         if let Some(sink) = &self.events {
             sink.emit_numbered(ordinal, event);
+        }
+    }
+
+    /// Tells the session's listener about a failed model call, if it is an outage.
+    pub(crate) fn report_model_error(&self, error: &LlmError) {
+        if let Some(outages) = &self.outages
+            && error.is_outage()
+        {
+            outages.model_unreachable(error);
         }
     }
 }

@@ -3,13 +3,16 @@
 //! a gate, a checkpoint or a journal entry the store refused, or a message the agent bus
 //! could not carry, parks the run (nothing of it is finished), and the run is taken up
 //! again from the store once it answers: by this instance after a pause, or by the run
-//! queue's next worker.
+//! queue's next worker. A run that ends in an error after its model could not be reached
+//! ([`ModelOutages`]) parks and is taken up again in the same way.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use agent_llm::LlmError;
+use agent_runtime::ModelOutages;
 use agent_runtime::bus::{AgentBus, AgentMessage, BusError, MessageStream, OutgoingMessage};
 use agent_runtime::checkpoint::{Checkpoint, CheckpointError, CheckpointStore};
 use async_trait::async_trait;
@@ -18,12 +21,12 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::resume::Relaunch;
+use crate::resume::{Relaunch, Relaunching};
 use crate::server::AgentServer;
 use crate::writer::Write;
 
 /// Whether a run's backends (its store, its agent bus) failed it, and how to stop the run
-/// when they do.
+/// when they do; and whether its model could not be reached.
 #[derive(Debug)]
 pub(crate) struct BackendFailure {
     session: String,
@@ -31,6 +34,9 @@ pub(crate) struct BackendFailure {
     parked: Arc<AtomicBool>,
     cancel: CancellationToken,
     reason: OnceLock<String>,
+    /// The last model outage the run reported: the run goes on (its product may cope),
+    /// and parks if it then ends in an error.
+    model_outage: Mutex<Option<String>>,
 }
 
 impl BackendFailure {
@@ -40,6 +46,7 @@ impl BackendFailure {
             parked,
             cancel,
             reason: OnceLock::new(),
+            model_outage: Mutex::new(None),
         }
     }
 
@@ -61,6 +68,27 @@ impl BackendFailure {
     /// Why a backend failed the run, if one did.
     pub(crate) fn reason(&self) -> Option<&str> {
         self.reason.get().map(String::as_str)
+    }
+
+    /// Whether a backend failed the run or its model could not be reached: a run that
+    /// then ends in an error parks, to be taken up again.
+    pub(crate) fn is_fault(&self) -> bool {
+        self.reason().is_some() || self.model_outage().is_some()
+    }
+
+    /// The last model outage the run reported, if any.
+    pub(crate) fn model_outage(&self) -> Option<String> {
+        self.model_outage
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+impl ModelOutages for BackendFailure {
+    fn model_unreachable(&self, error: &LlmError) {
+        tracing::warn!(session = %self.session, %error, "the model could not be reached");
+        *self.model_outage.lock().unwrap_or_else(|p| p.into_inner()) = Some(error.to_string());
     }
 }
 
@@ -194,13 +222,16 @@ impl AgentBus for ParkingBus {
 
 /// The first pause before a run its backends failed is taken up again; it doubles up to
 /// [`MAX_PAUSE`].
-const FIRST_PAUSE: Duration = Duration::from_millis(500);
-const MAX_PAUSE: Duration = Duration::from_secs(30);
+pub(crate) const FIRST_PAUSE: Duration = Duration::from_millis(500);
+pub(crate) const MAX_PAUSE: Duration = Duration::from_secs(30);
 
 impl AgentServer {
-    /// Takes up again, here, a session whose run its backends failed: after a pause (longer
-    /// each time the store still fails), from what the store holds, until it runs, ends,
-    /// or the server shuts down. Boxed: it launches runs, and is called where a run ends.
+    /// Takes up again, here, a session whose run its backends failed, or whose model
+    /// could not be reached: after a pause (longer each time the store still fails or the
+    /// run parks again), from what the store holds, until it ends, another instance runs
+    /// it, or the server shuts down. A fault is not the session's own: however often it
+    /// parks, it is not given up. Boxed: it launches runs, and is called where a run
+    /// ends.
     pub(crate) fn resume_after_backend_failure(
         self,
         product: String,
@@ -238,8 +269,18 @@ impl AgentServer {
                     continue;
                 }
             };
-            match self.relaunch(&hosted, record).await {
-                Ok(Relaunch::Started | Relaunch::Running | Relaunch::GaveUp(_)) => return,
+            match self
+                .relaunch(&hosted, record, Relaunching::AfterFault)
+                .await
+            {
+                Ok(Relaunch::Started) => {
+                    // Its end decides: finished, or parked by a fault again (then the next
+                    // try waits longer).
+                    if let Some(live) = self.inner.live.get(id) {
+                        live.ended.cancelled().await;
+                    }
+                }
+                Ok(Relaunch::Running | Relaunch::GaveUp(_)) => return,
                 Err(error) => {
                     tracing::warn!(session = %id, %error, "the store still fails: the session waits");
                 }

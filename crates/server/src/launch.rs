@@ -6,8 +6,8 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use agent_runtime::GateRegistry;
 use agent_runtime::sessions::{SessionOutcome, SessionStatus, StoreError, StoredGate};
+use agent_runtime::{GateRegistry, ModelOutages};
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -205,6 +205,7 @@ impl AgentServer {
                 inner: (self.inner.buses)(&id),
                 failure: Arc::clone(&failure),
             }),
+            outages: Arc::clone(&failure) as Arc<dyn ModelOutages>,
             replayed,
         });
         // Renew the lease while the run goes on; a lost lease parks the run.
@@ -257,10 +258,21 @@ impl AgentServer {
                     }
                     (None, Err(error)) => SessionOutcome::Failed(error),
                 };
-                let parked = this_run.parked.load(Ordering::SeqCst)
+                // A run that fails after its backends failed it, or after its model could
+                // not be reached, failed for a fault not its own: it parks.
+                let model_outage = this_run.failure.model_outage();
+                let parked = (this_run.parked.load(Ordering::SeqCst) || model_outage.is_some())
                     && matches!(outcome, SessionOutcome::Failed(_));
+                let retake = parked && this_run.failure.is_fault();
+                if parked {
+                    // The gates its stopping closes stay pending for the run taken up again.
+                    this_run.parked.store(true, Ordering::SeqCst);
+                }
                 match &outcome {
-                    _ if parked => tracing::info!("run parked"),
+                    _ if parked => match &model_outage {
+                        Some(outage) => tracing::warn!(%outage, "run parked: its model could not be reached; it is run again later"),
+                        None => tracing::info!("run parked"),
+                    },
                     SessionOutcome::Complete(_) => tracing::info!("run complete"),
                     SessionOutcome::Failed(error) => tracing::warn!(%error, "run failed"),
                     SessionOutcome::Cancelled(reason) => tracing::info!(%reason, "run cancelled"),
@@ -284,7 +296,8 @@ impl AgentServer {
                 live_map.lock().remove(&id);
                 drop((slot, tenant_slot));
                 this_run.ended.cancel();
-                if let (Some(server), true) = (retaker, this_run.failure.reason().is_some()) {
+                // Unless a retake of this session, waiting for this run, takes it up again.
+                if let Some(server) = retaker.filter(|server| retake && !server.is_retaking(&id)) {
                     server.resume_after_backend_failure(product_name, id).await;
                 }
             }

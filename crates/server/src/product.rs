@@ -3,7 +3,7 @@
 
 use agent_runtime::bus::AgentBus;
 use agent_runtime::checkpoint::CheckpointStore;
-use agent_runtime::{AnswerError, EventSink, GateRegistry, GateSpec, Session};
+use agent_runtime::{AnswerError, EventSink, GateRegistry, GateSpec, ModelOutages, Session};
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -295,7 +295,10 @@ impl<E> SessionHandle<E> {
 impl<E: Serialize + Send + Sync + 'static> SessionHandle<E> {
     /// The runtime session this server session runs in, holding `state`: its id, its
     /// gates, its events (numbered, to this handle), its agent bus and its cancellation
-    /// are the server session's. Add what the product's agents need (a router, a meter)
+    /// are the server session's, and the model outages it reports
+    /// ([`ModelOutages`](agent_runtime::ModelOutages)) reach the server: a run that then
+    /// ends in an error parks at its last checkpoint and is run again later, instead of
+    /// failing. Add what the product's agents need (a router, a meter)
     /// with the session's own `with_*` methods.
     pub fn session<S>(&self, state: S) -> Session<S, E> {
         Session::new(self.id(), state)
@@ -303,6 +306,7 @@ impl<E: Serialize + Send + Sync + 'static> SessionHandle<E> {
             .with_events(Arc::new(self.clone()))
             .with_bus(self.bus())
             .with_cancellation(self.cancellation())
+            .with_model_outages(Arc::clone(&self.inner.outages))
     }
 
     /// Sends a product event: its `"type"` field names the SSE event. It is stored and
@@ -369,6 +373,8 @@ pub(crate) struct HandleParts {
     pub(crate) cancel: CancellationToken,
     pub(crate) checkpoints: Arc<dyn CheckpointStore>,
     pub(crate) bus: Arc<dyn AgentBus>,
+    /// Told of the model outages of the session's runtime sessions.
+    pub(crate) outages: Arc<dyn ModelOutages>,
     /// Product events stored before this run started (a resumed session), in order: a
     /// numbered event equal to the stored one with its ordinal is a replay, not stored
     /// again.

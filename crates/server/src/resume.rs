@@ -13,6 +13,17 @@ use crate::launch::Launch;
 use crate::server::AgentServer;
 use crate::writer::{GATE_ANSWERED, GATE_OPEN, is_reserved_type, terminal_event};
 
+/// Why [`AgentServer::relaunch`] runs a session again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Relaunching {
+    /// After a restart, or taken from the run queue: a session relaunched too often
+    /// without progress is given up (its run may be what brings the process down).
+    Restart,
+    /// Its run parked because a backend failed it or its model could not be reached:
+    /// not its own fault, never given up for it.
+    AfterFault,
+}
+
 /// What [`AgentServer::relaunch`] did.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Relaunch {
@@ -36,7 +47,8 @@ impl AgentServer {
                 if self.inner.live.get(&record.id).is_some() {
                     continue;
                 }
-                if self.relaunch(product, record).await? == Relaunch::Started {
+                if self.relaunch(product, record, Relaunching::Restart).await? == Relaunch::Started
+                {
                     resumed += 1;
                 }
             }
@@ -46,16 +58,22 @@ impl AgentServer {
 
     /// Runs an unfinished session from the store: its saved state, its gates (answered
     /// ones restored), the product events it emitted (so a rerun does not repeat them).
-    /// Counts the relaunches that found no new event and gives up past
-    /// [`ServerConfig::max_resume_attempts`](crate::ServerConfig::max_resume_attempts).
+    /// On a [`Restart`](Relaunching::Restart), counts the relaunches that found no new
+    /// event and gives up past
+    /// [`ServerConfig::max_resume_attempts`](crate::ServerConfig::max_resume_attempts);
+    /// a relaunch after a fault is not counted.
     pub(crate) async fn relaunch(
         &self,
         product: &Arc<dyn Hosted>,
         record: SessionRecord,
+        why: Relaunching,
     ) -> Result<Relaunch, StoreError> {
         let store = &self.inner.store;
         let stored = store.events_after(&record.id, 0).await?;
-        let attempts = store.note_resume(&record.id, stored.len() as u64).await?;
+        let attempts = match why {
+            Relaunching::Restart => store.note_resume(&record.id, stored.len() as u64).await?,
+            Relaunching::AfterFault => 0,
+        };
         let limit = self.inner.config.max_resume_attempts;
         if attempts > limit {
             let reason =

@@ -11,7 +11,8 @@ use agent_runtime::sessions::{QueuedRun, RunTicket, SessionOutcome, StoreError};
 use futures::StreamExt;
 use tokio::sync::Semaphore;
 
-use crate::resume::Relaunch;
+use crate::backend_failure::{FIRST_PAUSE, MAX_PAUSE};
+use crate::resume::{Relaunch, Relaunching};
 use crate::server::AgentServer;
 
 /// How long a run waits before it is handed out again when its session is leased by
@@ -65,59 +66,87 @@ impl AgentServer {
         Ok(())
     }
 
-    /// Runs one queued run here, keeping it alive in the queue while it goes on.
+    /// Runs one queued run here, keeping it alive in the queue while it goes on. A run
+    /// that parks because a backend failed it or its model could not be reached is taken
+    /// up again here after a pause (longer each time), still holding its place in the
+    /// queue: a fault that is not the session's own spends none of its deliveries.
     async fn work_on(&self, run: &QueuedRun) -> Settle {
         let store = &self.inner.store;
-        let record = match store.get(&run.session).await {
-            Ok(Some(record)) => record,
-            Ok(None) => {
-                tracing::warn!(session = %run.session, "a queued run of no session: dropped");
-                return Settle::Done;
-            }
-            Err(error) => {
-                tracing::warn!(session = %run.session, %error, "the store failed; run put back");
-                return Settle::Retry(RETRY_DELAY);
-            }
-        };
-        if record.status.is_finished() {
-            return Settle::Done;
-        }
         let Some(product) = self.product(&run.product).cloned() else {
             return Settle::Dead(format!(
                 "no instance that took it hosts product {:?}",
                 run.product
             ));
         };
-        let limit = self.inner.config.max_deliveries;
-        if run.deliveries > limit {
-            let reason = format!("handed out {limit} times without finishing");
-            if let Err(error) = self
-                .end_not_running(&run.session, SessionOutcome::Failed(reason.clone()))
-                .await
-            {
-                tracing::warn!(session = %run.session, %error, "the failed session was not recorded");
-            }
-            return Settle::Dead(reason);
-        }
-        if self.inner.live.get(&run.session).is_none() {
-            match self.relaunch(&product, record).await {
-                Ok(Relaunch::Started) => {}
-                Ok(Relaunch::Running) => return Settle::Retry(RETRY_DELAY),
-                Ok(Relaunch::GaveUp(reason)) => return Settle::Dead(reason),
+        let mut why = Relaunching::Restart;
+        let mut pause = FIRST_PAUSE;
+        loop {
+            let record = match store.get(&run.session).await {
+                Ok(Some(record)) => record,
+                Ok(None) => {
+                    tracing::warn!(session = %run.session, "a queued run of no session: dropped");
+                    return Settle::Done;
+                }
                 Err(error) => {
-                    tracing::warn!(session = %run.session, %error, "the run did not start; put back");
+                    tracing::warn!(session = %run.session, %error, "the store failed; run put back");
                     return Settle::Retry(RETRY_DELAY);
                 }
+            };
+            if record.status.is_finished() {
+                return Settle::Done;
             }
+            let limit = self.inner.config.max_deliveries;
+            if run.deliveries > limit {
+                let reason = format!("handed out {limit} times without finishing");
+                if let Err(error) = self
+                    .end_not_running(&run.session, SessionOutcome::Failed(reason.clone()))
+                    .await
+                {
+                    tracing::warn!(session = %run.session, %error, "the failed session was not recorded");
+                }
+                return Settle::Dead(reason);
+            }
+            if self.inner.live.get(&run.session).is_none() {
+                match self.relaunch(&product, record, why).await {
+                    Ok(Relaunch::Started) => {}
+                    Ok(Relaunch::Running) => return Settle::Retry(RETRY_DELAY),
+                    Ok(Relaunch::GaveUp(reason)) => return Settle::Dead(reason),
+                    Err(error) => {
+                        tracing::warn!(session = %run.session, %error, "the run did not start; put back");
+                        return Settle::Retry(RETRY_DELAY);
+                    }
+                }
+            }
+            let Some(live) = self.inner.live.get(&run.session) else {
+                // It ended already.
+                return self.after_run(&run.session, false).await;
+            };
+            self.keep_working(run, live.ended.cancelled()).await;
+            let parked = live.parked.load(Ordering::SeqCst);
+            let fault = live.failure.is_fault();
+            drop(live);
+            if !fault {
+                return self.after_run(&run.session, parked).await;
+            }
+            // Taken up again once the store or the model answers: not at once, while it
+            // still fails.
+            self.keep_working(run, tokio::time::sleep(pause)).await;
+            if self.inner.shutting_down.load(Ordering::SeqCst) {
+                return Settle::Retry(Duration::ZERO);
+            }
+            pause = (pause * 2).min(MAX_PAUSE);
+            why = Relaunching::AfterFault;
         }
-        let Some(live) = self.inner.live.get(&run.session) else {
-            // It ended already.
-            return self.after_run(&run.session, false).await;
-        };
+    }
+
+    /// Waits for `until`, telling the queue every heartbeat that the run is still being
+    /// worked on.
+    async fn keep_working(&self, run: &QueuedRun, until: impl Future<Output = ()>) {
         let heartbeat = self.inner.config.queue_heartbeat;
+        tokio::pin!(until);
         loop {
             tokio::select! {
-                () = live.ended.cancelled() => break,
+                () = &mut until => return,
                 () = tokio::time::sleep(heartbeat) => {
                     if let Err(error) = run.ticket.working().await {
                         tracing::warn!(session = %run.session, %error, "progress not reported");
@@ -125,14 +154,6 @@ impl AgentServer {
                 }
             }
         }
-        let parked = live.parked.load(Ordering::SeqCst);
-        let store_failed = live.failure.reason().is_some();
-        drop(live);
-        if store_failed {
-            // Taken up again once the store answers: not at once, while it still fails.
-            return Settle::Retry(RETRY_DELAY);
-        }
-        self.after_run(&run.session, parked).await
     }
 
     /// How a run that ended here settles: done when its session finished, back to the

@@ -253,7 +253,10 @@ where
                             run.stop(StopCause::LimitExceeded(limit))
                         }
                         Err(LlmError::Cancelled) => run.stop(StopCause::Cancelled),
-                        Err(error) => run.stop(StopCause::ModelError(error)),
+                        Err(error) => {
+                            ctx.parts().report_model_error(&error);
+                            run.stop(StopCause::ModelError(error));
+                        }
                     }
                 }
                 Next::RunTools(calls) => {
