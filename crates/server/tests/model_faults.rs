@@ -5,6 +5,8 @@
 //! and a session parked so is completed by the next server's restart too. Every event is
 //! stored once, numbered without gaps.
 #![cfg(test)]
+// The model process tells its parent on stdout that it listens and that a call hangs.
+#![allow(clippy::print_stdout)]
 
 mod common;
 
