@@ -107,15 +107,26 @@ pub async fn single_process(path: &Path) -> anyhow::Result<(AgentServer, SqliteS
     Ok((AgentServer::new(Arc::new(store.clone())), store))
 }
 
+/// A server behind the auth layer, and the listener it serves on.
+pub struct Listening {
+    /// The server, behind the auth layer.
+    pub server: AgentServer,
+    /// Where it serves.
+    pub listener: tokio::net::TcpListener,
+    /// Set when no credential is configured: the server accepts any local client, on
+    /// loopback only. The binary prints it in its banner.
+    pub open_notice: Option<&'static str>,
+}
+
 /// Puts `server` behind the auth layer the environment describes (`AGENT_API_KEYS`,
 /// `CHAT_API_KEYS`, `AGENT_JWT_*`, `AGENT_RATE_LIMIT`, `AGENT_TENANT_RATE_LIMIT`; see
 /// `docs/deployment.md`) and binds `host:port` for it: on loopback only when no
-/// credential is set, which it says.
+/// credential is set, which [`Listening::open_notice`] says.
 pub async fn listen_behind_auth(
     server: AgentServer,
     host: &str,
     port: u16,
-) -> anyhow::Result<(AgentServer, tokio::net::TcpListener)> {
+) -> anyhow::Result<Listening> {
     let auth = agent_server::auth::Auth::from_env().context("reading the auth settings")?;
     let open = auth.is_open();
     let server = server.with_auth(auth);
@@ -128,10 +139,12 @@ pub async fn listen_behind_auth(
         .listen(requested)
         .await
         .with_context(|| format!("binding {requested}"))?;
-    if open {
-        tracing::warn!(
-            "no AGENT_API_KEYS, CHAT_API_KEYS or JWT key: any local client is accepted, on loopback only"
-        );
-    }
-    Ok((server, listener))
+    let open_notice = open.then_some(
+        "no AGENT_API_KEYS, CHAT_API_KEYS or JWT key: any local client is accepted, on loopback only",
+    );
+    Ok(Listening {
+        server,
+        listener,
+        open_notice,
+    })
 }

@@ -42,7 +42,7 @@ use agent_llm::{ChatModel, ModelTier, PricingTable, ProviderConfig};
 use agent_server::AgentServer;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use examples::deployment::listen_behind_auth;
+use examples::deployment::{Listening, listen_behind_auth};
 use jd_optimizer::cache::OptimizerCache;
 use jd_optimizer::document::{CheckedDocx, optimized_docx};
 use jd_optimizer::index::ResumeIndex;
@@ -337,7 +337,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if resumed > 0 {
         println!("resumed {resumed} unfinished session(s)");
     }
-    let (server, listener) = listen_behind_auth(server, &args.host, args.port).await?;
+    let Listening {
+        server,
+        listener,
+        open_notice,
+    } = listen_behind_auth(server, &args.host, args.port).await?;
+    if let Some(notice) = open_notice {
+        println!("{notice}");
+    }
     println!("sessions in {}", args.db.display());
     println!(
         "listening on http://{} (POST /api/optimize, /api/interview-prep, /api/cover-letter)",

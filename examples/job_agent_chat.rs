@@ -25,7 +25,7 @@
 //! User guide: `docs/job-agent-chat.md`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use examples::deployment::listen_behind_auth;
+use examples::deployment::{Listening, listen_behind_auth};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -293,7 +293,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let built = build(&args.common, None, args.single_user).await?;
     let front = ChatFront::new(built.chat.clone(), built.documents.clone());
     let server = AgentServer::new(built.sessions).with_chat(front);
-    let (server, listener) = listen_behind_auth(server, &args.host, args.port).await?;
+    let Listening {
+        server,
+        listener,
+        open_notice,
+    } = listen_behind_auth(server, &args.host, args.port).await?;
+    if let Some(notice) = open_notice {
+        println!("{notice}");
+    }
     println!("{}", built.described);
     println!(
         "POST /v1/chat/completions, GET /v1/models; model \"{}\"",

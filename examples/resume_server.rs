@@ -39,7 +39,7 @@ use agent_llm::{ModelTier, PricingTable, ProviderConfig};
 use agent_runtime::CostLimits;
 use anyhow::Context as _;
 use clap::{Parser, ValueEnum};
-use examples::deployment::{ScaleOut, listen_behind_auth};
+use examples::deployment::{Listening, ScaleOut, listen_behind_auth};
 use resume_coordinator::{Flags, ResumeProduct};
 
 /// Serve the resume coordinator.
@@ -200,7 +200,14 @@ async fn main() -> anyhow::Result<()> {
             )
         }
     };
-    let (server, listener) = listen_behind_auth(server, &args.host, args.port).await?;
+    let Listening {
+        server,
+        listener,
+        open_notice,
+    } = listen_behind_auth(server, &args.host, args.port).await?;
+    if let Some(notice) = open_notice {
+        println!("{notice}");
+    }
     println!("sessions in {location}");
     println!("listening on http://{}", listener.local_addr()?);
     // Ctrl-C parks the running sessions at their next checkpoint; the next start resumes them.
