@@ -173,7 +173,8 @@ pub(crate) struct Stages {
 
 impl Stages {
     /// One stage as a node: its opening and closing events, its work, and on failure a
-    /// `pipeline_error` event.
+    /// `pipeline_error` event (not when its model could not be reached: the session is
+    /// parked, not failed).
     async fn node(&self, ctx: &Ctx, stage: Stage) -> Result<(), NodeError> {
         self.handle.set_stage(stage.as_str());
         ctx.emit(ResumeEvent::StageStart {
@@ -190,6 +191,12 @@ impl Stages {
             // at shutdown to resume later): not a failure of the pipeline.
             Err(error) if ctx.session().cancellation().is_cancelled() => {
                 tracing::info!(stage = stage.as_str(), %error, "stage stopped by cancellation");
+                return Err(NodeError::fatal(error));
+            }
+            // Its model could not be reached: the server parks the session and runs it
+            // again once the model answers; nothing failed that the user must see.
+            Err(error) if ctx.session().model_outage().is_some() => {
+                tracing::warn!(stage = stage.as_str(), %error, "stage stopped: the model could not be reached");
                 return Err(NodeError::fatal(error));
             }
             Err(error) => {

@@ -3,9 +3,10 @@
 
 mod common;
 
-use agent_llm::testing::ScriptedModel;
+use agent_llm::testing::{FaultyModel, ScriptedModel};
 use agent_llm::{LlmError, ModelRouter, ProviderKind};
-use common::{TestServer, fixture_text, named, sample_body};
+use agent_server::testing::SseEvent;
+use common::{TestServer, approve_all, fixture_text, named, sample_body};
 use resume_coordinator::ResumeProduct;
 use serde_json::json;
 use std::sync::Arc;
@@ -100,4 +101,45 @@ async fn invalid_start_bodies_are_refused_with_422() {
             .unwrap()
             .contains("job_description")
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_out_of_reach_parks_the_session_which_completes_once_it_answers() {
+    // The first calls find no model (connection refused, after the agent's retries):
+    // the session is parked, not failed, and taken up again until the model answers.
+    let recorded = resume_coordinator::dry_run::recorded_model(&common::fixtures()).unwrap();
+    let model = Arc::new(
+        FaultyModel::new(recorded).fail_first(3, LlmError::Transport("connection refused".into())),
+    );
+    let product = Arc::new(ResumeProduct::new(
+        model.clone(),
+        resume_coordinator::dry_run::router(),
+    ));
+    let server = TestServer::with_product(product).await;
+    let session = server.start(sample_body()).await;
+
+    // Followed as a client does: answering gates, reconnecting with the last id when the
+    // stream ends without a terminal event (the session parked).
+    let mut events: Vec<SseEvent> = Vec::new();
+    let terminal = |event: &SseEvent| event.event.starts_with("session_");
+    while !events.last().is_some_and(terminal) {
+        let last = events.last().map(|event| event.id);
+        let mut stream = server.stream(&session, last).await;
+        while let Some(event) = stream.next().await {
+            if event.event == "gate_open" {
+                let name = event.data["name"].as_str().unwrap();
+                let gate = event.data["gate_id"].as_str().unwrap();
+                let answer = approve_all(name, &event.data["payload"]);
+                assert_eq!(server.respond(&session, gate, answer).await, 200, "{gate}");
+            }
+            events.push(event);
+        }
+    }
+    assert!(model.injected_faults() >= 3);
+    let kinds: Vec<&str> = events.iter().map(|event| event.event.as_str()).collect();
+    assert_eq!(kinds.last(), Some(&"session_complete"), "{kinds:?}");
+    assert!(!kinds.contains(&"pipeline_error"), "{kinds:?}");
+    let ids: Vec<u64> = events.iter().map(|event| event.id).collect();
+    assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>());
+    assert_eq!(server.status(&session).await["status"], "complete");
 }

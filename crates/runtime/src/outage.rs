@@ -32,6 +32,7 @@ use agent_llm::LlmError;
 /// session.report_model_error(&LlmError::Transport("connection refused".into()));
 /// session.report_model_error(&LlmError::InvalidResponse("not JSON".into()));
 /// assert_eq!(seen.0.lock().unwrap().len(), 1, "only the outage is reported");
+/// assert!(session.model_outage().unwrap().contains("connection refused"));
 /// ```
 pub trait ModelOutages: Send + Sync {
     /// A model call of the session failed with `error`, an outage.

@@ -16,8 +16,8 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 /// What a session has done besides changing its state, saved with every checkpoint of a
@@ -115,6 +115,7 @@ impl<S, E> Session<S, E> {
                 progress: None,
                 emitted: AtomicU64::new(0),
                 outages: None,
+                last_outage: Mutex::default(),
             }),
         }
     }
@@ -250,6 +251,17 @@ impl<S, E> Session<S, E> {
     /// ([`LlmError::is_outage`]), the session's [`ModelOutages`] listener is told.
     pub fn report_model_error(&self, error: &LlmError) {
         self.parts.report_model_error(error);
+    }
+
+    /// The last model outage a call of the session reported, if any. A hosted run that
+    /// fails after one is parked and run again, not failed: a product tells its user it
+    /// waits for the model rather than that it failed.
+    pub fn model_outage(&self) -> Option<String> {
+        self.parts
+            .last_outage
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// A context for one invocation of `agent`: a fresh scratchpad and outbox, the

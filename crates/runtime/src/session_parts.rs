@@ -8,8 +8,8 @@ use crate::outage::ModelOutages;
 use crate::progress::ProgressEvents;
 use crate::state::SharedState;
 use agent_llm::{ChatModel, LlmError, ModelRouter};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) struct SessionParts<S, E> {
@@ -32,6 +32,8 @@ pub(crate) struct SessionParts<S, E> {
     /// Told when a model call fails because the model cannot be reached; `None` tells
     /// nobody.
     pub(crate) outages: Option<Arc<dyn ModelOutages>>,
+    /// The last model outage reported.
+    pub(crate) last_outage: Mutex<Option<String>>,
 }
 
 impl<S, E> SessionParts<S, E> {
@@ -45,9 +47,14 @@ impl<S, E> SessionParts<S, E> {
 
     /// Tells the session's listener about a failed model call, if it is an outage.
     pub(crate) fn report_model_error(&self, error: &LlmError) {
-        if let Some(outages) = &self.outages
-            && error.is_outage()
-        {
+        if !error.is_outage() {
+            return;
+        }
+        *self
+            .last_outage
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(error.to_string());
+        if let Some(outages) = &self.outages {
             outages.model_unreachable(error);
         }
     }

@@ -249,7 +249,10 @@ fn cut_off_stream_has_no_stop() {
     let events = run(&[delta(json!({"content": "partial"}), Value::Null)]);
     let mut acc = StreamAccumulator::default();
     events.into_iter().for_each(|e| acc.push(e));
-    assert!(matches!(acc.finish(), Err(LlmError::InvalidResponse(_))));
+    // Cut off as a broken connection is: an outage, retried and waited out.
+    let error = acc.finish().unwrap_err();
+    assert!(matches!(error, LlmError::Transport(_)), "{error:?}");
+    assert!(error.is_outage());
 }
 
 #[test]
