@@ -130,24 +130,6 @@ pub(crate) fn json_body(
         .map_err(|error| ApiError::bad_request(format!("the body is not valid JSON: {error}")))
 }
 
-/// The size of `value` written as compact JSON, counted without building the text.
-pub(crate) fn json_size(value: &Value) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    // Writing a `Value` into a counter cannot fail.
-    let _ = serde_json::to_writer(&mut counter, value);
-    counter.0
-}
-
 /// The event number a stream resumes after (`Last-Event-ID`, or `?last_event_id=`): 0
 /// when none or blank is given, 400 for anything but a number.
 pub(crate) fn last_event_id(given: Option<&str>) -> Result<u64, ApiError> {

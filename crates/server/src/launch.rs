@@ -13,8 +13,9 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::backend_failure::{BackendFailure, ParkingBus, ParkingCheckpoints};
+use crate::backend_failure::BackendFailure;
 use crate::hosted::Hosted;
+use crate::parking::{ParkingBus, ParkingCheckpoints};
 use crate::product::{HandleParts, SessionHandle};
 use crate::server::{AgentServer, CountedSlot, LiveSession};
 use crate::writer::{GATE_ANSWERED, Listener, RestoredGates, Write, Writer};
@@ -298,7 +299,7 @@ impl AgentServer {
                 this_run.ended.cancel();
                 // Unless a retake of this session, waiting for this run, takes it up again.
                 if let Some(server) = retaker.filter(|server| retake && !server.is_retaking(&id)) {
-                    server.resume_after_backend_failure(product_name, id).await;
+                    server.retake_after_fault(product_name, id).await;
                 }
             }
             .instrument(span),

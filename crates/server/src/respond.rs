@@ -11,12 +11,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::access::{authorize, header_token, json_body, json_size, path, session_of};
+use crate::access::{authorize, header_token, json_body, path, session_of};
 use crate::auth::Caller;
 use crate::control::Op;
 use crate::error::ApiError;
 use crate::server::{AgentServer, LiveSession};
-use crate::writer::{GATE_ANSWERED, Write};
+use crate::writer::{GATE_ANSWERED, Write, json_size};
 
 /// `POST /api/{product}/respond`: `{"session_id", "gate", "answer"}`, the session token
 /// in a header or a `"token"` field.

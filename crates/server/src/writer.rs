@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::access::json_size;
 use crate::backend_failure::BackendFailure;
 
 /// `gate_open`: a gate started waiting.
@@ -66,6 +65,24 @@ pub(crate) fn terminal_event(outcome: &SessionOutcome) -> Value {
         SessionOutcome::Cancelled(reason) => json!({"type": SESSION_CANCELLED, "reason": reason}),
         SessionOutcome::Expired(reason) => json!({"type": SESSION_EXPIRED, "reason": reason}),
     }
+}
+
+/// The size of `value` written as compact JSON, counted without building the text.
+pub(crate) fn json_size(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Writing a `Value` into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
 }
 
 /// What the writer is asked to do, in order.
