@@ -3,7 +3,9 @@
 //!
 //! - A work-queue stream `{PREFIX}_RUNS` holds `{prefix}.runs.{session}` messages (JSON
 //!   `{"session", "product"}`, the session id as the message id, so enqueuing a run twice
-//!   within the duplicate window adds one).
+//!   within the duplicate window adds one). A message stays in the stream until its run
+//!   is settled, so the queue holds a session's run while its subject has a message; a
+//!   run requeued after its message was lost gets a message id of its own.
 //! - Workers share the durable pull consumer `workers`: a message goes to one worker at a
 //!   time, and back to the queue when its worker neither settles it nor says it is still
 //!   working within the ack wait (a worker that died). A worker with a limit of live runs
@@ -15,6 +17,7 @@
 use std::time::Duration;
 
 use agent_runtime::sessions::{QueuedRun, RunQueue, RunTicket, StoreError};
+use async_nats::jetstream::stream::LastRawMessageErrorKind;
 use async_nats::jetstream::{self, AckKind, consumer, stream};
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -32,6 +35,7 @@ pub struct JetStreamRunQueue {
     context: jetstream::Context,
     prefix: String,
     consumer: consumer::PullConsumer,
+    runs: stream::Stream,
 }
 
 impl std::fmt::Debug for JetStreamRunQueue {
@@ -101,7 +105,43 @@ impl JetStreamRunQueue {
             context,
             prefix,
             consumer,
+            runs,
         })
+    }
+
+    /// The subject of `session`'s run.
+    fn run_subject(&self, session: &str) -> String {
+        format!(
+            "{}.runs.{}",
+            self.prefix,
+            crate::nats_coordination::token(session)
+        )
+    }
+
+    /// Publishes `session`'s run under the message id `id` and waits for JetStream's
+    /// acknowledgement.
+    async fn publish(&self, product: &str, session: &str, id: &str) -> Result<(), StoreError> {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(async_nats::header::NATS_MESSAGE_ID, id);
+        let body = json!({"session": session, "product": product}).to_string();
+        self.context
+            .publish_with_headers(self.run_subject(session), headers, body.into_bytes().into())
+            .await
+            .map_err(|e| backend("enqueuing a run", e))?
+            .await
+            .map_err(|e| backend("enqueuing a run", e))?;
+        Ok(())
+    }
+
+    /// Drops every queued run, as an operator's `nats stream purge` does (runs handed
+    /// out stay with their workers until settled, then are gone too); returns how many.
+    pub async fn purge(&self) -> Result<u64, StoreError> {
+        let purged = self
+            .runs
+            .purge()
+            .await
+            .map_err(|e| backend("purging the run queue", e))?;
+        Ok(purged.purged)
     }
 
     /// Deletes the queue's streams, queued runs and dead letters with them (a
@@ -156,21 +196,25 @@ impl JetStreamRunQueue {
 #[async_trait]
 impl RunQueue for JetStreamRunQueue {
     async fn enqueue(&self, product: &str, session: &str) -> Result<(), StoreError> {
-        let mut headers = async_nats::HeaderMap::new();
-        headers.insert(async_nats::header::NATS_MESSAGE_ID, session);
-        let body = json!({"session": session, "product": product}).to_string();
-        let subject = format!(
-            "{}.runs.{}",
-            self.prefix,
-            crate::nats_coordination::token(session)
-        );
-        self.context
-            .publish_with_headers(subject, headers, body.into_bytes().into())
+        self.publish(product, session, session).await
+    }
+
+    async fn requeue(&self, product: &str, session: &str) -> Result<(), StoreError> {
+        // Not the lost message's id: within the duplicate window it would be dropped.
+        let id = format!("{session}:requeued:{}", uuid::Uuid::new_v4());
+        self.publish(product, session, &id).await
+    }
+
+    async fn holds(&self, session: &str) -> Result<bool, StoreError> {
+        match self
+            .runs
+            .get_last_raw_message_by_subject(&self.run_subject(session))
             .await
-            .map_err(|e| backend("enqueuing a run", e))?
-            .await
-            .map_err(|e| backend("enqueuing a run", e))?;
-        Ok(())
+        {
+            Ok(_) => Ok(true),
+            Err(error) if error.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(false),
+            Err(error) => Err(backend("reading the run queue", error)),
+        }
     }
 
     async fn take(

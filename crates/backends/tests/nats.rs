@@ -319,3 +319,41 @@ async fn a_run_put_back_returns_after_its_delay_and_a_dead_one_never_does() {
     );
     queue.delete_streams().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_queue_holds_a_run_until_it_is_settled_and_a_purged_one_can_be_requeued() {
+    let (a, _) = two_instances().await;
+    let queue = JetStreamRunQueue::new(&a, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(!queue.holds("s1").await.unwrap());
+    queue.enqueue("resume", "s1").await.unwrap();
+    assert!(queue.holds("s1").await.unwrap(), "waiting");
+    let mut worker = queue.take(None).await.unwrap();
+    let run = next_run(&mut worker, Duration::from_secs(5)).await.unwrap();
+    assert!(queue.holds("s1").await.unwrap(), "taken, not settled");
+    run.ticket.done().await.unwrap();
+    assert!(!queue.holds("s1").await.unwrap(), "settled");
+
+    // Purged while waiting: lost. Enqueued again within the duplicate window, it would
+    // be taken for the lost message and dropped; requeued, it is not.
+    queue.enqueue("resume", "s2").await.unwrap();
+    drop(worker);
+    queue.purge().await.unwrap();
+    assert!(!queue.holds("s2").await.unwrap());
+    queue.enqueue("resume", "s2").await.unwrap();
+    assert!(
+        !queue.holds("s2").await.unwrap(),
+        "a repeat of the lost message"
+    );
+    queue.requeue("resume", "s2").await.unwrap();
+    assert!(queue.holds("s2").await.unwrap());
+    let mut worker = queue.take(None).await.unwrap();
+    let run = next_run(&mut worker, Duration::from_secs(5)).await.unwrap();
+    assert_eq!(
+        (run.session.as_str(), run.product.as_str()),
+        ("s2", "resume")
+    );
+    run.ticket.done().await.unwrap();
+    queue.delete_streams().await.unwrap();
+}

@@ -45,6 +45,10 @@ pub struct ServerConfig {
     /// With a run queue: how many times a run may be handed out before it goes to the
     /// dead letters (and its session fails). Default 5.
     pub max_deliveries: u64,
+    /// With a run queue: how often this instance sweeps for unfinished sessions whose
+    /// run the queue lost (a purged stream), and how long a session must have been
+    /// untouched to be queued again ([`AgentServer::sweep_run_queue`]). Default 60 s.
+    pub queue_sweep_interval: Duration,
     /// With a run queue: the most runs this instance's worker keeps live at once (a run
     /// waiting at a gate counts); at the limit it takes no run from the queue, leaving it
     /// to other instances. `None` (the default): no limit.
@@ -82,6 +86,7 @@ impl Default for ServerConfig {
             lease_ttl: Duration::from_secs(30),
             queue_heartbeat: Duration::from_secs(5),
             max_deliveries: 5,
+            queue_sweep_interval: Duration::from_secs(60),
             max_concurrent_runs: None,
             max_live_sessions: Some(10_000),
             max_streams_per_session: 16,
@@ -476,8 +481,12 @@ impl AgentServer {
         let worker = self.inner.run_queue.is_some().then(|| {
             let server = self.clone();
             tasks.spawn(async move {
-                if let Err(error) = server.run_worker().await {
-                    tracing::error!(%error, "the run queue's worker stopped");
+                // The sweep ends with the worker.
+                tokio::select! {
+                    worked = server.run_worker() => if let Err(error) = worked {
+                        tracing::error!(%error, "the run queue's worker stopped");
+                    },
+                    () = server.sweep_run_queue_every_interval() => {}
                 }
             })
         });

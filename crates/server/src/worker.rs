@@ -1,7 +1,8 @@
 //! The worker of a server with a run queue: it takes runs from the queue, runs each here
 //! (resuming it from the store: a run another instance died running goes on from its
 //! checkpoints), tells the queue it is still working while the run goes on, and settles
-//! it when the run ends.
+//! it when the run ends. And the sweep that queues again a session whose run the queue
+//! lost.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -11,8 +12,8 @@ use agent_runtime::sessions::{QueuedRun, RunTicket, SessionOutcome, StoreError};
 use futures::StreamExt;
 use tokio::sync::Semaphore;
 
-use crate::backend_failure::{FIRST_PAUSE, MAX_PAUSE};
 use crate::resume::{Relaunch, Relaunching};
+use crate::retake::{FIRST_PAUSE, MAX_PAUSE};
 use crate::server::AgentServer;
 
 /// How long a run waits before it is handed out again when its session is leased by
@@ -97,6 +98,10 @@ impl AgentServer {
             }
             let limit = self.inner.config.max_deliveries;
             if run.deliveries > limit {
+                if self.runs_elsewhere(&run.session).await {
+                    // A repeat of a run another instance has.
+                    return Settle::Done;
+                }
                 let reason = format!("handed out {limit} times without finishing");
                 if let Err(error) = self
                     .end_not_running(&run.session, SessionOutcome::Failed(reason.clone()))
@@ -109,6 +114,16 @@ impl AgentServer {
             if self.inner.live.get(&run.session).is_none() {
                 match self.relaunch(&product, record, why).await {
                     Ok(Relaunch::Started) => {}
+                    Ok(Relaunch::Running) if self.inner.shutting_down.load(Ordering::SeqCst) => {
+                        return Settle::Retry(Duration::ZERO);
+                    }
+                    // Another instance runs it and answers for it (holding a run of its
+                    // own, or swept up again if it dies): this one is a repeat. Put back,
+                    // it would spend deliveries until the session failed under its run.
+                    Ok(Relaunch::Running) if self.runs_elsewhere(&run.session).await => {
+                        return Settle::Done;
+                    }
+                    // Its lease is held by an instance that does not answer: wait for it.
                     Ok(Relaunch::Running) => return Settle::Retry(RETRY_DELAY),
                     Ok(Relaunch::GaveUp(reason)) => return Settle::Dead(reason),
                     Err(error) => {
@@ -152,6 +167,58 @@ impl AgentServer {
                         tracing::warn!(session = %run.session, %error, "progress not reported");
                     }
                 }
+            }
+        }
+    }
+
+    /// Queues again every unfinished session of this server's products that nothing
+    /// holds: not running here, no run of it in the queue (waiting, or taken and not
+    /// settled), no instance answering for it, and untouched for a
+    /// [`queue_sweep_interval`](crate::ServerConfig::queue_sweep_interval) (a session just
+    /// started may not be queued yet). Such a session lost its run (a purged stream) and
+    /// would never finish. Returns how many it queued again. [`serve_until`](Self::serve_until)
+    /// sweeps every interval on a server with a run queue.
+    ///
+    /// Errors: [`StoreError::Backend`] when the server has no run queue, or the store or
+    /// the queue cannot be read.
+    pub async fn sweep_run_queue(&self) -> Result<usize, StoreError> {
+        let Some(queue) = self.inner.run_queue.clone() else {
+            return Err(StoreError::Backend(
+                "this server has no run queue".to_owned(),
+            ));
+        };
+        let settled_for = chrono::Duration::from_std(self.inner.config.queue_sweep_interval)
+            .unwrap_or(chrono::Duration::MAX);
+        let mut requeued = 0;
+        for product in &self.inner.products {
+            for record in self.inner.store.unfinished(product.name()).await? {
+                let recent = chrono::Utc::now() - record.updated_at < settled_for;
+                if recent
+                    || self.inner.live.get(&record.id).is_some()
+                    || queue.holds(&record.id).await?
+                    || self.runs_elsewhere(&record.id).await
+                {
+                    continue;
+                }
+                tracing::warn!(session = %record.id, product = product.name(), "an unfinished session the run queue lost: queued again");
+                queue.requeue(product.name(), &record.id).await?;
+                requeued += 1;
+            }
+        }
+        Ok(requeued)
+    }
+
+    /// Sweeps the run queue every [`ServerConfig::queue_sweep_interval`](crate::ServerConfig::queue_sweep_interval),
+    /// but while the server shuts down; never ends (its owner drops it with the worker).
+    pub(crate) async fn sweep_run_queue_every_interval(&self) {
+        let interval = self.inner.config.queue_sweep_interval;
+        loop {
+            tokio::time::sleep(interval).await;
+            if self.inner.shutting_down.load(Ordering::SeqCst) {
+                continue;
+            }
+            if let Err(error) = self.sweep_run_queue().await {
+                tracing::warn!(%error, "the run queue was not swept");
             }
         }
     }

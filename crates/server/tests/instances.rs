@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use agent_runtime::sessions::{
     InMemorySessionStore, InProcessControl, InProcessFanout, InProcessLeases, InProcessRunQueue,
-    SessionLeases, SessionStore,
+    RunQueue, SessionLeases, SessionStore,
 };
 use agent_server::{AgentServer, ServerConfig};
 use common::{Echo, TestServer, names};
@@ -300,6 +300,53 @@ async fn an_instance_at_its_run_limit_leaves_further_runs_queued() {
             .await,
         200
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_whose_queued_run_was_purged_is_queued_again_by_the_sweep() {
+    let config = ServerConfig {
+        max_concurrent_runs: Some(1),
+        queue_sweep_interval: Duration::from_millis(300),
+        ..ServerConfig::default()
+    };
+    let q = two_instances_on_a_queue(config).await;
+    // Both instances at their limit, each with a session waiting at its gate.
+    let busy = [
+        q.http[0].start("echo", json!({"text": "a"})).await,
+        q.http[0].start("echo", json!({"text": "b"})).await,
+    ];
+    assert_eq!(runs_started(&q.echoes, 2).await, 2);
+    // The third session's run waits in the queue, and is lost there.
+    let lost = q.http[0].start("echo", json!({"text": "lost"})).await;
+    assert_eq!(q.queue.purge(), 1);
+    assert!(!q.queue.holds(&lost.id).await.unwrap());
+
+    // The sweep queues it again (not the two live ones, nor twice): once an instance
+    // is free, it runs, and finishes.
+    for gate in [FIRST, SECOND] {
+        assert_eq!(
+            q.http[1]
+                .respond_when_open(&busy[0], gate, json!("ok"))
+                .await,
+            200
+        );
+    }
+    for gate in [FIRST, SECOND] {
+        assert_eq!(
+            q.http[1]
+                .respond_when_open(&lost, gate, json!("found"))
+                .await,
+            200
+        );
+    }
+    let events = q.http[0].stream(&lost, None).await.rest().await;
+    assert_eq!(events.last().unwrap().event, "session_complete");
+    assert_eq!(runs_started(&q.echoes, 3).await, 3, "one run each");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(runs_started(&q.echoes, 3).await, 3, "no repeat");
+    assert!(q.queue.holds(&busy[1].id).await.unwrap());
+    assert_eq!(q.servers[0].sweep_run_queue().await.unwrap(), 0);
+    assert!(q.queue.dead_letters().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,12 +4,14 @@
 
 mod coordination;
 mod memory;
+mod run_queue;
 
 pub use coordination::{
     ControlRequest, EventFanout, Fanned, InProcessControl, InProcessFanout, InProcessLeases,
-    InProcessRunQueue, QueuedRun, RunQueue, RunTicket, SessionControl, SessionLeases,
+    SessionControl, SessionLeases,
 };
 pub use memory::InMemorySessionStore;
+pub use run_queue::{InProcessRunQueue, QueuedRun, RunQueue, RunTicket};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
