@@ -129,6 +129,15 @@ impl QueueShared {
         self.arrived.notify_one();
     }
 
+    /// Whether a run of `session` waits to be handed out.
+    fn is_waiting(&self, session: &str) -> bool {
+        self.waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|(_, s, _)| s == session)
+    }
+
     /// The next waiting run, counted out until it is settled.
     fn pop(&self) -> Option<(String, String, u64)> {
         let run = self
@@ -243,14 +252,7 @@ impl RunTicket for InProcessTicket {
 #[async_trait]
 impl RunQueue for InProcessRunQueue {
     async fn enqueue(&self, product: &str, session: &str) -> Result<(), StoreError> {
-        let queued = self
-            .shared
-            .waiting
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .any(|(_, s, _)| s == session);
-        if !queued {
+        if !self.shared.is_waiting(session) {
             self.shared.push(product.to_owned(), session.to_owned(), 0);
         }
         Ok(())
@@ -287,13 +289,7 @@ impl RunQueue for InProcessRunQueue {
     }
 
     async fn holds(&self, session: &str) -> Result<bool, StoreError> {
-        let waiting = self
-            .shared
-            .waiting
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .any(|(_, s, _)| s == session);
+        let waiting = self.shared.is_waiting(session);
         let out = self
             .shared
             .out
