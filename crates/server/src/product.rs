@@ -298,8 +298,8 @@ impl<E: Serialize + Send + Sync + 'static> SessionHandle<E> {
     /// are the server session's, and the model outages it reports
     /// ([`ModelOutages`](agent_runtime::ModelOutages)) reach the server: a run that then
     /// ends in an error parks at its last checkpoint and is run again later, instead of
-    /// failing. Add what the product's agents need (a router, a meter)
-    /// with the session's own `with_*` methods.
+    /// failing. Add what the product's agents need (a router, a meter) with the session's
+    /// own `with_*` methods.
     pub fn session<S>(&self, state: S) -> Session<S, E> {
         Session::new(self.id(), state)
             .with_gates(self.gates().clone())

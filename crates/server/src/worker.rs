@@ -138,7 +138,8 @@ impl AgentServer {
             };
             self.keep_working(run, live.ended.cancelled()).await;
             let parked = live.parked.load(Ordering::SeqCst);
-            let fault = live.failure.is_fault();
+            // Parked for a fault (not a run that coped with one and finished).
+            let fault = parked && live.failure.is_fault();
             drop(live);
             if !fault {
                 return self.after_run(&run.session, parked).await;
