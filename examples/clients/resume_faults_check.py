@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """Two resume servers on `--backend postgres+nats`, with PostgreSQL restarted and then
-NATS restarted while their sessions run; then checks what the users see. The servers run
-on a PostgreSQL and a NATS of this check's own (initdb and nats-server on free ports,
-under WORKDIR), so restarting them disturbs nothing else on the machine. Standard library
+NATS restarted while their sessions run; then checks what the users see. Standard library
 and the documented client (resume_client.py) only:
 
-    python3 examples/clients/resume_faults_check.py BINARY WORKDIR [SESSIONS] [LATENCY_MS] [OUTAGE_S]
+    python3 examples/clients/resume_faults_check.py BINARY WORKDIR [SESSIONS] [LATENCY_MS] [OUTAGE_S] [SERVERS]
 
 Each server is down for OUTAGE_S seconds (default 1.5) between its stop and its start.
+SERVERS `own` (the default): the servers run on a PostgreSQL and a NATS of this check's
+own (initdb and nats-server on free ports, under WORKDIR), so restarting them disturbs
+nothing else on the machine. `machine`: on the machine's own, at POSTGRES_URL and NATS_URL
+(the defaults: 127.0.0.1:5432 database test, 127.0.0.1:4222): PostgreSQL is restarted
+with `service postgresql stop` and `start`, NATS by stopping the nats-server process
+listening there and starting it again with its own command line; whatever else uses them
+sees them restart too.
 
 Checks: every session completes; each session replayed from event 0 has ids 1, 2, 3, ...
 and the events of an uninterrupted session, each once; the clients, reconnecting with
@@ -24,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -124,6 +130,75 @@ class Nats:
             self.process.wait()
 
 
+class MachinePostgres:
+    """The machine's PostgreSQL service, restarted with `service postgresql`."""
+
+    def __init__(self):
+        self.url = os.environ.get("POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
+        self.port = urllib.parse.urlparse(self.url).port or 5432
+
+    def start(self):
+        subprocess.run(["service", "postgresql", "start"], check=True, stdout=subprocess.DEVNULL)
+        restart_check_wait(self.port)
+
+    def restart(self, outage):
+        try:
+            subprocess.run(["service", "postgresql", "stop"], check=True,
+                           stdout=subprocess.DEVNULL)
+            time.sleep(outage)
+        finally:
+            self.start()
+
+    def stop(self):
+        """Leaves it running (started again if a restart failed half-way)."""
+        self.start()
+
+
+class MachineNats:
+    """The machine's nats-server listening at NATS_URL, stopped and started again with
+    its own command line."""
+
+    def __init__(self):
+        self.url = os.environ.get("NATS_URL", "nats://127.0.0.1:4222")
+        self.port = urllib.parse.urlparse(self.url).port or 4222
+        self.command = None
+
+    def process(self):
+        """The pid and command line of the nats-server on this port."""
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    command = [a.decode() for a in f.read().split(b"\0")[:-1]]
+            except OSError:
+                continue
+            if command and os.path.basename(command[0]) == "nats-server" and \
+                    str(self.port) in command:
+                return int(pid), command
+        raise SystemExit("no nats-server process listens on port %d here" % self.port)
+
+    def start(self):
+        subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+        restart_check_wait(self.port)
+
+    def restart(self, outage):
+        pid, self.command = self.process()
+        os.kill(pid, signal.SIGTERM)
+        try:
+            for _ in range(200):
+                if not os.path.exists("/proc/%d" % pid):
+                    break
+                time.sleep(0.05)
+            time.sleep(outage)
+        finally:
+            self.start()
+
+    def stop(self):
+        """Leaves it running."""
+
+
 def restart_check_wait(port):
     import socket
     for _ in range(100):
@@ -182,6 +257,7 @@ def main():
     sessions = int(sys.argv[3]) if len(sys.argv) > 3 else 4
     latency = int(sys.argv[4]) if len(sys.argv) > 4 else 150
     outage = float(sys.argv[5]) if len(sys.argv) > 5 else 1.5
+    machine = (sys.argv[6] if len(sys.argv) > 6 else "own") == "machine"
     os.makedirs(work, exist_ok=True)
 
     # An uninterrupted session on one SQLite process: the events every session must have.
@@ -195,12 +271,16 @@ def main():
     server.wait()
     print("uninterrupted:", plain.outcome, len(plain_kinds), "events")
 
-    postgres, nats = Postgres(os.path.join(work, "pg")), Nats(work)
-    postgres.start()
-    nats.start()
+    if machine:
+        postgres, nats = MachinePostgres(), MachineNats()
+        nats.process()
+    else:
+        postgres, nats = Postgres(os.path.join(work, "pg")), Nats(work)
+        postgres.start()
+        nats.start()
     servers = []
+    deployment = "faults_%s" % uuid.uuid4().hex[:8]
     try:
-        deployment = "faults_%s" % uuid.uuid4().hex[:8]
         backend = ["--backend", "postgres+nats", "--schema", deployment,
                    "--nats-prefix", deployment, "--lease-secs", "3"]
         env = {"DATABASE_URL": postgres.url, "NATS_URL": nats.url}
@@ -215,6 +295,11 @@ def main():
                 process.wait()
         nats.stop()
         postgres.stop()
+        if machine:
+            # The deployment's tables go with their schema (its NATS streams stay, small).
+            subprocess.run(["psql", postgres.url, "-q", "-c",
+                            'DROP SCHEMA IF EXISTS "%s" CASCADE' % deployment],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def check(servers, logs, postgres, nats, sessions, outage, plain_kinds):

@@ -2,16 +2,18 @@
 //! PostgreSQL and then NATS are stopped for two seconds and started again: every session
 //! completes, and each, replayed from event 0, has every event of an uninterrupted
 //! session once (`examples/clients/resume_faults_check.py`, run against the example
-//! binary). The check runs a PostgreSQL (`initdb`) and a NATS server of its own on free
-//! ports, so the restarts disturb no other test.
+//! binary). Once on a PostgreSQL (`initdb`) and a NATS server of the check's own, on free
+//! ports; once on the machine's own, restarted as an operator would (`service postgresql
+//! stop`/`start`, the nats-server process stopped and started again). No other test
+//! binary runs meanwhile (`cargo test` runs them one after the other).
 #![cfg(test)]
 
 mod support;
 
 use support::examples::{example, python_client};
 
-#[test]
-fn sessions_lose_nothing_when_postgres_and_then_nats_restart_under_them() {
+/// Runs the check on `servers` (`own` or `machine`) and asserts what it checks.
+fn check_restarts(servers: &str) {
     let work = tempfile::tempdir().unwrap();
     let binary = example("resume_server");
     let printed = python_client(
@@ -22,6 +24,7 @@ fn sessions_lose_nothing_when_postgres_and_then_nats_restart_under_them() {
             "12".as_ref(),
             "40".as_ref(),
             "2".as_ref(),
+            servers.as_ref(),
         ],
     );
     for check in [
@@ -32,4 +35,14 @@ fn sessions_lose_nothing_when_postgres_and_then_nats_restart_under_them() {
     ] {
         assert!(printed.contains(check), "{printed}");
     }
+}
+
+#[test]
+fn sessions_lose_nothing_when_postgres_and_then_nats_restart_under_them() {
+    check_restarts("own");
+}
+
+#[test]
+fn sessions_lose_nothing_when_the_machines_postgres_and_nats_restart_under_them() {
+    check_restarts("machine");
 }

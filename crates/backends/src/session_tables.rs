@@ -18,7 +18,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::Pool;
 
-use crate::event_rows::insert_events;
+use crate::event_rows::{Append, insert_events};
 use crate::group_commit::GroupCommit;
 use crate::sql::{Bind, Cells, Sql, sql_number, store_error};
 
@@ -120,6 +120,44 @@ async fn update_session<D: Sql>(
     Ok(())
 }
 
+/// Ends a session still running or waiting with `outcome` and appends its terminal
+/// event; one ended already is left as it is.
+async fn end_session<D: Sql>(
+    conn: &mut D::Connection,
+    terminal: &Append,
+    outcome: &SessionOutcome,
+) -> Result<Option<u64>, StoreError> {
+    let id = terminal.0.as_str();
+    require::<D>(conn, id, true).await?;
+    let status = outcome.status().as_str();
+    let update = match outcome {
+        SessionOutcome::Complete(result) => Bind::<D>::new(
+            "UPDATE sessions SET status = $1, result = $2, updated_at = $3 \
+             WHERE id = $4 AND status IN ('running', 'waiting')",
+        )
+        .text(status)
+        .json(result),
+        SessionOutcome::Failed(error)
+        | SessionOutcome::Cancelled(error)
+        | SessionOutcome::Expired(error) => Bind::<D>::new(
+            "UPDATE sessions SET status = $1, error = $2, updated_at = $3 \
+             WHERE id = $4 AND status IN ('running', 'waiting')",
+        )
+        .text(status)
+        .text(error),
+    };
+    let ended = update
+        .time(D::now())
+        .text(id)
+        .execute(&mut *conn)
+        .await
+        .map_err(store_error::<D>)?;
+    if ended == 0 {
+        return Ok(None);
+    }
+    announce::<D>(conn, terminal).await.map(Some)
+}
+
 /// Counts a resume in the session's row (see [`SessionTables::note_resume`]).
 async fn count_resume<D: Sql>(
     conn: &mut D::Connection,
@@ -211,32 +249,18 @@ impl<D: Sql> SessionTables<D> {
             .await
     }
 
-    /// Ends the session with its result or error.
-    pub(crate) async fn finish(&self, id: &str, outcome: SessionOutcome) -> Result<(), StoreError> {
+    /// Ends the session with its result or error and stores its terminal event,
+    /// answering the event's number; a session ended already is left as it is (`None`).
+    pub(crate) async fn finish(
+        &self,
+        id: &str,
+        outcome: SessionOutcome,
+        terminal: &Value,
+    ) -> Result<Option<u64>, StoreError> {
+        let input = ((id.to_owned(), terminal.clone()), outcome);
         self.commits
-            .write((id.to_owned(), outcome), |conn, (id, outcome)| {
-                let status = outcome.status().as_str();
-                let update = match outcome {
-                    SessionOutcome::Complete(result) => Bind::<D>::new(
-                        "UPDATE sessions SET status = $1, result = $2, updated_at = $3 \
-                         WHERE id = $4",
-                    )
-                    .text(status)
-                    .json(result),
-                    SessionOutcome::Failed(error)
-                    | SessionOutcome::Cancelled(error)
-                    | SessionOutcome::Expired(error) => Bind::<D>::new(
-                        "UPDATE sessions SET status = $1, error = $2, updated_at = $3 \
-                         WHERE id = $4",
-                    )
-                    .text(status)
-                    .text(error),
-                };
-                Box::pin(update_session::<D>(
-                    conn,
-                    id,
-                    update.time(D::now()).text(id),
-                ))
+            .write(input, |conn, (terminal, outcome)| {
+                Box::pin(end_session::<D>(conn, terminal, outcome))
             })
             .await
     }
@@ -296,27 +320,38 @@ impl<D: Sql> SessionTables<D> {
         Cells::<D>::new(&row, format!("session {id:?}")).number("last_event")
     }
 
-    /// Records a pending gate; a gate already recorded is left as it is.
-    pub(crate) async fn open_gate(&self, id: &str, gate: &OpenGate<'_>) -> Result<(), StoreError> {
-        let input = (id.to_owned(), NewGate::from(gate));
+    /// Records a pending gate and stores its announcement, answering the
+    /// announcement's number; a gate already recorded is left as it is (`None`).
+    pub(crate) async fn open_gate(
+        &self,
+        id: &str,
+        gate: &OpenGate<'_>,
+        announcement: &Value,
+    ) -> Result<Option<u64>, StoreError> {
+        let input = (id.to_owned(), NewGate::from(gate), announcement.clone());
         self.commits
-            .write(input, |conn, (id, gate)| {
-                Box::pin(insert_gate::<D>(conn, id, gate))
+            .write(input, |conn, (id, gate, announcement)| {
+                Box::pin(insert_gate::<D>(conn, id, gate, announcement))
             })
             .await
     }
 
-    /// Answers or closes a pending gate.
+    /// Answers or closes a pending gate, storing its announcement with it.
     pub(crate) async fn settle_gate(
         &self,
         id: &str,
         gate_id: &str,
         settle: Settle,
+        announcement: &Value,
     ) -> Result<GateAnswer, StoreError> {
-        let input = (id.to_owned(), gate_id.to_owned(), settle);
+        let input = (
+            (id.to_owned(), announcement.clone()),
+            gate_id.to_owned(),
+            settle,
+        );
         self.commits
-            .write(input, |conn, (id, gate_id, settle)| {
-                Box::pin(settle_gate_row::<D>(conn, id, gate_id, settle))
+            .write(input, |conn, (announce, gate_id, settle)| {
+                Box::pin(settle_gate_row::<D>(conn, announce, gate_id, settle))
             })
             .await
     }
@@ -376,14 +411,16 @@ impl From<&OpenGate<'_>> for NewGate {
     }
 }
 
-/// Records a pending gate; a gate already recorded is left as it is.
+/// Records a pending gate and appends its announcement; a gate already recorded is left
+/// as it is, and nothing is appended.
 async fn insert_gate<D: Sql>(
     conn: &mut D::Connection,
     id: &str,
     gate: &NewGate,
-) -> Result<(), StoreError> {
+    announcement: &Value,
+) -> Result<Option<u64>, StoreError> {
     require::<D>(conn, id, true).await?;
-    Bind::<D>::new(
+    let inserted = Bind::<D>::new(
         "INSERT INTO gates (session_id, gate_id, position, name, kind, payload, opened_at) \
          SELECT $1, $2, COALESCE(MAX(position), 0) + 1, $3, $4, $5, $6 \
          FROM gates WHERE session_id = $1 \
@@ -395,10 +432,30 @@ async fn insert_gate<D: Sql>(
     .text(&gate.kind)
     .json(&gate.payload)
     .time(D::now())
-    .execute(conn)
+    .execute(&mut *conn)
     .await
     .map_err(store_error::<D>)?;
-    Ok(())
+    if inserted == 0 {
+        return Ok(None);
+    }
+    announce::<D>(conn, &(id.to_owned(), announcement.clone()))
+        .await
+        .map(Some)
+}
+
+/// Appends the event that announces a change just made (a gate recorded or settled, the
+/// session ended), in its transaction. The session's row was checked (and locked) by
+/// then: any failure here is the database's, and rolls the change back with it.
+async fn announce<D: Sql>(conn: &mut D::Connection, append: &Append) -> Result<u64, StoreError> {
+    match insert_events::<D>(conn, vec![append]).await?.pop() {
+        Some(Ok(seq)) => Ok(seq),
+        Some(Err(error)) => Err(StoreError::Backend(format!(
+            "an announcement was not stored: {error}"
+        ))),
+        None => Err(StoreError::Backend(
+            "an announcement was not stored".to_owned(),
+        )),
+    }
 }
 
 /// How a pending gate is settled.
@@ -409,14 +466,15 @@ pub(crate) enum Settle {
     Close(String),
 }
 
-/// Answers or closes a pending gate; an unknown, answered or closed one is left alone
-/// and said so.
+/// Answers or closes a pending gate and appends its announcement; an unknown, answered
+/// or closed one is left alone and said so, and nothing is appended.
 async fn settle_gate_row<D: Sql>(
     conn: &mut D::Connection,
-    id: &str,
+    announce_as: &Append,
     gate_id: &str,
     settle: &Settle,
 ) -> Result<GateAnswer, StoreError> {
+    let id = announce_as.0.as_str();
     require::<D>(conn, id, true).await?;
     let row = Bind::<D>::new(
         "SELECT answer IS NOT NULL AS answered, closed IS NOT NULL AS closed FROM gates \
@@ -455,10 +513,12 @@ async fn settle_gate_row<D: Sql>(
     };
     update
         .time(D::now())
-        .execute(conn)
+        .execute(&mut *conn)
         .await
         .map_err(store_error::<D>)?;
-    Ok(GateAnswer::Accepted)
+    Ok(GateAnswer::Accepted {
+        announced: announce::<D>(conn, announce_as).await?,
+    })
 }
 
 /// Every gate of the session, in the order they opened.

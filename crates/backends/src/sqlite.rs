@@ -239,8 +239,13 @@ impl SessionStore for SqliteSessionStore {
         self.tables.set_status(id, status, stage).await
     }
 
-    async fn finish(&self, id: &str, outcome: SessionOutcome) -> Result<(), StoreError> {
-        self.tables.finish(id, outcome).await
+    async fn finish(
+        &self,
+        id: &str,
+        outcome: SessionOutcome,
+        terminal: &Value,
+    ) -> Result<Option<u64>, StoreError> {
+        self.tables.finish(id, outcome, terminal).await
     }
 
     async fn append_event(&self, id: &str, event: &Value) -> Result<u64, StoreError> {
@@ -255,8 +260,13 @@ impl SessionStore for SqliteSessionStore {
         self.tables.event_count(id).await
     }
 
-    async fn open_gate(&self, id: &str, gate: &OpenGate<'_>) -> Result<(), StoreError> {
-        self.tables.open_gate(id, gate).await
+    async fn open_gate(
+        &self,
+        id: &str,
+        gate: &OpenGate<'_>,
+        announcement: &Value,
+    ) -> Result<Option<u64>, StoreError> {
+        self.tables.open_gate(id, gate, announcement).await
     }
 
     async fn answer_gate(
@@ -264,9 +274,11 @@ impl SessionStore for SqliteSessionStore {
         id: &str,
         gate_id: &str,
         answer: &Value,
+        announcement: &Value,
     ) -> Result<GateAnswer, StoreError> {
+        let settle = Settle::Answer(answer.clone());
         self.tables
-            .settle_gate(id, gate_id, Settle::Answer(answer.clone()))
+            .settle_gate(id, gate_id, settle, announcement)
             .await
     }
 
@@ -275,9 +287,11 @@ impl SessionStore for SqliteSessionStore {
         id: &str,
         gate_id: &str,
         reason: &str,
+        announcement: &Value,
     ) -> Result<GateAnswer, StoreError> {
+        let settle = Settle::Close(reason.to_owned());
         self.tables
-            .settle_gate(id, gate_id, Settle::Close(reason.to_owned()))
+            .settle_gate(id, gate_id, settle, announcement)
             .await
     }
 

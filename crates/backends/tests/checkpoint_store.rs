@@ -684,7 +684,10 @@ async fn an_older_database_is_migrated_and_a_newer_one_refused() {
         kind: "review",
         payload: &json!({}),
     };
-    sessions.open_gate("s1", &gate).await.unwrap();
+    sessions
+        .open_gate("s1", &gate, &json!({"type": "gate_open"}))
+        .await
+        .unwrap();
     sessions.close().await;
     execute(
         &path,

@@ -45,6 +45,11 @@ fn gate<'a>(id: &'a str, name: &'a str, payload: &'a Value) -> OpenGate<'a> {
     }
 }
 
+/// What the tests announce a gate's change with.
+fn note() -> Value {
+    json!({"type": "gate_changed"})
+}
+
 /// Sessions created this far apart have different `created_at`s.
 async fn tick() {
     tokio::time::sleep(Duration::from_millis(3)).await;
@@ -113,6 +118,7 @@ async fn finish_ok_and_err(store: &dyn SessionStore) {
         .finish(
             "ok",
             SessionOutcome::Complete(json!({"pdf": "cv.pdf", "pages": 2})),
+            &note(),
         )
         .await
         .unwrap();
@@ -123,7 +129,11 @@ async fn finish_ok_and_err(store: &dyn SessionStore) {
     assert!(ok.updated_at >= ok.created_at);
 
     store
-        .finish("err", SessionOutcome::Failed("the model refused".into()))
+        .finish(
+            "err",
+            SessionOutcome::Failed("the model refused".into()),
+            &note(),
+        )
         .await
         .unwrap();
     let err = store.get("err").await.unwrap().unwrap();
@@ -133,22 +143,28 @@ async fn finish_ok_and_err(store: &dyn SessionStore) {
 
     // A JSON null result is a result.
     store
-        .finish("null", SessionOutcome::Complete(Value::Null))
+        .finish("null", SessionOutcome::Complete(Value::Null), &note())
         .await
         .unwrap();
     let null = store.get("null").await.unwrap().unwrap();
     assert_eq!(null.status, SessionStatus::Complete);
     assert_eq!(null.result, Some(Value::Null));
 
-    // Finishing again changes the status and its own field only.
-    store
-        .finish("ok", SessionOutcome::Failed("late".into()))
+    // An ended session stays as it ended, and has one terminal event.
+    let again = store
+        .finish("ok", SessionOutcome::Failed("late".into()), &note())
         .await
         .unwrap();
+    assert_eq!(again, None);
     let ok = store.get("ok").await.unwrap().unwrap();
-    assert_eq!(ok.status, SessionStatus::Failed);
+    assert_eq!(ok.status, SessionStatus::Complete);
     assert_eq!(ok.result, Some(json!({"pdf": "cv.pdf", "pages": 2})));
-    assert_eq!(ok.error.as_deref(), Some("late"));
+    assert_eq!(ok.error, None);
+    let events = store.events_after("ok", 0).await.unwrap();
+    assert_eq!(
+        events.iter().map(|e| (e.seq, &e.event)).collect::<Vec<_>>(),
+        vec![(1, &note())]
+    );
 }
 
 async fn events_numbered(store: &dyn SessionStore) {
@@ -217,6 +233,7 @@ async fn gates_open_answer_list(store: &dyn SessionStore) {
         .open_gate(
             "s1",
             &gate("agent:gate:3", "confirm_profile", &json!({"name": "Ada"})),
+            &note(),
         )
         .await
         .unwrap();
@@ -225,12 +242,17 @@ async fn gates_open_answer_list(store: &dyn SessionStore) {
         .open_gate(
             "s1",
             &gate("agent:gate:1", "pick_template", &json!(["a", "b"])),
+            &note(),
         )
         .await
         .unwrap();
     tick().await;
     store
-        .open_gate("s1", &gate("agent:gate:2", "approve", &Value::Null))
+        .open_gate(
+            "s1",
+            &gate("agent:gate:2", "approve", &Value::Null),
+            &note(),
+        )
         .await
         .unwrap();
     let before = store.gates("s1").await.unwrap();
@@ -240,6 +262,7 @@ async fn gates_open_answer_list(store: &dyn SessionStore) {
         .open_gate(
             "s1",
             &gate("agent:gate:3", "renamed", &json!({"name": "Bob"})),
+            &note(),
         )
         .await
         .unwrap();
@@ -259,50 +282,50 @@ async fn gates_open_answer_list(store: &dyn SessionStore) {
     );
     assert!(before.windows(2).all(|w| w[0].opened_at < w[1].opened_at));
 
-    assert_eq!(
+    assert!(matches!(
         store
-            .answer_gate("s1", "agent:gate:1", &json!({"template": "b"}))
+            .answer_gate("s1", "agent:gate:1", &json!({"template": "b"}), &note())
             .await
             .unwrap(),
-        GateAnswer::Accepted
-    );
+        GateAnswer::Accepted { .. }
+    ));
     assert_eq!(
         store
-            .answer_gate("s1", "agent:gate:1", &json!({"template": "a"}))
+            .answer_gate("s1", "agent:gate:1", &json!({"template": "a"}), &note())
             .await
             .unwrap(),
         GateAnswer::AlreadyAnswered
     );
     assert_eq!(
         store
-            .answer_gate("s1", "agent:gate:9", &json!(true))
+            .answer_gate("s1", "agent:gate:9", &json!(true), &note())
             .await
             .unwrap(),
         GateAnswer::Unknown
     );
     // A gate of another session is unknown here.
     store
-        .open_gate("s2", &gate("agent:gate:7", "other", &json!({})))
+        .open_gate("s2", &gate("agent:gate:7", "other", &json!({})), &note())
         .await
         .unwrap();
     assert_eq!(
         store
-            .answer_gate("s1", "agent:gate:7", &json!(true))
+            .answer_gate("s1", "agent:gate:7", &json!(true), &note())
             .await
             .unwrap(),
         GateAnswer::Unknown
     );
     // A JSON null answer is an answer.
-    assert_eq!(
+    assert!(matches!(
         store
-            .answer_gate("s1", "agent:gate:2", &Value::Null)
+            .answer_gate("s1", "agent:gate:2", &Value::Null, &note())
             .await
             .unwrap(),
-        GateAnswer::Accepted
-    );
+        GateAnswer::Accepted { .. }
+    ));
     assert_eq!(
         store
-            .answer_gate("s1", "agent:gate:2", &json!(1))
+            .answer_gate("s1", "agent:gate:2", &json!(1), &note())
             .await
             .unwrap(),
         GateAnswer::AlreadyAnswered
@@ -323,7 +346,11 @@ async fn gates_open_answer_list(store: &dyn SessionStore) {
 
     // Reopening an answered gate keeps its answer.
     store
-        .open_gate("s1", &gate("agent:gate:1", "pick_template", &json!([])))
+        .open_gate(
+            "s1",
+            &gate("agent:gate:1", "pick_template", &json!([])),
+            &note(),
+        )
         .await
         .unwrap();
     assert_eq!(store.gates("s1").await.unwrap(), after);
@@ -352,11 +379,11 @@ async fn unfinished_oldest_first(store: &dyn SessionStore) {
         tick().await;
     }
     store
-        .finish("k-done", SessionOutcome::Complete(json!({})))
+        .finish("k-done", SessionOutcome::Complete(json!({})), &note())
         .await
         .unwrap();
     store
-        .finish("f-failed", SessionOutcome::Failed("boom".into()))
+        .finish("f-failed", SessionOutcome::Failed("boom".into()), &note())
         .await
         .unwrap();
     store
@@ -412,15 +439,15 @@ async fn not_found_everywhere(store: &dyn SessionStore) {
     );
     assert_eq!(
         store
-            .finish("ghost", SessionOutcome::Complete(json!(1)))
+            .finish("ghost", SessionOutcome::Complete(json!(1)), &note())
             .await,
-        missing()
+        Err(nf.clone())
     );
     assert_eq!(
         store
-            .finish("ghost", SessionOutcome::Failed("e".into()))
+            .finish("ghost", SessionOutcome::Failed("e".into()), &note())
             .await,
-        missing()
+        Err(nf.clone())
     );
     assert_eq!(
         store.append_event("ghost", &json!({})).await,
@@ -428,11 +455,13 @@ async fn not_found_everywhere(store: &dyn SessionStore) {
     );
     assert_eq!(store.events_after("ghost", 0).await, Err(nf.clone()));
     assert_eq!(
-        store.open_gate("ghost", &gate("g", "n", &json!({}))).await,
-        missing()
+        store
+            .open_gate("ghost", &gate("g", "n", &json!({})), &note())
+            .await,
+        Err(nf.clone())
     );
     assert_eq!(
-        store.answer_gate("ghost", "g", &json!({})).await,
+        store.answer_gate("ghost", "g", &json!({}), &note()).await,
         Err(nf.clone())
     );
     assert_eq!(store.gates("ghost").await, Err(nf));
@@ -452,9 +481,13 @@ async fn lifecycle_cancel_close_resume(store: &dyn SessionStore) {
         kind: "section_review",
         payload: &payload,
     };
-    store.open_gate("s1", &review).await.unwrap();
+    store.open_gate("s1", &review, &note()).await.unwrap();
     store
-        .open_gate("s1", &gate("writer:approve:1", "approve", &Value::Null))
+        .open_gate(
+            "s1",
+            &gate("writer:approve:1", "approve", &Value::Null),
+            &note(),
+        )
         .await
         .unwrap();
     let gates = store.gates("s1").await.unwrap();
@@ -462,38 +495,41 @@ async fn lifecycle_cancel_close_resume(store: &dyn SessionStore) {
     assert!(gates.iter().all(|g| g.is_pending() && g.closed.is_none()));
 
     // A gate closes once, and takes no answer after.
-    assert_eq!(
+    assert!(matches!(
         store
-            .close_gate("s1", "writer:section_review_skills:1", "expired")
+            .close_gate("s1", "writer:section_review_skills:1", "expired", &note())
             .await
             .unwrap(),
-        GateAnswer::Accepted
+        GateAnswer::Accepted { .. }
+    ));
+    assert_eq!(
+        store
+            .close_gate("s1", "writer:section_review_skills:1", "cancelled", &note())
+            .await
+            .unwrap(),
+        GateAnswer::Closed
     );
     assert_eq!(
         store
-            .close_gate("s1", "writer:section_review_skills:1", "cancelled")
+            .answer_gate("s1", "writer:section_review_skills:1", &json!({}), &note())
             .await
             .unwrap(),
         GateAnswer::Closed
     );
     assert_eq!(
         store
-            .answer_gate("s1", "writer:section_review_skills:1", &json!({}))
+            .close_gate("s1", "nope:x:1", "expired", &note())
             .await
             .unwrap(),
-        GateAnswer::Closed
-    );
-    assert_eq!(
-        store.close_gate("s1", "nope:x:1", "expired").await.unwrap(),
         GateAnswer::Unknown
     );
     store
-        .answer_gate("s1", "writer:approve:1", &json!(true))
+        .answer_gate("s1", "writer:approve:1", &json!(true), &note())
         .await
         .unwrap();
     assert_eq!(
         store
-            .close_gate("s1", "writer:approve:1", "expired")
+            .close_gate("s1", "writer:approve:1", "expired", &note())
             .await
             .unwrap(),
         GateAnswer::AlreadyAnswered
@@ -517,6 +553,7 @@ async fn lifecycle_cancel_close_resume(store: &dyn SessionStore) {
         .finish(
             "s1",
             SessionOutcome::Cancelled("cancelled by its user".into()),
+            &note(),
         )
         .await
         .unwrap();
@@ -536,7 +573,7 @@ async fn finish_expired(store: &dyn SessionStore) {
     store.create(new_session("s1", "resume")).await.unwrap();
     let reason = "nobody answered coordinator:quality_review:1 in time";
     store
-        .finish("s1", SessionOutcome::Expired(reason.into()))
+        .finish("s1", SessionOutcome::Expired(reason.into()), &note())
         .await
         .unwrap();
     let record = store.get("s1").await.unwrap().unwrap();
@@ -548,6 +585,88 @@ async fn finish_expired(store: &dyn SessionStore) {
         SessionStatus::parse("expired"),
         Some(SessionStatus::Expired)
     );
+}
+
+async fn gate_changes_are_stored_with_their_announcements(store: &dyn SessionStore) {
+    store.create(new_session("s1", "resume")).await.unwrap();
+    store.append_event("s1", &json!({"i": 1})).await.unwrap();
+    let opened = |id: &str| json!({"type": "gate_open", "gate_id": id});
+    let payload = json!({});
+
+    // A gate and its announcement are written together.
+    let first = store
+        .open_gate("s1", &gate("g1", "review", &payload), &opened("g1"))
+        .await
+        .unwrap();
+    assert_eq!(first, Some(2));
+    // Reopened, it announces nothing.
+    let again = store
+        .open_gate("s1", &gate("g1", "review", &payload), &opened("g1"))
+        .await
+        .unwrap();
+    assert_eq!(again, None);
+    store
+        .open_gate("s1", &gate("g2", "approve", &payload), &opened("g2"))
+        .await
+        .unwrap();
+
+    let answered = json!({"type": "gate_answered", "gate_id": "g1"});
+    assert_eq!(
+        store
+            .answer_gate("s1", "g1", &json!("yes"), &answered)
+            .await
+            .unwrap(),
+        GateAnswer::Accepted { announced: 4 }
+    );
+    // A second answer, an unknown gate, a closed one: nothing appended.
+    assert_eq!(
+        store
+            .answer_gate("s1", "g1", &json!("no"), &answered)
+            .await
+            .unwrap(),
+        GateAnswer::AlreadyAnswered
+    );
+    assert_eq!(
+        store
+            .answer_gate("s1", "g9", &json!("no"), &answered)
+            .await
+            .unwrap(),
+        GateAnswer::Unknown
+    );
+    let closed = json!({"type": "gate_closed", "gate_id": "g2"});
+    assert_eq!(
+        store
+            .close_gate("s1", "g2", "expired", &closed)
+            .await
+            .unwrap(),
+        GateAnswer::Accepted { announced: 5 }
+    );
+    assert_eq!(
+        store
+            .close_gate("s1", "g2", "cancelled", &closed)
+            .await
+            .unwrap(),
+        GateAnswer::Closed
+    );
+
+    let events: Vec<(u64, Value)> = store
+        .events_after("s1", 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|stored| (stored.seq, stored.event))
+        .collect();
+    assert_eq!(
+        events,
+        vec![
+            (1, json!({"i": 1})),
+            (2, opened("g1")),
+            (3, opened("g2")),
+            (4, answered),
+            (5, closed),
+        ]
+    );
+    assert_eq!(store.append_event("s1", &json!({"i": 2})).await.unwrap(), 6);
 }
 
 /// Runs a suite function against the three stores, one test each.
@@ -597,6 +716,7 @@ suite!(
     not_found_everywhere,
     lifecycle_cancel_close_resume,
     finish_expired,
+    gate_changes_are_stored_with_their_announcements,
 );
 
 // ---------------------------------------------------------------------------------------
@@ -629,25 +749,32 @@ async fn file_survives_reopening() {
         .await
         .unwrap();
     store
-        .finish("s2", SessionOutcome::Complete(json!({"done": true})))
+        .finish(
+            "s2",
+            SessionOutcome::Complete(json!({"done": true})),
+            &note(),
+        )
         .await
         .unwrap();
     store
-        .finish("s3", SessionOutcome::Failed("broke".into()))
+        .finish("s3", SessionOutcome::Failed("broke".into()), &note())
         .await
         .unwrap();
     for i in 1..=3 {
         store.append_event("s1", &json!({"i": i})).await.unwrap();
     }
     store
-        .open_gate("s1", &gate("g2", "second", &json!(2)))
+        .open_gate("s1", &gate("g2", "second", &json!(2)), &note())
         .await
         .unwrap();
     store
-        .open_gate("s1", &gate("g1", "first", &json!(1)))
+        .open_gate("s1", &gate("g1", "first", &json!(1)), &note())
         .await
         .unwrap();
-    store.answer_gate("s1", "g2", &json!("yes")).await.unwrap();
+    store
+        .answer_gate("s1", "g2", &json!("yes"), &note())
+        .await
+        .unwrap();
 
     let records: Vec<_> = {
         let mut all = Vec::new();
@@ -672,25 +799,27 @@ async fn file_survives_reopening() {
         unfinished.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
         vec!["s1"]
     );
-    // Numbering carries on.
-    assert_eq!(store.append_event("s1", &json!({"i": 4})).await.unwrap(), 4);
+    // Numbering carries on, after the three events and the three gate announcements.
+    assert_eq!(store.append_event("s1", &json!({"i": 4})).await.unwrap(), 7);
     assert_eq!(
         store.create(new_session("s1", "resume")).await,
         Err(StoreError::Conflict("s1".into()))
     );
     assert_eq!(
-        store.answer_gate("s1", "g2", &json!("again")).await,
+        store
+            .answer_gate("s1", "g2", &json!("again"), &note())
+            .await,
         Ok(GateAnswer::AlreadyAnswered)
     );
     assert_eq!(
-        store.answer_gate("s1", "g1", &json!("now")).await,
-        Ok(GateAnswer::Accepted)
+        store.answer_gate("s1", "g1", &json!("now"), &note()).await,
+        Ok(GateAnswer::Accepted { announced: 8 })
     );
     store.close().await;
 
     // Twice, with a clean close this time.
     let store = SqliteSessionStore::open(&path).await.unwrap();
-    assert_eq!(store.events_after("s1", 3).await.unwrap().len(), 1);
+    assert_eq!(store.events_after("s1", 6).await.unwrap().len(), 2);
     assert_eq!(
         store.gates("s1").await.unwrap()[1].answer,
         Some(json!("now"))
@@ -796,7 +925,7 @@ async fn corrupt_cells_read_back_as_corrupt() {
     store.append_event("s1", &json!({"ok": 1})).await.unwrap();
     store.append_event("s1", &json!({"ok": 2})).await.unwrap();
     store
-        .open_gate("s1", &gate("g1", "gate", &json!({})))
+        .open_gate("s1", &gate("g1", "gate", &json!({})), &note())
         .await
         .unwrap();
 
@@ -823,10 +952,14 @@ async fn corrupt_cells_read_back_as_corrupt() {
     );
     assert_corrupt(store.events_after("s1", 1).await, &["event 2"]);
     // Only reads that reach a bad cell fail.
-    assert_eq!(store.events_after("s1", 2).await, Ok(vec![]));
+    let after = store.events_after("s1", 2).await.unwrap();
+    assert_eq!(
+        after.iter().map(|e| (e.seq, &e.event)).collect::<Vec<_>>(),
+        vec![(3, &note())]
+    );
     assert_corrupt(store.gates("s1").await, &["\"s1\"", "g1", "payload"]);
     // Writes that do not read the bad cells still work.
-    assert_eq!(store.append_event("s1", &json!({"ok": 3})).await, Ok(3));
+    assert_eq!(store.append_event("s1", &json!({"ok": 3})).await, Ok(4));
 }
 
 #[tokio::test]
@@ -960,7 +1093,7 @@ async fn postgres_a_gate_answered_on_two_instances_at_once_takes_one_answer() {
     for round in 0..20 {
         let gate_id = format!("g{round}");
         let payload = json!({"round": round});
-        a.open_gate("s", &gate(&gate_id, "review", &payload))
+        a.open_gate("s", &gate(&gate_id, "review", &payload), &note())
             .await
             .unwrap();
         let answers: Vec<_> = [a.clone(), b.clone(), a.clone(), b.clone()]
@@ -970,7 +1103,7 @@ async fn postgres_a_gate_answered_on_two_instances_at_once_takes_one_answer() {
                 let gate_id = gate_id.clone();
                 tokio::spawn(async move {
                     store
-                        .answer_gate("s", &gate_id, &json!({"from": who}))
+                        .answer_gate("s", &gate_id, &json!({"from": who}), &note())
                         .await
                         .unwrap()
                 })
@@ -979,7 +1112,7 @@ async fn postgres_a_gate_answered_on_two_instances_at_once_takes_one_answer() {
         let mut accepted = 0;
         for answer in answers {
             match answer.await.unwrap() {
-                GateAnswer::Accepted => accepted += 1,
+                GateAnswer::Accepted { .. } => accepted += 1,
                 GateAnswer::AlreadyAnswered => {}
                 other => panic!("round {round}: {other:?}"),
             }
@@ -989,6 +1122,8 @@ async fn postgres_a_gate_answered_on_two_instances_at_once_takes_one_answer() {
     let gates = b.gates("s").await.unwrap();
     assert_eq!(gates.len(), 20);
     assert!(gates.iter().all(|g| g.answer.is_some()));
+    // Each gate announced once opened and once answered, whoever won.
+    assert_eq!(b.events_after("s", 0).await.unwrap().len(), 40);
     fixture.cleanup().await;
 }
 

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug)]
 pub(crate) struct BackendFailure {
     session: String,
-    /// The run's park flag and cancellation ([`LiveSession`](crate::server::LiveSession)).
+    /// The run's park flag and cancellation ([`LiveSession`](crate::live::LiveSession)).
     parked: Arc<AtomicBool>,
     cancel: CancellationToken,
     reason: OnceLock<String>,

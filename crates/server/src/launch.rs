@@ -2,7 +2,6 @@
 //! run itself on a task of its own (a panic fails the session), and what is written when
 //! it ends.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -15,27 +14,24 @@ use tracing::Instrument;
 
 use crate::backend_failure::BackendFailure;
 use crate::hosted::Hosted;
+use crate::live::{LiveSession, StartClaim};
 use crate::parking::{ParkingBus, ParkingCheckpoints};
 use crate::product::{HandleParts, SessionHandle};
-use crate::server::{AgentServer, CountedSlot, LiveSession};
-use crate::writer::{GATE_ANSWERED, Listener, RestoredGates, Write, Writer};
+use crate::server::{AgentServer, CountedSlot};
+use crate::writer::{Listener, RestoredGates, Write, Writer};
 
 /// What a run starts from.
 pub(crate) struct Launch {
     pub(crate) product: Arc<dyn Hosted>,
-    pub(crate) id: String,
+    /// The right to start it here, with its lease held ([`AgentServer::claim_run`]).
+    pub(crate) claim: StartClaim,
     pub(crate) request: Value,
     pub(crate) status: SessionStatus,
+    /// Its gates as stored once the claim was taken: answered ones are restored,
+    /// pending ones stay listed (and answerable) until the run reopens them.
     pub(crate) gates: Vec<StoredGate>,
     /// Product events stored before this run, in order.
     pub(crate) replayed: Vec<Value>,
-    /// The gates whose `gate_open` is stored: reopened, they announce nothing new. A
-    /// pending gate without one (its announcement was refused by a failing store) is
-    /// announced when the run reopens it.
-    pub(crate) announced: HashSet<String>,
-    /// Answered gates whose `gate_open` is stored but whose `gate_answered` is not (the
-    /// store refused it): announced first thing when the run starts.
-    pub(crate) unannounced_answers: Vec<String>,
     /// The session's place under [`ServerConfig::max_live_sessions`], held until the run
     /// ends; taken here when the start did not take one.
     ///
@@ -60,52 +56,76 @@ impl AgentServer {
         if let Some(queue) = &self.inner.run_queue {
             return queue.enqueue(product.name(), &id).await;
         }
+        let Some(claim) = self.claim_run(&id).await? else {
+            return Ok(());
+        };
         self.launch(Launch {
             product,
-            id,
+            claim,
             request,
             status: SessionStatus::Running,
             gates: Vec::new(),
             replayed: Vec::new(),
-            announced: HashSet::new(),
-            unannounced_answers: Vec::new(),
             slot: Some(slot),
             tenant_slot,
         })
         .await
-        .map(|_| ())
     }
 
-    /// Starts a run unless one is live for this session or another instance holds its
-    /// lease. Returns whether it started one.
-    pub(crate) async fn launch(&self, launch: Launch) -> Result<bool, StoreError> {
+    /// The right to start a run of session `id` here: none is live or being started
+    /// here, the server is not shutting down, and this instance took the session's
+    /// lease. From then on no other run of the session writes to the store (one that
+    /// ended wrote everything before giving its lease back), so the run starts from what
+    /// the store holds *now*. `None` when a run is live or starting, here or elsewhere.
+    pub(crate) async fn claim_run(&self, id: &str) -> Result<Option<StartClaim>, StoreError> {
+        if self.inner.shutting_down.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        let Some(claim) = self.inner.live.claim(id) else {
+            return Ok(None);
+        };
+        let ttl = self.inner.config.lease_ttl;
+        if !self
+            .inner
+            .leases
+            .acquire(id, &self.inner.instance, ttl)
+            .await?
+        {
+            tracing::info!(session = %id, "another instance runs it");
+            return Ok(None);
+        }
+        Ok(Some(claim))
+    }
+
+    /// Gives back a claim no run was started under, with its lease.
+    pub(crate) async fn release_claim(&self, claim: StartClaim) {
+        let id = claim.session();
+        if let Err(error) = self.inner.leases.release(id, &self.inner.instance).await {
+            tracing::warn!(session = %id, %error, "lease not released");
+        }
+    }
+
+    /// Starts the run its claim allows.
+    pub(crate) async fn launch(&self, launch: Launch) -> Result<(), StoreError> {
         let Launch {
             product,
-            id,
+            claim,
             request,
             status,
             gates: stored_gates,
             replayed,
-            announced: stored_announcements,
-            unannounced_answers,
             slot,
             tenant_slot,
         } = launch;
+        let id = claim.session().to_owned();
         // Resumed runs are not refused: they take a place if there is one.
         let slot = slot.or_else(|| {
             Arc::clone(&self.inner.session_slots)
                 .try_acquire_owned()
                 .ok()
         });
-        if self.inner.live.get(&id).is_some() || self.inner.shutting_down.load(Ordering::SeqCst) {
-            return Ok(false);
-        }
         let (leases, instance) = (Arc::clone(&self.inner.leases), self.inner.instance.clone());
         let ttl = self.inner.config.lease_ttl;
-        if !leases.acquire(&id, &instance, ttl).await? {
-            tracing::info!(session = %id, "another instance runs it");
-            return Ok(false);
-        }
         let (writer_tx, writer_rx) = mpsc::unbounded_channel();
         let restored = Arc::new(RestoredGates::default());
         let parked = Arc::new(AtomicBool::new(false));
@@ -121,7 +141,6 @@ impl AgentServer {
             parked: Arc::clone(&parked),
         }));
         let mut answers = Vec::new();
-        let mut announced = HashSet::new();
         {
             let mut pending = restored.lock();
             for gate in stored_gates {
@@ -129,9 +148,6 @@ impl AgentServer {
                     Some(answer) => answers.push((gate.id, answer)),
                     None if gate.closed.is_some() => {}
                     None => {
-                        if stored_announcements.contains(&gate.id) {
-                            announced.insert(gate.id.clone());
-                        }
                         pending.insert(gate.id.clone(), gate);
                     }
                 }
@@ -150,22 +166,18 @@ impl AgentServer {
             failure: Arc::clone(&failure),
         });
         let this_run = Arc::clone(&live);
-        {
-            let mut map = self.inner.live.lock();
-            if map.contains_key(&id) {
-                tracing::debug!(session = %id, "already running");
-                return Ok(false);
-            }
-            map.insert(id.clone(), live);
-        }
+        // The claim ensures no run of it is live here.
+        self.inner.live.lock().insert(id.clone(), live);
+        drop(claim);
         // Other instances reach the run from now on.
         let control = match self.serve_control(&id).await {
             Ok(task) => task,
             Err(error) => {
-                self.inner.live.lock().remove(&id);
+                // The lease first: a run claimed once this one is gone takes it afresh.
                 if let Err(error) = leases.release(&id, &instance).await {
                     tracing::warn!(%error, "lease not released");
                 }
+                self.inner.live.lock().remove(&id);
                 return Err(error);
             }
         };
@@ -176,7 +188,6 @@ impl AgentServer {
             fanout: Arc::clone(&self.inner.fanout),
             gates: gates.clone(),
             restored,
-            announced,
             status,
             max_event_bytes: self.inner.config.max_event_bytes,
             failure: Arc::clone(&failure),
@@ -184,10 +195,6 @@ impl AgentServer {
         let span = tracing::info_span!("session_run", session.id = %id, product = product.name(), resumed = !replayed.is_empty());
         let tasks = &self.inner.tasks;
         tasks.spawn(writer.run(writer_rx).instrument(span.clone()));
-        for gate_id in unannounced_answers {
-            let announcement = serde_json::json!({"type": GATE_ANSWERED, "gate_id": gate_id});
-            let _ = writer_tx.send(Write::Event(announcement));
-        }
 
         let handle = SessionHandle::new(HandleParts {
             id: id.clone(),
@@ -264,7 +271,6 @@ impl AgentServer {
                 let model_outage = this_run.failure.model_outage();
                 let parked = (this_run.parked.load(Ordering::SeqCst) || model_outage.is_some())
                     && matches!(outcome, SessionOutcome::Failed(_));
-                let retake = parked && this_run.failure.is_fault();
                 if parked {
                     // The gates its stopping closes stay pending for the run taken up again.
                     this_run.parked.store(true, Ordering::SeqCst);
@@ -289,6 +295,9 @@ impl AgentServer {
                 if writer_tx.send(last).is_ok() {
                     let _ = written.await;
                 }
+                // Parked for a fault, or its ending refused by the store (the writer
+                // parked it then): the session is unfinished, and is taken up again.
+                let retake = this_run.parked.load(Ordering::SeqCst) && this_run.failure.is_fault();
                 renewing.abort();
                 control.abort();
                 if let Err(error) = leases.release(&id, &instance).await {
@@ -304,7 +313,7 @@ impl AgentServer {
             }
             .instrument(span),
         );
-        Ok(true)
+        Ok(())
     }
 }
 

@@ -127,6 +127,7 @@ mod fuzz;
 mod graph_product;
 mod hosted;
 mod launch;
+mod live;
 mod openapi;
 mod parking;
 mod product;

@@ -10,12 +10,14 @@ use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 use crate::access::{authorize, header_token, json_body, path, session_of};
 use crate::auth::Caller;
 use crate::control::Op;
 use crate::error::ApiError;
-use crate::server::{AgentServer, LiveSession};
+use crate::live::LiveSession;
+use crate::server::AgentServer;
 use crate::writer::{GATE_ANSWERED, Write, json_size};
 
 /// `POST /api/{product}/respond`: `{"session_id", "gate", "answer"}`, the session token
@@ -163,12 +165,18 @@ impl AgentServer {
             spec.check(answer)
                 .map_err(|error| invalid_answer(gate, &error))?;
         }
+        let announcement = json!({"type": GATE_ANSWERED, "gate_id": gate});
         match store
-            .answer_gate(session_id, gate, answer)
+            .answer_gate(session_id, gate, answer, &announcement)
             .await
             .map_err(|error| ApiError::store(&error))?
         {
-            GateAnswer::Accepted => {}
+            GateAnswer::Accepted { announced } => {
+                let announcement = Arc::new(announcement);
+                self.inner
+                    .fanout
+                    .publish(session_id, announced, announcement);
+            }
             GateAnswer::AlreadyAnswered => return Err(already_answered(gate)),
             GateAnswer::Closed => {
                 return Err(ApiError::conflict(
@@ -183,9 +191,6 @@ impl AgentServer {
                 ));
             }
         }
-        self.append_here(session_id, json!({"type": GATE_ANSWERED, "gate_id": gate}))
-            .await
-            .map_err(|error| ApiError::store(&error))?;
         tracing::info!(session = %session_id, gate, "gate answered in the store");
         Ok(())
     }

@@ -2,16 +2,15 @@
 //! ([`AgentServer::resume_unfinished`]), or when a worker takes a run from the queue
 //! (another instance died running it, or it was just started).
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
-use agent_runtime::sessions::{SessionOutcome, SessionRecord, StoreError};
+use agent_runtime::sessions::{SessionOutcome, SessionRecord, StoreError, StoredEvent, StoredGate};
 use serde_json::Value;
 
 use crate::hosted::Hosted;
 use crate::launch::Launch;
 use crate::server::AgentServer;
-use crate::writer::{GATE_ANSWERED, GATE_OPEN, is_reserved_type, terminal_event};
+use crate::writer::{is_reserved_type, terminal_event};
 
 /// Why [`AgentServer::relaunch`] runs a session again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,7 +30,23 @@ pub(crate) enum Relaunch {
     Started,
     /// It runs already (here, or another instance holds its lease).
     Running,
+    /// It has ended: there is nothing to run.
+    Ended,
     /// It was relaunched too often without progress: ended `failed` with this reason.
+    GaveUp(String),
+}
+
+/// What [`AgentServer::read_to_relaunch`] found.
+enum Reread {
+    /// The session is unfinished: its record, every event and every gate it has.
+    Run {
+        record: SessionRecord,
+        events: Vec<StoredEvent>,
+        gates: Vec<StoredGate>,
+    },
+    /// It has ended.
+    Ended,
+    /// It was relaunched too often without progress: now failed, for this reason.
     GaveUp(String),
 }
 
@@ -44,10 +59,10 @@ impl AgentServer {
         let mut resumed = 0;
         for product in &self.inner.products {
             for record in self.inner.store.unfinished(product.name()).await? {
-                if self.inner.live.get(&record.id).is_some() {
-                    continue;
-                }
-                if self.relaunch(product, record, Relaunching::Restart).await? == Relaunch::Started
+                if self
+                    .relaunch(product, &record.id, Relaunching::Restart)
+                    .await?
+                    == Relaunch::Started
                 {
                     resumed += 1;
                 }
@@ -57,49 +72,40 @@ impl AgentServer {
     }
 
     /// Runs an unfinished session from the store: its saved state, its gates (answered
-    /// ones restored), the product events it emitted (so a rerun does not repeat them).
-    /// On a [`Restart`](Relaunching::Restart), counts the relaunches that found no new
-    /// event and gives up past
+    /// ones restored), the product events it emitted (so a rerun does not repeat them),
+    /// all read once the run is claimed ([`claim_run`](Self::claim_run)), so nothing
+    /// another run wrote before is missed. On a [`Restart`](Relaunching::Restart), counts
+    /// the relaunches that found no new event and gives up past
     /// [`ServerConfig::max_resume_attempts`](crate::ServerConfig::max_resume_attempts);
     /// a relaunch after a fault is not counted.
     pub(crate) async fn relaunch(
         &self,
         product: &Arc<dyn Hosted>,
-        record: SessionRecord,
+        id: &str,
         why: Relaunching,
     ) -> Result<Relaunch, StoreError> {
-        let store = &self.inner.store;
-        let stored = store.events_after(&record.id, 0).await?;
-        let attempts = match why {
-            Relaunching::Restart => store.note_resume(&record.id, stored.len() as u64).await?,
-            Relaunching::AfterFault => 0,
+        let Some(claim) = self.claim_run(id).await? else {
+            return Ok(Relaunch::Running);
         };
-        let limit = self.inner.config.max_resume_attempts;
-        if attempts > limit {
-            let reason =
-                format!("gave up: {limit} restarts in a row resumed the session without progress");
-            tracing::warn!(session = %record.id, %reason, "not resuming");
-            self.end_not_running(&record.id, SessionOutcome::Failed(reason.clone()))
-                .await?;
-            return Ok(Relaunch::GaveUp(reason));
-        }
-        let gates = store.gates(&record.id).await?;
-        let announced_as = |kind: &str| -> HashSet<String> {
-            stored
-                .iter()
-                .filter(|stored| stored.event.get("type").and_then(Value::as_str) == Some(kind))
-                .filter_map(|stored| stored.event.get("gate_id").and_then(Value::as_str))
-                .map(str::to_owned)
-                .collect()
+        let (record, stored, gates) = match self.read_to_relaunch(id, why).await {
+            Ok(Reread::Run {
+                record,
+                events,
+                gates,
+            }) => (record, events, gates),
+            Ok(Reread::Ended) => {
+                self.release_claim(claim).await;
+                return Ok(Relaunch::Ended);
+            }
+            Ok(Reread::GaveUp(reason)) => {
+                self.release_claim(claim).await;
+                return Ok(Relaunch::GaveUp(reason));
+            }
+            Err(error) => {
+                self.release_claim(claim).await;
+                return Err(error);
+            }
         };
-        let announced = announced_as(GATE_OPEN);
-        let answers_announced = announced_as(GATE_ANSWERED);
-        let unannounced_answers = gates
-            .iter()
-            .filter(|gate| gate.answer.is_some() && announced.contains(&gate.id))
-            .filter(|gate| !answers_announced.contains(&gate.id))
-            .map(|gate| gate.id.clone())
-            .collect();
         let replayed: Vec<Value> = stored
             .into_iter()
             .map(|stored| stored.event)
@@ -110,25 +116,49 @@ impl AgentServer {
                     .is_none_or(|kind| !is_reserved_type(kind))
             })
             .collect();
-        tracing::info!(session = %record.id, product = product.name(), "resuming");
-        let launched = self
-            .launch(Launch {
-                product: Arc::clone(product),
-                id: record.id,
-                request: record.request,
-                status: record.status,
-                gates,
-                replayed,
-                announced,
-                unannounced_answers,
-                slot: None,
-                tenant_slot: None,
-            })
-            .await?;
-        Ok(if launched {
-            Relaunch::Started
-        } else {
-            Relaunch::Running
+        tracing::info!(session = %id, product = product.name(), "resuming");
+        self.launch(Launch {
+            product: Arc::clone(product),
+            claim,
+            request: record.request,
+            status: record.status,
+            gates,
+            replayed,
+            slot: None,
+            tenant_slot: None,
+        })
+        .await?;
+        Ok(Relaunch::Started)
+    }
+
+    /// The session, its events and gates as a claimed relaunch finds them; on a restart, the
+    /// relaunch counted, and the session failed when it was relaunched too often without
+    /// progress.
+    async fn read_to_relaunch(&self, id: &str, why: Relaunching) -> Result<Reread, StoreError> {
+        let store = &self.inner.store;
+        let record = match store.get(id).await? {
+            Some(record) if !record.status.is_finished() => record,
+            _ => return Ok(Reread::Ended),
+        };
+        let events = store.events_after(id, 0).await?;
+        let attempts = match why {
+            Relaunching::Restart => store.note_resume(id, events.len() as u64).await?,
+            Relaunching::AfterFault => 0,
+        };
+        let limit = self.inner.config.max_resume_attempts;
+        if attempts > limit {
+            let reason =
+                format!("gave up: {limit} restarts in a row resumed the session without progress");
+            tracing::warn!(session = %id, %reason, "not resuming");
+            self.end_not_running(id, SessionOutcome::Failed(reason.clone()))
+                .await?;
+            return Ok(Reread::GaveUp(reason));
+        }
+        let gates = store.gates(id).await?;
+        Ok(Reread::Run {
+            record,
+            events,
+            gates,
         })
     }
 
@@ -138,18 +168,12 @@ impl AgentServer {
         id: &str,
         outcome: SessionOutcome,
     ) -> Result<(), StoreError> {
-        self.inner.store.finish(id, outcome.clone()).await?;
-        self.append_here(id, terminal_event(&outcome)).await?;
+        let terminal = terminal_event(&outcome);
+        if let Some(seq) = self.inner.store.finish(id, outcome, &terminal).await? {
+            self.inner.fanout.publish(id, seq, Arc::new(terminal));
+        }
         // Streams following the session (on any instance) end with it.
         self.inner.fanout.close(id);
         Ok(())
-    }
-
-    /// Stores an event of a session that no run holds here and sends it to the streams
-    /// that follow the session, as a run's writer does.
-    pub(crate) async fn append_here(&self, id: &str, event: Value) -> Result<u64, StoreError> {
-        let seq = self.inner.store.append_event(id, &event).await?;
-        self.inner.fanout.publish(id, seq, Arc::new(event));
-        Ok(seq)
     }
 }

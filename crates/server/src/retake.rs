@@ -48,18 +48,7 @@ impl AgentServer {
             let Some(hosted) = self.product(product).cloned() else {
                 return;
             };
-            let record = match self.inner.store.get(id).await {
-                Ok(Some(record)) if !record.status.is_finished() => record,
-                Ok(_) => return,
-                Err(error) => {
-                    tracing::warn!(session = %id, %error, "the store still fails: the session waits");
-                    continue;
-                }
-            };
-            match self
-                .relaunch(&hosted, record, Relaunching::AfterFault)
-                .await
-            {
+            match self.relaunch(&hosted, id, Relaunching::AfterFault).await {
                 Ok(Relaunch::Started) => {
                     // Its end decides: finished, or parked by a fault again (then the next
                     // try waits longer).
@@ -67,7 +56,7 @@ impl AgentServer {
                         live.ended.cancelled().await;
                     }
                 }
-                Ok(Relaunch::Running | Relaunch::GaveUp(_)) => return,
+                Ok(Relaunch::Running | Relaunch::Ended | Relaunch::GaveUp(_)) => return,
                 Err(error) => {
                     tracing::warn!(session = %id, %error, "the store still fails: the session waits");
                 }

@@ -1,6 +1,5 @@
 //! [`AgentServer`]: the products, the store, and the runs that are live.
 
-use agent_runtime::GateRegistry;
 use agent_runtime::bus::{AgentBus, InMemoryBus};
 use agent_runtime::checkpoint::{CheckpointStore, InMemoryCheckpointStore};
 use agent_runtime::sessions::{
@@ -10,17 +9,16 @@ use agent_runtime::sessions::{
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::auth::{Auth, OwnerFields};
-use crate::backend_failure::BackendFailure;
 use crate::hosted::Hosted;
+use crate::live::{LiveMap, LiveSession};
 use crate::product::Product;
-use crate::writer::{RestoredGates, Write};
 
 /// Limits and timings of the HTTP host.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,65 +209,6 @@ impl std::fmt::Debug for AgentServer {
             .field("config", &self.inner.config)
             .field("live_sessions", &self.inner.live.lock().len())
             .finish()
-    }
-}
-
-/// The sessions whose run is live, by id.
-#[derive(Default)]
-pub(crate) struct LiveMap(Mutex<HashMap<String, Arc<LiveSession>>>);
-
-impl LiveMap {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<LiveSession>>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub(crate) fn get(&self, id: &str) -> Option<Arc<LiveSession>> {
-        self.lock().get(id).cloned()
-    }
-}
-
-/// A session whose run is live: what the routes need to reach it.
-pub(crate) struct LiveSession {
-    pub(crate) gates: GateRegistry,
-    pub(crate) writer: mpsc::UnboundedSender<Write>,
-    pub(crate) restored: Arc<RestoredGates>,
-    /// Answers are given one at a time per session.
-    pub(crate) respond_lock: tokio::sync::Mutex<()>,
-    /// The run's cancellation: the user's cancel, the server's shutdown.
-    pub(crate) cancel: CancellationToken,
-    /// Why the user cancelled the session, once they did.
-    pub(crate) cancelled: Mutex<Option<String>>,
-    /// Fires once the run has ended and its outcome is written.
-    pub(crate) ended: CancellationToken,
-    /// Set when the run is parked (the server shuts down, another instance took its
-    /// lease, or its store failed): it stops without finishing, and its gates stay
-    /// pending, for the run that resumes it.
-    pub(crate) parked: Arc<AtomicBool>,
-    /// Whether the store failed the run (then it parked, and is taken up again later).
-    pub(crate) failure: Arc<BackendFailure>,
-}
-
-impl LiveSession {
-    /// Stops the run without finishing the session (see [`LiveSession::parked`]).
-    pub(crate) fn park(&self) {
-        self.parked.store(true, Ordering::SeqCst);
-        self.cancel.cancel();
-    }
-
-    /// Why the user cancelled the session, if they did.
-    pub(crate) fn cancel_reason(&self) -> Option<String> {
-        self.cancelled
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    /// Waits until the writer has written everything sent before.
-    pub(crate) async fn flush(&self) {
-        let (done, flushed) = oneshot::channel();
-        if self.writer.send(Write::Flush(done)).is_ok() {
-            let _ = flushed.await;
-        }
     }
 }
 

@@ -112,8 +112,9 @@ impl AgentServer {
                 return Settle::Dead(reason);
             }
             if self.inner.live.get(&run.session).is_none() {
-                match self.relaunch(&product, record, why).await {
+                match self.relaunch(&product, &run.session, why).await {
                     Ok(Relaunch::Started) => {}
+                    Ok(Relaunch::Ended) => return Settle::Done,
                     Ok(Relaunch::Running) if self.inner.shutting_down.load(Ordering::SeqCst) => {
                         return Settle::Retry(Duration::ZERO);
                     }

@@ -7,7 +7,7 @@ use agent_runtime::sessions::{
 };
 use agent_runtime::{GateListener, GateRegistry, PendingGate};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{mpsc, oneshot};
@@ -170,9 +170,6 @@ pub(crate) struct Writer {
     pub(crate) fanout: Arc<dyn EventFanout>,
     pub(crate) gates: GateRegistry,
     pub(crate) restored: Arc<RestoredGates>,
-    /// Gates already announced with a stored `gate_open` (pending at a restart): reopening
-    /// them announces nothing new.
-    pub(crate) announced: HashSet<String>,
     /// The status last written.
     pub(crate) status: SessionStatus,
     /// The largest event stored as it is ([`ServerConfig::max_event_bytes`](crate::ServerConfig::max_event_bytes)).
@@ -230,24 +227,26 @@ impl Writer {
     }
 
     async fn append(&mut self, event: Value) {
-        let size = json_size(&event);
-        let event = if size > self.max_event_bytes {
-            tracing::error!(session = %self.session, size, limit = self.max_event_bytes, "event too large: stored as event_too_large");
-            json!({
-                "type": EVENT_TOO_LARGE,
-                "original_type": event.get("type").cloned().unwrap_or(Value::Null),
-                "bytes": size,
-                "limit": self.max_event_bytes,
-            })
-        } else {
-            event
-        };
+        let event = self.within_limit(event);
         match self.store.append_event(&self.session, &event).await {
-            Ok(seq) => {
-                self.fanout.publish(&self.session, seq, Arc::new(event));
-            }
+            Ok(seq) => self.fanout.publish(&self.session, seq, Arc::new(event)),
             Err(error) => self.failure.failed("an event", &error.to_string()),
         }
+    }
+
+    /// `event`, or the `event_too_large` that stands for it above the size limit.
+    fn within_limit(&self, event: Value) -> Value {
+        let size = json_size(&event);
+        if size <= self.max_event_bytes {
+            return event;
+        }
+        tracing::error!(session = %self.session, size, limit = self.max_event_bytes, "event too large: stored as event_too_large");
+        json!({
+            "type": EVENT_TOO_LARGE,
+            "original_type": event.get("type").cloned().unwrap_or(Value::Null),
+            "bytes": size,
+            "limit": self.max_event_bytes,
+        })
     }
 
     async fn set_status(&mut self, status: SessionStatus, stage: Option<&str>) {
@@ -262,47 +261,39 @@ impl Writer {
         }
     }
 
+    /// Records the gate with its `gate_open`; a gate recorded already (reopened by a run
+    /// that resumed the session) was announced then.
     async fn gate_opened(&mut self, gate: PendingGate) {
+        self.set_status(SessionStatus::Waiting, None).await;
         let open = OpenGate {
             id: &gate.id,
             name: &gate.name,
             kind: &gate.kind,
             payload: &gate.payload,
         };
-        if let Err(error) = self.store.open_gate(&self.session, &open).await {
-            self.failure.failed("an open gate", &error.to_string());
-            return;
-        }
-        self.set_status(SessionStatus::Waiting, None).await;
-        if self.announced.remove(&gate.id) {
-            tracing::debug!(session = %self.session, gate = %gate.id, "gate reopened after a restart");
-            return;
-        }
-        self.append(json!({
+        let announcement = self.within_limit(json!({
             "type": GATE_OPEN,
             "gate_id": gate.id,
             "name": gate.name,
             "payload": gate.payload,
-        }))
-        .await;
+        }));
+        match self
+            .store
+            .open_gate(&self.session, &open, &announcement)
+            .await
+        {
+            Ok(Some(seq)) => self.publish(seq, announcement),
+            Ok(None) => {
+                tracing::debug!(session = %self.session, gate = %gate.id, "gate reopened after a restart")
+            }
+            Err(error) => self.failure.failed("an open gate", &error.to_string()),
+        }
     }
 
+    /// Records the answer with its `gate_answered`. A gate answered in the store already
+    /// (by an instance that took the answer while the session ran nowhere) was announced
+    /// by whoever answered it.
     async fn gate_answered(&mut self, id: String, answer: Value) {
-        // Answered in the store already: by an instance that took the answer while the
-        // session ran nowhere, and wrote its `gate_answered` then.
-        let mut recorded_elsewhere = false;
-        match self.store.answer_gate(&self.session, &id, &answer).await {
-            Ok(GateAnswer::Accepted) => {}
-            Ok(GateAnswer::AlreadyAnswered) => recorded_elsewhere = true,
-            Ok(other) => {
-                tracing::warn!(session = %self.session, gate = %id, ?other, "stored gate not answered")
-            }
-            Err(error) => {
-                self.failure.failed("a gate's answer", &error.to_string());
-                return;
-            }
-        }
-        self.announced.remove(&id);
         let waiting = !self.gates.pending().is_empty() || !self.restored.lock().is_empty();
         let status = if waiting {
             SessionStatus::Waiting
@@ -310,15 +301,33 @@ impl Writer {
             SessionStatus::Running
         };
         self.set_status(status, None).await;
-        if !recorded_elsewhere {
-            self.append(json!({"type": GATE_ANSWERED, "gate_id": id}))
-                .await;
+        let announcement = json!({"type": GATE_ANSWERED, "gate_id": id});
+        match self
+            .store
+            .answer_gate(&self.session, &id, &answer, &announcement)
+            .await
+        {
+            Ok(GateAnswer::Accepted { announced }) => self.publish(announced, announcement),
+            Ok(GateAnswer::AlreadyAnswered) => {}
+            Ok(other) => {
+                tracing::warn!(session = %self.session, gate = %id, ?other, "stored gate not answered")
+            }
+            Err(error) => self.failure.failed("a gate's answer", &error.to_string()),
         }
     }
 
+    /// Closes the gate with its `gate_closed`.
     async fn gate_closed(&mut self, id: String, reason: String) {
-        match self.store.close_gate(&self.session, &id, &reason).await {
-            Ok(GateAnswer::Accepted) => {}
+        if self.gates.pending().is_empty() && self.restored.lock().is_empty() {
+            self.set_status(SessionStatus::Running, None).await;
+        }
+        let announcement = json!({"type": GATE_CLOSED, "gate_id": id, "reason": reason});
+        match self
+            .store
+            .close_gate(&self.session, &id, &reason, &announcement)
+            .await
+        {
+            Ok(GateAnswer::Accepted { announced }) => self.publish(announced, announcement),
             Ok(other) => {
                 tracing::debug!(session = %self.session, gate = %id, ?other, "gate not closed")
             }
@@ -326,19 +335,26 @@ impl Writer {
                 tracing::error!(session = %self.session, gate = %id, %error, "closing not stored")
             }
         }
-        self.announced.remove(&id);
-        if self.gates.pending().is_empty() && self.restored.lock().is_empty() {
-            self.set_status(SessionStatus::Running, None).await;
-        }
-        self.append(json!({"type": GATE_CLOSED, "gate_id": id, "reason": reason}))
-            .await;
     }
 
+    /// Sends a stored event to the streams that follow the session.
+    fn publish(&self, seq: u64, event: Value) {
+        self.fanout.publish(&self.session, seq, Arc::new(event));
+    }
+
+    /// Ends the session with its terminal event. An ending the store refuses (or whose
+    /// commit it lost) fails the run like any refused write: the session is still
+    /// unfinished, and the run taken up again ends it.
     async fn finish(&mut self, outcome: SessionOutcome) {
         let event = terminal_event(&outcome);
-        if let Err(error) = self.store.finish(&self.session, outcome).await {
-            tracing::error!(session = %self.session, %error, "outcome not stored");
+        match self.store.finish(&self.session, outcome, &event).await {
+            Ok(Some(seq)) => self.publish(seq, event),
+            Ok(None) => {
+                tracing::warn!(session = %self.session, "the session had ended already: its outcome is kept")
+            }
+            Err(error) => self
+                .failure
+                .failed("the session's outcome", &error.to_string()),
         }
-        self.append(event).await;
     }
 }

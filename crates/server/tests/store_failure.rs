@@ -34,12 +34,23 @@ struct Flaky {
     checkpoints_failing: Arc<AtomicBool>,
     /// Appending events fails while this (or `failing`) is set.
     events_failing: Arc<AtomicBool>,
+    /// Ending a session fails while this (or `failing`) is set.
+    endings_failing: Arc<AtomicBool>,
 }
 
 impl Flaky {
     fn check(&self) -> Result<(), StoreError> {
         match self.failing.load(Ordering::SeqCst) {
             true => Err(StoreError::Backend("disk full".into())),
+            false => Ok(()),
+        }
+    }
+
+    /// As [`check`](Self::check), failing also while the events table is locked.
+    fn check_events(&self) -> Result<(), StoreError> {
+        self.check()?;
+        match self.events_failing.load(Ordering::SeqCst) {
+            true => Err(StoreError::Backend("the events table is locked".into())),
             false => Ok(()),
         }
     }
@@ -112,41 +123,55 @@ impl SessionStore for Flaky {
         self.check()?;
         self.inner.set_status(id, status, stage).await
     }
-    async fn finish(&self, id: &str, outcome: SessionOutcome) -> Result<(), StoreError> {
-        self.check()?;
-        self.inner.finish(id, outcome).await
+    async fn finish(
+        &self,
+        id: &str,
+        outcome: SessionOutcome,
+        terminal: &Value,
+    ) -> Result<Option<u64>, StoreError> {
+        self.check_events()?;
+        if self.endings_failing.load(Ordering::SeqCst) {
+            return Err(StoreError::Backend("the sessions table is locked".into()));
+        }
+        self.inner.finish(id, outcome, terminal).await
     }
     async fn append_event(&self, id: &str, event: &Value) -> Result<u64, StoreError> {
-        self.check()?;
-        if self.events_failing.load(Ordering::SeqCst) {
-            return Err(StoreError::Backend("the events table is locked".into()));
-        }
+        self.check_events()?;
         self.inner.append_event(id, event).await
     }
     async fn events_after(&self, id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
         self.inner.events_after(id, after).await
     }
-    async fn open_gate(&self, id: &str, gate: &OpenGate<'_>) -> Result<(), StoreError> {
-        self.check()?;
-        self.inner.open_gate(id, gate).await
+    // A gate's change and its announcement are one write: a failing events table fails
+    // it.
+    async fn open_gate(
+        &self,
+        id: &str,
+        gate: &OpenGate<'_>,
+        announcement: &Value,
+    ) -> Result<Option<u64>, StoreError> {
+        self.check_events()?;
+        self.inner.open_gate(id, gate, announcement).await
     }
     async fn answer_gate(
         &self,
         id: &str,
         gate: &str,
         answer: &Value,
+        announcement: &Value,
     ) -> Result<GateAnswer, StoreError> {
-        self.check()?;
-        self.inner.answer_gate(id, gate, answer).await
+        self.check_events()?;
+        self.inner.answer_gate(id, gate, answer, announcement).await
     }
     async fn close_gate(
         &self,
         id: &str,
         gate: &str,
         reason: &str,
+        announcement: &Value,
     ) -> Result<GateAnswer, StoreError> {
-        self.check()?;
-        self.inner.close_gate(id, gate, reason).await
+        self.check_events()?;
+        self.inner.close_gate(id, gate, reason, announcement).await
     }
     async fn note_resume(&self, id: &str, events: u64) -> Result<u32, StoreError> {
         self.check()?;
@@ -176,6 +201,8 @@ struct Switches {
     checkpoints: Arc<AtomicBool>,
     /// Appending events fails.
     events: Arc<AtomicBool>,
+    /// Ending a session fails.
+    endings: Arc<AtomicBool>,
 }
 
 /// A server on a [`Flaky`] store, and its switches.
@@ -187,6 +214,7 @@ async fn serve() -> (TestServer, Switches) {
         failing: Arc::clone(&switches.all),
         checkpoints_failing: Arc::clone(&switches.checkpoints),
         events_failing: Arc::clone(&switches.events),
+        endings_failing: Arc::clone(&switches.endings),
     };
     let server = AgentServer::new(Arc::new(store)).with_product(Arc::new(Echo::new("coordinator")));
     (TestServer::spawn(server).await, switches)
@@ -328,12 +356,13 @@ async fn a_refused_checkpoint_parks_the_run_instead_of_failing_the_session() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_refused_announcement_is_made_when_the_session_is_taken_up_again() {
+async fn an_answer_refused_with_its_announcement_is_taken_once_the_session_is_taken_up_again() {
     let (server, switches) = serve().await;
     let started = server.start("coordinator", json!({"text": "hi"})).await;
     wait_for_gate(&server, &started, FIRST).await;
 
-    // The answer is stored; its announcement and what follows it are refused.
+    // Events are refused: the answer, stored with its announcement, is refused too (or,
+    // if the writer stored it before, what follows it is).
     switches.events.store(true, Ordering::SeqCst);
     let (taken, _) = server.respond(&started, FIRST, json!("yes")).await;
     assert!(taken == 200 || taken == 503, "{taken}");
@@ -377,4 +406,55 @@ async fn a_refused_announcement_is_made_when_the_session_is_taken_up_again() {
             "session_complete"
         ]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_ending_leaves_the_session_unfinished_until_it_is_ended_once() {
+    let (server, switches) = serve().await;
+    let started = server.start("coordinator", json!({"text": "hi"})).await;
+    assert_eq!(
+        server
+            .respond_when_open(&started, FIRST, json!("yes"))
+            .await,
+        200
+    );
+    wait_for_gate(&server, &started, SECOND).await;
+
+    // The run completes, but the store refuses its ending (and so its terminal event):
+    // the session is not over, and no stream was told it is.
+    switches.endings.store(true, Ordering::SeqCst);
+    assert_eq!(server.respond(&started, SECOND, json!("sure")).await.0, 200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let status = server.status(&started).await;
+    assert!(
+        matches!(status["status"].as_str(), Some("running" | "waiting")),
+        "{status}"
+    );
+
+    // The store is back: the session is taken up again and ends, once.
+    switches.endings.store(false, Ordering::SeqCst);
+    let events = server
+        .stream(&started, None)
+        .await
+        .until("session_complete")
+        .await;
+    let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
+    assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>());
+    let kinds: Vec<&str> = names(&events).into_iter().map(|(_, name)| name).collect();
+    assert_eq!(
+        kinds,
+        [
+            "started",
+            "gate_open",
+            "gate_answered",
+            "approved",
+            "gate_open",
+            "gate_answered",
+            "confirmed",
+            "session_complete"
+        ]
+    );
+    let status = server.status(&started).await;
+    assert_eq!(status["status"], "complete", "{status}");
+    assert_eq!(status["result"]["second"], "sure", "{status}");
 }

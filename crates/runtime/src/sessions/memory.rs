@@ -80,12 +80,14 @@ impl InMemorySessionStore {
         Ok(f(entry))
     }
 
-    /// Settles the session's gate `gate_id` with `settle` if it is pending; an unknown,
-    /// answered or closed gate is left alone and said so.
+    /// Settles the session's gate `gate_id` with `settle` and appends `announcement` if
+    /// the gate is pending; an unknown, answered or closed gate is left alone and said
+    /// so.
     fn settle(
         &self,
         id: &str,
         gate_id: &str,
+        announcement: &Value,
         settle: impl FnOnce(&mut StoredGate),
     ) -> Result<GateAnswer, StoreError> {
         self.with(id, |e| match e.gates.iter_mut().find(|g| g.id == gate_id) {
@@ -94,9 +96,24 @@ impl InMemorySessionStore {
             Some(gate) if gate.closed.is_some() => GateAnswer::Closed,
             Some(gate) => {
                 settle(gate);
-                GateAnswer::Accepted
+                GateAnswer::Accepted {
+                    announced: e.push_event(announcement),
+                }
             }
         })
+    }
+}
+
+impl Entry {
+    /// Appends `event`, returning its number.
+    fn push_event(&mut self, event: &Value) -> u64 {
+        let seq = self.events.len() as u64 + 1;
+        self.events.push(StoredEvent {
+            seq,
+            event: event.clone(),
+            at: Utc::now(),
+        });
+        seq
     }
 }
 
@@ -141,8 +158,16 @@ impl SessionStore for InMemorySessionStore {
         })
     }
 
-    async fn finish(&self, id: &str, outcome: SessionOutcome) -> Result<(), StoreError> {
+    async fn finish(
+        &self,
+        id: &str,
+        outcome: SessionOutcome,
+        terminal: &Value,
+    ) -> Result<Option<u64>, StoreError> {
         self.with(id, |e| {
+            if e.record.status.is_finished() {
+                return None;
+            }
             e.record.status = outcome.status();
             match outcome {
                 SessionOutcome::Complete(result) => e.record.result = Some(result),
@@ -153,19 +178,12 @@ impl SessionStore for InMemorySessionStore {
                 }
             }
             e.record.updated_at = Utc::now();
+            Some(e.push_event(terminal))
         })
     }
 
     async fn append_event(&self, id: &str, event: &Value) -> Result<u64, StoreError> {
-        self.with(id, |e| {
-            let seq = e.events.len() as u64 + 1;
-            e.events.push(StoredEvent {
-                seq,
-                event: event.clone(),
-                at: Utc::now(),
-            });
-            seq
-        })
+        self.with(id, |e| e.push_event(event))
     }
 
     async fn events_after(&self, id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
@@ -182,20 +200,27 @@ impl SessionStore for InMemorySessionStore {
         self.with(id, |e| e.events.len() as u64)
     }
 
-    async fn open_gate(&self, id: &str, gate: &OpenGate<'_>) -> Result<(), StoreError> {
+    async fn open_gate(
+        &self,
+        id: &str,
+        gate: &OpenGate<'_>,
+        announcement: &Value,
+    ) -> Result<Option<u64>, StoreError> {
         self.with(id, |e| {
-            if !e.gates.iter().any(|g| g.id == gate.id) {
-                e.gates.push(StoredGate {
-                    id: gate.id.to_owned(),
-                    name: gate.name.to_owned(),
-                    kind: gate.kind.to_owned(),
-                    payload: gate.payload.clone(),
-                    opened_at: Utc::now(),
-                    answer: None,
-                    answered_at: None,
-                    closed: None,
-                });
+            if e.gates.iter().any(|g| g.id == gate.id) {
+                return None;
             }
+            e.gates.push(StoredGate {
+                id: gate.id.to_owned(),
+                name: gate.name.to_owned(),
+                kind: gate.kind.to_owned(),
+                payload: gate.payload.clone(),
+                opened_at: Utc::now(),
+                answer: None,
+                answered_at: None,
+                closed: None,
+            });
+            Some(e.push_event(announcement))
         })
     }
 
@@ -204,8 +229,9 @@ impl SessionStore for InMemorySessionStore {
         id: &str,
         gate_id: &str,
         answer: &Value,
+        announcement: &Value,
     ) -> Result<GateAnswer, StoreError> {
-        self.settle(id, gate_id, |gate| {
+        self.settle(id, gate_id, announcement, |gate| {
             gate.answer = Some(answer.clone());
             gate.answered_at = Some(Utc::now());
         })
@@ -216,8 +242,11 @@ impl SessionStore for InMemorySessionStore {
         id: &str,
         gate_id: &str,
         reason: &str,
+        announcement: &Value,
     ) -> Result<GateAnswer, StoreError> {
-        self.settle(id, gate_id, |gate| gate.closed = Some(reason.to_owned()))
+        self.settle(id, gate_id, announcement, |gate| {
+            gate.closed = Some(reason.to_owned())
+        })
     }
 
     async fn note_resume(&self, id: &str, events: u64) -> Result<u32, StoreError> {

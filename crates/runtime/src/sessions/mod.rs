@@ -215,11 +215,15 @@ pub struct OpenGate<'a> {
     pub payload: &'a Value,
 }
 
-/// What answering a gate came to.
+/// What answering or closing a gate came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GateAnswer {
-    /// The answer was recorded.
-    Accepted,
+    /// The answer (or the closing) was recorded, and its announcement stored as the
+    /// session's event number `announced`.
+    Accepted {
+        /// The number of the announcement's event.
+        announced: u64,
+    },
     /// The session has no such gate.
     Unknown,
     /// The gate was answered already.
@@ -262,8 +266,17 @@ pub trait SessionStore: Send + Sync {
         stage: Option<&str>,
     ) -> Result<(), StoreError>;
 
-    /// Ends the session with its outcome (status `complete`, `failed` or `cancelled`).
-    async fn finish(&self, id: &str, outcome: SessionOutcome) -> Result<(), StoreError>;
+    /// Ends the session with its outcome (status `complete`, `failed`, `cancelled` or
+    /// `expired`) and, in the same atomic change, appends `terminal` (the event that
+    /// says so) as its last event, returning its number. A session that has ended
+    /// already stays as it ended: nothing changes, nothing is appended, and `None` is
+    /// returned.
+    async fn finish(
+        &self,
+        id: &str,
+        outcome: SessionOutcome,
+        terminal: &Value,
+    ) -> Result<Option<u64>, StoreError>;
 
     /// Appends an event and returns its number (1, 2, ...).
     async fn append_event(&self, id: &str, event: &Value) -> Result<u64, StoreError>;
@@ -276,24 +289,41 @@ pub trait SessionStore: Send + Sync {
         Ok(self.events_after(id, 0).await?.len() as u64)
     }
 
-    /// Records a gate as pending. Opening a gate that is already recorded (same id)
-    /// changes nothing.
-    async fn open_gate(&self, id: &str, gate: &OpenGate<'_>) -> Result<(), StoreError>;
+    /// Records a gate as pending and, in the same atomic change, appends `announcement`
+    /// as the session's next event, returning its number. Opening a gate that is
+    /// already recorded (same id) changes nothing and returns `None`.
+    ///
+    /// A gate and its announcement are stored together or not at all, whatever fails
+    /// between them: a run that resumes the session announces exactly the gates the
+    /// store does not hold.
+    async fn open_gate(
+        &self,
+        id: &str,
+        gate: &OpenGate<'_>,
+        announcement: &Value,
+    ) -> Result<Option<u64>, StoreError>;
 
-    /// Records the answer of a pending gate.
+    /// Records the answer of a pending gate and, in the same atomic change, appends
+    /// `announcement` as the session's next event ([`GateAnswer::Accepted`] carries its
+    /// number). A gate that is unknown, answered or closed is left alone, and nothing
+    /// is appended: an answer is announced once, by whoever recorded it.
     async fn answer_gate(
         &self,
         id: &str,
         gate_id: &str,
         answer: &Value,
+        announcement: &Value,
     ) -> Result<GateAnswer, StoreError>;
 
-    /// Closes a pending gate without an answer, for `reason` (`expired`, `cancelled`).
+    /// Closes a pending gate without an answer, for `reason` (`expired`, `cancelled`),
+    /// appending `announcement` in the same atomic change, as
+    /// [`answer_gate`](Self::answer_gate) does.
     async fn close_gate(
         &self,
         id: &str,
         gate_id: &str,
         reason: &str,
+        announcement: &Value,
     ) -> Result<GateAnswer, StoreError>;
 
     /// Notes that a restarted server resumes the session, which has `events` events now,
