@@ -40,7 +40,7 @@ pub(crate) enum Relaunch {
 enum Reread {
     /// The session is unfinished: its record, every event and every gate it has.
     Run {
-        record: SessionRecord,
+        record: Box<SessionRecord>,
         events: Vec<StoredEvent>,
         gates: Vec<StoredGate>,
     },
@@ -156,7 +156,7 @@ impl AgentServer {
         }
         let gates = store.gates(id).await?;
         Ok(Reread::Run {
-            record,
+            record: Box::new(record),
             events,
             gates,
         })

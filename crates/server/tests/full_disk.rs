@@ -139,20 +139,5 @@ async fn a_full_disk_parks_the_session_which_completes_once_there_is_room() {
         .await
         .until("session_complete")
         .await;
-    let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
-    assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>());
-    let kinds: Vec<&str> = names(&events).into_iter().map(|(_, name)| name).collect();
-    assert_eq!(
-        kinds,
-        [
-            "started",
-            "gate_open",
-            "gate_answered",
-            "approved",
-            "gate_open",
-            "gate_answered",
-            "confirmed",
-            "session_complete"
-        ]
-    );
+    assert_each_event_once(&events);
 }

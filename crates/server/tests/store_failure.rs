@@ -278,22 +278,7 @@ async fn a_refused_answer_parks_the_session_which_resumes_once_the_store_answers
         .await
         .until("session_complete")
         .await;
-    let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
-    assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>());
-    let kinds: Vec<&str> = names(&events).into_iter().map(|(_, name)| name).collect();
-    assert_eq!(
-        kinds,
-        [
-            "started",
-            "gate_open",
-            "gate_answered",
-            "approved",
-            "gate_open",
-            "gate_answered",
-            "confirmed",
-            "session_complete"
-        ]
-    );
+    assert_each_event_once(&events);
     assert_eq!(
         events.last().unwrap().data["result"],
         json!({"text": "hi", "first": "yes", "second": "sure"})
@@ -390,22 +375,7 @@ async fn an_answer_refused_with_its_announcement_is_taken_once_the_session_is_ta
         .await
         .until("session_complete")
         .await;
-    let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
-    assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>());
-    let kinds: Vec<&str> = names(&events).into_iter().map(|(_, name)| name).collect();
-    assert_eq!(
-        kinds,
-        [
-            "started",
-            "gate_open",
-            "gate_answered",
-            "approved",
-            "gate_open",
-            "gate_answered",
-            "confirmed",
-            "session_complete"
-        ]
-    );
+    assert_each_event_once(&events);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -438,22 +408,7 @@ async fn a_refused_ending_leaves_the_session_unfinished_until_it_is_ended_once()
         .await
         .until("session_complete")
         .await;
-    let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
-    assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>());
-    let kinds: Vec<&str> = names(&events).into_iter().map(|(_, name)| name).collect();
-    assert_eq!(
-        kinds,
-        [
-            "started",
-            "gate_open",
-            "gate_answered",
-            "approved",
-            "gate_open",
-            "gate_answered",
-            "confirmed",
-            "session_complete"
-        ]
-    );
+    assert_each_event_once(&events);
     let status = server.status(&started).await;
     assert_eq!(status["status"], "complete", "{status}");
     assert_eq!(status["result"]["second"], "sure", "{status}");

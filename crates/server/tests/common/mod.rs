@@ -211,3 +211,24 @@ impl Product for Echo {
         self.page.clone()
     }
 }
+
+/// What an [`Echo`] session shows from start to end when nothing interrupts it.
+pub const UNINTERRUPTED: [&str; 8] = [
+    "started",
+    "gate_open",
+    "gate_answered",
+    "approved",
+    "gate_open",
+    "gate_answered",
+    "confirmed",
+    "session_complete",
+];
+
+/// Asserts that `events`, read from event 0, are numbered 1, 2, 3, ... and are an
+/// uninterrupted [`Echo`] session's, each once.
+pub fn assert_each_event_once(events: &[SseEvent]) {
+    let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
+    assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>());
+    let kinds: Vec<&str> = names(events).into_iter().map(|(_, name)| name).collect();
+    assert_eq!(kinds, UNINTERRUPTED);
+}
