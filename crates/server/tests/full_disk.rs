@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use agent_backends::SqliteSessionStore;
 use agent_server::AgentServer;
-use common::{Echo, PATIENCE, TestServer, names};
+use common::{Echo, PATIENCE, TestServer, assert_each_event_once};
 use serde_json::json;
 
 const FIRST: &str = "coordinator:approve:1";

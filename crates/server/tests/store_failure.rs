@@ -18,7 +18,7 @@ use agent_runtime::sessions::{
     SessionStatus, SessionStore, StoreError, StoredEvent, StoredGate,
 };
 use agent_server::AgentServer;
-use common::{Echo, PATIENCE, TestServer, names};
+use common::{Echo, PATIENCE, TestServer, assert_each_event_once, names};
 use serde_json::{Value, json};
 
 const FIRST: &str = "coordinator:approve:1";
