@@ -710,11 +710,12 @@ async fn an_older_database_is_migrated_and_a_newer_one_refused() {
     store.save(&turn("run", 1)).await.unwrap();
     let sessions = store.sessions();
     assert!(sessions.get("s1").await.unwrap().is_some());
-    // The events go on from the ones stored before, and the old gate reads as its kind.
-    assert_eq!(sessions.event_count("s1").await.unwrap(), 2);
+    // The events (two, and the gate's announcement) go on from the ones stored before,
+    // and the old gate reads as its kind.
+    assert_eq!(sessions.event_count("s1").await.unwrap(), 3);
     assert_eq!(
-        sessions.append_event("s1", &json!({"n": 3})).await.unwrap(),
-        3
+        sessions.append_event("s1", &json!({"n": 4})).await.unwrap(),
+        4
     );
     assert_eq!(sessions.gates("s1").await.unwrap()[0].kind, "review");
     sessions.close().await;
