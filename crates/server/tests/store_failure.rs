@@ -36,6 +36,9 @@ struct Flaky {
     events_failing: Arc<AtomicBool>,
     /// Ending a session fails while this (or `failing`) is set.
     endings_failing: Arc<AtomicBool>,
+    /// While this is set, answers and endings are stored, then reported failed, as when
+    /// the connection is lost at their commit.
+    commits_lost: Arc<AtomicBool>,
 }
 
 impl Flaky {
@@ -43,6 +46,17 @@ impl Flaky {
         match self.failing.load(Ordering::SeqCst) {
             true => Err(StoreError::Backend("disk full".into())),
             false => Ok(()),
+        }
+    }
+
+    /// `stored`, or the error of a commit whose connection was lost after it applied.
+    fn after_commit<T>(&self, stored: Result<T, StoreError>) -> Result<T, StoreError> {
+        match self.commits_lost.load(Ordering::SeqCst) {
+            true => stored.and(Err(StoreError::Backend(
+                "the connection was lost at the commit, which may or may not have been applied"
+                    .into(),
+            ))),
+            false => stored,
         }
     }
 
@@ -133,7 +147,8 @@ impl SessionStore for Flaky {
         if self.endings_failing.load(Ordering::SeqCst) {
             return Err(StoreError::Backend("the sessions table is locked".into()));
         }
-        self.inner.finish(id, outcome, terminal).await
+        let stored = self.inner.finish(id, outcome, terminal).await;
+        self.after_commit(stored)
     }
     async fn append_event(&self, id: &str, event: &Value) -> Result<u64, StoreError> {
         self.check_events()?;
@@ -161,7 +176,8 @@ impl SessionStore for Flaky {
         announcement: &Value,
     ) -> Result<GateAnswer, StoreError> {
         self.check_events()?;
-        self.inner.answer_gate(id, gate, answer, announcement).await
+        let stored = self.inner.answer_gate(id, gate, answer, announcement).await;
+        self.after_commit(stored)
     }
     async fn close_gate(
         &self,
@@ -203,6 +219,8 @@ struct Switches {
     events: Arc<AtomicBool>,
     /// Ending a session fails.
     endings: Arc<AtomicBool>,
+    /// Answers and endings are stored, then reported failed.
+    lost: Arc<AtomicBool>,
 }
 
 /// A server on a [`Flaky`] store, and its switches.
@@ -215,6 +233,7 @@ async fn serve() -> (TestServer, Switches) {
         checkpoints_failing: Arc::clone(&switches.checkpoints),
         events_failing: Arc::clone(&switches.events),
         endings_failing: Arc::clone(&switches.endings),
+        commits_lost: Arc::clone(&switches.lost),
     };
     let server = AgentServer::new(Arc::new(store)).with_product(Arc::new(Echo::new("coordinator")));
     (TestServer::spawn(server).await, switches)
@@ -409,6 +428,33 @@ async fn a_refused_ending_leaves_the_session_unfinished_until_it_is_ended_once()
         .until("session_complete")
         .await;
     assert_each_event_once(&events);
+    let status = server.status(&started).await;
+    assert_eq!(status["status"], "complete", "{status}");
+    assert_eq!(status["result"]["second"], "sure", "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_stored_but_reported_lost_are_neither_lost_nor_repeated() {
+    let (server, switches) = serve().await;
+    let started = server.start("coordinator", json!({"text": "hi"})).await;
+    wait_for_gate(&server, &started, FIRST).await;
+
+    // Every answer and the ending are stored, and each is reported lost at its commit:
+    // the run parks after each, and is taken up again from what the store holds.
+    switches.lost.store(true, Ordering::SeqCst);
+    // The answer is in the store, so the client is told it was taken.
+    assert_eq!(server.respond(&started, FIRST, json!("yes")).await.0, 200);
+    wait_for_gate(&server, &started, SECOND).await;
+    assert_eq!(server.respond(&started, SECOND, json!("sure")).await.0, 200);
+
+    let events = server
+        .stream(&started, None)
+        .await
+        .until("session_complete")
+        .await;
+    assert_each_event_once(&events);
+    // The ending and its event were one write: the session is over, and the run taken
+    // up after the lost ending finds it so.
     let status = server.status(&started).await;
     assert_eq!(status["status"], "complete", "{status}");
     assert_eq!(status["result"]["second"], "sure", "{status}");
