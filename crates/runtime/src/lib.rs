@@ -20,11 +20,13 @@ mod events;
 mod gates;
 mod identity;
 mod invocation_calls;
+mod json_len;
 mod node_failure;
 
 pub use events::{CollectingSink, EventSink, LoopEvent, LoopObserver};
 pub use gates::{GateError, GateListener, GateRegistry, GateRequest, PendingGate};
 pub use identity::AgentIdentity;
+pub use json_len::json_len;
 
 mod agent_loop;
 mod ask;

@@ -9,19 +9,18 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use proptest::collection::vec;
 use proptest::prelude::*;
 
-use agent_runtime::{Gate, read_as};
+use agent_runtime::{Gate, json_len, read_as};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::access::{json_body, last_event_id};
 use crate::auth::tokens::bearer;
-use crate::writer::json_size;
 
 proptest! {
     #[test]
     fn bodies_are_json_or_400(bytes in vec(any::<u8>(), 0..512)) {
         match json_body(Ok(Bytes::from(bytes.clone())), 1024) {
-            Ok(value) => prop_assert_eq!(json_size(&value) > 0, true),
+            Ok(value) => prop_assert_eq!(json_len(&value) > 0, true),
             Err(error) => prop_assert_eq!(error.status(), StatusCode::BAD_REQUEST),
         }
     }

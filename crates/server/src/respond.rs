@@ -1,8 +1,8 @@
 //! `POST /api/{product}/respond`: a gate's answer, taken by the instance that runs the
 //! session, or passed on to it ([`AgentServer::forward`]).
 
-use agent_runtime::GateError;
 use agent_runtime::sessions::GateAnswer;
+use agent_runtime::{GateError, json_len};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
@@ -18,7 +18,7 @@ use crate::control::Op;
 use crate::error::ApiError;
 use crate::live::LiveSession;
 use crate::server::AgentServer;
-use crate::writer::{GATE_ANSWERED, Write, json_size};
+use crate::writer::{GATE_ANSWERED, Write};
 
 /// `POST /api/{product}/respond`: `{"session_id", "gate", "answer"}`, the session token
 /// in a header or a `"token"` field.
@@ -49,7 +49,7 @@ pub(crate) async fn respond(
         return Err(ApiError::invalid("\"answer\" is missing"));
     };
     let limit = server.inner.config.max_answer_bytes;
-    if json_size(answer) > limit {
+    if json_len(answer) > limit {
         return Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "answer_too_large",

@@ -5,7 +5,7 @@
 use agent_runtime::sessions::{
     EventFanout, GateAnswer, OpenGate, SessionOutcome, SessionStatus, SessionStore, StoredGate,
 };
-use agent_runtime::{GateListener, GateRegistry, PendingGate};
+use agent_runtime::{GateListener, GateRegistry, PendingGate, json_len};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,24 +65,6 @@ pub(crate) fn terminal_event(outcome: &SessionOutcome) -> Value {
         SessionOutcome::Cancelled(reason) => json!({"type": SESSION_CANCELLED, "reason": reason}),
         SessionOutcome::Expired(reason) => json!({"type": SESSION_EXPIRED, "reason": reason}),
     }
-}
-
-/// The size of `value` written as compact JSON, counted without building the text.
-pub(crate) fn json_size(value: &Value) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    // Writing a `Value` into a counter cannot fail.
-    let _ = serde_json::to_writer(&mut counter, value);
-    counter.0
 }
 
 /// What the writer is asked to do, in order.
@@ -236,7 +218,7 @@ impl Writer {
 
     /// `event`, or the `event_too_large` that stands for it above the size limit.
     fn within_limit(&self, event: Value) -> Value {
-        let size = json_size(&event);
+        let size = json_len(&event);
         if size <= self.max_event_bytes {
             return event;
         }

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use super::text_edit::TextEdit;
 use super::{Checkpoint, JsonText, SnapshotPolicy};
+use crate::json_len::json_len;
 use crate::node_failure::NodeFailure;
 
 /// A checkpoint as the built-in stores keep it.
@@ -332,24 +333,6 @@ fn apply_to_head(head: &mut Head, body: &Body, cp: &Checkpoint) {
 
 fn len_if<T: Serialize + ?Sized>(measure: bool, value: &T) -> usize {
     if measure { json_len(value) } else { 0 }
-}
-
-/// The serialized JSON size of a value, without building the JSON.
-pub(crate) fn json_len<T: Serialize + ?Sized>(value: &T) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing to a counter cannot fail, nor can serializing strings and JSON values.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 impl Body {
