@@ -14,8 +14,9 @@ use agent_runtime::checkpoint::{
     Checkpoint, CheckpointError, CheckpointStore, InMemoryCheckpointStore,
 };
 use agent_runtime::sessions::{
-    GateAnswer, InMemorySessionStore, NewSession, OpenGate, SessionOutcome, SessionRecord,
-    SessionStatus, SessionStore, StoreError, StoredEvent, StoredGate,
+    GateAnswer, InMemorySessionStore, InProcessControl, InProcessFanout, InProcessLeases,
+    NewSession, OpenGate, SessionOutcome, SessionRecord, SessionStatus, SessionStore, StoreError,
+    StoredEvent, StoredGate,
 };
 use agent_server::AgentServer;
 use common::{Echo, PATIENCE, TestServer, assert_each_event_once, names};
@@ -24,26 +25,42 @@ use serde_json::{Value, json};
 const FIRST: &str = "coordinator:approve:1";
 const SECOND: &str = "coordinator:approve:2";
 
-/// A store whose writes fail while `failing` is set, as a full disk or a database that
-/// went away makes them; reads go on.
+/// A store whose writes fail while its [`Switches`] say so, as a full disk or a
+/// database that went away makes them; reads go on.
 struct Flaky {
     inner: InMemorySessionStore,
     checkpoints: Arc<InMemoryCheckpointStore>,
-    failing: Arc<AtomicBool>,
-    /// Checkpoints and journal entries fail while this (or `failing`) is set.
-    checkpoints_failing: Arc<AtomicBool>,
-    /// Appending events fails while this (or `failing`) is set.
-    events_failing: Arc<AtomicBool>,
-    /// Ending a session fails while this (or `failing`) is set.
-    endings_failing: Arc<AtomicBool>,
-    /// While this is set, answers and endings are stored, then reported failed, as when
-    /// the connection is lost at their commit.
-    commits_lost: Arc<AtomicBool>,
+    switches: Arc<Switches>,
+}
+
+/// What a [`Flaky`] store does now; all off at first.
+#[derive(Default)]
+struct Switches {
+    /// Every write fails.
+    all: AtomicBool,
+    /// Checkpoints and journal entries fail.
+    checkpoints: AtomicBool,
+    /// Appending events (and so gates' changes and endings, stored with theirs) fails.
+    events: AtomicBool,
+    /// Ending a session fails.
+    endings: AtomicBool,
+    /// Answers and endings are stored, then reported failed, as when the connection is
+    /// lost at their commit.
+    lost: AtomicBool,
+    /// Counting a relaunch waits while this is set: a relaunch that reads the store
+    /// before it holds the session is caught between its reads.
+    resumes_held: AtomicBool,
+}
+
+impl Switches {
+    fn on(switch: &AtomicBool) -> bool {
+        switch.load(Ordering::SeqCst)
+    }
 }
 
 impl Flaky {
     fn check(&self) -> Result<(), StoreError> {
-        match self.failing.load(Ordering::SeqCst) {
+        match Switches::on(&self.switches.all) {
             true => Err(StoreError::Backend("disk full".into())),
             false => Ok(()),
         }
@@ -51,7 +68,7 @@ impl Flaky {
 
     /// `stored`, or the error of a commit whose connection was lost after it applied.
     fn after_commit<T>(&self, stored: Result<T, StoreError>) -> Result<T, StoreError> {
-        match self.commits_lost.load(Ordering::SeqCst) {
+        match Switches::on(&self.switches.lost) {
             true => stored.and(Err(StoreError::Backend(
                 "the connection was lost at the commit, which may or may not have been applied"
                     .into(),
@@ -63,7 +80,7 @@ impl Flaky {
     /// As [`check`](Self::check), failing also while the events table is locked.
     fn check_events(&self) -> Result<(), StoreError> {
         self.check()?;
-        match self.events_failing.load(Ordering::SeqCst) {
+        match Switches::on(&self.switches.events) {
             true => Err(StoreError::Backend("the events table is locked".into())),
             false => Ok(()),
         }
@@ -73,14 +90,12 @@ impl Flaky {
 /// The checkpoints of a [`Flaky`] store: failing with it.
 struct FlakyCheckpoints {
     inner: Arc<dyn CheckpointStore>,
-    failing: Arc<AtomicBool>,
-    checkpoints_failing: Arc<AtomicBool>,
+    switches: Arc<Switches>,
 }
 
 impl FlakyCheckpoints {
     fn check(&self) -> Result<(), CheckpointError> {
-        match self.failing.load(Ordering::SeqCst) || self.checkpoints_failing.load(Ordering::SeqCst)
-        {
+        match Switches::on(&self.switches.all) || Switches::on(&self.switches.checkpoints) {
             true => Err(CheckpointError::Backend("disk full".into())),
             false => Ok(()),
         }
@@ -144,7 +159,7 @@ impl SessionStore for Flaky {
         terminal: &Value,
     ) -> Result<Option<u64>, StoreError> {
         self.check_events()?;
-        if self.endings_failing.load(Ordering::SeqCst) {
+        if Switches::on(&self.switches.endings) {
             return Err(StoreError::Backend("the sessions table is locked".into()));
         }
         let stored = self.inner.finish(id, outcome, terminal).await;
@@ -191,6 +206,9 @@ impl SessionStore for Flaky {
     }
     async fn note_resume(&self, id: &str, events: u64) -> Result<u32, StoreError> {
         self.check()?;
+        while Switches::on(&self.switches.resumes_held) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         self.inner.note_resume(id, events).await
     }
     async fn gates(&self, id: &str) -> Result<Vec<StoredGate>, StoreError> {
@@ -202,40 +220,26 @@ impl SessionStore for Flaky {
     fn checkpoint_store(&self) -> Option<Arc<dyn CheckpointStore>> {
         Some(Arc::new(FlakyCheckpoints {
             inner: Arc::clone(&self.checkpoints) as Arc<dyn CheckpointStore>,
-            failing: Arc::clone(&self.failing),
-            checkpoints_failing: Arc::clone(&self.checkpoints_failing),
+            switches: Arc::clone(&self.switches),
         }))
     }
 }
 
-/// The switches of a [`Flaky`] store.
-#[derive(Default)]
-struct Switches {
-    /// Every write fails.
-    all: Arc<AtomicBool>,
-    /// Checkpoints and journal entries fail.
-    checkpoints: Arc<AtomicBool>,
-    /// Appending events fails.
-    events: Arc<AtomicBool>,
-    /// Ending a session fails.
-    endings: Arc<AtomicBool>,
-    /// Answers and endings are stored, then reported failed.
-    lost: Arc<AtomicBool>,
-}
-
-/// A server on a [`Flaky`] store, and its switches.
-async fn serve() -> (TestServer, Switches) {
-    let switches = Switches::default();
+/// A [`Flaky`] store and its switches.
+fn flaky() -> (Arc<Flaky>, Arc<Switches>) {
+    let switches = Arc::new(Switches::default());
     let store = Flaky {
         inner: InMemorySessionStore::new(),
         checkpoints: Arc::default(),
-        failing: Arc::clone(&switches.all),
-        checkpoints_failing: Arc::clone(&switches.checkpoints),
-        events_failing: Arc::clone(&switches.events),
-        endings_failing: Arc::clone(&switches.endings),
-        commits_lost: Arc::clone(&switches.lost),
+        switches: Arc::clone(&switches),
     };
-    let server = AgentServer::new(Arc::new(store)).with_product(Arc::new(Echo::new("coordinator")));
+    (Arc::new(store), switches)
+}
+
+/// A server on a [`Flaky`] store, and its switches.
+async fn serve() -> (TestServer, Arc<Switches>) {
+    let (store, switches) = flaky();
+    let server = AgentServer::new(store).with_product(Arc::new(Echo::new("coordinator")));
     (TestServer::spawn(server).await, switches)
 }
 
@@ -262,7 +266,7 @@ async fn wait_for_gate(server: &TestServer, started: &common::Started, gate: &st
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_answer_parks_the_session_which_resumes_once_the_store_answers() {
     let (server, switches) = serve().await;
-    let failing = switches.all;
+    let failing = &switches.all;
     let started = server.start("coordinator", json!({"text": "hi"})).await;
     wait_for_gate(&server, &started, FIRST).await;
 
@@ -307,7 +311,7 @@ async fn a_refused_answer_parks_the_session_which_resumes_once_the_store_answers
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_checkpoint_parks_the_run_instead_of_failing_the_session() {
     let (server, switches) = serve().await;
-    let checkpoints_failing = switches.checkpoints;
+    let checkpoints_failing = &switches.checkpoints;
     let started = server.start("coordinator", json!({"text": "hi"})).await;
     wait_for_gate(&server, &started, FIRST).await;
     assert_eq!(server.respond(&started, FIRST, json!("yes")).await.0, 200);
@@ -457,5 +461,50 @@ async fn writes_stored_but_reported_lost_are_neither_lost_nor_repeated() {
     // up after the lost ending finds it so.
     let status = server.status(&started).await;
     assert_eq!(status["status"], "complete", "{status}");
+    assert_eq!(status["result"]["second"], "sure", "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relaunch_reads_the_store_only_once_it_holds_the_session() {
+    // Two instances on one store, with shared leases, fan-out and control.
+    let (store, switches) = flaky();
+    let (leases, fanout, control) = (
+        Arc::new(InProcessLeases::default()),
+        Arc::new(InProcessFanout::default()),
+        Arc::new(InProcessControl::default()),
+    );
+    let instance = || {
+        AgentServer::new(store.clone())
+            .with_product(Arc::new(Echo::new("coordinator")))
+            .with_leases(leases.clone())
+            .with_fanout(fanout.clone())
+            .with_control(control.clone())
+    };
+    let a = TestServer::spawn(instance()).await;
+    let b = instance();
+    let started = a.start("coordinator", json!({"text": "hi"})).await;
+    wait_for_gate(&a, &started, FIRST).await;
+
+    // b restarts while a runs the session. Had b read the store before taking the
+    // session's lease, it would wait here between its reads while a finishes the
+    // session, then run it again from what it read.
+    switches.resumes_held.store(true, Ordering::SeqCst);
+    let restart = tokio::spawn(async move { b.resume_unfinished().await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(a.respond(&started, FIRST, json!("yes")).await.0, 200);
+    assert_eq!(
+        a.respond_when_open(&started, SECOND, json!("sure")).await,
+        200
+    );
+    let events = a
+        .stream(&started, None)
+        .await
+        .until("session_complete")
+        .await;
+    switches.resumes_held.store(false, Ordering::SeqCst);
+
+    assert_eq!(restart.await.unwrap(), Ok(0), "b ran the session again");
+    assert_each_event_once(&events);
+    let status = a.status(&started).await;
     assert_eq!(status["result"]["second"], "sure", "{status}");
 }
