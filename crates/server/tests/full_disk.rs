@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use agent_backends::SqliteSessionStore;
 use agent_server::AgentServer;
-use common::{Echo, PATIENCE, TestServer, assert_each_event_once};
+use common::{Echo, PATIENCE, TestServer, assert_each_event_once, wait_for_gate};
 use serde_json::json;
 
 const FIRST: &str = "coordinator:approve:1";
@@ -60,26 +60,6 @@ impl Drop for SmallDisk {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg("-l").arg(&self.path).status();
     }
-}
-
-/// Waits until `gate` is listed pending.
-async fn wait_for_gate(server: &TestServer, started: &common::Started, gate: &str) {
-    tokio::time::timeout(PATIENCE, async {
-        loop {
-            let status = server.status(started).await;
-            if status["pending_gates"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|g| g["id"] == gate)
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("the gate did not open");
 }
 
 /// Answers `gate` until the server takes the answer (it refuses with 503 while the disk

@@ -19,7 +19,7 @@ use agent_runtime::sessions::{
     StoredEvent, StoredGate,
 };
 use agent_server::AgentServer;
-use common::{Echo, PATIENCE, TestServer, assert_each_event_once, names};
+use common::{Echo, TestServer, assert_each_event_once, names, wait_for_gate};
 use serde_json::{Value, json};
 
 const FIRST: &str = "coordinator:approve:1";
@@ -241,26 +241,6 @@ async fn serve() -> (TestServer, Arc<Switches>) {
     let (store, switches) = flaky();
     let server = AgentServer::new(store).with_product(Arc::new(Echo::new("coordinator")));
     (TestServer::spawn(server).await, switches)
-}
-
-/// Waits until `gate` is listed pending.
-async fn wait_for_gate(server: &TestServer, started: &common::Started, gate: &str) {
-    tokio::time::timeout(PATIENCE, async {
-        loop {
-            let status = server.status(started).await;
-            if status["pending_gates"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|g| g["id"] == gate)
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("the gate did not open");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -232,3 +232,23 @@ pub fn assert_each_event_once(events: &[SseEvent]) {
     let kinds: Vec<&str> = names(events).into_iter().map(|(_, name)| name).collect();
     assert_eq!(kinds, UNINTERRUPTED);
 }
+
+/// Waits until `gate` is listed pending.
+pub async fn wait_for_gate(server: &TestServer, started: &Started, gate: &str) {
+    tokio::time::timeout(PATIENCE, async {
+        loop {
+            let status = server.status(started).await;
+            if status["pending_gates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|g| g["id"] == gate)
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the gate did not open");
+}
