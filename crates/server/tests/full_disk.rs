@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use agent_backends::SqliteSessionStore;
 use agent_server::AgentServer;
-use common::{Echo, PATIENCE, TestServer, assert_each_event_once, wait_for_gate};
+use common::{Echo, PATIENCE, TestServer, assert_replays_once, wait_for_gate};
 use serde_json::json;
 
 const FIRST: &str = "coordinator:approve:1";
@@ -114,10 +114,5 @@ async fn a_full_disk_parks_the_session_which_completes_once_there_is_room() {
     wait_for_gate(&server, &started, SECOND).await;
     answer(&server, &started, SECOND).await;
 
-    let events = server
-        .stream(&started, None)
-        .await
-        .until("session_complete")
-        .await;
-    assert_each_event_once(&events);
+    assert_replays_once(&server, &started).await;
 }

@@ -19,7 +19,7 @@ use agent_runtime::sessions::{
     StoredEvent, StoredGate,
 };
 use agent_server::AgentServer;
-use common::{Echo, TestServer, assert_each_event_once, names, wait_for_gate};
+use common::{Echo, TestServer, assert_replays_once, names, wait_for_gate};
 use serde_json::{Value, json};
 
 const FIRST: &str = "coordinator:approve:1";
@@ -276,12 +276,7 @@ async fn a_refused_answer_parks_the_session_which_resumes_once_the_store_answers
         200
     );
 
-    let events = server
-        .stream(&started, None)
-        .await
-        .until("session_complete")
-        .await;
-    assert_each_event_once(&events);
+    let events = assert_replays_once(&server, &started).await;
     assert_eq!(
         events.last().unwrap().data["result"],
         json!({"text": "hi", "first": "yes", "second": "sure"})
@@ -373,12 +368,7 @@ async fn an_answer_refused_with_its_announcement_is_taken_once_the_session_is_ta
             .await,
         200
     );
-    let events = server
-        .stream(&started, None)
-        .await
-        .until("session_complete")
-        .await;
-    assert_each_event_once(&events);
+    assert_replays_once(&server, &started).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -406,12 +396,7 @@ async fn a_refused_ending_leaves_the_session_unfinished_until_it_is_ended_once()
 
     // The store is back: the session is taken up again and ends, once.
     switches.endings.store(false, Ordering::SeqCst);
-    let events = server
-        .stream(&started, None)
-        .await
-        .until("session_complete")
-        .await;
-    assert_each_event_once(&events);
+    assert_replays_once(&server, &started).await;
     let status = server.status(&started).await;
     assert_eq!(status["status"], "complete", "{status}");
     assert_eq!(status["result"]["second"], "sure", "{status}");
@@ -431,12 +416,7 @@ async fn writes_stored_but_reported_lost_are_neither_lost_nor_repeated() {
     wait_for_gate(&server, &started, SECOND).await;
     assert_eq!(server.respond(&started, SECOND, json!("sure")).await.0, 200);
 
-    let events = server
-        .stream(&started, None)
-        .await
-        .until("session_complete")
-        .await;
-    assert_each_event_once(&events);
+    assert_replays_once(&server, &started).await;
     // The ending and its event were one write: the session is over, and the run taken
     // up after the lost ending finds it so.
     let status = server.status(&started).await;
@@ -476,15 +456,9 @@ async fn a_relaunch_reads_the_store_only_once_it_holds_the_session() {
         a.respond_when_open(&started, SECOND, json!("sure")).await,
         200
     );
-    let events = a
-        .stream(&started, None)
-        .await
-        .until("session_complete")
-        .await;
+    assert_replays_once(&a, &started).await;
     switches.resumes_held.store(false, Ordering::SeqCst);
-
     assert_eq!(restart.await.unwrap(), Ok(0), "b ran the session again");
-    assert_each_event_once(&events);
     let status = a.status(&started).await;
     assert_eq!(status["result"]["second"], "sure", "{status}");
 }

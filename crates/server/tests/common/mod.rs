@@ -252,3 +252,15 @@ pub async fn wait_for_gate(server: &TestServer, started: &Started, gate: &str) {
     .await
     .expect("the gate did not open");
 }
+
+/// Reads the session from event 0 to `session_complete` and asserts it is an
+/// uninterrupted [`Echo`] session's, each event once ([`assert_each_event_once`]).
+pub async fn assert_replays_once(server: &TestServer, started: &Started) -> Vec<SseEvent> {
+    let events = server
+        .stream(started, None)
+        .await
+        .until("session_complete")
+        .await;
+    assert_each_event_once(&events);
+    events
+}
