@@ -107,7 +107,7 @@ pub async fn single_process(path: &Path) -> anyhow::Result<(AgentServer, SqliteS
     Ok((AgentServer::new(Arc::new(store.clone())), store))
 }
 
-/// A server behind the auth layer, and the listener it serves on.
+/// A server behind the auth layer, serving its metrics, and the listener it serves on.
 pub struct Listening {
     /// The server, behind the auth layer.
     pub server: AgentServer,
@@ -120,8 +120,9 @@ pub struct Listening {
 
 /// Puts `server` behind the auth layer the environment describes (`AGENT_API_KEYS`,
 /// `CHAT_API_KEYS`, `AGENT_JWT_*`, `AGENT_RATE_LIMIT`, `AGENT_TENANT_RATE_LIMIT`; see
-/// `docs/deployment.md`) and binds `host:port` for it: on loopback only when no
-/// credential is set, which [`Listening::open_notice`] says.
+/// `docs/deployment.md`), has it serve the process's metrics at `GET /metrics` (behind the
+/// same layer), and binds `host:port` for it: on loopback only when no credential is
+/// set, which [`Listening::open_notice`] says.
 pub async fn listen_behind_auth(
     server: AgentServer,
     host: &str,
@@ -129,7 +130,8 @@ pub async fn listen_behind_auth(
 ) -> anyhow::Result<Listening> {
     let auth = agent_server::auth::Auth::from_env().context("reading the auth settings")?;
     let open = auth.is_open();
-    let server = server.with_auth(auth);
+    let metrics = agent_server::install_prometheus().context("installing the metrics recorder")?;
+    let server = server.with_auth(auth).with_metrics(metrics);
     let requested = tokio::net::lookup_host((host, port))
         .await
         .with_context(|| format!("resolving {host}:{port}"))?

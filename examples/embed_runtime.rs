@@ -120,6 +120,8 @@ fn graph(latency: Duration) -> Result<CompiledGraph<Letter, LetterEvent>, GraphE
 /// Serves the letter product.
 #[derive(Parser)]
 struct Args {
+    #[command(flatten)]
+    log: examples::telemetry::LogArgs,
     /// The SQLite file of the sessions and their checkpoints (made with its directory).
     #[arg(long, default_value = "output/letters.db")]
     db: std::path::PathBuf,
@@ -134,6 +136,7 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    let _telemetry = examples::telemetry::install("embed_runtime", "warn", args.log.log_format)?;
     let store = SqliteSessionStore::open(&args.db).await?;
     // The graph is the product: each start is its first state, its end state the result.
     let graph = graph(Duration::from_millis(args.latency_ms))?;
@@ -142,7 +145,9 @@ async fn main() -> anyhow::Result<()> {
         ..Letter::default()
     };
     let product = GraphProduct::new("letter", graph, first).with_gates([REVIEW.spec()]);
-    let server = AgentServer::new(Arc::new(store)).with_product(Arc::new(product));
+    let server = AgentServer::new(Arc::new(store))
+        .with_product(Arc::new(product))
+        .with_metrics(agent_server::install_prometheus()?);
     server.resume_unfinished().await?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?;
     println!("listening on http://{}", listener.local_addr()?);

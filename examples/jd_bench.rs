@@ -31,6 +31,8 @@ use tokio_util::sync::CancellationToken;
 #[derive(Parser)]
 #[command(about = "Tokens, calls, latency and stability of the JD optimizer on the fixture pairs.")]
 struct Args {
+    #[command(flatten)]
+    log: examples::telemetry::LogArgs,
     /// Delay added to every model call, in milliseconds.
     #[arg(long, default_value_t = 2_000)]
     latency_ms: u64,
@@ -92,6 +94,7 @@ async fn run(
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let mut args = Args::parse();
+    let _telemetry = examples::telemetry::install("jd_bench", "warn", args.log.log_format)?;
     args.fixtures = examples::fixtures::locate(&args.fixtures)?;
     let pairs = pairs(&args.fixtures)?;
     println!(

@@ -56,6 +56,8 @@ use tokio_util::sync::CancellationToken;
 #[derive(Parser)]
 #[command(about = "Tune a resume to a job description (spec 003).")]
 struct Cli {
+    #[command(flatten)]
+    log: examples::telemetry::LogArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -164,13 +166,16 @@ struct OptimizeArgs {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    let outcome = match Cli::parse().command {
+    let cli = Cli::parse();
+    let _telemetry = match examples::telemetry::install("jd_optimizer", "warn", cli.log.log_format)
+    {
+        Ok(telemetry) => telemetry,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = match cli.command {
         Command::Optimize(args) => optimize(args, None).await,
         Command::Interview {
             optimize: args,

@@ -55,6 +55,8 @@ use tokio_util::sync::CancellationToken;
 #[derive(Parser)]
 #[command(about = "The job-agent chat: job search and application prep, OpenAI-compatible")]
 struct Cli {
+    #[command(flatten)]
+    log: examples::telemetry::LogArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -378,14 +380,18 @@ async fn chat(args: ChatArgs) -> anyhow::Result<()> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "warn,job_capabilities::notify::console=info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    let _telemetry = match examples::telemetry::install(
+        "job_agent_chat",
+        "warn,job_capabilities::notify::console=info",
+        cli.log.log_format,
+    ) {
+        Ok(telemetry) => telemetry,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            return ExitCode::FAILURE;
+        }
+    };
     let result = match cli.command {
         Command::Serve(args) => serve(args).await,
         Command::Chat(args) => chat(args).await,

@@ -43,6 +43,8 @@ macro_rules! say {
 #[derive(Debug, Parser)]
 #[command(version)]
 struct Cli {
+    #[command(flatten)]
+    log: examples::telemetry::LogArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -91,14 +93,14 @@ struct RunArgs {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    let _telemetry = match examples::telemetry::install("job_hunter", "error", cli.log.log_format) {
+        Ok(telemetry) => telemetry,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            return ExitCode::from(1);
+        }
+    };
     let outcome = match cli.command {
         Command::Run(args) => run(args).await,
         Command::FetchBoard { url, company } => fetch_board(&url, company).await.map(|()| 0),

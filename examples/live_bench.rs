@@ -41,6 +41,8 @@ use tokio::process::Command;
 #[derive(Debug, Parser)]
 #[command(version)]
 struct Args {
+    #[command(flatten)]
+    log: examples::telemetry::LogArgs,
     /// The products to run, comma-separated.
     #[arg(
         long,
@@ -371,6 +373,7 @@ async fn run_page_explorer(
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    let _telemetry = examples::telemetry::install("live_bench", "warn", args.log.log_format)?;
     let upstream = std::env::var("OPENAI_BASE_URL")
         .ok()
         .filter(|url| !url.trim().is_empty())

@@ -38,6 +38,8 @@ time or date, call get_time with an IANA timezone name (use UTC if none is given
 #[derive(Debug, Parser)]
 #[command(version)]
 struct Args {
+    #[command(flatten)]
+    log: examples::telemetry::LogArgs,
     /// Stream the answer as it is generated.
     #[arg(long)]
     stream: bool,
@@ -139,12 +141,7 @@ async fn main() {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let _telemetry = examples::telemetry::install("llm_chat", "warn", args.log.log_format)?;
 
     let (model, provider): (Arc<dyn ChatModel>, String) = match ProviderConfig::from_env()? {
         Some(mut config) => {

@@ -35,6 +35,8 @@ use serde::Deserialize;
 /// Evaluates the job rankers on a labeled set.
 #[derive(Debug, Parser)]
 struct Args {
+    #[command(flatten)]
+    log: examples::telemetry::LogArgs,
     /// The labeled set: jobs.json, profiles.json, qrels.json.
     #[arg(long, default_value = "fixtures/ranking")]
     data: PathBuf,
@@ -178,6 +180,7 @@ const RANKERS: [&str; 4] = ["cosine", "lexical", "hybrid", "composite"];
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    let _telemetry = examples::telemetry::install("ranking_eval", "warn", args.log.log_format)?;
     let data = examples::fixtures::locate(&args.data)?;
     let jobs: Vec<Job> = read(&data, "jobs.json")?;
     let profiles: Vec<Profile> = read(&data, "profiles.json")?;

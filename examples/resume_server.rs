@@ -46,6 +46,8 @@ use resume_coordinator::{Flags, ResumeProduct};
 #[derive(Debug, Parser)]
 #[command(version)]
 struct Args {
+    #[command(flatten)]
+    log: examples::telemetry::LogArgs,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
@@ -134,14 +136,8 @@ enum Backend {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let args = Args::parse();
+    let _telemetry = examples::telemetry::install("resume_server", "warn", args.log.log_format)?;
     let product = if args.dry_run {
         let fixtures = examples::fixtures::locate(&args.fixtures)
             .context("the dry run's fixtures (run from the workspace, or pass --fixtures)")?;

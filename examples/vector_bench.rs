@@ -24,6 +24,8 @@ use clap::Parser;
 /// Measures embedding and vector search.
 #[derive(Debug, Parser)]
 struct Args {
+    #[command(flatten)]
+    log: examples::telemetry::LogArgs,
     /// Vectors stored before querying.
     #[arg(long, default_value_t = 50_000)]
     vectors: usize,
@@ -95,6 +97,7 @@ async fn measure(name: &str, store: Arc<dyn VectorStore>, args: &Args) -> anyhow
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    let _telemetry = examples::telemetry::install("vector_bench", "warn", args.log.log_format)?;
     let model = LocalEmbeddingModel::from_env()?;
     let words = [
         "senior",

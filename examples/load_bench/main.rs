@@ -58,6 +58,8 @@ use ticker::TickerBackend;
 #[derive(Parser)]
 #[command(about = "Sessions/s, events/s, latencies, CPU and memory: SQLite vs two instances")]
 struct Args {
+    #[command(flatten)]
+    log: examples::telemetry::LogArgs,
     /// Sessions started at once (each with its own SSE client).
     #[arg(long, default_value_t = 1000)]
     sessions: usize,
@@ -468,6 +470,7 @@ async fn serve_ticker(args: &Args) -> anyhow::Result<()> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    let _telemetry = examples::telemetry::install("load_bench", "warn", args.log.log_format)?;
     if args.serve_ticker {
         return serve_ticker(&args).await;
     }

@@ -136,6 +136,7 @@ async fn extract(args: &CollectArgs, site: &str, jobs: &mut [CollectedJob]) -> a
         crate::explore_cmd::recorded_meter(CostLimits::default())
     } else {
         CostMeter::from_env(CostLimits::default())?
+            .with_labels(crate::explore_cmd::page_explorer_labels())
     };
     let (model, concurrency): (Arc<dyn ChatModel>, usize) = if args.dry_run {
         let path = match args.responses.clone() {

@@ -14,7 +14,7 @@ use std::time::Duration;
 use agent_llm::testing::{LatencyModel, RECORDED_MODEL, RecordedModel};
 use agent_llm::{ChatModel, ModelPrice, PricingTable, ProviderConfig};
 use agent_runtime::checkpoint::FileCheckpointStore;
-use agent_runtime::{CostLimits, CostMeter, EventSink};
+use agent_runtime::{CostLimits, CostMeter, EventSink, MeterLabels};
 use anyhow::Context as _;
 use page_explorer::agents::ExplorerModels;
 use page_explorer::durable::{DurableExplore, explore_durable};
@@ -110,7 +110,8 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<ExitCode> {
             .await
             .context("asking the model server which model it serves")?;
         println!("LIVE: {}", provider.describe());
-        ExplorerModels::from_provider(&provider, CostMeter::from_env(limits)?)?
+        let meter = CostMeter::from_env(limits)?.with_labels(page_explorer_labels());
+        ExplorerModels::from_provider(&provider, meter)?
     };
     let mut options = ExploreOptions::new(args.task.clone());
     options.budget_tokens = args.budget;
@@ -238,5 +239,10 @@ pub fn recorded_model(path: &Path, latency_ms: Option<u64>) -> anyhow::Result<Ar
 /// A meter on which recorded answers cost nothing (their tokens are still counted).
 pub fn recorded_meter(limits: CostLimits) -> CostMeter {
     let pricing = PricingTable::default().with_price(RECORDED_MODEL, ModelPrice::FREE);
-    CostMeter::with_pricing(limits, pricing)
+    CostMeter::with_pricing(limits, pricing).with_labels(page_explorer_labels())
+}
+
+/// What the explorer's model calls are counted under in the process metrics.
+pub fn page_explorer_labels() -> MeterLabels {
+    MeterLabels::product("page_explorer")
 }

@@ -30,6 +30,8 @@ use page_explorer::{Browser as _, ChromiumBrowser, DEFAULT_BUDGET_TOKENS, Launch
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Cli {
+    #[command(flatten)]
+    log: examples::telemetry::LogArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -53,14 +55,12 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<std::process::ExitCode> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,chromiumoxide=error")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    let _telemetry = examples::telemetry::install(
+        "page_explorer",
+        "warn,chromiumoxide=error",
+        cli.log.log_format,
+    )?;
     match cli.command {
         Command::Explore(args) => explore_cmd::run(args).await,
         Command::Collect(args) => collect_cmd::run(args).await,

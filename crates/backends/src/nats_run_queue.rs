@@ -251,10 +251,11 @@ impl RunQueue for JetStreamRunQueue {
                     let _ = message.ack_with(AckKind::Term).await;
                     return None;
                 };
-                let deliveries = message
+                let (deliveries, waiting) = message
                     .info()
-                    .map(|info| u64::try_from(info.delivered).unwrap_or(1))
-                    .unwrap_or(1);
+                    .map(|info| (u64::try_from(info.delivered).unwrap_or(1), Some(info.pending)))
+                    .unwrap_or((1, None));
+                agent_runtime::process_metrics::run_delivered(&product, deliveries, waiting);
                 Some(QueuedRun {
                     ticket: Box::new(Ticket {
                         message,

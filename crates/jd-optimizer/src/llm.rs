@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use agent_llm::{ChatModel, ExtractError, Limit, LlmError, ModelRouter, ModelTier};
 use agent_runtime::graph::NodeContext;
-use agent_runtime::{CostMeter, CostSnapshot, Session};
+use agent_runtime::{CostMeter, CostSnapshot, MeterLabels, Session};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
@@ -117,6 +117,11 @@ impl AgentCaller {
     /// Calls through `model`, on the model `router` names for each tier.
     pub fn new(model: Arc<dyn ChatModel>, router: ModelRouter) -> Self {
         AgentCaller { model, router }
+    }
+
+    /// What this caller's calls are counted under in the process metrics.
+    pub fn meter_labels(&self) -> MeterLabels {
+        MeterLabels::product("jd_optimizer").with_router(&self.router)
     }
 
     /// The same caller on the model `wrap` makes of this one's (a latency or fault

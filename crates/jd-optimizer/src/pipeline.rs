@@ -142,10 +142,10 @@ impl JdOptimizer {
         if session.meter().is_some() {
             return session;
         }
-        session.with_meter(CostMeter::with_pricing(
-            CostLimits::default(),
-            self.pricing.clone(),
-        ))
+        session.with_meter(
+            CostMeter::with_pricing(CostLimits::default(), self.pricing.clone())
+                .with_labels(self.deps.caller.meter_labels()),
+        )
     }
 
     /// The interview agents on this optimizer's model and caches, remembering profiles
@@ -195,6 +195,7 @@ impl JdOptimizer {
             ..CostLimits::default()
         };
         CostMeter::with_pricing(limits, self.pricing.clone())
+            .with_labels(self.deps.caller.meter_labels())
     }
 
     /// Runs one optimization in a session of its own, events to `events`.

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use agent_llm::{ChatModel, LlmError, Message, ModelRouter, ModelTier};
 use agent_runtime::{
-    AgentConfig, AgentIdentity, AgentLoop, CostLimits, CostMeter, EventSink, LoopEvent, Session,
-    StopCause,
+    AgentConfig, AgentIdentity, AgentLoop, CostLimits, CostMeter, EventSink, LoopEvent,
+    MeterLabels, Session, StopCause,
 };
 use agent_server::chat::{
     ChatAgent, ChatAgentError, ChatFile, ChatMessage, ChatProgress, ChatReply, ChatRole, ChatTurn,
@@ -307,7 +307,8 @@ impl ChatAgent for JobAgentChat {
         let meter = CostMeter::new(CostLimits {
             max_tokens: Some(self.config.max_tokens_per_turn),
             ..CostLimits::default()
-        });
+        })
+        .with_labels(MeterLabels::product("job_agent_chat").with_router(&self.router));
         let session = Session::new(uuid::Uuid::new_v4().to_string(), ())
             .with_user(owner)
             .with_events(Arc::new(Notes(progress.clone())))

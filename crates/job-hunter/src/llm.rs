@@ -5,9 +5,11 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agent_llm::{PricingTable, Usage};
+use agent_llm::{ModelTier, PricingTable, Usage};
 use agent_runtime::graph::{NodeError, NodeErrorKind};
-use agent_runtime::{Ask, CostLimits, CostMeter, CostSnapshot, EventSink, unpriced_token_limit};
+use agent_runtime::{
+    Ask, CostLimits, CostMeter, CostSnapshot, EventSink, MeterLabels, unpriced_token_limit,
+};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -91,17 +93,22 @@ impl PipelineLlm {
             max_usd: Some(settings.max_cost_per_run_usd),
             ..CostLimits::default()
         };
-        let meter = CostMeter::with_pricing(limits, pricing).on_warn(move |snapshot| {
-            tracing::warn!(
-                current_cost = snapshot.usd,
-                limit = threshold,
-                "cost passed the warning threshold"
-            );
-            events.emit(HuntEvent::CostWarning {
-                spent_usd: snapshot.usd,
-                threshold_usd: threshold,
+        let labels = MeterLabels::product("job_hunter")
+            .with_tier(ModelTier::Primary, &settings.sonnet_model)
+            .with_tier(ModelTier::Light, &settings.haiku_model);
+        let meter = CostMeter::with_pricing(limits, pricing)
+            .with_labels(labels)
+            .on_warn(move |snapshot| {
+                tracing::warn!(
+                    current_cost = snapshot.usd,
+                    limit = threshold,
+                    "cost passed the warning threshold"
+                );
+                events.emit(HuntEvent::CostWarning {
+                    spent_usd: snapshot.usd,
+                    threshold_usd: threshold,
+                });
             });
-        });
         PipelineLlm {
             fast_model: settings.haiku_model.clone(),
             best_model: settings.sonnet_model.clone(),

@@ -3,7 +3,7 @@
 use agent_llm::testing::LatencyModel;
 use agent_llm::{ChatModel, ModelPrice, ModelRouter, ModelTier, PricingTable};
 use agent_runtime::documents::DocumentStore;
-use agent_runtime::{AnswerError, CostLimits, CostMeter, GateSpec};
+use agent_runtime::{AnswerError, CostLimits, CostMeter, GateSpec, MeterLabels};
 use agent_server::{Product, SessionHandle};
 use async_trait::async_trait;
 use std::path::Path;
@@ -188,7 +188,8 @@ impl Product for ResumeProduct {
     ) -> Result<ResumeOutput, PipelineError> {
         start.flags = start.flags.narrowed_by(self.flags);
         session.gates().set_default_timeout(Some(self.gate_timeout));
-        let meter = CostMeter::with_pricing(self.limits.clone(), self.pricing.clone());
+        let meter = CostMeter::with_pricing(self.limits.clone(), self.pricing.clone())
+            .with_labels(MeterLabels::product("resume").with_router(&self.router));
         let masters = self.masters.clone();
         coordinator::run(
             self.llm.clone(),

@@ -8,6 +8,7 @@ use futures::StreamExt;
 use serde_json::json;
 use std::sync::Arc;
 use tokio_util::task::AbortOnDropHandle;
+use tracing::Instrument as _;
 
 use crate::coordinator::{Ctx, Stages, gate, totals};
 use crate::craftsman::{self, CRAFTSMAN, review::reapprove};
@@ -113,9 +114,16 @@ impl Stages {
         // ends with this step, also when the step is dropped (the run parks or is
         // cancelled): it holds the Craftsman's subscription, which a resumed run takes.
         let craftsman = ctx.agent_context(AgentIdentity::new(CRAFTSMAN, DOMAIN));
-        let answering = AbortOnDropHandle::new(tokio::spawn(craftsman.hearing_calls(
-            answer_revisions(inbox, Arc::clone(&bus), ctx.session().clone()),
-        )));
+        // In the step's span, so the revisions' model calls are traced under it.
+        let answering = AbortOnDropHandle::new(tokio::spawn(
+            craftsman
+                .hearing_calls(answer_revisions(
+                    inbox,
+                    Arc::clone(&bus),
+                    ctx.session().clone(),
+                ))
+                .in_current_span(),
+        ));
         let config = producer::producer(&self.router, Arc::clone(&bus));
         let message = ctx.read(build_producer_message);
         let result = self.run_agent(ctx, config, message).await;

@@ -2,6 +2,8 @@
 //! wrapper that does is [`MeteredModel`](crate::MeteredModel)), and what it has counted.
 
 use agent_llm::{Limit, PricingTable, Usage};
+
+use crate::process_metrics::MeterLabels;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -143,6 +145,8 @@ pub struct CostMeter {
     inner: Arc<MeterInner>,
     /// The step the calls recorded through this handle are counted under.
     step: Option<Arc<str>>,
+    /// What its calls are counted under in the process metrics.
+    labels: Option<Arc<MeterLabels>>,
 }
 
 impl std::fmt::Debug for CostMeter {
@@ -186,6 +190,7 @@ impl CostMeter {
                 started: Instant::now(),
             }),
             step: None,
+            labels: None,
         }
     }
 
@@ -205,7 +210,25 @@ impl CostMeter {
         CostMeter {
             inner: Arc::clone(&self.inner),
             step: Some(Arc::from(step)),
+            labels: self.labels.clone(),
         }
+    }
+
+    /// This meter, counting its calls in the process metrics
+    /// ([`process_metrics`](crate::process_metrics)) under `labels`' product and tiers
+    /// (without labels they are counted under an empty product).
+    ///
+    /// ```
+    /// use agent_llm::{ModelRouter, ProviderKind};
+    /// use agent_runtime::{CostLimits, CostMeter, MeterLabels};
+    /// let router = ModelRouter::for_provider(ProviderKind::Anthropic);
+    /// let meter = CostMeter::new(CostLimits::default())
+    ///     .with_labels(MeterLabels::product("jd_optimizer").with_router(&router));
+    /// # let _ = meter;
+    /// ```
+    pub fn with_labels(mut self, labels: MeterLabels) -> Self {
+        self.labels = Some(Arc::new(labels));
+        self
     }
 
     /// Calls `hook` once, when the cost first reaches `warn_usd`.
@@ -216,6 +239,7 @@ impl CostMeter {
                 CostMeter {
                     inner: Arc::new(inner),
                     step: self.step,
+                    labels: self.labels,
                 }
             }
             Err(shared) => {
@@ -223,6 +247,7 @@ impl CostMeter {
                 CostMeter {
                     inner: shared,
                     step: self.step,
+                    labels: self.labels,
                 }
             }
         }
@@ -291,6 +316,12 @@ impl CostMeter {
     /// is listed in [`CostSnapshot::unpriced_models`] (warned about once per process).
     pub fn record(&self, model: &str, usage: Usage) -> CostSnapshot {
         let cost = self.inner.pricing.cost(model, &usage);
+        crate::process_metrics::model_call(
+            self.labels.as_deref(),
+            model,
+            &usage,
+            *cost.as_ref().unwrap_or(&0.0),
+        );
         let (snapshot, warn_now) = {
             let mut totals = self.totals();
             totals.usage += usage;

@@ -413,6 +413,7 @@ impl GateRegistry {
         }
         self.inner.opened.notify_waiters();
         tracing::info!(gate = id, "waiting for the user");
+        let wait = crate::process_metrics::GateWait::start(&opened.name);
         // Closes the gate as cancelled if the wait is dropped before it ends (its run was
         // cancelled around it).
         let mut open = OpenGate {
@@ -446,6 +447,7 @@ impl GateRegistry {
             }
             Err(_) => Some("cancelled"),
         };
+        wait.finish(open.reason.unwrap_or("answered"));
         drop(open);
         outcome
     }

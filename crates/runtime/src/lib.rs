@@ -13,6 +13,7 @@ pub mod documents;
 pub mod graph;
 #[cfg(feature = "otel")]
 pub mod otel;
+pub mod process_metrics;
 pub mod sessions;
 pub mod vectors;
 
@@ -30,6 +31,7 @@ pub use json_len::json_len;
 
 mod agent_loop;
 mod ask;
+mod chat_span;
 mod config;
 mod context;
 mod cost;
@@ -52,6 +54,7 @@ pub use cost::{
 };
 pub use metered::MeteredModel;
 pub use outage::ModelOutages;
+pub use process_metrics::MeterLabels;
 pub use progress::ModelProgress;
 pub use result::{AgentResult, StopCause};
 pub use session::{Session, SessionMarks};

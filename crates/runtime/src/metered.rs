@@ -8,6 +8,9 @@ use agent_llm::{
 use async_trait::async_trait;
 use futures::StreamExt;
 
+use tracing::Instrument as _;
+
+use crate::chat_span::{chat_span, record_response};
 use crate::cost::CostMeter;
 
 /// Wraps a [`ChatModel`] so every call is checked against and recorded on a [`CostMeter`].
@@ -46,7 +49,9 @@ fn model_name(request: &ChatRequest, response_model: &str, fallback: Option<Stri
 impl<M: ChatModel> ChatModel for MeteredModel<M> {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         self.meter.check()?;
-        let response = self.inner.chat(request).await?;
+        let span = chat_span(request);
+        let response = self.inner.chat(request).instrument(span.clone()).await?;
+        record_response(&span, &response);
         let model = model_name(request, &response.model, self.inner.default_model());
         self.meter.record(&model, response.usage);
         Ok(response)

@@ -17,6 +17,7 @@ use crate::hosted::Hosted;
 use crate::live::{LiveSession, StartClaim};
 use crate::parking::{ParkingBus, ParkingCheckpoints};
 use crate::product::{HandleParts, SessionHandle};
+use crate::prometheus::RunningSession;
 use crate::server::{AgentServer, CountedSlot};
 use crate::writer::{Listener, RestoredGates, Write, Writer};
 
@@ -26,6 +27,8 @@ pub(crate) struct Launch {
     /// The right to start it here, with its lease held ([`AgentServer::claim_run`]).
     pub(crate) claim: StartClaim,
     pub(crate) request: Value,
+    /// The tenant its credential named, if any (recorded on the run's span).
+    pub(crate) tenant: Option<String>,
     pub(crate) status: SessionStatus,
     /// Its gates as stored once the claim was taken: answered ones are restored,
     /// pending ones stay listed (and answerable) until the run reopens them.
@@ -51,6 +54,7 @@ impl AgentServer {
         product: Arc<dyn Hosted>,
         id: String,
         request: Value,
+        tenant: Option<String>,
         (slot, tenant_slot): (OwnedSemaphorePermit, Option<CountedSlot>),
     ) -> Result<(), StoreError> {
         if let Some(queue) = &self.inner.run_queue {
@@ -63,6 +67,7 @@ impl AgentServer {
             product,
             claim,
             request,
+            tenant,
             status: SessionStatus::Running,
             gates: Vec::new(),
             replayed: Vec::new(),
@@ -111,6 +116,7 @@ impl AgentServer {
             product,
             claim,
             request,
+            tenant,
             status,
             gates: stored_gates,
             replayed,
@@ -185,6 +191,7 @@ impl AgentServer {
         let writer = Writer {
             store: Arc::clone(&self.inner.store),
             session: id.clone(),
+            product: product.name().to_owned(),
             fanout: Arc::clone(&self.inner.fanout),
             gates: gates.clone(),
             restored,
@@ -192,7 +199,13 @@ impl AgentServer {
             max_event_bytes: self.inner.config.max_event_bytes,
             failure: Arc::clone(&failure),
         };
-        let span = tracing::info_span!("session_run", session.id = %id, product = product.name(), resumed = !replayed.is_empty());
+        let span = tracing::info_span!(
+            "session_run",
+            session.id = %id,
+            product = product.name(),
+            tenant.id = tenant.as_deref().unwrap_or_default(),
+            resumed = !replayed.is_empty()
+        );
         let tasks = &self.inner.tasks;
         tasks.spawn(writer.run(writer_rx).instrument(span.clone()));
 
@@ -247,6 +260,7 @@ impl AgentServer {
         tasks.spawn(
             async move {
                 tracing::info!("run started");
+                let running = RunningSession::start(&product_name);
                 // The run is its own task, so a panic is caught by its JoinHandle.
                 let run =
                     run_tasks.spawn(async move { product.run(handle).await }.in_current_span());
@@ -275,6 +289,13 @@ impl AgentServer {
                     // The gates its stopping closes stay pending for the run taken up again.
                     this_run.parked.store(true, Ordering::SeqCst);
                 }
+                running.ended(match &outcome {
+                    _ if parked => "parked",
+                    SessionOutcome::Complete(_) => "complete",
+                    SessionOutcome::Failed(_) => "failed",
+                    SessionOutcome::Cancelled(_) => "cancelled",
+                    SessionOutcome::Expired(_) => "expired",
+                });
                 match &outcome {
                     _ if parked => match &model_outage {
                         Some(outage) => tracing::warn!(%outage, "run parked: its model could not be reached; it is run again later"),
@@ -304,7 +325,7 @@ impl AgentServer {
                     tracing::warn!(%error, "lease not released");
                 }
                 live_map.lock().remove(&id);
-                drop((slot, tenant_slot));
+                drop((slot, tenant_slot, running));
                 this_run.ended.cancel();
                 // Unless a retake of this session, waiting for this run, takes it up again.
                 if let Some(server) = retaker.filter(|server| retake && !server.is_retaking(&id)) {

@@ -45,6 +45,8 @@
 //! - `GET /api/{product}/openapi.json`: the OpenAPI 3.1 document of these routes with the
 //!   JSON Schemas of the start request, every event, the result and every gate's answer.
 //! - `GET /`: the HTML page of the first product that has one.
+//! - With [`AgentServer::with_metrics`]: `GET /metrics`, the process's metrics in the
+//!   Prometheus text format (see [`prometheus`]).
 //! - With [`AgentServer::with_chat`]: `POST /v1/chat/completions` and `GET /v1/models`,
 //!   the OpenAI-compatible front of a conversational product, with OpenAI's own error
 //!   shape (see [`chat`]).
@@ -131,6 +133,7 @@ mod live;
 mod openapi;
 mod parking;
 mod product;
+pub mod prometheus;
 mod respond;
 mod resume;
 mod retake;
@@ -145,6 +148,7 @@ pub mod testing;
 
 pub use graph_product::GraphProduct;
 pub use product::{Product, Refusal, SessionHandle};
+pub use prometheus::{MetricsError, MetricsHandle, install_prometheus};
 pub use server::{AgentServer, ServerConfig, SessionBuses};
 
 /// The session store types a host needs (re-exported from `agent-runtime`).

@@ -121,6 +121,7 @@ impl AgentServer {
             product: Arc::clone(product),
             claim,
             request: record.request,
+            tenant: record.tenant,
             status: record.status,
             gates,
             replayed,

@@ -42,17 +42,20 @@ fn router(server: AgentServer) -> Router {
             front.clone().with_auth(server.inner.auth.clone()).router()
         });
     // Every product route needs a caller the auth layer accepts; the documents do not.
-    let callers = Router::new()
+    let mut callers = Router::new()
         .route("/api/{product}", post(start))
         .route("/api/{product}/start", post(start))
         .route("/api/{product}/respond", post(respond))
         .route("/api/{product}/{session}", get(status))
         .route("/api/{product}/{session}/stream", get(stream))
-        .route("/api/{product}/{session}/cancel", post(cancel))
-        .route_layer(middleware::from_fn_with_state(
-            server.clone(),
-            require_caller,
-        ));
+        .route("/api/{product}/{session}/cancel", post(cancel));
+    if server.inner.metrics.is_some() {
+        callers = callers.route("/metrics", get(metrics));
+    }
+    let callers = callers.route_layer(middleware::from_fn_with_state(
+        server.clone(),
+        require_caller,
+    ));
     Router::new()
         .route("/", get(page))
         .route("/api/{product}/openapi.json", get(openapi))
@@ -72,6 +75,21 @@ fn router(server: AgentServer) -> Router {
         )
         .with_state(server)
         .merge(chat)
+}
+
+/// `GET /metrics`: the process's metrics, in the Prometheus text format.
+async fn metrics(State(server): State<AgentServer>) -> Response {
+    match &server.inner.metrics {
+        Some(handle) => (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
+            handle.render(),
+        )
+            .into_response(),
+        None => ApiError::not_found("not_found", "no such route").into_response(),
+    }
 }
 
 async fn not_found() -> ApiError {
@@ -158,7 +176,7 @@ async fn start(
             id: id.clone(),
             product: name.clone(),
             token_hash: hash_token(&token),
-            tenant,
+            tenant: tenant.clone(),
             request: request.clone(),
         })
         .await
@@ -169,8 +187,9 @@ async fn start(
         credential = caller.principal.credential(),
         "session started"
     );
+    crate::prometheus::session_started(&name);
     server
-        .start_run(product, id.clone(), request, (slot, tenant_slot))
+        .start_run(product, id.clone(), request, tenant, (slot, tenant_slot))
         .await
         .map_err(|error| ApiError::store(&error))?;
     let body = json!({

@@ -130,6 +130,8 @@ pub(crate) struct Inner {
     pub(crate) instance: String,
     /// The OpenAI-compatible front of a conversational product, if one is served.
     pub(crate) chat: Option<crate::chat::ChatFront>,
+    /// What `GET /metrics` serves, when it is served.
+    pub(crate) metrics: Option<crate::prometheus::MetricsHandle>,
     /// The agent bus of each session run here.
     pub(crate) buses: SessionBuses,
     /// Every task the server starts (a session's run, writer and lease, the worker, a
@@ -238,6 +240,7 @@ impl AgentServer {
                 run_queue: None,
                 instance: uuid::Uuid::new_v4().to_string(),
                 chat: None,
+                metrics: None,
                 buses: Arc::new(|_| Arc::new(InMemoryBus::new())),
                 tasks: TaskTracker::new(),
                 session_slots: session_slots(&ServerConfig::default()),
@@ -387,6 +390,16 @@ impl AgentServer {
             inner.auth = front.auth.clone();
         }
         inner.chat = Some(front.with_tasks(inner.tasks.clone()));
+        AgentServer {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// Serves the process's metrics at `GET /metrics` (Prometheus text format), behind
+    /// the server's auth layer like every product route. See [`crate::prometheus`].
+    pub fn with_metrics(self, metrics: crate::prometheus::MetricsHandle) -> Self {
+        let mut inner = Arc::unwrap_or_clone(self.inner);
+        inner.metrics = Some(metrics);
         AgentServer {
             inner: Arc::new(inner),
         }

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use crate::access::{Authorized, TokenQuery, authorized, last_event_id};
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::prometheus::SseClient;
 use crate::server::{AgentServer, CountedSlot};
 use crate::writer::is_terminal;
 
@@ -85,6 +86,7 @@ pub(crate) async fn stream(
         last: after,
         ended: false,
         _slot: slot,
+        _client: SseClient::connect(&record.product),
     }
     .into_stream();
     let sse =
@@ -111,6 +113,8 @@ struct EventStream {
     ended: bool,
     /// Counts this stream among its session's until it ends.
     _slot: CountedSlot,
+    /// Counts it among the server's SSE clients until it ends.
+    _client: SseClient,
 }
 
 impl EventStream {

@@ -149,6 +149,8 @@ impl GateListener for Listener {
 pub(crate) struct Writer {
     pub(crate) store: Arc<dyn SessionStore>,
     pub(crate) session: String,
+    /// The session's product (the events metric's label).
+    pub(crate) product: String,
     pub(crate) fanout: Arc<dyn EventFanout>,
     pub(crate) gates: GateRegistry,
     pub(crate) restored: Arc<RestoredGates>,
@@ -211,7 +213,10 @@ impl Writer {
     async fn append(&mut self, event: Value) {
         let event = self.within_limit(event);
         match self.store.append_event(&self.session, &event).await {
-            Ok(seq) => self.fanout.publish(&self.session, seq, Arc::new(event)),
+            Ok(seq) => {
+                self.fanout.publish(&self.session, seq, Arc::new(event));
+                crate::prometheus::events_stored(&self.product, 1);
+            }
             Err(error) => self.failure.failed("an event", &error.to_string()),
         }
     }

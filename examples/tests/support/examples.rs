@@ -47,13 +47,20 @@ impl Drop for Server {
 
 /// `resume_server --dry-run` on any free port, its sessions in `db`.
 pub fn resume_server(db: &Path) -> Server {
+    resume_server_with(db, &[])
+}
+
+/// `resume_server --dry-run` on any free port, its sessions in `db`, with the variables
+/// `env`.
+pub fn resume_server_with(db: &Path, env: &[(&str, &str)]) -> Server {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/resume");
     let mut command = Command::new(example("resume_server"));
     command
         .args(["--dry-run", "--port", "0", "--db"])
         .arg(db)
         .arg("--fixtures")
-        .arg(fixtures);
+        .arg(fixtures)
+        .envs(env.iter().copied());
     server(command)
 }
 

@@ -2,6 +2,7 @@
 //! timeouts, cancellation, observers and tracing.
 
 use super::run::{AgentRun, Next, ToolCall, ToolCalls};
+use crate::chat_span::{chat_span, record_response};
 use crate::config::AgentConfig;
 use crate::context::AgentContext;
 use crate::events::{LoopEvent, LoopObserver};
@@ -277,34 +278,14 @@ where
     }
 
     async fn call_model(&self, request: &ChatRequest) -> Result<agent_llm::ChatResponse, LlmError> {
-        let span = tracing::info_span!(
-            "chat",
-            gen_ai.operation.name = "chat",
-            gen_ai.request.model = request.model.as_deref().unwrap_or_default(),
-            gen_ai.response.model = tracing::field::Empty,
-            gen_ai.usage.input_tokens = tracing::field::Empty,
-            gen_ai.usage.output_tokens = tracing::field::Empty,
-            gen_ai.response.finish_reasons = tracing::field::Empty,
-        );
+        let span = chat_span(request);
         let response = self
             .config
             .retry
             .run(None, |_| self.model.chat(request))
             .instrument(span.clone())
             .await?;
-        // Recorded only where a subscriber listens: the stop reason's wire name costs an
-        // allocation.
-        if !span.is_disabled() {
-            span.record("gen_ai.response.model", response.model.as_str());
-            span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
-            span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
-            // The wire name (`end_turn`, `tool_use`, ...), as the GenAI conventions report it.
-            if let Ok(serde_json::Value::String(reason)) =
-                serde_json::to_value(&response.stop_reason)
-            {
-                span.record("gen_ai.response.finish_reasons", reason.as_str());
-            }
-        }
+        record_response(&span, &response);
         Ok(response)
     }
 
@@ -385,6 +366,7 @@ where
             gen_ai.tool.call.id = %call.id,
         );
         let outcome = self.execute(ctx, call).instrument(span).await;
+        crate::process_metrics::tool_call(call.name, outcome.is_ok());
         self.observe(|| LoopEvent::ToolFinished {
             round,
             name: call.name.into(),

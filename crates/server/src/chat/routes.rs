@@ -175,8 +175,8 @@ async fn remember(
 fn turn_span(turn: &ChatTurn, stream: bool) -> tracing::Span {
     tracing::info_span!(
         "chat_turn",
-        tenant = %turn.tenant,
-        user = %turn.user,
+        tenant.id = %turn.tenant,
+        user.id = %turn.user,
         conversation = turn.conversation.as_deref().unwrap_or(""),
         model = %turn.model,
         stream,
