@@ -40,6 +40,7 @@ use agent_backends::{RedisCache, SqliteSessionStore};
 use agent_llm::testing::LatencyModel;
 use agent_llm::{ChatModel, ModelTier, PricingTable, ProviderConfig};
 use agent_server::AgentServer;
+use agent_server::mcp::McpFront;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use examples::deployment::{Listening, listen_behind_auth};
@@ -334,10 +335,36 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let optimizer = with_embeddings(optimizer, &args.embeddings, provider.as_ref(), &store)?;
     let product = OptimizeProduct::new(optimizer, Arc::new(store.documents()), args.daily_quota);
     // One database: sessions, their runs' checkpoints and the documents.
+    // The optimizer for MCP clients too: a call runs a session like POST /api/optimize,
+    // its events as progress, its result as the answer.
+    let mcp = McpFront::new("jd-optimizer", env!("CARGO_PKG_VERSION"))
+        .with_instructions(
+            "Tailors a resume to a job description: give both as text; the answer is the \
+             optimized resume, its scores and what changed.",
+        )
+        .with_product(
+            "optimize",
+            "optimize_resume",
+            "Optimizes a resume for a job description: analyzes the description, rewrites \
+             the resume's bullets where it scores better (never inventing experience), and \
+             answers with the optimized resume, its ATS scores before and after, the gaps \
+             left and every change. Progress is reported as it goes.",
+        )
+        .with_product(
+            "interview-prep",
+            "prepare_interview",
+            "Optimizes the resume, then writes the interview questions to expect.",
+        )
+        .with_product(
+            "cover-letter",
+            "write_cover_letter",
+            "Optimizes the resume, then writes a cover letter for the job.",
+        );
     let server = AgentServer::new(Arc::new(store))
         .with_product(Arc::new(product.interview_product(false)))
         .with_product(Arc::new(product.interview_product(true)))
-        .with_product(Arc::new(product));
+        .with_product(Arc::new(product))
+        .with_mcp(mcp);
     let resumed = server.resume_unfinished().await?;
     if resumed > 0 {
         println!("resumed {resumed} unfinished session(s)");
@@ -352,7 +379,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     println!("sessions in {}", args.db.display());
     println!(
-        "listening on http://{} (POST /api/optimize, /api/interview-prep, /api/cover-letter)",
+        "listening on http://{} (POST /api/optimize, /api/interview-prep, /api/cover-letter; MCP at /mcp)",
         listener.local_addr()?
     );
     let shutdown = async {

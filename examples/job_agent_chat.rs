@@ -35,11 +35,13 @@ use std::time::Duration;
 use agent_backends::{PgSessionStore, PgVectorStore, SqliteSessionStore};
 use agent_llm::testing::{HashedEmbeddings, dry_run_router};
 use agent_llm::{ChatModel, EmbeddingModel, ModelRouter, ModelTier, ProviderConfig};
+use agent_runtime::Session;
 use agent_runtime::documents::DocumentStore;
 use agent_runtime::sessions::SessionStore;
 use agent_runtime::vectors::VectorStore;
 use agent_server::AgentServer;
 use agent_server::chat::{ChatAgent, ChatFront, ChatMessage, ChatProgress, ChatRole, ChatTurn};
+use agent_server::mcp::{McpFront, agent_tools};
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use job_agent_chat::dry_run::{REPLAY_KEY, SerpApiReplay, recorded_model};
@@ -110,6 +112,10 @@ struct ServeArgs {
     /// user sets their own and those variables are left unused).
     #[arg(long)]
     single_user: bool,
+    /// The page explorer's Phase 1 results the MCP front's `read_phase1_result` reads:
+    /// one folder per site (`page_explorer explore --out <this>/<site>`).
+    #[arg(long, default_value = "explorer-results")]
+    explorer_results: PathBuf,
 }
 
 #[derive(Args)]
@@ -294,7 +300,26 @@ async fn build(
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let built = build(&args.common, None, args.single_user).await?;
     let front = ChatFront::new(built.chat.clone(), built.documents.clone());
-    let server = AgentServer::new(built.sessions).with_chat(front);
+    // The job tools, and the explorer's results, for MCP clients: each call for the
+    // caller's user, as its chat turns are.
+    let explorer = agent_tools(
+        vec![page_explorer::phase1_results_tool::<(), ()>(
+            args.explorer_results.clone(),
+        )],
+        |_owner: &str| Session::new(uuid::Uuid::new_v4().to_string(), ()),
+    );
+    let mcp = McpFront::new("job-agent-chat", env!("CARGO_PKG_VERSION"))
+        .with_instructions(
+            "Job search tools: search jobs, keep the ones worth it, rank them against the \
+             user's profile, prepare an application; and what the page explorer learned \
+             about a job site.",
+        )
+        .with_capabilities(built.chat.mcp_capabilities())
+        .with_capabilities(explorer);
+    let tools = mcp.tool_names().join(", ");
+    let server = AgentServer::new(built.sessions)
+        .with_chat(front)
+        .with_mcp(mcp);
     let Listening {
         server,
         listener,
@@ -308,6 +333,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         "POST /v1/chat/completions, GET /v1/models; model \"{}\"",
         built.chat.models().join("\", \"")
     );
+    println!("MCP (streamable HTTP) at /mcp: {tools}");
     println!("listening on http://{}/v1", listener.local_addr()?);
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;

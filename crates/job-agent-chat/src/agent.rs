@@ -133,6 +133,26 @@ impl JobAgentChat {
         }
     }
 
+    /// What the tools work with.
+    pub fn services(&self) -> &Arc<Services> {
+        &self.services
+    }
+
+    /// The model every call goes to.
+    pub fn model(&self) -> Arc<dyn ChatModel> {
+        Arc::clone(&self.model)
+    }
+
+    /// The tiers' models.
+    pub fn router(&self) -> &ModelRouter {
+        &self.router
+    }
+
+    /// The chat's limits.
+    pub fn config(&self) -> &ChatConfig {
+        &self.config
+    }
+
     /// The agent answering `intent`.
     pub fn agent_config(&self, intent: Intent) -> &AgentConfig<(), String> {
         match intent {

@@ -19,6 +19,8 @@
 
 mod agent;
 pub mod dry_run;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod models;
 pub mod notify;
 mod prep;

@@ -37,6 +37,7 @@ mod guard;
 mod orchestrator;
 mod paginate;
 mod phase1;
+mod phase1_results;
 mod report;
 mod selectors;
 
@@ -56,4 +57,5 @@ pub use paginate::{Advance, PaginationKind, Paginator, StopReason};
 pub use phase1::{
     BehaviorSummary, KeyElements, PageSummary, Phase1Output, SelectorCheck, Unverified,
 };
+pub use phase1_results::{ReadPhase1, phase1_results, phase1_results_tool, read_phase1_result};
 pub use report::ExploreEvent;

@@ -147,6 +147,13 @@ impl<S, E> AgentConfig<S, E> {
         self
     }
 
+    /// Adds tools already shared, such as an MCP server's (`McpClient::tools`, feature
+    /// `mcp`).
+    pub fn with_tools(mut self, tools: impl IntoIterator<Item = Arc<dyn AgentTool<S, E>>>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
     /// Sets the main-loop model.
     pub fn with_model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());

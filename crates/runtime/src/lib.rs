@@ -11,6 +11,8 @@ pub mod cache;
 pub mod checkpoint;
 pub mod documents;
 pub mod graph;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 #[cfg(feature = "otel")]
 pub mod otel;
 pub mod process_metrics;

@@ -22,6 +22,12 @@ pub(crate) struct ApiError {
 }
 
 impl ApiError {
+    /// What went wrong, as the client reads it.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn message(&self) -> &str {
+        &self.message
+    }
+
     pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         ApiError {
             status,

@@ -26,6 +26,11 @@ pub(crate) trait Hosted: Send + Sync {
     /// The owner fields (`tenant_id`, `user_id`) its start request has.
     fn owner_fields(&self) -> OwnerFields;
     fn page(&self) -> Option<String>;
+    /// The JSON Schema of its start request, self-contained (`$defs` inside).
+    fn start_schema(&self) -> Value;
+    /// Whether a run may wait at a gate for its user's answer.
+    #[cfg(feature = "mcp")]
+    fn has_gates(&self) -> bool;
 }
 
 #[async_trait]
@@ -63,13 +68,21 @@ impl<P: Product> Hosted for P {
     }
 
     fn owner_fields(&self) -> OwnerFields {
-        let schema = schemars::SchemaGenerator::default()
-            .root_schema_for::<P::Start>()
-            .to_value();
-        OwnerFields::of_schema(&schema)
+        OwnerFields::of_schema(&Hosted::start_schema(self))
     }
 
     fn page(&self) -> Option<String> {
         Product::page(self)
+    }
+
+    fn start_schema(&self) -> Value {
+        schemars::SchemaGenerator::default()
+            .root_schema_for::<P::Start>()
+            .to_value()
+    }
+
+    #[cfg(feature = "mcp")]
+    fn has_gates(&self) -> bool {
+        !self.gates().is_empty()
     }
 }

@@ -130,6 +130,10 @@ mod graph_product;
 mod hosted;
 mod launch;
 mod live;
+#[cfg(feature = "mcp")]
+pub mod mcp;
+#[cfg(feature = "mcp")]
+mod mcp_service;
 mod openapi;
 mod parking;
 mod product;
@@ -139,6 +143,7 @@ mod resume;
 mod retake;
 mod routes;
 mod server;
+mod start;
 mod stream;
 mod worker;
 mod writer;

@@ -1,6 +1,6 @@
 //! The HTTP routes.
 
-use agent_runtime::sessions::{NewSession, SessionOutcome};
+use agent_runtime::sessions::SessionOutcome;
 use axum::Json;
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -11,16 +11,15 @@ use axum::middleware;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
-use std::sync::Arc;
 use tower_http::trace::TraceLayer;
 
 use crate::access::{Authorized, TokenQuery, authorized, json_body, path, session_of};
-use crate::auth::tokens::{hash_token, new_token};
 use crate::auth::{Caller, require_caller};
 use crate::control::Op;
 use crate::error::ApiError;
 use crate::respond::respond;
 use crate::server::AgentServer;
+use crate::start::StartedSession;
 use crate::stream::stream;
 
 impl AgentServer {
@@ -56,6 +55,14 @@ fn router(server: AgentServer) -> Router {
         server.clone(),
         require_caller,
     ));
+    // The MCP front answers to the same layer (a nested service takes `layer`).
+    #[cfg(feature = "mcp")]
+    let callers = match &server.inner.mcp {
+        Some(front) => callers.merge(crate::mcp_service::router(front, &server).layer(
+            middleware::from_fn_with_state(server.clone(), require_caller),
+        )),
+        None => callers,
+    };
     Router::new()
         .route("/", get(page))
         .route("/api/{product}/openapi.json", get(openapi))
@@ -123,75 +130,11 @@ async fn start(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let name = path(product)?;
-    let product = server
-        .product(&name)
-        .cloned()
-        .ok_or_else(|| ApiError::unknown_product(&name))?;
-    let mut request = json_body(body, server.inner.config.max_body_bytes)?;
-    if !request.is_object() {
-        return Err(ApiError::invalid("the start request must be a JSON object"));
+    if server.product(&name).is_none() {
+        return Err(ApiError::unknown_product(&name));
     }
-    let owner_fields = server
-        .inner
-        .owner_fields
-        .get(&name)
-        .copied()
-        .unwrap_or_default();
-    caller
-        .bind_start(&mut request, owner_fields)
-        .map_err(ApiError::forbidden)?;
-    product
-        .read_start(&request)
-        .map_err(|error| ApiError::invalid_at("the start request does not fit", &error))?;
-    product
-        .admit(&request)
-        .await
-        .map_err(|refusal| ApiError::refused(&refusal))?;
-    let slot = Arc::clone(&server.inner.session_slots)
-        .try_acquire_owned()
-        .map_err(|_| {
-            ApiError::at_capacity(
-                "too_many_sessions",
-                "this server runs as many sessions as it may; try again shortly",
-            )
-        })?;
-
-    let tenant = caller.session_tenant(&request);
-    let tenant_slot = match (&tenant, server.inner.config.max_sessions_per_tenant) {
-        (Some(tenant), Some(max)) => Some(
-            server
-                .inner
-                .tenant_sessions
-                .open(tenant, max)
-                .ok_or_else(|| ApiError::tenant_at_limit(tenant, max))?,
-        ),
-        _ => None,
-    };
-    let id = uuid::Uuid::new_v4().to_string();
-    let token = new_token();
-    server
-        .inner
-        .store
-        .create(NewSession {
-            id: id.clone(),
-            product: name.clone(),
-            token_hash: hash_token(&token),
-            tenant: tenant.clone(),
-            request: request.clone(),
-        })
-        .await
-        .map_err(|error| ApiError::store(&error))?;
-    tracing::info!(
-        session = %id,
-        product = %name,
-        credential = caller.principal.credential(),
-        "session started"
-    );
-    crate::prometheus::session_started(&name);
-    server
-        .start_run(product, id.clone(), request, tenant, (slot, tenant_slot))
-        .await
-        .map_err(|error| ApiError::store(&error))?;
+    let request = json_body(body, server.inner.config.max_body_bytes)?;
+    let StartedSession { id, token } = server.start_session(&caller, &name, request).await?;
     let body = json!({
         "session_id": id,
         "token": token,

@@ -130,6 +130,9 @@ pub(crate) struct Inner {
     pub(crate) instance: String,
     /// The OpenAI-compatible front of a conversational product, if one is served.
     pub(crate) chat: Option<crate::chat::ChatFront>,
+    /// The MCP front at `/mcp`, when there is one.
+    #[cfg(feature = "mcp")]
+    pub(crate) mcp: Option<crate::mcp::McpFront>,
     /// What `GET /metrics` serves, when it is served.
     pub(crate) metrics: Option<crate::prometheus::MetricsHandle>,
     /// The agent bus of each session run here.
@@ -240,6 +243,8 @@ impl AgentServer {
                 run_queue: None,
                 instance: uuid::Uuid::new_v4().to_string(),
                 chat: None,
+                #[cfg(feature = "mcp")]
+                mcp: None,
                 metrics: None,
                 buses: Arc::new(|_| Arc::new(InMemoryBus::new())),
                 tasks: TaskTracker::new(),
@@ -405,6 +410,17 @@ impl AgentServer {
         }
     }
 
+    /// Serves the MCP front at `/mcp` (streamable HTTP), behind the server's auth layer
+    /// like every route. See [`crate::mcp`].
+    #[cfg(feature = "mcp")]
+    pub fn with_mcp(self, front: crate::mcp::McpFront) -> Self {
+        let mut inner = Arc::unwrap_or_clone(self.inner);
+        inner.mcp = Some(front);
+        AgentServer {
+            inner: Arc::new(inner),
+        }
+    }
+
     /// Serves [`router`](Self::router) on `listener` until the listener fails.
     pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
         self.serve_until(listener, std::future::pending()).await
@@ -448,6 +464,11 @@ impl AgentServer {
         let parked = tasks.spawn(async move {
             shutdown.await;
             tracing::info!("shutting down: parking running sessions");
+            // MCP clients' open streams end, or the graceful shutdown would wait for them.
+            #[cfg(feature = "mcp")]
+            if let Some(front) = &server.inner.mcp {
+                front.stop();
+            }
             server.park_all().await;
             stopping.cancel();
         });

@@ -7,7 +7,7 @@
 //! `Last-Event-ID`. The writer never waits for a client.
 
 use agent_runtime::sessions::Fanned;
-use agent_runtime::sessions::StoredEvent;
+use agent_runtime::sessions::{SessionRecord, StoredEvent};
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -38,57 +38,14 @@ pub(crate) async fn stream(
 ) -> Result<Response, ApiError> {
     let Authorized { record, query, .. } =
         authorized(&server, &caller, &headers, ids, token).await?;
-    let id = record.id;
-    let max = server.inner.config.max_streams_per_session;
-    let slot = server.inner.streams.open(&id, max).ok_or_else(|| {
-        ApiError::at_capacity(
-            "too_many_streams",
-            format!("this session has {max} event streams open already"),
-        )
-    })?;
     let header_id = headers
         .get("last-event-id")
         .map(|v| v.to_str().unwrap_or("invalid").to_owned());
     let after = last_event_id(header_id.or(query.last_event_id).as_deref())?;
-
-    // Subscribe before reading the store: an event stored meanwhile arrives on both and
-    // is sent once (by its number); none falls in between. The run may be here or on
-    // another instance; with a run queue, an unfinished session's run is on its way (a
-    // worker takes it up), and so is one its store failed, waiting here to be taken up
-    // again: the stream waits for it.
-    let unfinished = !record.status.is_finished();
-    let running = server.inner.live.get(&id).is_some()
-        || (unfinished && (server.inner.run_queue.is_some() || server.is_retaking(&id)))
-        || (unfinished && server.runs_elsewhere(&id).await);
-    let live = match running {
-        true => Some(
-            server
-                .inner
-                .fanout
-                .subscribe(&id)
-                .await
-                .map_err(|error| ApiError::store(&error))?,
-        ),
-        false => None,
-    };
-    let replay = server
-        .inner
-        .store
-        .events_after(&id, after)
-        .await
-        .map_err(|error| ApiError::store(&error))?;
-    tracing::debug!(session = %id, after, replayed = replay.len(), live = live.is_some(), "stream opened");
-    let events = EventStream {
-        store: Arc::clone(&server.inner.store),
-        session: id,
-        queue: replay.into_iter().map(|e| (e.seq, e.event)).collect(),
-        live,
-        last: after,
-        ended: false,
-        _slot: slot,
-        _client: SseClient::connect(&record.product),
-    }
-    .into_stream();
+    let events = SessionEvents::open(&server, &record, after)
+        .await?
+        .counted_as_sse_client(&record.product)
+        .into_sse();
     let sse =
         Sse::new(events).keep_alive(KeepAlive::new().interval(server.inner.config.keep_alive));
     let mut response = sse.into_response();
@@ -102,29 +59,95 @@ pub(crate) async fn stream(
     Ok(response)
 }
 
-/// One client's event stream: a queue to send (replayed or caught up from the store), the
-/// live channel, and the last number sent.
-struct EventStream {
+/// One client's events of a session: a queue to send (replayed or caught up from the
+/// store), the live channel, and the last number sent. The SSE stream reads it, and so
+/// does the MCP front's product tool.
+pub(crate) struct SessionEvents {
     store: Arc<dyn agent_runtime::sessions::SessionStore>,
     session: String,
     queue: VecDeque<(u64, Value)>,
     live: Option<BoxStream<'static, Fanned>>,
     last: u64,
     ended: bool,
-    /// Counts this stream among its session's until it ends.
+    /// Counts this reader among its session's streams until it ends.
     _slot: CountedSlot,
-    /// Counts it among the server's SSE clients until it ends.
-    _client: SseClient,
+    /// Counts it among the server's SSE clients until it ends, when it is one.
+    _client: Option<SseClient>,
 }
 
-impl EventStream {
-    fn into_stream(self) -> impl Stream<Item = Result<Event, Infallible>> + Send {
-        futures::stream::unfold(self, |mut state| async move {
-            state.next().await.map(|event| (Ok(event), state))
+impl SessionEvents {
+    /// The events of `record`'s session after number `after`: those stored, then the live
+    /// ones until the terminal event. Takes one of the session's stream places.
+    pub(crate) async fn open(
+        server: &AgentServer,
+        record: &SessionRecord,
+        after: u64,
+    ) -> Result<Self, ApiError> {
+        let id = &record.id;
+        let max = server.inner.config.max_streams_per_session;
+        let slot = server.inner.streams.open(id, max).ok_or_else(|| {
+            ApiError::at_capacity(
+                "too_many_streams",
+                format!("this session has {max} event streams open already"),
+            )
+        })?;
+        // Subscribe before reading the store: an event stored meanwhile arrives on both
+        // and is sent once (by its number); none falls in between. The run may be here or
+        // on another instance; with a run queue, an unfinished session's run is on its way
+        // (a worker takes it up), and so is one its store failed, waiting here to be taken
+        // up again: the stream waits for it.
+        let unfinished = !record.status.is_finished();
+        let running = server.inner.live.get(id).is_some()
+            || (unfinished && (server.inner.run_queue.is_some() || server.is_retaking(id)))
+            || (unfinished && server.runs_elsewhere(id).await);
+        let live = match running {
+            true => Some(
+                server
+                    .inner
+                    .fanout
+                    .subscribe(id)
+                    .await
+                    .map_err(|error| ApiError::store(&error))?,
+            ),
+            false => None,
+        };
+        let replay = server
+            .inner
+            .store
+            .events_after(id, after)
+            .await
+            .map_err(|error| ApiError::store(&error))?;
+        tracing::debug!(session = %id, after, replayed = replay.len(), live = live.is_some(), "stream opened");
+        Ok(SessionEvents {
+            store: Arc::clone(&server.inner.store),
+            session: id.clone(),
+            queue: replay.into_iter().map(|e| (e.seq, e.event)).collect(),
+            live,
+            last: after,
+            ended: false,
+            _slot: slot,
+            _client: None,
         })
     }
 
-    async fn next(&mut self) -> Option<Event> {
+    /// Counts it among the server's SSE clients (of `product`) until it ends.
+    fn counted_as_sse_client(mut self, product: &str) -> Self {
+        self._client = Some(SseClient::connect(product));
+        self
+    }
+
+    fn into_sse(self) -> impl Stream<Item = Result<Event, Infallible>> + Send {
+        futures::stream::unfold(self, |mut state| async move {
+            state
+                .next()
+                .await
+                .map(|(seq, event)| (Ok(sse_event(seq, &event)), state))
+        })
+    }
+
+    /// The next event and its number; `None` after the terminal event, or when the reader
+    /// fell behind or the store failed (a client then reconnects with `Last-Event-ID`).
+    pub(crate) async fn next(&mut self) -> Option<(u64, Value)> {
         loop {
             if let Some((seq, event)) = self.queue.pop_front() {
                 if seq <= self.last {
@@ -135,7 +158,7 @@ impl EventStream {
                     self.ended = true;
                     self.live = None;
                 }
-                return Some(sse_event(seq, &event));
+                return Some((seq, event));
             }
             if self.ended {
                 return None;

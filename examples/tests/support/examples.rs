@@ -80,6 +80,28 @@ pub fn embed_runtime_server(db: &Path, latency_ms: u64) -> Server {
     server(command)
 }
 
+/// `jd_optimizer serve --dry-run` on any free port, its sessions in `db`, with the
+/// variables `env`.
+pub fn jd_optimizer_server(db: &Path, env: &[(&str, &str)]) -> Server {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/jd-optimizer");
+    let mut command = Command::new(example("jd_optimizer"));
+    command
+        .args([
+            "serve",
+            "--dry-run",
+            "--port",
+            "0",
+            "--embeddings",
+            "none",
+            "--db",
+        ])
+        .arg(db)
+        .arg("--fixtures")
+        .arg(fixtures)
+        .envs(env.iter().copied());
+    server(command)
+}
+
 /// `job_agent_chat serve --dry-run` on any free port.
 pub fn job_chat_server() -> Server {
     job_chat_server_with(&["--dry-run"], &[])
@@ -110,7 +132,8 @@ fn server(mut command: Command) -> Server {
     for line in lines.by_ref() {
         let line = line.unwrap();
         if let Some(address) = line.strip_prefix("listening on ") {
-            url = Some(address.to_owned());
+            // `listening on <url>`, maybe followed by what it serves.
+            url = address.split_whitespace().next().map(str::to_owned);
             break;
         }
         banner.push(line);
