@@ -4,7 +4,7 @@
 //!
 //! - Python's `aiosmtpd` (the SMTP tests' server), `openapi-spec-validator` (the
 //!   OpenAPI checks), `openai` and `llm` (the chat clients the job-agent chat is driven
-//!   with), from PyPI;
+//!   with), `mcp` (the official MCP SDK, a client of the MCP front), from PyPI;
 //! - Chromium (the browser tests) and Prometheus with `promtool` (the metrics scrape
 //!   test), from apt;
 //! - the reference MCP server (`@modelcontextprotocol/server-everything`, the MCP client
@@ -109,6 +109,11 @@ fn setup() -> Result<Vec<(String, String)>, Failure> {
         "openai, llm",
         &["openai", "llm"],
         "the chat clients the job-agent chat is driven with",
+    )?;
+    pip(
+        "mcp",
+        &["mcp"],
+        "the official MCP Python SDK, the client the MCP front is driven with",
     )?;
     chromium()?;
     prometheus()?;
