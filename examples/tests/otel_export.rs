@@ -9,7 +9,6 @@
 mod support;
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,7 +22,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message as _;
-use support::examples::{python_client, resume_server_with};
+use support::examples::{complete_resume_session, resume_server_with};
 
 /// A span as received, with the service that sent it.
 #[derive(Debug, Clone)]
@@ -144,18 +143,7 @@ fn a_dry_run_session_exports_its_trace_over_otlp() {
             ("OTEL_BSP_SCHEDULE_DELAY", "100"),
         ],
     );
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/resume");
-    let out = dir.path().join("resume.docx");
-    let (resume, job) = (fixtures.join("resume.txt"), fixtures.join("job.txt"));
-    let printed = python_client(
-        "resume_client.py",
-        &[
-            server.url.as_ref(),
-            resume.as_ref(),
-            job.as_ref(),
-            out.as_ref(),
-        ],
-    );
+    let printed = complete_resume_session(&server.url, &dir.path().join("resume.docx"));
     assert!(printed.contains("session_complete"), "{printed}");
 
     // The session's run span ends with the run: once it has arrived, so has its trace.

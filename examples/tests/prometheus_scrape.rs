@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::examples::{python_client, resume_server};
+use support::examples::{complete_resume_session, resume_server};
 
 /// A Prometheus server, killed on drop.
 struct Prometheus {
@@ -127,16 +127,9 @@ async fn prometheus_scrapes_what_a_dry_run_session_did() {
 
     let url = server.url.clone();
     let out = dir.path().join("resume.docx");
-    let printed = tokio::task::spawn_blocking(move || {
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/resume");
-        let (resume, job) = (fixtures.join("resume.txt"), fixtures.join("job.txt"));
-        python_client(
-            "resume_client.py",
-            &[url.as_ref(), resume.as_ref(), job.as_ref(), out.as_ref()],
-        )
-    })
-    .await
-    .unwrap();
+    let printed = tokio::task::spawn_blocking(move || complete_resume_session(&url, &out))
+        .await
+        .unwrap();
     assert!(printed.contains("session_complete"), "{printed}");
 
     let ended = eventually(&prometheus, "agent_sessions_ended_total", |samples| {

@@ -5,13 +5,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-
-use support::examples::{python_client, resume_server};
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use support::examples::{complete_resume_session, resume_server};
 
 #[test]
 fn the_python_client_completes_a_dry_run_session() {
@@ -23,18 +17,8 @@ fn the_python_client_completes_a_dry_run_session() {
         server.banner
     );
 
-    let fixtures = workspace().join("fixtures/resume");
     let out = dir.path().join("resume.docx");
-    let (resume, job) = (fixtures.join("resume.txt"), fixtures.join("job.txt"));
-    let printed = python_client(
-        "resume_client.py",
-        &[
-            server.url.as_ref(),
-            resume.as_ref(),
-            job.as_ref(),
-            out.as_ref(),
-        ],
-    );
+    let printed = complete_resume_session(&server.url, &out);
     assert!(
         printed.contains("gate_open") && printed.contains("session_complete"),
         "{printed}"

@@ -1,12 +1,14 @@
 //! The process metrics the runtime records: model calls, tokens and cost, tool calls,
 //! gate waits.
 //!
-//! They go through the [`metrics`] facade, so they cost next to nothing and are kept
-//! nowhere until the application installs a recorder (agent-server's Prometheus
-//! exporter serves them at `GET /metrics`). The names follow Prometheus conventions:
-//! counters end in `_total`, durations are histograms in seconds.
+//! They go through the [`metrics`] facade to whatever recorder the application installs
+//! (agent-server's Prometheus exporter serves them at `GET /metrics`), once it calls
+//! [`start_recording`]: until then the hot paths (every tool call, every model call)
+//! build no metric key. The names follow Prometheus conventions: counters end in
+//! `_total`, durations are histograms in seconds.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use agent_llm::{ModelRouter, ModelTier, Usage};
@@ -33,9 +35,28 @@ pub const RUN_QUEUE_DEPTH: &str = "agent_run_queue_depth";
 /// back), by `product`.
 pub const RUN_QUEUE_REDELIVERIES: &str = "agent_run_queue_redeliveries_total";
 
-/// Describes the runtime's metrics to the installed recorder (their help text and unit).
-/// Call it once after installing a recorder; metrics recorded before are kept either way.
-pub fn describe() {
+static RECORDING: AtomicBool = AtomicBool::new(false);
+
+/// Whether the process records its metrics ([`start_recording`] was called).
+pub fn recording() -> bool {
+    RECORDING.load(Ordering::Relaxed)
+}
+
+/// Starts recording the runtime's metrics (and lets the server's and the backends'
+/// record theirs) to the installed recorder, and describes them to it (help text,
+/// unit). Call it once the recorder is installed; agent-server's `install_prometheus`
+/// does.
+///
+/// ```
+/// agent_runtime::process_metrics::start_recording();
+/// assert!(agent_runtime::process_metrics::recording());
+/// ```
+pub fn start_recording() {
+    describe();
+    RECORDING.store(true, Ordering::Relaxed);
+}
+
+fn describe() {
     metrics::describe_counter!(MODEL_CALLS, "Model calls made, by product, model and tier.");
     metrics::describe_counter!(
         MODEL_TOKENS,
@@ -74,6 +95,9 @@ pub fn describe() {
 /// agent_runtime::process_metrics::run_delivered("resume", 2, Some(0));
 /// ```
 pub fn run_delivered(product: &str, deliveries: u64, waiting: Option<u64>) {
+    if !recording() {
+        return;
+    }
     if deliveries > 1 {
         metrics::counter!(RUN_QUEUE_REDELIVERIES, "product" => product.to_owned()).increment(1);
     }
@@ -141,6 +165,9 @@ impl MeterLabels {
 
 /// Records one model call.
 pub(crate) fn model_call(labels: Option<&MeterLabels>, model: &str, usage: &Usage, usd: f64) {
+    if !recording() {
+        return;
+    }
     let product = labels.map_or_else(|| Arc::from(""), |labels| Arc::clone(&labels.product));
     let tier = labels
         .map(|labels| labels.tier_of(model))
@@ -167,35 +194,45 @@ pub(crate) fn model_call(labels: Option<&MeterLabels>, model: &str, usage: &Usag
 
 /// Records one tool call.
 pub(crate) fn tool_call(tool: &str, ok: bool) {
+    if !recording() {
+        return;
+    }
     let outcome = if ok { "ok" } else { "error" };
     metrics::counter!(TOOL_CALLS, "tool" => tool.to_owned(), "outcome" => outcome).increment(1);
 }
 
-/// A gate's wait, counted among the waiting until it is dropped.
+/// A gate's wait, counted among the waiting until it is dropped (when the process
+/// records its metrics).
 pub(crate) struct GateWait {
-    gate: String,
-    since: Instant,
+    /// The gate's name and when it started waiting; `None` when nothing is recorded.
+    waiting: Option<(String, Instant)>,
 }
 
 impl GateWait {
     /// The gate `gate` starts waiting.
     pub(crate) fn start(gate: &str) -> Self {
+        if !recording() {
+            return GateWait { waiting: None };
+        }
         metrics::gauge!(GATES_WAITING, "gate" => gate.to_owned()).increment(1.0);
         GateWait {
-            gate: gate.to_owned(),
-            since: Instant::now(),
+            waiting: Some((gate.to_owned(), Instant::now())),
         }
     }
 
     /// The wait ended with `outcome`.
     pub(crate) fn finish(self, outcome: &'static str) {
-        metrics::histogram!(GATE_WAIT, "gate" => self.gate.clone(), "outcome" => outcome)
-            .record(self.since.elapsed().as_secs_f64());
+        if let Some((gate, since)) = &self.waiting {
+            metrics::histogram!(GATE_WAIT, "gate" => gate.clone(), "outcome" => outcome)
+                .record(since.elapsed().as_secs_f64());
+        }
     }
 }
 
 impl Drop for GateWait {
     fn drop(&mut self) {
-        metrics::gauge!(GATES_WAITING, "gate" => std::mem::take(&mut self.gate)).decrement(1.0);
+        if let Some((gate, _)) = self.waiting.take() {
+            metrics::gauge!(GATES_WAITING, "gate" => gate).decrement(1.0);
+        }
     }
 }

@@ -24,6 +24,7 @@
 
 use std::sync::Mutex;
 
+use agent_runtime::process_metrics::recording;
 use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
 
 /// Sessions started here (`product`).
@@ -90,7 +91,7 @@ pub fn install_prometheus() -> Result<MetricsHandle, MetricsError> {
         handle: recorder.handle(),
     };
     metrics::set_global_recorder(recorder).map_err(|_| MetricsError::RecorderTaken)?;
-    agent_runtime::process_metrics::describe();
+    agent_runtime::process_metrics::start_recording();
     describe();
     *installed = Some(handle.clone());
     Ok(handle)
@@ -121,57 +122,76 @@ fn describe() {
 
 /// A session was started.
 pub(crate) fn session_started(product: &str) {
+    if !recording() {
+        return;
+    }
     metrics::counter!(SESSIONS_STARTED, "product" => product.to_owned()).increment(1);
 }
 
 /// A run of `product` goes on until the guard is dropped.
 pub(crate) struct RunningSession {
-    product: String,
+    /// The product, when the process records its metrics.
+    product: Option<String>,
 }
 
 impl RunningSession {
     pub(crate) fn start(product: &str) -> Self {
+        if !recording() {
+            return RunningSession { product: None };
+        }
         metrics::gauge!(SESSIONS_RUNNING, "product" => product.to_owned()).increment(1.0);
         RunningSession {
-            product: product.to_owned(),
+            product: Some(product.to_owned()),
         }
     }
 
     /// The run ended as `status`.
     pub(crate) fn ended(&self, status: &'static str) {
-        metrics::counter!(SESSIONS_ENDED, "product" => self.product.clone(), "status" => status)
-            .increment(1);
+        if let Some(product) = &self.product {
+            metrics::counter!(SESSIONS_ENDED, "product" => product.clone(), "status" => status)
+                .increment(1);
+        }
     }
 }
 
 impl Drop for RunningSession {
     fn drop(&mut self) {
-        metrics::gauge!(SESSIONS_RUNNING, "product" => std::mem::take(&mut self.product))
-            .decrement(1.0);
+        if let Some(product) = self.product.take() {
+            metrics::gauge!(SESSIONS_RUNNING, "product" => product).decrement(1.0);
+        }
     }
 }
 
 /// `count` events of `product` were stored.
 pub(crate) fn events_stored(product: &str, count: u64) {
+    if !recording() {
+        return;
+    }
     metrics::counter!(SESSION_EVENTS, "product" => product.to_owned()).increment(count);
 }
 
 /// An SSE client of `product`, counted until dropped.
 pub(crate) struct SseClient {
-    product: String,
+    /// The product, when the process records its metrics.
+    product: Option<String>,
 }
 
 impl SseClient {
     pub(crate) fn connect(product: &str) -> Self {
+        if !recording() {
+            return SseClient { product: None };
+        }
         metrics::gauge!(SSE_CLIENTS, "product" => product.to_owned()).increment(1.0);
         SseClient {
-            product: product.to_owned(),
+            product: Some(product.to_owned()),
         }
     }
 }
 
 impl Drop for SseClient {
     fn drop(&mut self) {
-        metrics::gauge!(SSE_CLIENTS, "product" => std::mem::take(&mut self.product)).decrement(1.0);
+        if let Some(product) = self.product.take() {
+            metrics::gauge!(SSE_CLIENTS, "product" => product).decrement(1.0);
+        }
     }
 }

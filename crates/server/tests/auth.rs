@@ -1,7 +1,8 @@
 //! The auth layer over real HTTP: every product route needs a credential, tenant and user
 //! come from it (a body naming others is 403), another tenant's session is 404 even with
 //! its token, JWTs are checked (HS256, RS256 and ES256 against a PEM from `openssl`),
-//! rates answer 429 with `retry-after`, and an open server will not serve off loopback.
+//! rates answer 429 with `retry-after`, an open server will not serve off loopback, and
+//! `GET /metrics` answers to the same layer.
 #![cfg(test)]
 
 mod common;
@@ -537,4 +538,46 @@ async fn an_open_server_serves_on_loopback_only() {
     let keyed = server.with_auth(Auth::open().with_api_key("sk", "acme", None));
     let listener = keyed.listen(requested).await.unwrap();
     assert!(listener.local_addr().unwrap().ip().is_unspecified());
+}
+
+/// `GET /metrics` answers to the same layer: 401 without a credential, the Prometheus
+/// text with one.
+#[tokio::test]
+async fn metrics_need_a_credential_like_every_route() {
+    let metrics = agent_server::install_prometheus().unwrap();
+    let server = AgentServer::new(Arc::new(InMemorySessionStore::new()))
+        .with_product(Arc::new(Whoami))
+        .with_auth(auth())
+        .with_metrics(metrics);
+    let server = TestServer::spawn(server).await;
+    let stranger = server
+        .client
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stranger.status(), 401);
+    let (status, _) = call(
+        &server,
+        Method::POST,
+        "/api/whoami/start",
+        Some("sk-acme-ada"),
+        None,
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let scraped = server
+        .client
+        .get(server.url("/metrics"))
+        .bearer_auth("sk-acme-ada")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(scraped.status(), 200);
+    let text = scraped.text().await.unwrap();
+    assert!(
+        text.contains("agent_sessions_started_total{product=\"whoami\"} 1"),
+        "{text}"
+    );
 }

@@ -168,6 +168,18 @@ pub fn python_client(script: &str, args: &[&std::ffi::OsStr]) -> String {
     printed
 }
 
+/// Runs a resume session of the dry run's fixtures to its end against the
+/// `resume_server` at `url` with `examples/clients/resume_client.py`, the DOCX written to
+/// `out`; what the client printed.
+pub fn complete_resume_session(url: &str, out: &Path) -> String {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/resume");
+    let (resume, job) = (fixtures.join("resume.txt"), fixtures.join("job.txt"));
+    python_client(
+        "resume_client.py",
+        &[url.as_ref(), resume.as_ref(), job.as_ref(), out.as_ref()],
+    )
+}
+
 /// What an example printed and how it ended.
 pub struct Finished {
     /// Its exit code.
