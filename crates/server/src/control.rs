@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use agent_runtime::sessions::ControlRequest;
+use agent_runtime::sessions::{ControlRequest, SessionOutcome};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -40,6 +40,24 @@ pub(crate) enum Op {
 }
 
 impl AgentServer {
+    /// Cancels `session` for `reason` wherever it runs: here, on the instance that runs
+    /// it, or, running nowhere (its resume failed), in the store.
+    pub(crate) async fn cancel_anywhere(
+        &self,
+        session: &str,
+        reason: &str,
+    ) -> Result<(), ApiError> {
+        let op = Op::Cancel {
+            reason: reason.to_owned(),
+        };
+        if !self.cancel(session, reason).await && self.forward(session, &op).await?.is_none() {
+            self.end_not_running(session, SessionOutcome::Cancelled(reason.to_owned()))
+                .await
+                .map_err(|error| ApiError::store(&error))?;
+        }
+        Ok(())
+    }
+
     /// Passes `op` to the instance that runs `session`: `Ok(None)` when none does, else
     /// what it answered (an error it answered with is returned as it is).
     pub(crate) async fn forward(&self, session: &str, op: &Op) -> Result<Option<Value>, ApiError> {

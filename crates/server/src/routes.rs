@@ -1,6 +1,5 @@
 //! The HTTP routes.
 
-use agent_runtime::sessions::SessionOutcome;
 use axum::Json;
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -15,7 +14,6 @@ use tower_http::trace::TraceLayer;
 
 use crate::access::{Authorized, TokenQuery, authorized, json_body, path, session_of};
 use crate::auth::{Caller, require_caller};
-use crate::control::Op;
 use crate::error::ApiError;
 use crate::respond::respond;
 use crate::server::AgentServer;
@@ -247,17 +245,7 @@ async fn cancel(
             ),
         ));
     }
-    let reason = "cancelled by its user";
-    let cancel = Op::Cancel {
-        reason: reason.to_owned(),
-    };
-    if !server.cancel(&id, reason).await && server.forward(&id, &cancel).await?.is_none() {
-        // Unfinished but running nowhere (its resume failed): end it in the store.
-        server
-            .end_not_running(&id, SessionOutcome::Cancelled(reason.to_owned()))
-            .await
-            .map_err(|error| ApiError::store(&error))?;
-    }
+    server.cancel_anywhere(&id, "cancelled by its user").await?;
     tracing::info!(session = %id, "session cancelled");
     let record = session_of(&server, &name, &id).await?;
     Ok(Json(json!({

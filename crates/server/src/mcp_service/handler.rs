@@ -83,9 +83,8 @@ impl Handler {
             let next = tokio::select! {
                 next = events.next() => next,
                 () = cancel.cancelled() => {
-                    let reason = "cancelled by its MCP client";
-                    if !server.cancel(&id, reason).await {
-                        tracing::info!(session = %id, "an MCP call was cancelled after its session ended");
+                    if let Err(error) = server.cancel_anywhere(&id, "cancelled by its MCP client").await {
+                        tracing::warn!(session = %id, error = error.message(), "the session of a cancelled MCP call was not cancelled");
                     }
                     return error_result("cancelled");
                 }
