@@ -47,6 +47,8 @@
 //! - `GET /`: the HTML page of the first product that has one.
 //! - With [`AgentServer::with_metrics`]: `GET /metrics`, the process's metrics in the
 //!   Prometheus text format (see [`prometheus`]).
+//! - With `AgentServer::with_mcp` (feature `mcp`): `/mcp`, an MCP server over streamable
+//!   HTTP whose tools are products and capabilities (see the `mcp` module).
 //! - With [`AgentServer::with_chat`]: `POST /v1/chat/completions` and `GET /v1/models`,
 //!   the OpenAI-compatible front of a conversational product, with OpenAI's own error
 //!   shape (see [`chat`]).
