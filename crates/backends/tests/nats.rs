@@ -357,3 +357,50 @@ async fn the_queue_holds_a_run_until_it_is_settled_and_a_purged_one_can_be_reque
     run.ticket.done().await.unwrap();
     queue.delete_streams().await.unwrap();
 }
+
+/// The run queue reports each redelivery under its product, and how many runs wait
+/// behind the one it delivers (read back from the process's Prometheus recorder, the only
+/// one this test binary installs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redeliveries_and_the_queue_depth_are_measured() {
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    let metrics = recorder.handle();
+    metrics::set_global_recorder(recorder).unwrap();
+    agent_runtime::process_metrics::start_recording();
+
+    let (a, _) = two_instances().await;
+    let queue = JetStreamRunQueue::new(&a, Duration::from_secs(5))
+        .await
+        .unwrap();
+    queue.enqueue("metered", "m1").await.unwrap();
+    queue.enqueue("metered", "m2").await.unwrap();
+    let mut worker = queue.take(Some(1)).await.unwrap();
+    let first = next_run(&mut worker, Duration::from_secs(5)).await.unwrap();
+    assert_eq!(first.deliveries, 1);
+    let rendered = metrics.render();
+    assert!(
+        !rendered.contains("agent_run_queue_redeliveries_total{product=\"metered\"}"),
+        "{rendered}"
+    );
+    assert!(rendered.contains("agent_run_queue_depth 1"), "{rendered}");
+    first
+        .ticket
+        .retry_after(Duration::from_millis(200))
+        .await
+        .unwrap();
+    let mut redelivered = false;
+    while let Some(run) = next_run(&mut worker, Duration::from_secs(5)).await {
+        redelivered |= run.deliveries == 2;
+        run.ticket.done().await.unwrap();
+        if redelivered {
+            break;
+        }
+    }
+    assert!(redelivered);
+    let rendered = metrics.render();
+    assert!(
+        rendered.contains("agent_run_queue_redeliveries_total{product=\"metered\"} 1"),
+        "{rendered}"
+    );
+    queue.delete_streams().await.unwrap();
+}
