@@ -50,14 +50,8 @@ pub struct LogArgs {
 #[derive(Debug)]
 #[must_use = "dropping it stops the trace export"]
 pub struct Telemetry {
-    otel: Option<OtelGuard>,
-}
-
-impl Telemetry {
-    /// Whether spans are exported over OTLP.
-    pub fn exports_traces(&self) -> bool {
-        self.otel.is_some()
-    }
+    /// Held for its drop, which sends the spans still buffered.
+    _otel: Option<OtelGuard>,
 }
 
 /// Installs the log (filtered by `RUST_LOG`, else `default_filter`) and, when the
@@ -92,7 +86,7 @@ pub fn install(binary: &str, default_filter: &str, format: LogFormat) -> anyhow:
         None => (None, None),
     };
     tracing_subscriber::registry().with(log).with(otel).init();
-    Ok(Telemetry { otel: guard })
+    Ok(Telemetry { _otel: guard })
 }
 
 /// The export the variables `lookup` reads ask for, or `None` when they ask for none.

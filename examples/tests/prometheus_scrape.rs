@@ -189,6 +189,12 @@ async fn prometheus_scrapes_what_a_dry_run_session_did() {
     )
     .await;
     assert_eq!(started[0].1, 1.0);
+    // The session's run and its SSE client were counted while they lasted, and are gone.
+    for gauge in ["agent_sessions_running", "agent_sse_clients"] {
+        let now = query(&prometheus, &format!("{gauge}{{product=\"resume\"}}")).await;
+        assert_eq!(now.len(), 1, "{gauge}: {now:?}");
+        assert_eq!(now[0].1, 0.0, "{gauge}: {now:?}");
+    }
 
     // What the server serves passes Prometheus's own linter.
     let exposition = reqwest::get(format!("{}/metrics", server.url))

@@ -128,38 +128,58 @@ pub(crate) fn session_started(product: &str) {
     metrics::counter!(SESSIONS_STARTED, "product" => product.to_owned()).increment(1);
 }
 
-/// A run of `product` goes on until the guard is dropped.
-pub(crate) struct RunningSession {
+/// A gauge of `product`, one up while the guard lives (when the process records its
+/// metrics).
+pub(crate) struct ProductGauge {
+    gauge: &'static str,
     /// The product, when the process records its metrics.
     product: Option<String>,
 }
 
-impl RunningSession {
-    pub(crate) fn start(product: &str) -> Self {
+impl ProductGauge {
+    fn up(gauge: &'static str, product: &str) -> Self {
         if !recording() {
-            return RunningSession { product: None };
+            return ProductGauge {
+                gauge,
+                product: None,
+            };
         }
-        metrics::gauge!(SESSIONS_RUNNING, "product" => product.to_owned()).increment(1.0);
-        RunningSession {
+        metrics::gauge!(gauge, "product" => product.to_owned()).increment(1.0);
+        ProductGauge {
+            gauge,
             product: Some(product.to_owned()),
         }
+    }
+}
+
+impl Drop for ProductGauge {
+    fn drop(&mut self) {
+        if let Some(product) = self.product.take() {
+            metrics::gauge!(self.gauge, "product" => product).decrement(1.0);
+        }
+    }
+}
+
+/// A run of `product` goes on until the guard is dropped.
+pub(crate) struct RunningSession(ProductGauge);
+
+impl RunningSession {
+    pub(crate) fn start(product: &str) -> Self {
+        RunningSession(ProductGauge::up(SESSIONS_RUNNING, product))
     }
 
     /// The run ended as `status`.
     pub(crate) fn ended(&self, status: &'static str) {
-        if let Some(product) = &self.product {
+        if let Some(product) = &self.0.product {
             metrics::counter!(SESSIONS_ENDED, "product" => product.clone(), "status" => status)
                 .increment(1);
         }
     }
 }
 
-impl Drop for RunningSession {
-    fn drop(&mut self) {
-        if let Some(product) = self.product.take() {
-            metrics::gauge!(SESSIONS_RUNNING, "product" => product).decrement(1.0);
-        }
-    }
+/// An SSE client of `product`, counted until dropped.
+pub(crate) fn sse_client(product: &str) -> ProductGauge {
+    ProductGauge::up(SSE_CLIENTS, product)
 }
 
 /// `count` events of `product` were stored.
@@ -168,30 +188,4 @@ pub(crate) fn events_stored(product: &str, count: u64) {
         return;
     }
     metrics::counter!(SESSION_EVENTS, "product" => product.to_owned()).increment(count);
-}
-
-/// An SSE client of `product`, counted until dropped.
-pub(crate) struct SseClient {
-    /// The product, when the process records its metrics.
-    product: Option<String>,
-}
-
-impl SseClient {
-    pub(crate) fn connect(product: &str) -> Self {
-        if !recording() {
-            return SseClient { product: None };
-        }
-        metrics::gauge!(SSE_CLIENTS, "product" => product.to_owned()).increment(1.0);
-        SseClient {
-            product: Some(product.to_owned()),
-        }
-    }
-}
-
-impl Drop for SseClient {
-    fn drop(&mut self) {
-        if let Some(product) = self.product.take() {
-            metrics::gauge!(SSE_CLIENTS, "product" => product).decrement(1.0);
-        }
-    }
 }

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use crate::access::{Authorized, TokenQuery, authorized, last_event_id};
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::prometheus::SseClient;
+use crate::prometheus::{ProductGauge, sse_client};
 use crate::server::{AgentServer, CountedSlot};
 use crate::writer::is_terminal;
 
@@ -72,7 +72,7 @@ pub(crate) struct SessionEvents {
     /// Counts this reader among its session's streams until it ends.
     _slot: CountedSlot,
     /// Counts it among the server's SSE clients until it ends, when it is one.
-    _client: Option<SseClient>,
+    _client: Option<ProductGauge>,
 }
 
 impl SessionEvents {
@@ -132,7 +132,7 @@ impl SessionEvents {
 
     /// Counts it among the server's SSE clients (of `product`) until it ends.
     fn counted_as_sse_client(mut self, product: &str) -> Self {
-        self._client = Some(SseClient::connect(product));
+        self._client = Some(sse_client(product));
         self
     }
 
