@@ -33,6 +33,7 @@ pub mod local_embedding;
 mod model;
 pub mod openai;
 pub mod pricing;
+mod prompt_layout;
 mod provider;
 mod retry;
 mod secret;
@@ -55,6 +56,7 @@ pub use model::{
 };
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub use pricing::{ModelPrice, PricingConfigError, PricingTable, UnknownModel};
+pub use prompt_layout::PromptLayout;
 pub use provider::ProviderKind;
 pub use retry::RetryPolicy;
 pub use secret::ApiKey;

@@ -255,10 +255,16 @@ pub struct ChatRequest {
     /// Stop sequences.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stop: Vec<String>,
-    /// The conversation, oldest first. Written last: what stays the same from one call
-    /// of a loop to the next comes first, so a saved run's text changes at its end (see
+    /// The conversation, oldest first. Written after everything that stays the same from
+    /// one call of a loop to the next, so a saved run's text changes at its end (see
     /// `agent_runtime::checkpoint`).
     pub messages: Vec<Message>,
+    /// Index in `messages` of the last message the next call repeats unchanged (an agent
+    /// loop's whole conversation so far). Providers that cache by marks (Anthropic's
+    /// `cache_control`) mark it, so the next call reads everything up to it from the cache;
+    /// `None` for a one-off call, whose messages are not worth writing to a cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_breakpoint: Option<usize>,
 }
 
 impl ChatRequest {
@@ -322,6 +328,19 @@ impl ChatRequest {
     /// Sets the answer format.
     pub fn with_response_format(mut self, format: ResponseFormat) -> Self {
         self.response_format = Some(format);
+        self
+    }
+
+    /// Marks the conversation as it stands as the prefix of the next call
+    /// ([`cache_breakpoint`](Self::cache_breakpoint) on the last message).
+    ///
+    /// ```
+    /// use agent_llm::{ChatRequest, Message};
+    /// let req = ChatRequest::new(vec![Message::user("a"), Message::user("b")]).caching_conversation();
+    /// assert_eq!(req.cache_breakpoint, Some(1));
+    /// ```
+    pub fn caching_conversation(mut self) -> Self {
+        self.cache_breakpoint = self.messages.len().checked_sub(1);
         self
     }
 }

@@ -391,7 +391,8 @@ async fn request_bodies_are_pinned() {
     ])
     .with_system("You report weather.")
     .with_tool(weather_tool())
-    .with_tool_choice(ToolChoice::Auto);
+    .with_tool_choice(ToolChoice::Auto)
+    .caching_conversation();
     #[derive(schemars::JsonSchema, serde::Deserialize)]
     #[allow(dead_code)]
     struct ChatAnswer {

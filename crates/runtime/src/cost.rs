@@ -1,10 +1,11 @@
 //! Cost and budget guards: a meter any chat or embedding model can report to (the
 //! wrapper that does is [`MeteredModel`](crate::MeteredModel)), and what it has counted.
 
-use agent_llm::{Limit, PricingTable, Usage};
+use agent_llm::{Limit, PricingTable, PromptLayout, Usage};
 
+use crate::prefix_reuse::PrefixReuse;
 use crate::process_metrics::MeterLabels;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -46,6 +47,10 @@ pub struct CostSnapshot {
     /// [`CostMeter::for_step`].
     #[serde(default)]
     pub usage_by_step: BTreeMap<String, Usage>,
+    /// How much of the input repeated the previous call of its loop from the start
+    /// ([`CostMeter::record_prefix`]): the cached-prefix share.
+    #[serde(default)]
+    pub prefix_reuse: PrefixReuse,
 }
 
 impl CostSnapshot {
@@ -90,6 +95,7 @@ impl CostSnapshot {
             usage_by_model: usage_since(&self.usage_by_model, &earlier.usage_by_model),
             calls_by_step,
             usage_by_step: usage_since(&self.usage_by_step, &earlier.usage_by_step),
+            prefix_reuse: self.prefix_reuse.saturating_sub(&earlier.prefix_reuse),
         }
     }
 }
@@ -119,6 +125,9 @@ struct Totals {
     by_model: BTreeMap<String, Usage>,
     by_step: BTreeMap<String, u64>,
     usage_by_step: BTreeMap<String, Usage>,
+    prefix_reuse: PrefixReuse,
+    /// The prompt of the last one-off call per step (`""` without a step).
+    last_prompt_by_step: HashMap<String, PromptLayout>,
 }
 
 struct MeterInner {
@@ -183,6 +192,8 @@ impl CostMeter {
                     by_model: BTreeMap::new(),
                     by_step: BTreeMap::new(),
                     usage_by_step: BTreeMap::new(),
+                    prefix_reuse: PrefixReuse::default(),
+                    last_prompt_by_step: HashMap::new(),
                 }),
                 limits,
                 pricing,
@@ -357,6 +368,20 @@ impl CostMeter {
         snapshot
     }
 
+    /// Records how much of one call's input repeated the previous call of its loop (see
+    /// [`PrefixReuse`]).
+    pub fn record_prefix(&self, reuse: PrefixReuse) {
+        self.totals().prefix_reuse += reuse;
+    }
+
+    /// Keeps `layout` as the prompt of this handle's step's latest one-off call and
+    /// returns the one it replaces: one-off calls of a step (a pipeline's per-item calls)
+    /// are one loop for [`PrefixReuse`].
+    pub fn swap_step_prompt(&self, layout: PromptLayout) -> Option<PromptLayout> {
+        let step = self.step.as_deref().unwrap_or_default().to_owned();
+        self.totals().last_prompt_by_step.insert(step, layout)
+    }
+
     /// Sets what was spent to a snapshot taken earlier (a run resumed in a new process
     /// carries on counting, and its limits apply to the whole run). The models without a
     /// price among its models count as such again.
@@ -386,6 +411,7 @@ impl CostMeter {
         totals.by_model = spent.usage_by_model.clone();
         totals.by_step = spent.calls_by_step.clone();
         totals.usage_by_step = spent.usage_by_step.clone();
+        totals.prefix_reuse = spent.prefix_reuse;
         totals.unpriced = spent
             .unpriced_models
             .iter()
@@ -461,6 +487,7 @@ fn snapshot_of(totals: &Totals, elapsed: Duration) -> CostSnapshot {
         usage_by_model: totals.by_model.clone(),
         calls_by_step: totals.by_step.clone(),
         usage_by_step: totals.usage_by_step.clone(),
+        prefix_reuse: totals.prefix_reuse,
     }
 }
 

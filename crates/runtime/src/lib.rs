@@ -39,6 +39,7 @@ mod context;
 mod cost;
 mod metered;
 mod outage;
+mod prefix_reuse;
 mod progress;
 mod result;
 mod session;
@@ -56,6 +57,7 @@ pub use cost::{
 };
 pub use metered::MeteredModel;
 pub use outage::ModelOutages;
+pub use prefix_reuse::PrefixReuse;
 pub use process_metrics::MeterLabels;
 pub use progress::ModelProgress;
 pub use result::{AgentResult, StopCause};

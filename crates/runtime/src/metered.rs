@@ -3,7 +3,7 @@
 
 use agent_llm::{
     ChatModel, ChatRequest, ChatResponse, ChatStream, EmbeddingModel, EmbeddingRequest,
-    EmbeddingResponse, LlmError, StreamEvent, StructuredOutputMode, Usage,
+    EmbeddingResponse, LlmError, PromptLayout, StreamEvent, StructuredOutputMode, Usage,
 };
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -12,9 +12,11 @@ use tracing::Instrument as _;
 
 use crate::chat_span::{chat_span, record_response};
 use crate::cost::CostMeter;
+use crate::prefix_reuse::PrefixReuse;
 
 /// Wraps a [`ChatModel`] so every call is checked against and recorded on a [`CostMeter`].
-/// A call refused by a limit fails with [`LlmError::LimitExceeded`].
+/// A call refused by a limit fails with [`LlmError::LimitExceeded`]. Each call's prompt
+/// is compared with the previous call's on the same step ([`PrefixReuse`]).
 ///
 /// Use it for calls made outside an agent loop (a tool's own LLM calls, `extract`) or for
 /// loops in a session without a meter. An agent loop in a session that has a meter
@@ -49,16 +51,25 @@ fn model_name(request: &ChatRequest, response_model: &str, fallback: Option<Stri
 impl<M: ChatModel> ChatModel for MeteredModel<M> {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         self.meter.check()?;
+        let layout = PromptLayout::of(request);
+        let previous = self.meter.swap_step_prompt(layout.clone());
         let span = chat_span(request);
         let response = self.inner.chat(request).instrument(span.clone()).await?;
         record_response(&span, &response);
         let model = model_name(request, &response.model, self.inner.default_model());
         self.meter.record(&model, response.usage);
+        self.meter.record_prefix(PrefixReuse::of_call(
+            &layout,
+            previous.as_ref(),
+            response.usage.prompt_tokens(),
+        ));
         Ok(response)
     }
 
     async fn chat_stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
         self.meter.check()?;
+        let layout = PromptLayout::of(request);
+        let previous = self.meter.swap_step_prompt(layout.clone());
         let stream = self.inner.chat_stream(request).await?;
         let meter = self.meter.clone();
         let mut model = model_name(request, "", self.inner.default_model());
@@ -71,6 +82,11 @@ impl<M: ChatModel> ChatModel for MeteredModel<M> {
                 Ok(StreamEvent::Usage(latest)) => usage = *latest,
                 Ok(StreamEvent::Stop(_)) => {
                     meter.record(&model, usage);
+                    meter.record_prefix(PrefixReuse::of_call(
+                        &layout,
+                        previous.as_ref(),
+                        usage.prompt_tokens(),
+                    ));
                 }
                 _ => {}
             }

@@ -8,6 +8,7 @@ use crate::events::EventSink;
 use crate::gates::GateRegistry;
 use crate::identity::AgentIdentity;
 use crate::outage::ModelOutages;
+use crate::prefix_reuse::PrefixReuse;
 use crate::progress::ModelProgress;
 use crate::session_parts::SessionParts;
 use crate::state::SharedState;
@@ -49,6 +50,13 @@ pub struct SessionMarks {
     /// Tokens metered per step.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub usage_by_step: BTreeMap<String, Usage>,
+    /// Input that repeated the previous call of its loop.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub prefix_reuse: PrefixReuse,
+}
+
+fn is_default(reuse: &PrefixReuse) -> bool {
+    *reuse == PrefixReuse::default()
 }
 
 impl SessionMarks {
@@ -61,6 +69,7 @@ impl SessionMarks {
             usage_by_model: self.usage_by_model.clone(),
             calls_by_step: self.calls_by_step.clone(),
             usage_by_step: self.usage_by_step.clone(),
+            prefix_reuse: self.prefix_reuse,
             ..CostSnapshot::default()
         }
     }
@@ -360,22 +369,22 @@ impl<S, E> Session<S, E> {
 
     /// What the session has done besides its state, for a checkpoint.
     pub fn marks(&self) -> SessionMarks {
-        let spent = self.parts.meter.as_ref().map(CostMeter::snapshot);
+        let spent = self
+            .parts
+            .meter
+            .as_ref()
+            .map(CostMeter::snapshot)
+            .unwrap_or_default();
         SessionMarks {
             events: self.events_emitted(),
             gate_ids: self.parts.gates.id_counters(),
-            usage: spent.as_ref().map(|s| s.usage).unwrap_or_default(),
-            calls: spent.as_ref().map_or(0, |s| s.calls),
-            usd: spent.as_ref().map_or(0.0, |s| s.usd),
-            usage_by_model: spent
-                .as_ref()
-                .map(|s| s.usage_by_model.clone())
-                .unwrap_or_default(),
-            calls_by_step: spent
-                .as_ref()
-                .map(|s| s.calls_by_step.clone())
-                .unwrap_or_default(),
-            usage_by_step: spent.map(|s| s.usage_by_step).unwrap_or_default(),
+            usage: spent.usage,
+            calls: spent.calls,
+            usd: spent.usd,
+            usage_by_model: spent.usage_by_model,
+            calls_by_step: spent.calls_by_step,
+            usage_by_step: spent.usage_by_step,
+            prefix_reuse: spent.prefix_reuse,
         }
     }
 

@@ -31,24 +31,31 @@ pub const API_VERSION: &str = "2023-06-01";
 
 /// Which parts of a request are marked with `cache_control` for prompt caching.
 ///
-/// Anthropic caches the prefix up to each marked block; prompts shorter than the model's
-/// minimum (about 1024 tokens) are simply not cached, so marking is harmless.
+/// Anthropic caches the prefix (tools, then system, then messages) up to each marked
+/// block, at most four marks a request; prompts shorter than the model's minimum (1,024
+/// to 4,096 tokens) are simply not cached, so marking is harmless. At most three marks
+/// are set here: the last tool, the system prompt, and the last block of the message a
+/// request names as its [`cache_breakpoint`](crate::ChatRequest::cache_breakpoint).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PromptCaching {
     /// Mark the system prompt.
     pub system: bool,
     /// Mark the last tool definition (caching the whole tool list).
     pub tools: bool,
+    /// Mark the request's `cache_breakpoint` message (an agent loop's conversation so
+    /// far, which its next round repeats).
+    pub messages: bool,
     /// Cache lifetime: `None` for the default 5 minutes, or `Some("1h")`.
     pub ttl: Option<String>,
 }
 
 impl Default for PromptCaching {
-    /// System prompt and tools cached for the default 5 minutes.
+    /// Tools, system prompt and a loop's conversation cached for the default 5 minutes.
     fn default() -> Self {
         PromptCaching {
             system: true,
             tools: true,
+            messages: true,
             ttl: None,
         }
     }
@@ -60,6 +67,7 @@ impl PromptCaching {
         PromptCaching {
             system: false,
             tools: false,
+            messages: false,
             ttl: None,
         }
     }
@@ -303,6 +311,46 @@ mod tests {
         assert_eq!(body["tool_choice"], json!({"type":"any"}));
         let plain = wire::request_body(&request, "m", 1000, &PromptCaching::disabled(), false);
         assert_eq!(plain["system"], json!("You are terse."));
+    }
+
+    #[test]
+    fn the_breakpoint_message_is_marked_on_its_last_markable_block() {
+        let request = ChatRequest::new(vec![
+            Message::user("q"),
+            Message::new(
+                Role::Assistant,
+                vec![
+                    ContentBlock::text("Looking."),
+                    ContentBlock::Thinking {
+                        thinking: "hm".into(),
+                        signature: Some("sig".into()),
+                    },
+                ],
+            ),
+            Message::user("more"),
+        ]);
+        let marked = |request: &ChatRequest, caching: &PromptCaching| {
+            let body = wire::request_body(request, "m", 10, caching, false);
+            body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|m| m["content"].as_array().unwrap().clone())
+                .filter(|block| block.get("cache_control").is_some())
+                .map(|block| block["text"].clone())
+                .collect::<Vec<_>>()
+        };
+        let one_off = request.clone();
+        assert!(marked(&one_off, &PromptCaching::default()).is_empty());
+        let mut at_answer = request.clone();
+        at_answer.cache_breakpoint = Some(1);
+        assert_eq!(
+            marked(&at_answer, &PromptCaching::default()),
+            [json!("Looking.")]
+        );
+        let looping = request.caching_conversation();
+        assert_eq!(marked(&looping, &PromptCaching::default()), [json!("more")]);
+        assert!(marked(&looping, &PromptCaching::disabled()).is_empty());
     }
 
     #[test]

@@ -31,10 +31,18 @@ pub(crate) fn request_body(
         };
         body.insert("system".into(), value);
     }
+    let breakpoint = request.cache_breakpoint.filter(|_| caching.messages);
     let messages: Vec<Value> = request
         .messages
         .iter()
-        .filter_map(message_to_wire)
+        .enumerate()
+        .filter_map(|(index, message)| {
+            let mut wire = message_to_wire(message)?;
+            if breakpoint == Some(index) {
+                mark_last_block(&mut wire, caching.cache_control());
+            }
+            Some(wire)
+        })
         .collect();
     body.insert("messages".into(), Value::Array(messages));
     if !request.tools.is_empty() {
@@ -90,6 +98,23 @@ fn message_to_wire(message: &Message) -> Option<Value> {
         return None;
     }
     Some(json!({ "role": role, "content": content }))
+}
+
+/// Marks the last block of a wire message that can carry `cache_control` (thinking
+/// blocks cannot).
+fn mark_last_block(message: &mut Value, cache_control: Value) {
+    let Some(blocks) = message.get_mut("content").and_then(Value::as_array_mut) else {
+        return;
+    };
+    let markable = blocks.iter_mut().rev().find(|block| {
+        !matches!(
+            block.get("type").and_then(Value::as_str),
+            Some("thinking" | "redacted_thinking")
+        )
+    });
+    if let Some(block) = markable {
+        block["cache_control"] = cache_control;
+    }
 }
 
 fn block_to_wire(block: &ContentBlock) -> Option<Value> {

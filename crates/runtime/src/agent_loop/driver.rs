@@ -7,10 +7,13 @@ use crate::config::AgentConfig;
 use crate::context::AgentContext;
 use crate::events::{LoopEvent, LoopObserver};
 use crate::invocation_calls::InvocationCalls;
+use crate::prefix_reuse::PrefixReuse;
 use crate::result::{AgentResult, StopCause};
 use crate::tool::{AgentTool, ToolError};
 use agent_llm::capacity::observe_calls;
-use agent_llm::{ChatModel, ChatRequest, ContentBlock, LlmError, Message, ToolDefinition};
+use agent_llm::{
+    ChatModel, ChatRequest, ContentBlock, LlmError, Message, PromptLayout, ToolDefinition,
+};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
@@ -102,6 +105,7 @@ where
             temperature: config.temperature,
             response_format: None,
             stop: Vec::new(),
+            cache_breakpoint: None,
         }
     }
 
@@ -215,6 +219,8 @@ where
     ) {
         // A round is one model call and the tool calls it asks for: both run in its span.
         let mut round_span = tracing::Span::none();
+        // The previous round's prompt, for the share of each prompt that repeats it.
+        let mut previous_prompt: Option<PromptLayout> = None;
         loop {
             // A model that answers at once never lets the select above see the
             // cancellation: a cancelled run starts no further step.
@@ -242,6 +248,13 @@ where
                             let usage = response.usage;
                             if let Some(meter) = ctx.meter() {
                                 meter.record(&self.served_model(request, &response), usage);
+                                let prompt = PromptLayout::of(request);
+                                meter.record_prefix(PrefixReuse::of_call(
+                                    &prompt,
+                                    previous_prompt.as_ref(),
+                                    usage.prompt_tokens(),
+                                ));
+                                previous_prompt = Some(prompt);
                             }
                             run.on_model_response(response);
                             self.observe(|| LoopEvent::Usage {

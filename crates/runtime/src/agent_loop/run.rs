@@ -197,6 +197,10 @@ impl AgentRun {
         {
             self.prepare_last_round();
         }
+        if self.pending_calls().is_none() {
+            // Everything sent so far is the prefix of the next call.
+            self.request.cache_breakpoint = self.request.messages.len().checked_sub(1);
+        }
         match self.pending_calls() {
             Some(calls) => Next::RunTools(calls),
             None => Next::CallModel(&self.request),
