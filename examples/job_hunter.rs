@@ -356,7 +356,11 @@ fn print_summary(result: &HuntResult, settings: &Settings, latency: Option<Durat
     }
     say!(
         "  {}",
-        job_hunter::llm::describe_cost(&result.cost, settings.max_cost_per_run_usd)
+        job_hunter::llm::describe_cost(
+            &result.cost,
+            settings.max_cost_per_run_usd,
+            result.state.job_counts.fetched as u64
+        )
     );
     let path = &result.critical_path;
     let mut timing = format!(

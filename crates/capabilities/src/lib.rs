@@ -18,6 +18,7 @@ pub mod http;
 pub mod job;
 pub mod mail;
 pub mod notify;
+pub mod posting;
 pub mod ranking;
 pub mod retrieval;
 pub mod salary;

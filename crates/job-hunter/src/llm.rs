@@ -22,9 +22,10 @@ use crate::state::HuntNode;
 /// Which model a call needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Quality {
-    /// Fast and cheap: preferences, job normalization (`JH_HAIKU_MODEL`).
+    /// Fast and cheap, for answers that are extraction: the resume, preferences, job
+    /// normalization, careers pages (`JH_HAIKU_MODEL`).
     Fast,
-    /// High quality: the resume, company finding, scoring (`JH_SONNET_MODEL`).
+    /// High quality, for judgement: company finding, scoring (`JH_SONNET_MODEL`).
     Best,
 }
 
@@ -300,8 +301,9 @@ impl PipelineLlm {
     }
 }
 
-/// One line on tokens and cost: `tokens: N (I in, O out); cost: $C (limit $L)`, or, when a
-/// model has no price, `cost: unknown (no price for M; the $L limit stands as T tokens)`.
+/// One line on what the run spent ([`CostSnapshot::per_unit`]: tokens, the share of input
+/// that repeated the previous call's prefix, USD in all and per job fetched) and the
+/// limit; when a model has no price, the token limit that stands in for the USD one.
 ///
 /// ```
 /// use agent_llm::Usage;
@@ -312,28 +314,19 @@ impl PipelineLlm {
 ///     Usage { input_tokens: 100, output_tokens: 20, cache_read_input_tokens: 50, ..Usage::default() },
 /// );
 /// assert_eq!(
-///     job_hunter::llm::describe_cost(&meter.snapshot(), 5.0),
-///     "tokens: 170 (150 in, 20 out); cost: unknown (no price for my-local-model; the $5.00 limit stands as 5000000 tokens)"
+///     job_hunter::llm::describe_cost(&meter.snapshot(), 5.0, 2),
+///     "cost: 170 tokens (150 in, 20 out), cost unknown (no price for my-local-model): 85 tokens per job fetched (the $5.00 limit stands as 5000000 tokens)"
 /// );
 /// ```
-pub fn describe_cost(spent: &CostSnapshot, max_usd: f64) -> String {
-    let tokens = format!(
-        "tokens: {} ({} in, {} out)",
-        spent.total_tokens(),
-        spent.usage.prompt_tokens(),
-        spent.usage.output_tokens
-    );
-    if spent.unpriced_models.is_empty() {
-        return format!("{tokens}; cost: ${:.4} (limit ${max_usd:.2})", spent.usd);
-    }
-    let priced = if spent.usd > 0.0 {
-        format!("; ${:.4} for the priced models", spent.usd)
+pub fn describe_cost(spent: &CostSnapshot, max_usd: f64, jobs_fetched: u64) -> String {
+    let summary = spent.per_unit("job fetched", jobs_fetched);
+    let limit = if spent.unpriced_models.is_empty() {
+        format!("limit ${max_usd:.2}")
     } else {
-        String::new()
+        format!(
+            "the ${max_usd:.2} limit stands as {} tokens",
+            unpriced_token_limit(max_usd)
+        )
     };
-    format!(
-        "{tokens}; cost: unknown (no price for {}; the ${max_usd:.2} limit stands as {} tokens{priced})",
-        spent.unpriced_models.join(", "),
-        unpriced_token_limit(max_usd)
-    )
+    format!("cost: {summary} ({limit})")
 }

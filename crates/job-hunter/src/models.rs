@@ -112,12 +112,12 @@ impl WorkArrangement {
     }
 }
 
-/// A posting normalized by the fast model. Pay is deliberately absent: it is parsed
-/// from the posting deterministically, never produced by a model.
+/// A posting normalized by the fast model. Only what the posting's fields do not already
+/// give is asked: its title and place come from the board, and pay is parsed from the
+/// posting deterministically, never produced by a model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(description = "The job posting, normalized.")]
 pub struct ExtractedJob {
-    /// The title, cleaned of codes and locations.
-    pub title: String,
     /// Seniority: intern, junior, mid, senior, staff, principal, lead, manager, director or unknown.
     pub seniority: String,
     /// The primary location, as a place name.
@@ -306,6 +306,9 @@ pub struct JobCounts {
     pub off_target: usize,
     /// Somewhere the candidate cannot work from.
     pub elsewhere: usize,
+    /// Published pay under the minimum asked.
+    #[serde(default)]
+    pub below_pay: usize,
     /// Beyond `JH_MAX_JOBS_PER_COMPANY`, the least relevant first.
     pub over_company_limit: usize,
     /// Beyond `JH_MAX_JOBS` for the run, the least relevant first.
@@ -321,6 +324,7 @@ impl JobCounts {
             + self.excluded
             + self.off_target
             + self.elsewhere
+            + self.below_pay
             + self.over_company_limit
             + self.over_run_limit
     }
@@ -332,6 +336,7 @@ impl JobCounts {
         self.excluded += other.excluded;
         self.off_target += other.off_target;
         self.elsewhere += other.elsewhere;
+        self.below_pay += other.below_pay;
         self.over_company_limit += other.over_company_limit;
         self.over_run_limit += other.over_run_limit;
         self.kept += other.kept;
@@ -352,6 +357,7 @@ impl JobCounts {
             (self.excluded, "excluded by the preferences"),
             (self.off_target, "off-target titles"),
             (self.elsewhere, "elsewhere than the places wanted"),
+            (self.below_pay, "paying under the minimum asked"),
             (self.over_company_limit, "over the per-company limit"),
             (self.over_run_limit, "over the per-run limit"),
         ]

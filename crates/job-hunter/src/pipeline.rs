@@ -278,11 +278,21 @@ fn step_summary(step: &str, state: &HuntState) -> String {
             state.company_reports.len(),
             state.job_counts.describe()
         ),
-        "process_jobs" => format!(
-            "{} of {} jobs processed",
-            state.jobs.len(),
-            state.raw_jobs.len()
-        ),
+        "process_jobs" => {
+            let ruled_out = state
+                .issues
+                .iter()
+                .filter(|i| i.step == "process_jobs" && i.kind == "filter")
+                .count();
+            let processed = state.jobs.len() + ruled_out;
+            let total = state.raw_jobs.len() + ruled_out;
+            match ruled_out {
+                0 => format!("{processed} of {total} jobs processed"),
+                n => format!(
+                    "{processed} of {total} jobs processed; {n} on site or hybrid elsewhere than the places wanted, not scored"
+                ),
+            }
+        }
         "score_jobs" => format!("{} jobs scored", state.scored.len()),
         "aggregate" => format!("{} files written", state.output_files.len()),
         _ => state

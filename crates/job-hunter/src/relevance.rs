@@ -1,6 +1,6 @@
 //! Which fetched jobs are what the candidate asked for, judged from the posting alone
-//! before any model reads it: the title against the titles sought, the location and
-//! remote scope against the places wanted. A job that clearly is not (an account
+//! before any model reads it: the title against the titles sought, the published pay
+//! against the minimum asked, the location and remote scope against the places wanted. A job that clearly is not (an account
 //! executive for a backend engineer; remote only from the US for someone in Europe) is
 //! cut with the reason; the others get a relevance that orders them, so the per-company
 //! and per-run caps keep the most relevant jobs, not the first ones a board lists.
@@ -9,9 +9,10 @@ use job_capabilities::RawJob;
 use job_capabilities::ranking::{
     Place, is_level_word, is_title_filler, location_fit, read_place, role_fit,
 };
+use job_capabilities::salary::parse_salary_text;
 
 use crate::grounding::{POSTING_NOUNS, meaningful_words, words};
-use crate::models::{RemotePreference, SearchPreferences};
+use crate::models::{RemotePreference, SearchPreferences, WorkArrangement};
 
 /// Words that say nothing of the field (levels and filler aside, [`is_level_word`],
 /// [`is_title_filler`]): left out when telling a title's field.
@@ -24,7 +25,6 @@ const ENGINEERING_WORDS: &[&str] = &[
     "engineering",
     "developer",
     "developers",
-    "development",
     "programmer",
     "sre",
     "swe",
@@ -39,6 +39,9 @@ pub enum Cut {
     OffTarget,
     /// It is somewhere the candidate cannot work from; the reason says why.
     Elsewhere(String),
+    /// Its published pay, at its top, is under the minimum asked; the reason says how
+    /// much.
+    BelowPay(String),
 }
 
 /// How relevant a job is to the search.
@@ -60,6 +63,8 @@ pub struct RelevanceFilter {
     locations: Vec<Vec<String>>,
     places: Vec<Place>,
     remote: RemotePreference,
+    /// The yearly minimum asked and its currency, when both are stated.
+    min_pay: Option<(f64, String)>,
 }
 
 /// The words of `title` that say its field (`backend`, `engineer`), lower case.
@@ -120,6 +125,10 @@ impl RelevanceFilter {
                 .collect(),
             places: prefs.locations.iter().map(|l| read_place(l)).collect(),
             remote: prefs.remote,
+            min_pay: prefs
+                .min_salary
+                .zip(prefs.salary_currency.as_deref())
+                .map(|(min, currency)| (min as f64, currency.to_ascii_uppercase())),
         }
     }
 
@@ -135,11 +144,66 @@ impl RelevanceFilter {
                 };
             }
         }
+        if let Some(why) = self.below_pay(job) {
+            return Relevance {
+                score: 0.0,
+                cut: Some(Cut::BelowPay(why)),
+            };
+        }
         let (place, cut) = self.place_fit(job);
         Relevance {
             score: 0.6 * role + 0.4 * place,
             cut,
         }
+    }
+
+    /// Why a job, once read, is somewhere the candidate cannot work from: on site or
+    /// hybrid (as the posting says) at a place that is none of the places asked for, or
+    /// anywhere when only remote work was asked for. A job whose place is not stated is
+    /// kept.
+    pub fn judge_arrangement(
+        &self,
+        location: Option<&str>,
+        arrangement: WorkArrangement,
+    ) -> Option<Cut> {
+        if !matches!(
+            arrangement,
+            WorkArrangement::Onsite | WorkArrangement::Hybrid
+        ) {
+            return None;
+        }
+        let stated = location.map(str::trim).filter(|l| !l.is_empty())?;
+        let how = arrangement.as_str();
+        if self.remote == RemotePreference::Remote {
+            return Some(Cut::Elsewhere(format!(
+                "{how} in {stated}, and only remote work was asked for"
+            )));
+        }
+        let stated_words = words(stated);
+        let named = self
+            .locations
+            .iter()
+            .any(|wanted| wanted.iter().all(|w| stated_words.contains(w)));
+        (!self.locations.is_empty() && !named)
+            .then(|| Cut::Elsewhere(format!("{how} in {stated}, not a place asked for")))
+    }
+
+    /// Why the job's published pay rules it out: its top (or its only figure), per year
+    /// and in the currency asked, is under the minimum. Pay in another currency, or none
+    /// published, rules nothing out.
+    fn below_pay(&self, job: &RawJob) -> Option<String> {
+        let (minimum, currency) = self.min_pay.as_ref()?;
+        let salary = job
+            .salary
+            .clone()
+            .or_else(|| parse_salary_text(&job.description))?;
+        if !salary.currency.eq_ignore_ascii_case(currency) {
+            return None;
+        }
+        let top = salary.annual_max().or_else(|| salary.annual_min())?;
+        (top < *minimum).then(|| {
+            format!("pays at most {top:.0} {currency} a year, under the {minimum:.0} asked")
+        })
     }
 
     /// How well the job's place suits the places wanted, and why it is cut when it is
@@ -185,7 +249,7 @@ impl RelevanceFilter {
 mod tests {
     #[test]
     fn a_relevance_filter_keeps_the_titles_and_places_asked_for() {
-        use crate::models::{RemotePreference, SearchPreferences};
+        use crate::models::{RemotePreference, SearchPreferences, WorkArrangement};
         use crate::relevance::{Cut, RelevanceFilter};
         use job_capabilities::RawJob;
         let prefs = SearchPreferences {
@@ -229,5 +293,63 @@ mod tests {
             filter.judge(&job("Backend Engineer", "Remote - US")).cut,
             Some(Cut::Elsewhere(_))
         ));
+        assert_eq!(
+            filter
+                .judge(&job("Sales Development Representative", "Berlin"))
+                .cut,
+            Some(Cut::OffTarget)
+        );
+        // Pay rules a job out only against a minimum with its currency.
+        let paying = |description: &str| RawJob {
+            description: description.into(),
+            ..job("Senior Backend Engineer", "Berlin")
+        };
+        let asking = RelevanceFilter::new(
+            &SearchPreferences {
+                min_salary: Some(90_000),
+                salary_currency: Some("EUR".into()),
+                ..prefs.clone()
+            },
+            &[],
+        );
+        assert_eq!(
+            asking
+                .judge(&paying("Salary: €70,000 - €88,000 per year."))
+                .cut,
+            Some(Cut::BelowPay(
+                "pays at most 88000 EUR a year, under the 90000 asked".into()
+            ))
+        );
+        for kept in [
+            "Salary: €80,000 - €100,000 per year.",
+            "Salary: $70,000 - $88,000 per year.",
+            "Competitive pay.",
+        ] {
+            assert_eq!(asking.judge(&paying(kept)).cut, None, "{kept}");
+        }
+        assert_eq!(
+            filter
+                .judge(&paying("Salary: €70,000 - €88,000 per year."))
+                .cut,
+            None
+        );
+        // Once read: on site or hybrid only where the candidate can be.
+        let on_site = |place: &str, how| filter.judge_arrangement(Some(place), how);
+        assert_eq!(on_site("Berlin, Germany", WorkArrangement::Onsite), None);
+        assert_eq!(
+            on_site("Berlin or Amsterdam", WorkArrangement::Hybrid),
+            None
+        );
+        assert_eq!(on_site("Amsterdam", WorkArrangement::Remote), None);
+        assert_eq!(
+            on_site("Amsterdam, Netherlands", WorkArrangement::Onsite),
+            Some(Cut::Elsewhere(
+                "onsite in Amsterdam, Netherlands, not a place asked for".into()
+            ))
+        );
+        assert_eq!(
+            filter.judge_arrangement(None, WorkArrangement::Onsite),
+            None
+        );
     }
 }

@@ -50,7 +50,9 @@ pub struct Settings {
     pub output_dir: PathBuf,
     /// Concurrency bound for model calls and scrapes.
     pub max_concurrency: usize,
-    /// Jobs per scoring call.
+    /// Jobs per scoring call (8: the candidate, the instructions and the schema, a third
+    /// of a call's input, are sent once per batch, and eight scores fit the first
+    /// answer's token limit).
     pub score_batch_size: usize,
     /// Companies searched per run.
     pub max_companies: usize,
@@ -85,7 +87,7 @@ impl Default for Settings {
             sonnet_model: "claude-sonnet-4-5".into(),
             output_dir: PathBuf::from("./output"),
             max_concurrency: 8,
-            score_batch_size: 5,
+            score_batch_size: 8,
             max_companies: 12,
             max_jobs_per_company: 25,
             max_jobs: 200,

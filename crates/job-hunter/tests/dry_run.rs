@@ -128,6 +128,14 @@ async fn a_dry_run_scores_every_job_and_accounts_for_every_company() {
         1,
         "{kinds:?}"
     );
+    // Jobs cut once read (on site or hybrid elsewhere) are said one by one, after the
+    // line of their company's cuts made before any model read them.
+    let cut_once_read = state
+        .issues
+        .iter()
+        .filter(|i| i.step == "process_jobs" && i.kind == "filter")
+        .count();
+    assert_eq!(cut_once_read, 3, "{:#?}", state.issues);
     let cut_companies = state
         .company_reports
         .iter()
@@ -135,9 +143,14 @@ async fn a_dry_run_scores_every_job_and_accounts_for_every_company() {
         .count();
     assert_eq!(
         kinds.iter().filter(|k| **k == "filter").count(),
-        cut_companies
+        cut_companies + cut_once_read
     );
-    assert_eq!(state.issues.len(), 1 + cut_companies, "{:#?}", state.issues);
+    assert_eq!(
+        state.issues.len(),
+        1 + cut_companies + cut_once_read,
+        "{:#?}",
+        state.issues
+    );
 
     // Pay comes from structured fields or the description, never from the model.
     let structured = state
@@ -164,14 +177,15 @@ async fn a_dry_run_scores_every_job_and_accounts_for_every_company() {
     );
 
     // One model call for the resume, preferences and companies each, one for Old Mill's
-    // careers page, one per job, one per batch of five.
+    // careers page, one per job read, one per batch of jobs scored.
     let batches = state.jobs.len().div_ceil(settings.score_batch_size) as u64;
-    assert_eq!(result.cost.calls, 4 + state.jobs.len() as u64 + batches);
+    let read = (state.jobs.len() + cut_once_read) as u64;
+    assert_eq!(result.cost.calls, 4 + read + batches);
     assert_eq!(result.cost.calls_by_step.get("scrape_jobs"), Some(&1));
     assert!(result.cost.usd > 0.0);
     assert_eq!(
         result.critical_path.waves,
-        4 + (state.jobs.len() as u64).div_ceil(8) + batches.div_ceil(8)
+        4 + read.div_ceil(8) + batches.div_ceil(8)
     );
 
     // Progress: every step started and finished, every company reported.

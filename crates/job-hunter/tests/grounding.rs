@@ -257,7 +257,6 @@ fn job_and_posting(n: u32) -> (Job, RawJob) {
         posted_at: None,
         salary: None,
         extracted: ExtractedJob {
-            title: "Backend Engineer".into(),
             seniority: "senior".into(),
             location: Some("Berlin".into()),
             work_arrangement: WorkArrangement::Hybrid,

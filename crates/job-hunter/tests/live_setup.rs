@@ -86,14 +86,14 @@ fn the_summary_counts_cached_input_and_says_when_the_cost_is_unknown() {
     assert_eq!(known.usage.prompt_tokens(), 5_500);
     assert!(known.unpriced_models.is_empty());
     assert_eq!(
-        describe_cost(&known, 5.0),
-        "tokens: 5700 (5500 in, 200 out); cost: $0.0024 (limit $5.00)"
+        describe_cost(&known, 5.0, 10),
+        "cost: 5,700 tokens (5,500 in, 200 out), $0.0024: 570 tokens and $0.0002 per job fetched (limit $5.00)"
     );
 
     let unknown = spent(PricingTable::default(), "my-model", usage);
     assert_eq!(unknown.unpriced_models, ["my-model"]);
     assert_eq!(
-        describe_cost(&unknown, 5.0),
-        "tokens: 5700 (5500 in, 200 out); cost: unknown (no price for my-model; the $5.00 limit stands as 5000000 tokens)"
+        describe_cost(&unknown, 5.0, 10),
+        "cost: 5,700 tokens (5,500 in, 200 out), cost unknown (no price for my-model): 570 tokens per job fetched (the $5.00 limit stands as 5000000 tokens)"
     );
 }

@@ -15,10 +15,10 @@ use job_hunter::{HuntEvent, JobHunter, RunConfig, Settings};
 #[tokio::test]
 async fn the_cost_limit_ends_the_run_partial_with_what_was_scored_written() {
     let dir = tempfile::tempdir().unwrap();
-    // The resume, preferences, companies and every job cost about $0.12; each scoring
-    // batch about $0.018: the limit falls inside score_jobs.
+    // The resume, preferences, companies and every job cost about $0.04; each scoring
+    // batch about $0.02: the limit falls inside score_jobs.
     let settings = Settings {
-        max_cost_per_run_usd: 0.15,
+        max_cost_per_run_usd: 0.07,
         warn_cost_threshold_usd: 0.05,
         ..common::settings(dir.path())
     };
@@ -34,7 +34,7 @@ async fn the_cost_limit_ends_the_run_partial_with_what_was_scored_written() {
             .reason
             .as_deref()
             .unwrap()
-            .contains("of a $0.1500 limit"),
+            .contains("of a $0.0700 limit"),
         "{:?}",
         result.reason
     );
@@ -44,7 +44,7 @@ async fn the_cost_limit_ends_the_run_partial_with_what_was_scored_written() {
         "processing finished"
     );
     assert!(!state.scored.is_empty() && state.scored.len() < state.jobs.len());
-    assert!(result.cost.usd >= 0.15);
+    assert!(result.cost.usd >= 0.07);
     // What was scored is written, not lost; no email for a partial run.
     assert_eq!(state.output_files.len(), 3);
     assert!(state.output_files.iter().all(|f| f.exists()));

@@ -19,7 +19,7 @@ use serde_json::json;
 // 1. parse_resume
 
 #[tokio::test]
-async fn parse_resume_sends_the_read_resume_to_the_quality_model_once() {
+async fn parse_resume_sends_the_read_resume_to_the_fast_model_once() {
     let model = ScriptedModel::new(vec![responses::tool_call(
         "t1",
         "CandidateProfile",
@@ -40,9 +40,10 @@ async fn parse_resume_sends_the_read_resume_to_the_quality_model_once() {
     let requests = model.requests();
     assert_eq!(requests.len(), 1);
     let request = &requests[0];
+    // Reading a resume is extraction: the fast model's work.
     assert_eq!(
         request.model.as_deref(),
-        Some(rig.settings.sonnet_model.as_str())
+        Some(rig.settings.haiku_model.as_str())
     );
     assert_eq!(
         request.tool_choice,
@@ -93,7 +94,7 @@ async fn parse_resume_re_asks_after_an_invalid_answer_and_counts_both_calls() {
     assert!(
         requests
             .iter()
-            .all(|r| r.model.as_deref() == Some(rig.settings.sonnet_model.as_str()))
+            .all(|r| r.model.as_deref() == Some(rig.settings.haiku_model.as_str()))
     );
 
     let spend = rig.llm.cost();

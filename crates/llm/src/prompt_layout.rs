@@ -131,7 +131,11 @@ mod tests {
     fn request() -> ChatRequest {
         ChatRequest::from_prompt("Find jobs.")
             .with_system("You search.")
-            .with_tool(ToolDefinition::new("search", "Search.", json!({"type": "object"})))
+            .with_tool(ToolDefinition::new(
+                "search",
+                "Search.",
+                json!({"type": "object"}),
+            ))
     }
 
     #[test]
@@ -150,7 +154,9 @@ mod tests {
     fn a_block_added_to_the_last_message_keeps_the_blocks_before_it() {
         let before = request();
         let mut after = before.clone();
-        after.messages[0].content.push(ContentBlock::text("Only in Berlin."));
+        after.messages[0]
+            .content
+            .push(ContentBlock::text("Only in Berlin."));
         let (b, a) = (PromptLayout::of(&before), PromptLayout::of(&after));
         assert_eq!(a.repeated_chars(&b), b.chars());
         assert_eq!(a.repeated_tokens(&b, 0), 0);
@@ -159,15 +165,30 @@ mod tests {
     #[test]
     fn a_rewritten_early_message_ends_the_repeated_prefix_there() {
         let mut before = request();
-        before.messages.push(Message::new(Role::Assistant, vec![ContentBlock::text("On it.")]));
+        before.messages.push(Message::new(
+            Role::Assistant,
+            vec![ContentBlock::text("On it.")],
+        ));
         let mut after = before.clone();
         after.messages[0] = Message::user("Find remote jobs.");
         let (b, a) = (PromptLayout::of(&before), PromptLayout::of(&after));
-        let head = PromptLayout::of(&ChatRequest::new(vec![Message::user("x")]).with_system("You search.").with_tool(
-            ToolDefinition::new("search", "Search.", json!({"type": "object"})),
-        ));
+        let head = PromptLayout::of(
+            &ChatRequest::new(vec![Message::user("x")])
+                .with_system("You search.")
+                .with_tool(ToolDefinition::new(
+                    "search",
+                    "Search.",
+                    json!({"type": "object"}),
+                )),
+        );
         // Tools, system and the first message's role repeat; its text does not.
-        assert_eq!(a.repeated_chars(&b), head.chars() - "{\"type\":\"text\",\"text\":\"x\"}".len() as u64);
-        assert_eq!(PromptLayout::of(&before).repeated_chars(&PromptLayout::default()), 0);
+        assert_eq!(
+            a.repeated_chars(&b),
+            head.chars() - "{\"type\":\"text\",\"text\":\"x\"}".len() as u64
+        );
+        assert_eq!(
+            PromptLayout::of(&before).repeated_chars(&PromptLayout::default()),
+            0
+        );
     }
 }

@@ -37,6 +37,7 @@ mod chat_span;
 mod config;
 mod context;
 mod cost;
+mod cost_summary;
 mod metered;
 mod outage;
 mod prefix_reuse;
@@ -55,6 +56,7 @@ pub use context::AgentContext;
 pub use cost::{
     CostLimits, CostMeter, CostSnapshot, UNPRICED_TOKENS_PER_USD, unpriced_token_limit,
 };
+pub use cost_summary::CostSummary;
 pub use metered::MeteredModel;
 pub use outage::ModelOutages;
 pub use prefix_reuse::PrefixReuse;

@@ -38,8 +38,9 @@ impl PrefixReuse {
     ) -> Self {
         PrefixReuse {
             input_tokens: prompt_tokens,
-            repeated_tokens: previous
-                .map_or(0, |previous| layout.repeated_tokens(previous, prompt_tokens)),
+            repeated_tokens: previous.map_or(0, |previous| {
+                layout.repeated_tokens(previous, prompt_tokens)
+            }),
         }
     }
 

@@ -5,8 +5,8 @@
 
 use agent_llm::{AnthropicConfig, AnthropicModel, RetryPolicy};
 use agent_runtime::{
-    AgentConfig, AgentContext, AgentIdentity, AgentLoop, CostLimits, CostMeter, Session,
-    StopCause, ToolError, tool,
+    AgentConfig, AgentContext, AgentIdentity, AgentLoop, CostLimits, CostMeter, Session, StopCause,
+    ToolError, tool,
 };
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -64,7 +64,10 @@ fn agent(server: &MockServer) -> AgentLoop<(), (), AnthropicModel> {
         "lookup",
         "What is known about a company.",
         |args: Lookup, _ctx: Ctx| async move {
-            Ok::<_, ToolError>(format!("{} builds logistics software in Berlin.", args.company))
+            Ok::<_, ToolError>(format!(
+                "{} builds logistics software in Berlin.",
+                args.company
+            ))
         },
     ))
     .with_retry(RetryPolicy::default().with_base_delay(Duration::from_millis(1)));
@@ -148,7 +151,10 @@ async fn each_round_repeats_the_last_marks_it_and_the_meter_counts_the_repeat() 
         let marked = marks(body);
         assert_eq!(marked.len(), 3, "round {}: {marked:?}", round + 1);
         let last = body["messages"].as_array().unwrap().len() - 1;
-        assert!(marked[2].starts_with(&format!("message {last} ")), "{marked:?}");
+        assert!(
+            marked[2].starts_with(&format!("message {last} ")),
+            "{marked:?}"
+        );
     }
     // What the model reads of a round is the start of the next, unchanged.
     for pair in bodies.windows(2) {
@@ -156,7 +162,10 @@ async fn each_round_repeats_the_last_marks_it_and_the_meter_counts_the_repeat() 
         assert_eq!(before["tools"], after["tools"]);
         assert_eq!(before["system"], after["system"]);
         let sent = before["messages"].as_array().unwrap();
-        assert_eq!(sent[..], after["messages"].as_array().unwrap()[..sent.len()]);
+        assert_eq!(
+            sent[..],
+            after["messages"].as_array().unwrap()[..sent.len()]
+        );
     }
     insta::assert_json_snapshot!("loop_third_round_anthropic_request", bodies[2]);
 

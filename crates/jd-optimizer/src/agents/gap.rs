@@ -7,7 +7,6 @@ use agent_llm::ModelTier;
 
 use crate::analysis::JdAnalysis;
 use crate::budget::{GAP_MODEL, NOTHING, affords};
-use crate::bullets::current_bullets;
 use crate::deps::Deps;
 use crate::events::OptimizeEvent;
 use crate::llm::{Ask, CallError, Node, spent};
@@ -147,10 +146,44 @@ fn keep_asked(report: &mut GapReport, analysis: &JdAnalysis, diff: &GapReport) {
     });
 }
 
-/// The gap analyzer's prompt.
+/// The skills the candidate shows: the description's hard skills the candidate's material
+/// names (exactly or by a related word form), then the resume's skills section as written.
+fn shown_skills(state: &OptimizationState, analysis: &JdAnalysis) -> Vec<String> {
+    let material = state.candidate_text();
+    let mut shown: Vec<String> = analysis
+        .hard_skills
+        .iter()
+        .filter(|skill| find_keyword(&material, skill) != Found::No)
+        .cloned()
+        .collect();
+    for section in state
+        .resume_sections
+        .iter()
+        .filter(|c| c.section_type == "skills")
+    {
+        shown.extend(
+            section
+                .content
+                .split([',', '\n', ';', '|'])
+                .map(|s| s.trim().trim_start_matches(['-', '*', '•']).trim())
+                .filter(|s| !s.is_empty() && !s.ends_with(':'))
+                .filter(|s| {
+                    !analysis
+                        .hard_skills
+                        .iter()
+                        .any(|k| k.eq_ignore_ascii_case(s))
+                })
+                .map(str::to_owned),
+        );
+    }
+    shown
+}
+
+/// The gap analyzer's prompt: skill lists, not the resume's bullets (what is missing,
+/// what the candidate shows, what is asked besides).
 pub fn prompt(state: &OptimizationState, diff: &GapReport) -> String {
     let analysis = state.jd_analysis.clone().unwrap_or_default();
-    let bullets = current_bullets(state);
+    let shown = shown_skills(state, &analysis);
     let weights: Vec<String> = diff
         .missing_skills
         .iter()
@@ -164,11 +197,11 @@ pub fn prompt(state: &OptimizationState, diff: &GapReport) -> String {
         })
         .collect();
     format!(
-        "Missing by a text check: {}\nSoft skills asked: {}\nQualifications: {}\nResume bullets:\n- {}\n",
+        "Missing by a text check: {}\nThe candidate shows: {}\nSoft skills asked: {}\nQualifications: {}\n",
         weights.join(", "),
+        shown.join(", "),
         analysis.soft_skills.join(", "),
         analysis.qualifications.join("; "),
-        bullets.join("\n- ")
     )
 }
 

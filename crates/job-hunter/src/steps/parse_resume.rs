@@ -1,4 +1,5 @@
-//! Step 1: read the resume and extract the candidate's profile (quality model).
+//! Step 1: read the resume and extract the candidate's profile (fast model: the answer is
+//! extraction, every fact copied from the resume).
 
 use agent_runtime::graph::NodeError;
 use job_capabilities::documents::read_resume_text;
@@ -46,7 +47,7 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
         .extract(
             env.ctx,
             "parse_resume",
-            Quality::Best,
+            Quality::Fast,
             SYSTEM,
             prompt(&text),
         )

@@ -3,11 +3,13 @@
 
 use agent_runtime::graph::NodeError;
 use job_capabilities::RawJob;
+use job_capabilities::posting::compact_posting;
 use job_capabilities::salary::parse_salary_text;
 
 use super::{StepEnv, clip, extract_each, stable_key};
 use crate::llm::{LlmCallError, Quality};
 use crate::models::{ExtractedJob, Job};
+use crate::relevance::{Cut, RelevanceFilter};
 use crate::state::HuntState;
 
 /// The system prompt of the job normalizer.
@@ -15,7 +17,9 @@ pub const SYSTEM: &str = "You normalize job postings. Use only what the posting 
 when it does not state something, use null, an empty list or `unknown`. Skills are short \
 names (\"Rust\", \"PostgreSQL\"), not sentences.";
 
-/// The prompt for one posting. The `URL:` line identifies the posting.
+/// The prompt for one posting: its role, duties and requirements
+/// ([`compact_posting`]: the company's pitch, benefits, notices and pay left out). The
+/// `URL:` line identifies the posting.
 pub fn prompt(job: &RawJob) -> String {
     format!(
         "Normalize this job posting.\n\nCompany: {company}\nTitle: {title}\nLocation: {location}\nURL: {url}\n\n<description>\n{description}\n</description>",
@@ -26,7 +30,7 @@ pub fn prompt(job: &RawJob) -> String {
         description = if job.description.trim().is_empty() {
             "(the job board publishes no description for this posting)".to_owned()
         } else {
-            clip(&job.description, 12_000)
+            clip(&compact_posting(&job.description), 12_000)
         },
     )
 }
@@ -53,6 +57,52 @@ pub fn build_job(raw: &RawJob, extracted: ExtractedJob) -> Job {
         posted_at: raw.posted_at,
         salary,
         extracted,
+    }
+}
+
+/// Cuts the jobs that, once read, are on site or hybrid where the candidate cannot work
+/// ([`RelevanceFilter::judge_arrangement`]): they are never scored, leave the jobs kept
+/// (and `raw_jobs`), and are counted with their company's jobs cut as elsewhere than the
+/// places wanted, each with a `filter` issue saying why.
+fn rule_out_by_arrangement(state: &mut HuntState) {
+    let Some(prefs) = &state.preferences else {
+        return;
+    };
+    let skills = state
+        .profile
+        .as_ref()
+        .map(|p| p.skills.clone())
+        .unwrap_or_default();
+    let filter = RelevanceFilter::new(prefs, &skills);
+    let mut cut = Vec::new();
+    state.jobs.retain(|job| {
+        match filter.judge_arrangement(job.location.as_deref(), job.extracted.work_arrangement) {
+            Some(Cut::Elsewhere(why) | Cut::BelowPay(why)) => {
+                cut.push((job.company.clone(), job.title.clone(), job.url.clone(), why));
+                false
+            }
+            Some(Cut::OffTarget) | None => true,
+        }
+    });
+    for (company, title, url, why) in cut {
+        state.raw_jobs.retain(|raw| raw.url != url);
+        state.job_counts.kept = state.job_counts.kept.saturating_sub(1);
+        state.job_counts.elsewhere += 1;
+        if let Some(report) = state
+            .company_reports
+            .iter_mut()
+            .find(|r| r.company == company)
+        {
+            report.jobs.kept = report.jobs.kept.saturating_sub(1);
+            report.jobs.elsewhere += 1;
+        }
+        state.record_issue(
+            "process_jobs",
+            "filter",
+            format!("{title:?} is not scored: {why}"),
+            Some(&company),
+            Some(&url),
+        );
     }
 }
 
@@ -90,6 +140,7 @@ pub async fn run(state: &mut HuntState, env: &StepEnv<'_>) -> Result<(), NodeErr
     }
     state.jobs = processed.into_iter().map(|(_, job)| job).collect();
     state.raw_jobs = raw_jobs;
+    rule_out_by_arrangement(state);
     match limit {
         Some(reason) => Err(NodeError::limit(format!(
             "{reason} ({} of {total} jobs processed)",

@@ -60,7 +60,8 @@ pub fn prompt(profile: &CandidateProfile, prefs: &SearchPreferences, jobs: &[&Jo
     text
 }
 
-/// How one job is shown to the scorer: its `- id:` line, its `url:` line and its facts.
+/// How one job is shown to the scorer: its `- id:` line, its `url:` line and its facts
+/// (those the posting states).
 pub fn job_block(job: &Job) -> String {
     let e = &job.extracted;
     let pay = job.salary.as_ref().map_or_else(
@@ -75,8 +76,8 @@ pub fn job_block(job: &Job) -> String {
             )
         },
     );
-    format!(
-        "\n- id: {id}\n  url: {url}\n  title: {title} at {company} ({seniority})\n  location: {location} ({arrangement})\n  pay: {pay}\n  requires: {required}\n  nice to have: {preferred}\n  min years: {years}\n  summary: {summary}\n",
+    let mut block = format!(
+        "\n- id: {id}\n  url: {url}\n  title: {title} at {company} ({seniority})\n  location: {location} ({arrangement})\n  pay: {pay}\n  requires: {required}\n",
         id = job.id,
         url = job.url,
         title = job.title,
@@ -85,12 +86,16 @@ pub fn job_block(job: &Job) -> String {
         location = job.location.as_deref().unwrap_or("not stated"),
         arrangement = e.work_arrangement.as_str(),
         required = e.required_skills.join(", "),
-        preferred = e.preferred_skills.join(", "),
-        years = e
-            .min_years_experience
-            .map_or_else(|| "not stated".to_owned(), |y| y.to_string()),
-        summary = e.summary,
-    )
+    );
+    // Lines that would say nothing are left out.
+    if !e.preferred_skills.is_empty() {
+        let _ = writeln!(block, "  nice to have: {}", e.preferred_skills.join(", "));
+    }
+    if let Some(years) = e.min_years_experience {
+        let _ = writeln!(block, "  min years: {years}");
+    }
+    let _ = writeln!(block, "  summary: {}", e.summary);
+    block
 }
 
 /// The words of each job's text, by job id: the posting as fetched (title, location,
@@ -423,7 +428,6 @@ mod tests {
             posted_at: None,
             salary: None,
             extracted: ExtractedJob {
-                title: "Engineer".into(),
                 seniority: "senior".into(),
                 location: None,
                 work_arrangement: WorkArrangement::Unknown,

@@ -189,6 +189,10 @@ fn select(
                 reports[at].jobs.elsewhere += 1;
                 note(at, &job, why);
             }
+            Some(Cut::BelowPay(why)) => {
+                reports[at].jobs.below_pay += 1;
+                note(at, &job, why);
+            }
             None => candidates.push((at, relevance.score, job)),
         }
     }

@@ -61,7 +61,6 @@ pub fn raw_job(company: &str, title: &str, url: &str, description: &str) -> RawJ
 
 pub fn extracted(summary: &str) -> ExtractedJob {
     ExtractedJob {
-        title: "Backend Engineer".into(),
         seniority: "senior".into(),
         location: Some("Remote (Europe)".into()),
         work_arrangement: WorkArrangement::Hybrid,

@@ -121,7 +121,6 @@ pub fn scored(n: u32, company: &str, title: &str, score: u8, reason: &str) -> Sc
             ),
             salary: None,
             extracted: ExtractedJob {
-                title: title.into(),
                 seniority: "senior".into(),
                 location: None,
                 work_arrangement: WorkArrangement::Hybrid,

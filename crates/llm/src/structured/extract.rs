@@ -1,7 +1,7 @@
 //! `extract::<T>()`: a typed answer from any chat model, re-asking on invalid output.
 
 use super::json_text::find_json;
-use super::schema::{schema_name, schema_of, strict_schema};
+use super::schema::{schema_name_of, schema_of, strict_schema};
 use crate::error::LlmError;
 use crate::model::{ChatModel, StructuredOutputMode};
 use crate::types::{
@@ -108,10 +108,7 @@ where
     M: ChatModel + ?Sized,
 {
     let schema = schema_of::<T>();
-    let name = options
-        .name
-        .clone()
-        .unwrap_or_else(|| schema_name(&schema, "structured_output"));
+    let name = options.name.clone().unwrap_or_else(schema_name_of::<T>);
     let mode = model.structured_output_mode();
     match mode {
         StructuredOutputMode::ForcedTool => {

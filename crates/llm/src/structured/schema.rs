@@ -3,21 +3,143 @@
 use schemars::JsonSchema;
 use serde_json::{Map, Value};
 
-/// The JSON Schema of `T` (draft 2020-12, without the `$schema` key), as sent to providers.
+/// The JSON Schema of `T` (draft 2020-12) as sent to providers: compact, every token of
+/// it paid for on every call ([`compact_schema`]).
 ///
 /// ```
 /// #[derive(schemars::JsonSchema)]
-/// struct Answer { answer: String, confidence: f64 }
+/// struct Answer { answer: String, confidence: f64, votes: u32 }
 /// let schema = agent_llm::structured::schema_of::<Answer>();
 /// assert_eq!(schema["type"], "object");
-/// assert_eq!(schema["title"], "Answer");
+/// assert!(schema.get("title").is_none() && schema.get("$schema").is_none());
+/// assert_eq!(schema["properties"]["votes"], serde_json::json!({"type": "integer", "minimum": 0}));
 /// ```
 pub fn schema_of<T: JsonSchema>() -> Value {
-    let mut schema = schemars::schema_for!(T).to_value();
+    compact_schema(schemars::schema_for!(T).to_value())
+}
+
+/// The name of `T`'s schema as providers accept it ([`schema_name`] of its title).
+///
+/// ```
+/// #[derive(schemars::JsonSchema)]
+/// struct JobScore { score: u8 }
+/// assert_eq!(agent_llm::structured::schema_name_of::<JobScore>(), "JobScore");
+/// ```
+pub fn schema_name_of<T: JsonSchema>() -> String {
+    schema_name(&schemars::schema_for!(T).to_value(), "structured_output")
+}
+
+/// Integer formats schemars writes (`uint8`, `int64`, ...), which no provider reads:
+/// `minimum` already says an integer is unsigned.
+const NUMBER_FORMATS: &[&str] = &[
+    "int", "int8", "int16", "int32", "int64", "int128", "uint", "uint8", "uint16", "uint32",
+    "uint64", "uint128", "float", "double",
+];
+
+/// Drops what a model does not need from a schema: `$schema`, titles (a tool or format
+/// has its own name), number formats, and the type-level descriptions of `$defs` (each
+/// use of a definition carries its own); a `oneOf` of string constants becomes an `enum`,
+/// the constants' descriptions kept in one line. Property descriptions, types, enums and
+/// constraints stay.
+///
+/// ```
+/// let schema = serde_json::json!({"oneOf": [
+///     {"const": "remote", "description": "Fully remote.", "type": "string"},
+///     {"const": "onsite", "type": "string"}
+/// ]});
+/// assert_eq!(
+///     agent_llm::structured::compact_schema(schema),
+///     serde_json::json!({"type": "string", "enum": ["remote", "onsite"], "description": "remote: Fully remote."})
+/// );
+/// ```
+pub fn compact_schema(mut schema: Value) -> Value {
     if let Value::Object(map) = &mut schema {
         map.remove("$schema");
+        if let Some(Value::Object(defs)) = map.get_mut("$defs") {
+            for def in defs.values_mut().filter_map(Value::as_object_mut) {
+                def.remove("description");
+            }
+        }
     }
+    for_each_schema(&mut schema, &mut |map| {
+        map.remove("title");
+        if map
+            .get("format")
+            .and_then(Value::as_str)
+            .is_some_and(|f| NUMBER_FORMATS.contains(&f))
+        {
+            map.remove("format");
+        }
+        string_constants_as_enum(map);
+    });
     schema
+}
+
+/// `{"oneOf": [{"const": "a", "description": "..", "type": "string"}, ..]}` as
+/// `{"type": "string", "enum": ["a", ..], "description": "a: .."}`; any other `oneOf`
+/// is left alone.
+fn string_constants_as_enum(map: &mut Map<String, Value>) {
+    let Some(Value::Array(variants)) = map.get("oneOf") else {
+        return;
+    };
+    let mut constants = Vec::with_capacity(variants.len());
+    let mut notes = Vec::new();
+    for variant in variants {
+        let Some(variant) = variant.as_object() else {
+            return;
+        };
+        let only_known_keys = variant
+            .keys()
+            .all(|k| matches!(k.as_str(), "const" | "description" | "type" | "title"));
+        let (Some(Value::String(constant)), true) = (variant.get("const"), only_known_keys) else {
+            return;
+        };
+        if variant.get("type").is_some_and(|t| t != "string") {
+            return;
+        }
+        if let Some(Value::String(note)) = variant.get("description") {
+            notes.push(format!("{constant}: {note}"));
+        }
+        constants.push(Value::String(constant.clone()));
+    }
+    map.remove("oneOf");
+    map.insert("type".into(), Value::String("string".into()));
+    map.insert("enum".into(), Value::Array(constants));
+    if !notes.is_empty() {
+        let described = match map.get("description").and_then(Value::as_str) {
+            Some(own) => format!("{own} {}", notes.join(" ")),
+            None => notes.join(" "),
+        };
+        map.insert("description".into(), Value::String(described));
+    }
+}
+
+/// Calls `visit` on a schema and every subschema, following the keywords that hold
+/// subschemas (so a property named `properties` or `title` is not mistaken for one).
+fn for_each_schema(schema: &mut Value, visit: &mut impl FnMut(&mut Map<String, Value>)) {
+    let Value::Object(map) = schema else {
+        return;
+    };
+    visit(map);
+    for keyword in ["properties", "$defs", "definitions"] {
+        if let Some(Value::Object(children)) = map.get_mut(keyword) {
+            children
+                .values_mut()
+                .for_each(|child| for_each_schema(child, visit));
+        }
+    }
+    for keyword in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+        if let Some(Value::Array(children)) = map.get_mut(keyword) {
+            children
+                .iter_mut()
+                .for_each(|child| for_each_schema(child, visit));
+        }
+    }
+    for keyword in ["items", "additionalProperties", "not"] {
+        if let Some(child @ Value::Object(_)) = map.get_mut(keyword) {
+            for_each_schema(child, visit);
+        }
+    }
 }
 
 /// A name for a schema that providers accept (`[a-zA-Z0-9_-]{1,64}`), from its title.
@@ -73,32 +195,8 @@ const STRICT_FORMATS: &[&str] = &[
 /// assert!(strict["properties"]["b"].get("format").is_none());
 /// ```
 pub fn strict_schema(mut schema: Value) -> Value {
-    make_strict(&mut schema);
+    for_each_schema(&mut schema, &mut strict_object);
     schema
-}
-
-/// Applies [`strict_object`] to a schema and every subschema, following the keywords
-/// that hold subschemas (so a property named `properties` is not mistaken for one).
-fn make_strict(schema: &mut Value) {
-    let Value::Object(map) = schema else {
-        return;
-    };
-    strict_object(map);
-    for keyword in ["properties", "$defs", "definitions"] {
-        if let Some(Value::Object(children)) = map.get_mut(keyword) {
-            children.values_mut().for_each(make_strict);
-        }
-    }
-    for keyword in ["anyOf", "oneOf", "allOf", "prefixItems"] {
-        if let Some(Value::Array(children)) = map.get_mut(keyword) {
-            children.iter_mut().for_each(make_strict);
-        }
-    }
-    for keyword in ["items", "additionalProperties", "not"] {
-        if let Some(child @ Value::Object(_)) = map.get_mut(keyword) {
-            make_strict(child);
-        }
-    }
 }
 
 fn strict_object(map: &mut Map<String, Value>) {
@@ -147,6 +245,28 @@ mod tests {
         assert_eq!(inner["required"], json!(["note"]));
         assert_eq!(inner["additionalProperties"], json!(false));
         assert!(strict.get("$schema").is_none());
+    }
+
+    #[test]
+    fn compacting_keeps_a_property_named_title_and_drops_nested_titles() {
+        #[derive(JsonSchema)]
+        #[allow(dead_code)]
+        /// A posting.
+        struct Posting {
+            /// The posting's title.
+            title: String,
+            inner: Inner,
+            years: Option<u8>,
+        }
+        let schema = schema_of::<Posting>();
+        assert_eq!(
+            schema["properties"]["title"],
+            json!({"type": "string", "description": "The posting's title."})
+        );
+        assert_eq!(schema["description"], "A posting.");
+        assert!(schema["$defs"]["Inner"].get("title").is_none());
+        assert!(schema["properties"]["years"].get("format").is_none());
+        assert_eq!(schema_name_of::<Posting>(), "Posting");
     }
 
     #[test]
