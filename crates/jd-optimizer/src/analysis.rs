@@ -159,6 +159,24 @@ impl JdAnalysis {
             .collect()
     }
 
+    /// The `n` heaviest keywords, then a line of the hard skills they leave out (none:
+    /// no line), so a prompt names each skill once.
+    pub fn keywords_and_other_skills(&self, n: usize) -> String {
+        let keywords = self.top_keywords(n);
+        let mut others: Vec<&str> = self
+            .hard_skills
+            .iter()
+            .map(String::as_str)
+            .filter(|skill| !keywords.iter().any(|k| k.eq_ignore_ascii_case(skill)))
+            .collect();
+        others.sort_by_key(|s| s.to_lowercase());
+        let mut lines = format!("Keywords (heaviest first): {}\n", keywords.join(", "));
+        if !others.is_empty() {
+            lines.push_str(&format!("Other hard skills: {}\n", others.join(", ")));
+        }
+        lines
+    }
+
     /// Whether `keyword` is one of the soft skills (case-blind).
     pub fn is_soft_skill(&self, keyword: &str) -> bool {
         self.soft_skills
@@ -170,6 +188,23 @@ impl JdAnalysis {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prompt_names_each_skill_once() {
+        let analysis = JdAnalysis {
+            hard_skills: vec!["Rust".into(), "Kafka".into(), "SQL".into()],
+            keyword_weights: [("Rust".to_owned(), 0.9), ("Kafka".to_owned(), 0.6)].into(),
+            ..JdAnalysis::default()
+        };
+        assert_eq!(
+            analysis.keywords_and_other_skills(5),
+            "Keywords (heaviest first): Rust, Kafka\nOther hard skills: SQL\n"
+        );
+        assert_eq!(
+            analysis.keywords_and_other_skills(1),
+            "Keywords (heaviest first): Rust\nOther hard skills: Kafka, SQL\n"
+        );
+    }
 
     #[test]
     fn check_jd_refuses_what_cannot_be_analysed() {

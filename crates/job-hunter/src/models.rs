@@ -116,7 +116,6 @@ impl WorkArrangement {
 /// give is asked: its title and place come from the board, and pay is parsed from the
 /// posting deterministically, never produced by a model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(description = "The job posting, normalized.")]
 pub struct ExtractedJob {
     /// Seniority: intern, junior, mid, senior, staff, principal, lead, manager, director or unknown.
     pub seniority: String,

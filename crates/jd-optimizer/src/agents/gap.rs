@@ -1,7 +1,8 @@
 //! The gap analyzer (spec 003 section 3.6), light tier: what rewording cannot close.
 //! The deterministic diff of the description's skills and the resume runs first; when
-//! it finds nothing missing, under budget pressure, or when the model fails, it is the
-//! report.
+//! it finds no skill missing, under budget pressure, or when the model fails, it is the
+//! report. The model weighs the missing skills only; qualifications and soft skills are
+//! checked by code either way.
 
 use agent_llm::ModelTier;
 
@@ -19,7 +20,34 @@ use crate::text::{Found, content_stems, find_keyword};
 pub const AGENT: &str = "gap_analyzer";
 
 /// The system prompt.
-pub const SYSTEM: &str = "You are the Gap Analyzer. From the skills a text check found missing: the ones really missing, transferable skills the candidate has (\"X (related to Y)\"), one concrete recommendation per gap, and each gap's priority (high, medium, low) by its weight; qualifications (years, degrees, certifications) and soft skills the resume does not show. JSON only.";
+pub const SYSTEM: &str = "You are the Gap Analyzer. Of the skills a text check found missing: the ones really missing, transferable skills the candidate shows (\"X (related to Y)\"), one concrete recommendation per gap, and each gap's priority (high, medium, low) by its weight. JSON only.";
+
+/// What the model is asked: the skill gaps only. Qualifications and soft skills are
+/// checked against the resume by code ([`add_qualifications_and_soft_skills`]), so the
+/// model is not sent them nor asked for them.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+pub struct SkillGaps {
+    /// Required skills the resume does not show.
+    pub missing_skills: Vec<String>,
+    /// Skills that partly cover a gap.
+    pub transferable_skills: Vec<String>,
+    /// What to do about each gap.
+    pub recommendations: Vec<String>,
+    /// Missing skill to urgency.
+    pub priority: std::collections::BTreeMap<String, Priority>,
+}
+
+impl From<SkillGaps> for GapReport {
+    fn from(gaps: SkillGaps) -> Self {
+        GapReport {
+            missing_skills: gaps.missing_skills,
+            recommendations: gaps.recommendations,
+            transferable_skills: gaps.transferable_skills,
+            priority: gaps.priority,
+            ..GapReport::default()
+        }
+    }
+}
 
 fn priority_of(weight: f64) -> Priority {
     if weight >= 0.75 {
@@ -180,7 +208,7 @@ fn shown_skills(state: &OptimizationState, analysis: &JdAnalysis) -> Vec<String>
 }
 
 /// The gap analyzer's prompt: skill lists, not the resume's bullets (what is missing,
-/// what the candidate shows, what is asked besides).
+/// what the candidate shows).
 pub fn prompt(state: &OptimizationState, diff: &GapReport) -> String {
     let analysis = state.jd_analysis.clone().unwrap_or_default();
     let shown = shown_skills(state, &analysis);
@@ -197,11 +225,9 @@ pub fn prompt(state: &OptimizationState, diff: &GapReport) -> String {
         })
         .collect();
     format!(
-        "Missing by a text check: {}\nThe candidate shows: {}\nSoft skills asked: {}\nQualifications: {}\n",
+        "Missing by a text check: {}\nThe candidate shows: {}\n",
         weights.join(", "),
         shown.join(", "),
-        analysis.soft_skills.join(", "),
-        analysis.qualifications.join("; "),
     )
 }
 
@@ -222,7 +248,8 @@ pub async fn run(ctx: &Node, deps: &Deps) {
             s.gap_source = Some(GapSource::Deterministic);
         });
     };
-    if diff.missing_skills.is_empty() && diff.missing_qualifications.is_empty() || skip {
+    // The model weighs missing skills only; without any, the text check is the report.
+    if diff.missing_skills.is_empty() || skip {
         use_diff(ctx, diff);
         return;
     }
@@ -243,8 +270,9 @@ pub async fn run(ctx: &Node, deps: &Deps) {
         temperature: 0.2,
         max_tokens: 500,
     };
-    match deps.caller.ask::<GapReport>(ctx, ask).await {
-        Ok(mut report) => {
+    match deps.caller.ask::<SkillGaps>(ctx, ask).await {
+        Ok(gaps) => {
+            let mut report = GapReport::from(gaps);
             // The model may only confirm what the description asks for: skills of the
             // analysis or the text check, its qualifications, its soft skills.
             let analysis = ctx.read(|s| s.jd_analysis.clone().unwrap_or_default());

@@ -181,9 +181,8 @@ pub fn rewrite_plan(state: &OptimizationState, max_bullets: Option<usize>) -> Re
     let config = &state.config;
     let analysis = state.jd_analysis.clone().unwrap_or_default();
     let mut head = format!(
-        "Target keywords (heaviest first): {}\nHard skills: {}\nDuties: {}\n",
-        analysis.top_keywords(config.prompt_keywords).join(", "),
-        sorted(&analysis.hard_skills),
+        "{}Duties: {}\n",
+        analysis.keywords_and_other_skills(config.prompt_keywords),
         analysis
             .responsibilities
             .iter()
@@ -240,12 +239,6 @@ pub fn rewrite_plan(state: &OptimizationState, max_bullets: Option<usize>) -> Re
         prompt: format!("{head}Resume chunks:\n{chunks}{tail}"),
         slots,
     }
-}
-
-fn sorted(items: &[String]) -> String {
-    let mut items = items.to_vec();
-    items.sort_by_key(|s| s.to_lowercase());
-    items.join(", ")
 }
 
 fn numbered_facts(facts: &[String]) -> String {

@@ -52,16 +52,13 @@ pub fn prompt(
 ) -> String {
     let analysis = state.jd_analysis.clone().unwrap_or_default();
     let mut prompt = format!(
-        "Categories to score: {}\nKeywords: {}\nHard skills: {}\nDuties: {}\n",
+        "Categories to score: {}\n{}Duties: {}\n",
         categories
             .iter()
             .map(|c| c.as_str())
             .collect::<Vec<_>>()
             .join(", "),
-        analysis
-            .top_keywords(state.config.prompt_keywords)
-            .join(", "),
-        analysis.hard_skills.join(", "),
+        analysis.keywords_and_other_skills(state.config.prompt_keywords),
         analysis.responsibilities.join("; "),
     );
     if categories.len() < Category::ALL.len() {
@@ -72,14 +69,37 @@ pub fn prompt(
         ));
     }
     match original {
-        Some(original) => prompt.push_str(&format!(
-            "Score both sets. original (the resume as it is):\n{}rewrite:\n{}",
-            bullet_list(original),
-            bullet_list(bullets)
-        )),
+        Some(original) => prompt.push_str(&both_sets(original, bullets)),
         None => prompt.push_str(&format!("Bullets:\n{}", bullet_list(bullets))),
     }
     prompt
+}
+
+/// The resume's own bullets and the rewrite's, each bullet sent once: the rewrite as the
+/// numbered bullets it replaces (when both sets have one bullet per slot), else in full.
+fn both_sets(original: &[String], rewrite: &[String]) -> String {
+    if original.len() != rewrite.len() {
+        return format!(
+            "Score both sets. original (the resume as it is):\n{}rewrite:\n{}",
+            bullet_list(original),
+            bullet_list(rewrite)
+        );
+    }
+    let numbered: String = original
+        .iter()
+        .enumerate()
+        .map(|(at, b)| format!("{}. {b}\n", at + 1))
+        .collect();
+    let changed: String = original
+        .iter()
+        .zip(rewrite)
+        .enumerate()
+        .filter(|(_, (before, after))| before != after)
+        .map(|(at, (_, after))| format!("{}. {after}\n", at + 1))
+        .collect();
+    format!(
+        "Score both sets. original (the resume as it is):\n{numbered}rewrite (the original with these bullets replaced):\n{changed}"
+    )
 }
 
 /// The rules' score of the current bullets (every slot, with the current rewrites).

@@ -112,9 +112,10 @@ where
     let mode = model.structured_output_mode();
     match mode {
         StructuredOutputMode::ForcedTool => {
-            let description = options.description.clone().unwrap_or_else(|| {
-                "Give your answer by calling this tool with arguments that match its schema.".into()
-            });
+            let description = options
+                .description
+                .clone()
+                .unwrap_or_else(|| "Your answer, in this tool's arguments.".into());
             request
                 .tools
                 .push(ToolDefinition::new(&name, description, schema));

@@ -37,10 +37,12 @@ const NUMBER_FORMATS: &[&str] = &[
 ];
 
 /// Drops what a model does not need from a schema: `$schema`, titles (a tool or format
-/// has its own name), number formats, and the type-level descriptions of `$defs` (each
-/// use of a definition carries its own); a `oneOf` of string constants becomes an `enum`,
-/// the constants' descriptions kept in one line. Property descriptions, types, enums and
-/// constraints stay.
+/// has its own name), the type's own description (the Rust documentation of the answer
+/// type; the tool or format is described where it is offered), the type-level
+/// descriptions of `$defs` (each use of a definition carries its own), `default`s
+/// (`required` already says what may be left out) and number formats; a `oneOf` of
+/// string constants becomes an `enum`, the constants' descriptions kept in one line.
+/// Property descriptions, types, enums and constraints stay.
 ///
 /// ```
 /// let schema = serde_json::json!({"oneOf": [
@@ -55,6 +57,7 @@ const NUMBER_FORMATS: &[&str] = &[
 pub fn compact_schema(mut schema: Value) -> Value {
     if let Value::Object(map) = &mut schema {
         map.remove("$schema");
+        map.remove("description");
         if let Some(Value::Object(defs)) = map.get_mut("$defs") {
             for def in defs.values_mut().filter_map(Value::as_object_mut) {
                 def.remove("description");
@@ -63,6 +66,7 @@ pub fn compact_schema(mut schema: Value) -> Value {
     }
     for_each_schema(&mut schema, &mut |map| {
         map.remove("title");
+        map.remove("default");
         if map
             .get("format")
             .and_then(Value::as_str)
@@ -263,7 +267,10 @@ mod tests {
             schema["properties"]["title"],
             json!({"type": "string", "description": "The posting's title."})
         );
-        assert_eq!(schema["description"], "A posting.");
+        assert!(
+            schema.get("description").is_none(),
+            "the type's own docs are for Rust"
+        );
         assert!(schema["$defs"]["Inner"].get("title").is_none());
         assert!(schema["properties"]["years"].get("format").is_none());
         assert_eq!(schema_name_of::<Posting>(), "Posting");
