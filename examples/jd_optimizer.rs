@@ -542,16 +542,16 @@ fn print_summary(
     );
     let b = &r.budget;
     println!(
-        "budget: {} of {} tokens, {} of {} calls, {:.1} s of {:.1} s; cost ${:.4}; wall {:.1} s",
+        "budget: {} of {} tokens, {} of {} calls, {:.1} s of {:.1} s; wall {:.1} s",
         b.tokens_used,
         b.limits.max_tokens,
         b.model_calls,
         b.limits.max_calls,
         b.wall_ms as f64 / 1000.0,
         b.limits.max_wall_ms as f64 / 1000.0,
-        done.usd,
         wall.as_secs_f64()
     );
+    println!("cost: {}", done.spent.per_unit("optimization", 1));
     if let Some(stop) = &b.stop {
         println!("stopped early: {}", stop.message);
     }

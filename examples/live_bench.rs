@@ -1,11 +1,13 @@
 //! Runs each product live against an OpenAI-compatible model server (the local model of
 //! `../shared/tools/local-llm`, or any other) and prints, per run, the model calls, the
-//! tokens, the wall time and how it ended.
+//! tokens, the share of input that repeated an earlier prompt of the run from its start
+//! (what a prompt cache can serve: each prompt is compared with the earlier one it shares
+//! the longest prefix with, a loop's previous round), the wall time and how it ended.
 //!
 //! ```text
 //! eval "$(../shared/tools/local-llm/local-llm start)"
 //! cargo build --release -p examples --examples
-//! cargo run --release -p examples --example live_bench -- [--only llm_chat,job_hunter,resume,page_explorer]
+//! cargo run --release -p examples --example live_bench -- [--only llm_chat,job_hunter,resume,page_explorer,chat]
 //!     [--runs N] [--prefs TEXT] [--any-board]
 //! ```
 //!
@@ -15,7 +17,8 @@
 //! job hunter's job boards are the recorded boards of `fixtures/job-hunter/ats`, served
 //! here in the vendors' formats; the resume session is answered by
 //! `examples/clients/resume_client.py`; the page explorer explores
-//! `fixtures/sites/board-spa`. Run it from the workspace root.
+//! `fixtures/sites/board-spa`; the job-agent chat (`chat`) is given three turns in the
+//! terminal, its searches answered from the recorded SerpAPI bodies. Run it from the workspace root.
 
 // A command-line program: its output is the point.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -47,7 +50,7 @@ struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "llm_chat,job_hunter,resume,page_explorer"
+        default_value = "llm_chat,job_hunter,resume,page_explorer,chat"
     )]
     only: Vec<String>,
     /// Tokens a resume session may use (it fails with the reason when it reaches them).
@@ -73,11 +76,76 @@ struct Args {
 }
 
 /// What the model server was asked during one run.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 struct Meter {
     calls: u64,
     input_tokens: u64,
     output_tokens: u64,
+    /// Input tokens that repeated, from its start, the earlier prompt of the run they
+    /// continue (the one sharing the longest prefix: a loop's previous round).
+    repeated_tokens: u64,
+    /// The prompts of the run so far, as the parts providers cache by.
+    prompts: Vec<Vec<(u64, u64)>>,
+}
+
+impl Meter {
+    /// The share of input that repeated an earlier prompt's start, in percent.
+    fn repeated_percent(&self) -> String {
+        if self.input_tokens == 0 {
+            return "-".into();
+        }
+        format!(
+            "{:.0}%",
+            100.0 * self.repeated_tokens as f64 / self.input_tokens as f64
+        )
+    }
+}
+
+/// A Chat Completions request's prompt in the order a server caches it (the tools, then
+/// each message: its role, then its text or each of its parts), each part as the hash
+/// and length of its JSON.
+fn prompt_parts(request: &Value) -> Vec<(u64, u64)> {
+    use std::hash::{DefaultHasher, Hash as _, Hasher as _};
+    let part = |value: &Value| {
+        let text = value.to_string();
+        let mut hasher = DefaultHasher::new();
+        text.hash(&mut hasher);
+        (hasher.finish(), text.len() as u64)
+    };
+    let mut parts: Vec<(u64, u64)> = request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(part)
+        .collect();
+    for message in request["messages"].as_array().into_iter().flatten() {
+        parts.push(part(&message["role"]));
+        match &message["content"] {
+            Value::Array(blocks) => parts.extend(blocks.iter().map(part)),
+            other => parts.push(part(other)),
+        }
+        if let Some(calls) = message.get("tool_calls") {
+            parts.push(part(calls));
+        }
+    }
+    parts
+}
+
+/// Of `parts`' bytes, how many from the start are the same as in the earlier prompt that
+/// shares the most with it.
+fn repeated_bytes(parts: &[(u64, u64)], earlier: &[Vec<(u64, u64)>]) -> u64 {
+    earlier
+        .iter()
+        .map(|before| {
+            parts
+                .iter()
+                .zip(before)
+                .take_while(|(now, then)| now == then)
+                .map(|(now, _)| now.1)
+                .sum::<u64>()
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 #[derive(Clone)]
@@ -114,6 +182,11 @@ async fn forward(
         Some(rest) => format!("{}{rest}", proxy.upstream),
         None => format!("{origin}{path}"),
     };
+    let prompt = path
+        .ends_with("/chat/completions")
+        .then(|| serde_json::from_slice::<Value>(&body).ok())
+        .flatten()
+        .map(|request| prompt_parts(&request));
     let mut request = proxy.client.request(method, &url).body(body);
     for name in ["authorization", "content-type", "accept"] {
         if let Some(value) = headers.get(name) {
@@ -132,10 +205,20 @@ async fn forward(
             .ok()
             .map(|body| body["usage"].clone())
             .unwrap_or(Value::Null);
+        let prompt_tokens = usage["prompt_tokens"].as_u64().unwrap_or(0);
         let mut meter = proxy.meter.lock().unwrap_or_else(PoisonError::into_inner);
         meter.calls += 1;
-        meter.input_tokens += usage["prompt_tokens"].as_u64().unwrap_or(0);
+        meter.input_tokens += prompt_tokens;
         meter.output_tokens += usage["completion_tokens"].as_u64().unwrap_or(0);
+        if let Some(parts) = prompt {
+            let total: u64 = parts.iter().map(|p| p.1).sum();
+            let repeated = repeated_bytes(&parts, &meter.prompts);
+            if total > 0 {
+                meter.repeated_tokens +=
+                    (prompt_tokens as f64 * repeated as f64 / total as f64).round() as u64;
+            }
+            meter.prompts.push(parts);
+        }
     }
     let mut response = (status, bytes).into_response();
     if let Some(content_type) = content_type {
@@ -274,6 +357,54 @@ async fn run_llm_chat(
     finish(command, deadline, log).await
 }
 
+/// The chat's turns in the terminal: a search, a save, a question on what was saved (each
+/// turn a loop over the conversation so far).
+const CHAT_TURNS: &str = "Find remote backend engineering jobs in Europe that use Rust.\n\
+Save the first one you found.\n\
+Which of my saved jobs fits a Rust backend engineer best, and why?\n";
+
+async fn run_job_agent_chat(
+    env: &[(String, String)],
+    work: &Path,
+    deadline: Duration,
+    log: &Path,
+) -> anyhow::Result<Outcome> {
+    use tokio::io::AsyncWriteExt as _;
+    let mut command = Command::new(example("job_agent_chat")?);
+    command
+        .args(["chat", "--replay-search", "--user", "bench", "--db"])
+        .arg(work.join("job-agent-chat.db"))
+        .envs(env.iter().cloned())
+        .stdin(Stdio::piped());
+    let started = Instant::now();
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(CHAT_TURNS.as_bytes()).await?;
+    }
+    let output = tokio::time::timeout(deadline, child.wait_with_output()).await;
+    let wall = started.elapsed();
+    let ended = match output {
+        Err(_) => format!("still running after {deadline:?}: stopped"),
+        Ok(output) => {
+            let output = output?;
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            std::fs::write(log, format!("{stdout}\n--- stderr ---\n{stderr}"))
+                .with_context(|| format!("writing {}", log.display()))?;
+            let turns = stdout.matches("you> ").count().saturating_sub(1);
+            format!(
+                "exit {}: {turns} turns answered",
+                output.status.code().unwrap_or(-1)
+            )
+        }
+    };
+    Ok(Outcome { ended, wall })
+}
+
 async fn run_job_hunter(
     env: &[(String, String)],
     proxy: &str,
@@ -403,8 +534,8 @@ async fn main() -> anyhow::Result<()> {
     let deadline = Duration::from_secs(args.deadline_secs);
     println!("model server: {upstream} (metered through {address})");
     println!(
-        "{:<14} {:>6} {:>10} {:>10} {:>9}  outcome",
-        "product", "calls", "tokens in", "tokens out", "wall s"
+        "{:<14} {:>6} {:>10} {:>10} {:>9} {:>9}  outcome",
+        "product", "calls", "tokens in", "tokens out", "repeated", "wall s"
     );
     let runs = (1..=args.runs.max(1)).flat_map(|run| args.only.iter().map(move |p| (p, run)));
     for (product, run) in runs {
@@ -418,7 +549,10 @@ async fn main() -> anyhow::Result<()> {
             }
             "resume" => run_resume(&env, &work, args.resume_max_tokens, deadline, &log).await,
             "page_explorer" => run_page_explorer(&env, &work, deadline, &log).await,
-            other => bail!("unknown product {other} (llm_chat, job_hunter, resume, page_explorer)"),
+            "chat" => run_job_agent_chat(&env, &work, deadline, &log).await,
+            other => {
+                bail!("unknown product {other} (llm_chat, job_hunter, resume, page_explorer, chat)")
+            }
         };
         let meter = proxy.take();
         let (ended, wall) = match outcome {
@@ -431,10 +565,11 @@ async fn main() -> anyhow::Result<()> {
             product.clone()
         };
         println!(
-            "{label:<14} {:>6} {:>10} {:>10} {:>9.1}  {ended}",
+            "{label:<14} {:>6} {:>10} {:>10} {:>9} {:>9.1}  {ended}",
             meter.calls,
             meter.input_tokens,
             meter.output_tokens,
+            meter.repeated_percent(),
             wall.as_secs_f64()
         );
     }

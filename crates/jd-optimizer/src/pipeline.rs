@@ -61,8 +61,9 @@ pub struct Optimization {
     pub result: OptimizationResult,
     /// The final state.
     pub state: OptimizationState,
-    /// What the calls cost in USD (0 for models with no price).
-    pub usd: f64,
+    /// What the calls spent: tokens, the repeated-prefix share, USD (0 for models with no
+    /// price).
+    pub spent: CostSnapshot,
     /// The nodes run, in order.
     pub nodes: Vec<String>,
 }
@@ -264,7 +265,6 @@ fn finish(
 ) -> Result<Optimization, OptimizeError> {
     let nodes = run.node_names().iter().map(|n| (*n).to_owned()).collect();
     let metered = metered(session);
-    let usd = metered.usd;
     let mut state = run.state;
     tracing::info!(
         session = session.id(),
@@ -308,7 +308,7 @@ fn finish(
     Ok(Optimization {
         result,
         state,
-        usd,
+        spent: metered,
         nodes,
     })
 }

@@ -357,7 +357,13 @@ impl ChatAgent for JobAgentChat {
             ))
             .await;
 
-        let usage = meter.snapshot().usage;
+        let spent = meter.snapshot();
+        tracing::info!(
+            cost = %spent.per_unit("chat turn", 1),
+            intent = routed.intent.label(),
+            "chat turn spent"
+        );
+        let usage = spent.usage;
         // OpenAI counts cached prompt tokens among the prompt's.
         let tokens = ChatUsage {
             prompt_tokens: usage.prompt_tokens(),

@@ -98,6 +98,13 @@ pub async fn run(
         .await
         .map_err(|e| PipelineError(format!("the session's checkpoints: {e}")));
     abandoned.abort();
+    if let Some(meter) = session.meter() {
+        tracing::info!(
+            session = handle.id(),
+            cost = %meter.snapshot().per_unit("resume session", 1),
+            "resume session spent"
+        );
+    }
     let result = result?;
     if !handle.gates().expired().is_empty() {
         return Err(PipelineError(format!(
