@@ -307,19 +307,27 @@ fn example(name: &str) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// Runs `command` to its end (or its deadline); the exit code and its last line.
-/// Runs `command` to its end or `deadline`; its output is kept in `log`.
-async fn finish(mut command: Command, deadline: Duration, log: &Path) -> anyhow::Result<Outcome> {
+/// Runs `command` to its end or `deadline`, `input` written to its standard input; its
+/// output is kept in `log`, and `describe` says how it ended from what it printed.
+async fn run_to_end(
+    mut command: Command,
+    input: &str,
+    describe: fn(&str) -> String,
+    deadline: Duration,
+    log: &Path,
+) -> anyhow::Result<Outcome> {
+    use tokio::io::AsyncWriteExt as _;
     let started = Instant::now();
-    let output = tokio::time::timeout(
-        deadline,
-        command
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input.as_bytes()).await?;
+    }
+    let output = tokio::time::timeout(deadline, child.wait_with_output()).await;
     let wall = started.elapsed();
     let ended = match output {
         Err(_) => format!("still running after {deadline:?}: stopped"),
@@ -329,20 +337,32 @@ async fn finish(mut command: Command, deadline: Duration, log: &Path) -> anyhow:
             let stderr = String::from_utf8_lossy(&output.stderr);
             std::fs::write(log, format!("{stdout}\n--- stderr ---\n{stderr}"))
                 .with_context(|| format!("writing {}", log.display()))?;
-            // The stated reason of a failure, else the last line printed.
-            let last = stdout
-                .lines()
-                .find(|line| line.trim_start().starts_with("reason: "))
-                .or_else(|| stdout.lines().rev().find(|line| !line.trim().is_empty()))
-                .unwrap_or_default()
-                .trim()
-                .chars()
-                .take(100)
-                .collect::<String>();
-            format!("exit {}: {last}", output.status.code().unwrap_or(-1))
+            format!(
+                "exit {}: {}",
+                output.status.code().unwrap_or(-1),
+                describe(&stdout)
+            )
         }
     };
     Ok(Outcome { ended, wall })
+}
+
+/// The stated reason of a failure, else the last line printed.
+fn last_line(stdout: &str) -> String {
+    stdout
+        .lines()
+        .find(|line| line.trim_start().starts_with("reason: "))
+        .or_else(|| stdout.lines().rev().find(|line| !line.trim().is_empty()))
+        .unwrap_or_default()
+        .trim()
+        .chars()
+        .take(100)
+        .collect()
+}
+
+/// Runs `command` (nothing on its standard input) to its end or `deadline`.
+async fn finish(command: Command, deadline: Duration, log: &Path) -> anyhow::Result<Outcome> {
+    run_to_end(command, "", last_line, deadline, log).await
 }
 
 async fn run_llm_chat(
@@ -369,40 +389,25 @@ async fn run_job_agent_chat(
     deadline: Duration,
     log: &Path,
 ) -> anyhow::Result<Outcome> {
-    use tokio::io::AsyncWriteExt as _;
     let mut command = Command::new(example("job_agent_chat")?);
     command
-        .args(["chat", "--replay-search", "--user", "bench", "--db"])
+        // The local model server has no embeddings: ranking goes by the rules alone.
+        .args([
+            "chat",
+            "--replay-search",
+            "--embeddings",
+            "none",
+            "--user",
+            "bench",
+        ])
+        .arg("--db")
         .arg(work.join("job-agent-chat.db"))
-        .envs(env.iter().cloned())
-        .stdin(Stdio::piped());
-    let started = Instant::now();
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(CHAT_TURNS.as_bytes()).await?;
-    }
-    let output = tokio::time::timeout(deadline, child.wait_with_output()).await;
-    let wall = started.elapsed();
-    let ended = match output {
-        Err(_) => format!("still running after {deadline:?}: stopped"),
-        Ok(output) => {
-            let output = output?;
-            let stdout = String::from_utf8_lossy(&output.stdout);
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            std::fs::write(log, format!("{stdout}\n--- stderr ---\n{stderr}"))
-                .with_context(|| format!("writing {}", log.display()))?;
-            let turns = stdout.matches("you> ").count().saturating_sub(1);
-            format!(
-                "exit {}: {turns} turns answered",
-                output.status.code().unwrap_or(-1)
-            )
-        }
+        .envs(env.iter().cloned());
+    let turns = |stdout: &str| {
+        let answered = stdout.matches("\nagent> ").count();
+        format!("{answered} turns answered")
     };
-    Ok(Outcome { ended, wall })
+    run_to_end(command, CHAT_TURNS, turns, deadline, log).await
 }
 
 async fn run_job_hunter(

@@ -124,18 +124,12 @@ pub fn compact_posting(text: &str) -> String {
         }
         kept.push(line);
     }
-    // Headings left with nothing under them say nothing.
-    let mut compact: Vec<&str> = Vec::with_capacity(kept.len());
-    for (at, line) in kept.iter().enumerate() {
-        let next_is_content = kept.get(at + 1).is_some_and(|next| !is_heading(next));
-        if !is_heading(line) || next_is_content {
-            compact.push(line);
-        }
-    }
-    if compact.is_empty() {
+    // A heading whose lines went is kept: a short line may as well be an item of a list
+    // written without markers.
+    if kept.is_empty() {
         return text.trim().to_owned();
     }
-    compact.join("\n")
+    kept.join("\n")
 }
 
 #[cfg(test)]
@@ -161,11 +155,11 @@ mod tests {
     }
 
     #[test]
-    fn a_heading_whose_section_went_is_dropped_too() {
-        let text = "The role\nBuild things.\nLocation\nThe salary range is $150,000 - $180,000 per year.\nNice to have\n- Go";
+    fn a_list_without_markers_is_kept() {
+        let text = "Requirements\nRust\nKafka\nKubernetes\nBenefits\nA bike.\nPay\nThe salary range is $150,000 - $180,000 per year.";
         assert_eq!(
             compact_posting(text),
-            "The role\nBuild things.\nNice to have\n- Go"
+            "Requirements\nRust\nKafka\nKubernetes\nPay"
         );
     }
 }

@@ -152,6 +152,39 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn one_off_calls_repeat_the_previous_call_of_their_step_only() {
+        use agent_llm::testing::{ScriptedModel, responses};
+        let model = ScriptedModel::new(
+            (0..3)
+                .map(|_| responses::with_usage(responses::text("ok"), tokens(100)))
+                .collect(),
+        );
+        let meter = CostMeter::new(CostLimits::default());
+        let ask = |job: &str| {
+            ChatRequest::from_prompt(format!("Normalize this posting: {job}"))
+                .with_system("You normalize job postings; use only what the posting says.")
+        };
+        let per_job = MeteredModel::new(model.clone(), meter.for_step("process_jobs"));
+        per_job.chat(&ask("Rust engineer")).await.unwrap();
+        per_job.chat(&ask("Go engineer")).await.unwrap();
+        let first_two = meter.snapshot().prefix_reuse;
+        // The second call repeats the system prompt and the message's role, not the job.
+        assert_eq!(first_two.input_tokens, 200);
+        assert!(
+            first_two.repeated_tokens > 30 && first_two.repeated_tokens < 100,
+            "{first_two:?}"
+        );
+        // Another step's first call has nothing before it.
+        MeteredModel::new(model, meter.for_step("score_jobs"))
+            .chat(&ask("Rust engineer"))
+            .await
+            .unwrap();
+        let all = meter.snapshot().prefix_reuse;
+        assert_eq!(all.input_tokens, 300);
+        assert_eq!(all.repeated_tokens, first_two.repeated_tokens);
+    }
+
+    #[tokio::test]
     async fn embeddings_are_metered_and_priced() {
         let meter = CostMeter::new(CostLimits {
             max_tokens: Some(3),
