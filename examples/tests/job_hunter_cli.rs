@@ -210,15 +210,27 @@ async fn a_dry_run_says_so_writes_its_files_and_exits_by_status() {
         "{stdout}"
     );
     assert!(stdout.contains("Run cli-ok: SUCCESS"));
-    // 52 jobs fetched, 2 duplicates and those the search rules out cut, 25 scored.
+    // 52 jobs fetched; 2 duplicates and those the search rules out (by title, place or
+    // pay) cut before any model reads them, 3 more once read (on site elsewhere): 20
+    // scored.
     assert!(
-        stdout.contains("jobs: 52 fetched, 25 kept, 27 cut (2 duplicates,"),
+        stdout.contains("jobs: 52 fetched, 20 kept, 32 cut (2 duplicates,"),
         "{stdout}"
     );
-    assert!(stdout.contains("25 scored"), "{stdout}");
+    assert!(stdout.contains("1 paying under the minimum asked"), "{stdout}");
+    assert!(stdout.contains("20 scored"), "{stdout}");
     assert!(
-        stdout.contains("critical path: 9 sequential waves"),
+        stdout.contains("critical path: 8 sequential waves"),
         "{stdout}"
+    );
+    // What it cost, per job fetched, with the share of input a repeated prefix.
+    let cost = stdout
+        .lines()
+        .find(|line| line.trim_start().starts_with("cost: "))
+        .unwrap_or_else(|| panic!("no cost line: {stdout}"));
+    assert!(
+        cost.contains("of input a repeated prefix") && cost.contains("per job fetched"),
+        "{cost}"
     );
     for file in [
         "cli-ok-jobs.csv",

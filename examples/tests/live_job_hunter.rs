@@ -123,7 +123,7 @@ async fn a_live_run_ends_by_its_status_with_its_files_or_says_why() {
     }
     // An unpriced local model: its cost is reported as unknown, with the stand-in limit.
     assert!(
-        run.stdout.contains("cost: unknown (no price for"),
+        run.stdout.contains("cost unknown (no price for"),
         "{printed}"
     );
 }
