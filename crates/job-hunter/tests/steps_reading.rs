@@ -64,7 +64,7 @@ async fn parse_resume_sends_the_read_resume_to_the_fast_model_once() {
     assert!(
         spend
             .usage_by_model
-            .contains_key(&rig.settings.sonnet_model)
+            .contains_key(&rig.settings.haiku_model)
     );
 }
 
