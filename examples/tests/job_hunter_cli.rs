@@ -217,7 +217,10 @@ async fn a_dry_run_says_so_writes_its_files_and_exits_by_status() {
         stdout.contains("jobs: 52 fetched, 20 kept, 32 cut (2 duplicates,"),
         "{stdout}"
     );
-    assert!(stdout.contains("1 paying under the minimum asked"), "{stdout}");
+    assert!(
+        stdout.contains("1 paying under the minimum asked"),
+        "{stdout}"
+    );
     assert!(stdout.contains("20 scored"), "{stdout}");
     assert!(
         stdout.contains("critical path: 8 sequential waves"),

@@ -61,11 +61,7 @@ async fn parse_resume_sends_the_read_resume_to_the_fast_model_once() {
     let spend = rig.llm.cost();
     assert_eq!(spend.calls, 1);
     assert_eq!(spend.calls_by_step.get("parse_resume"), Some(&1));
-    assert!(
-        spend
-            .usage_by_model
-            .contains_key(&rig.settings.haiku_model)
-    );
+    assert!(spend.usage_by_model.contains_key(&rig.settings.haiku_model));
 }
 
 #[tokio::test]
