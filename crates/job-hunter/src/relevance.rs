@@ -157,7 +157,8 @@ impl RelevanceFilter {
         }
     }
 
-    /// Why a job, once read, is somewhere the candidate cannot work from: on site or
+    /// Why a job, once read, is somewhere the candidate cannot work from (a cut as
+    /// [`Cut::Elsewhere`]): on site or
     /// hybrid (as the posting says) at a place that is none of the places asked for, or
     /// anywhere when only remote work was asked for. A job whose place is not stated is
     /// kept.
@@ -165,7 +166,7 @@ impl RelevanceFilter {
         &self,
         location: Option<&str>,
         arrangement: WorkArrangement,
-    ) -> Option<Cut> {
+    ) -> Option<String> {
         if !matches!(
             arrangement,
             WorkArrangement::Onsite | WorkArrangement::Hybrid
@@ -175,9 +176,9 @@ impl RelevanceFilter {
         let stated = location.map(str::trim).filter(|l| !l.is_empty())?;
         let how = arrangement.as_str();
         if self.remote == RemotePreference::Remote {
-            return Some(Cut::Elsewhere(format!(
+            return Some(format!(
                 "{how} in {stated}, and only remote work was asked for"
-            )));
+            ));
         }
         let stated_words = words(stated);
         let named = self
@@ -185,7 +186,7 @@ impl RelevanceFilter {
             .iter()
             .any(|wanted| wanted.iter().all(|w| stated_words.contains(w)));
         (!self.locations.is_empty() && !named)
-            .then(|| Cut::Elsewhere(format!("{how} in {stated}, not a place asked for")))
+            .then(|| format!("{how} in {stated}, not a place asked for"))
     }
 
     /// Why the job's published pay rules it out: its top (or its only figure), per year
@@ -343,9 +344,7 @@ mod tests {
         assert_eq!(on_site("Amsterdam", WorkArrangement::Remote), None);
         assert_eq!(
             on_site("Amsterdam, Netherlands", WorkArrangement::Onsite),
-            Some(Cut::Elsewhere(
-                "onsite in Amsterdam, Netherlands, not a place asked for".into()
-            ))
+            Some("onsite in Amsterdam, Netherlands, not a place asked for".to_owned())
         );
         assert_eq!(
             filter.judge_arrangement(None, WorkArrangement::Onsite),

@@ -9,7 +9,7 @@ use job_capabilities::salary::parse_salary_text;
 use super::{StepEnv, clip, extract_each, stable_key};
 use crate::llm::{LlmCallError, Quality};
 use crate::models::{ExtractedJob, Job};
-use crate::relevance::{Cut, RelevanceFilter};
+use crate::relevance::RelevanceFilter;
 use crate::state::HuntState;
 
 /// The system prompt of the job normalizer.
@@ -77,11 +77,11 @@ fn rule_out_by_arrangement(state: &mut HuntState) {
     let mut cut = Vec::new();
     state.jobs.retain(|job| {
         match filter.judge_arrangement(job.location.as_deref(), job.extracted.work_arrangement) {
-            Some(Cut::Elsewhere(why) | Cut::BelowPay(why)) => {
+            Some(why) => {
                 cut.push((job.company.clone(), job.title.clone(), job.url.clone(), why));
                 false
             }
-            Some(Cut::OffTarget) | None => true,
+            None => true,
         }
     });
     for (company, title, url, why) in cut {
