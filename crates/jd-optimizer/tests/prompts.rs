@@ -74,3 +74,29 @@ async fn the_model_scorer_is_pinned_scoring_the_original_beside_the_rewrite() {
     );
     insta::assert_snapshot!("scorer_1", text);
 }
+
+#[tokio::test]
+async fn without_a_missing_skill_the_gap_model_is_not_asked_and_qualifications_are_checked_by_code()
+{
+    // Every hard skill is in the SRE resume; only a qualification is not.
+    let analysis = json!({
+        "hard_skills": ["Kubernetes", "AWS", "Terraform", "Prometheus"],
+        "soft_skills": [],
+        "responsibilities": ["Run the Kubernetes platform on AWS"],
+        "qualifications": ["PhD in Computer Science"],
+        "keyword_weights": {"Kubernetes": 0.95, "AWS": 0.85, "Terraform": 0.85, "Prometheus": 0.7}
+    });
+    let script = Script::new()
+        .json("analyzer", analysis)
+        .json("rewriter", common::sre_rewrite())
+        .json("gap", gap_answer());
+    let (optimizer, model) = optimizer(&script);
+    let (outcome, _) = run(&optimizer, &pair("senior-sre")).await;
+    let done = outcome.unwrap();
+    let asked: Vec<&str> = model.requests().iter().map(agent_of).collect();
+    assert!(!asked.contains(&"gap"), "{asked:?}");
+    let gaps = &done.result.gap_report;
+    assert!(gaps.missing_skills.is_empty(), "{gaps:?}");
+    assert_eq!(gaps.missing_qualifications.len(), 1, "{gaps:?}");
+    assert!(gaps.missing_qualifications[0].contains("PhD"), "{gaps:?}");
+}
