@@ -31,7 +31,7 @@ pub enum DryRunError {
 /// ```
 /// let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/jd-optimizer");
 /// let model = jd_optimizer::dry_run::recorded_model(&fixtures).unwrap();
-/// assert_eq!(model.remaining("JdAnalysis"), 6);
+/// assert_eq!(model.remaining("AnalyzerAnswer"), 6);
 /// ```
 pub fn recorded_model(fixtures_dir: &Path) -> Result<RecordedModel, DryRunError> {
     Ok(RecordedModel::from_file(fixtures_dir.join("model.json"))?

@@ -34,6 +34,10 @@ pub struct Ask {
     pub temperature: f32,
     /// The answer's token limit.
     pub max_tokens: u32,
+    /// Whether the system prompt says what each field of the answer holds: then the
+    /// schema is sent without the answer type's field descriptions, which would say it
+    /// again on every call.
+    pub fields_in_system: bool,
 }
 
 /// A call that gave no value.
@@ -172,6 +176,11 @@ impl AgentCaller {
             .temperature(ask.temperature)
             .max_tokens(ask.max_tokens)
             .attempts(2);
+        let question = if ask.fields_in_system {
+            question.without_field_descriptions()
+        } else {
+            question
+        };
         let Ok(outcome) = tokio::time::timeout(left, ctx.extract::<T>(question)).await else {
             // The call ran past its time; what it used is not known.
             return Called {

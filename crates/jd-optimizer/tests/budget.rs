@@ -81,11 +81,10 @@ async fn a_budget_too_small_for_a_full_rewrite_shortens_it_then_scores_by_rules_
     let rewrite = &model.requests()[1];
     let prompt = rewrite.messages[0].text();
     assert!(
-        prompt.contains(
-            "Rewrite every marked bullet, one bullet each: C2.1, C2.2, C2.3, C2.4, C2.5."
-        ),
+        prompt.contains("[C2.1]") && prompt.contains("[C2.5]") && !prompt.contains("[C3."),
         "{prompt}"
     );
+    assert!(prompt.ends_with("Rewrite the marked bullets."), "{prompt}");
     assert_eq!(rewrite.max_tokens, Some(430));
     assert_eq!(
         done.result.budget.degrades,
@@ -100,7 +99,7 @@ async fn no_budget_left_for_model_scoring_degrades_to_rules() {
     // A thin analysis makes the rules unsure (the full model scorer is wanted), but
     // two calls leave no room for it.
     let script = Script::new()
-        .json("analyzer", serde_json::json!({"hard_skills": ["Kubernetes"], "soft_skills": [], "responsibilities": [], "qualifications": [], "keyword_weights": {"Kubernetes": 0.9}}))
+        .json("analyzer", serde_json::json!({"hard_skills": {"Kubernetes": 0.9}, "soft_skills": [], "responsibilities": [], "qualifications": []}))
         .json("rewriter", sre_rewrite());
     let (optimizer, model) = optimizer(&script);
     let mut request = pair("senior-sre");

@@ -101,8 +101,8 @@ async fn a_rewrite_that_stays_invalid_fails_the_run_with_the_analysis_kept() {
 
 /// An analysis so thin the rules cannot be confident: the full model scorer runs.
 fn thin_analysis() -> serde_json::Value {
-    json!({"hard_skills": ["Kubernetes"], "soft_skills": [], "responsibilities": [],
-           "qualifications": [], "keyword_weights": {"Kubernetes": 0.9}})
+    json!({"hard_skills": {"Kubernetes": 0.9}, "soft_skills": [], "responsibilities": [],
+           "qualifications": []})
 }
 
 fn one_bullet() -> serde_json::Value {

@@ -248,7 +248,8 @@ async fn an_optimization_without_a_result_cannot_be_prepared_for() {
 async fn a_thin_profile_sends_the_resume_as_well() {
     // A job asking mostly for skills the resume lacks: few core skills to remember.
     let mut analysis = sre_analysis();
-    analysis["hard_skills"] = json!(["Kubernetes", "Go", "Rust", "Kafka"]);
+    analysis["hard_skills"] = json!({"Kubernetes": 0.95, "Go": 0.65, "Rust": 0.5, "Kafka": 0.5});
+    analysis["key_terms"] = json!({"AWS": 0.85, "Terraform": 0.85, "Prometheus": 0.7});
     let script = Script::new()
         .json("analyzer", analysis)
         .json("rewriter", sre_rewrite())

@@ -1,5 +1,5 @@
 //! What each agent is sent, pinned: the system prompt, the compact user prompt, the
-//! sampling settings and the model tier.
+//! answer's schema, the sampling settings and the model tier.
 #![cfg(test)]
 
 mod common;
@@ -8,6 +8,15 @@ use common::{
     Script, agent_of, gap_answer, helm_analysis, optimizer, pair, rewrite_with_a_thin_bullet, run,
 };
 use serde_json::json;
+
+/// The answer's schema as sent: the forced tool's or the response format's.
+fn answer_schema(request: &agent_llm::ChatRequest) -> String {
+    match (&request.tools[..], &request.response_format) {
+        ([tool], _) => tool.input_schema.to_string(),
+        (_, Some(agent_llm::ResponseFormat::JsonSchema { schema, .. })) => schema.to_string(),
+        _ => String::new(),
+    }
+}
 
 #[tokio::test]
 async fn every_agents_request_is_pinned() {
@@ -33,12 +42,13 @@ async fn every_agents_request_is_pinned() {
         let n = seen.iter().filter(|a| **a == agent).count() + 1;
         seen.push(agent);
         let text = format!(
-            "model: {:?}\ntemperature: {:?}\nmax_tokens: {:?}\n--- system\n{}\n--- user\n{}",
+            "model: {:?}\ntemperature: {:?}\nmax_tokens: {:?}\n--- system\n{}\n--- user\n{}\n--- schema\n{}",
             request.model,
             request.temperature,
             request.max_tokens,
             request.system.clone().unwrap_or_default(),
-            request.messages[0].text()
+            request.messages[0].text(),
+            answer_schema(&request),
         );
         insta::assert_snapshot!(format!("{agent}_{n}"), text);
     }
@@ -49,8 +59,8 @@ async fn every_agents_request_is_pinned() {
 /// bullets beside the rewrite's, in one call.
 #[tokio::test]
 async fn the_model_scorer_is_pinned_scoring_the_original_beside_the_rewrite() {
-    let thin = json!({"hard_skills": ["Kubernetes"], "soft_skills": [], "responsibilities": [],
-                      "qualifications": [], "keyword_weights": {"Kubernetes": 0.9}});
+    let thin = json!({"hard_skills": {"Kubernetes": 0.9}, "soft_skills": [], "responsibilities": [],
+                      "qualifications": []});
     let both = json!({"original": {"keywords": 0.6, "skills": 0.6, "experience": 0.5, "formatting": 0.8},
                       "rewrite": {"keywords": 0.8, "skills": 0.7, "experience": 0.7, "formatting": 0.9}});
     let script = Script::new()
@@ -80,11 +90,10 @@ async fn without_a_missing_skill_the_gap_model_is_not_asked_and_qualifications_a
 {
     // Every hard skill is in the SRE resume; only a qualification is not.
     let analysis = json!({
-        "hard_skills": ["Kubernetes", "AWS", "Terraform", "Prometheus"],
+        "hard_skills": {"Kubernetes": 0.95, "AWS": 0.85, "Terraform": 0.85, "Prometheus": 0.7},
         "soft_skills": [],
         "responsibilities": ["Run the Kubernetes platform on AWS"],
-        "qualifications": ["PhD in Computer Science"],
-        "keyword_weights": {"Kubernetes": 0.95, "AWS": 0.85, "Terraform": 0.85, "Prometheus": 0.7}
+        "qualifications": ["PhD in Computer Science"]
     });
     let script = Script::new()
         .json("analyzer", analysis)

@@ -118,6 +118,13 @@ impl Ask {
         self
     }
 
+    /// Sends the answer's schema without its field descriptions, for a system prompt
+    /// that already says what each field holds (`ExtractOptions::field_descriptions`).
+    pub fn without_field_descriptions(mut self) -> Self {
+        self.options.field_descriptions = false;
+        self
+    }
+
     /// Names the tool the answer is given through, with its description (in forced-tool
     /// mode; by default the answer type's name and none).
     pub fn tool(mut self, name: impl Into<String>, description: impl Into<String>) -> Self {

@@ -20,11 +20,12 @@ use crate::text::{Found, content_stems, find_keyword};
 pub const AGENT: &str = "gap_analyzer";
 
 /// The system prompt.
-pub const SYSTEM: &str = "You are the Gap Analyzer. Of the skills a text check found missing: the ones really missing, transferable skills the candidate shows (\"X (related to Y)\"), one concrete recommendation per gap, and each gap's priority (high, medium, low) by its weight. JSON only.";
+pub const SYSTEM: &str = "You are the Gap Analyzer. Of the skills a text check found missing, give: missing_skills, the ones really missing; transferable_skills, skills the candidate shows that partly cover one (\"X (related to Y)\"); recommendations, one concrete step per gap.";
 
 /// What the model is asked: the skill gaps only. Qualifications and soft skills are
 /// checked against the resume by code ([`add_qualifications_and_soft_skills`]), so the
-/// model is not sent them nor asked for them.
+/// model is not sent them nor asked for them; a gap's priority follows from the
+/// description's weight of the skill, so code sets it too.
 #[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, schemars::JsonSchema)]
 pub struct SkillGaps {
     /// Required skills the resume does not show.
@@ -33,8 +34,6 @@ pub struct SkillGaps {
     pub transferable_skills: Vec<String>,
     /// What to do about each gap.
     pub recommendations: Vec<String>,
-    /// Missing skill to urgency.
-    pub priority: std::collections::BTreeMap<String, Priority>,
 }
 
 impl From<SkillGaps> for GapReport {
@@ -43,7 +42,6 @@ impl From<SkillGaps> for GapReport {
             missing_skills: gaps.missing_skills,
             recommendations: gaps.recommendations,
             transferable_skills: gaps.transferable_skills,
-            priority: gaps.priority,
             ..GapReport::default()
         }
     }
@@ -59,6 +57,15 @@ fn priority_of(weight: f64) -> Priority {
     }
 }
 
+/// The description's weight of `skill` (0.5 when it gives none).
+fn weight_of(analysis: &JdAnalysis, skill: &str) -> f64 {
+    analysis
+        .keyword_weights
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(skill))
+        .map_or(0.5, |(_, w)| *w)
+}
+
 /// The deterministic gap diff: the hard skills `resume` (all of it, the rewritten
 /// bullets and the user's answers) does not mention are missing, prioritised by their
 /// weight; skills it mentions only by related word forms are transferable.
@@ -67,14 +74,7 @@ pub fn gap_diff(analysis: &JdAnalysis, resume: &str) -> GapReport {
     let mut skills: Vec<(&str, f64)> = analysis
         .hard_skills
         .iter()
-        .map(|s| {
-            let weight = analysis
-                .keyword_weights
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(s))
-                .map_or(0.5, |(_, w)| *w);
-            (s.as_str(), weight)
-        })
+        .map(|s| (s.as_str(), weight_of(analysis, s)))
         .collect();
     skills.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
     for (skill, weight) in skills {
@@ -208,25 +208,13 @@ fn shown_skills(state: &OptimizationState, analysis: &JdAnalysis) -> Vec<String>
 }
 
 /// The gap analyzer's prompt: skill lists, not the resume's bullets (what is missing,
-/// what the candidate shows).
+/// heaviest first, and what the candidate shows).
 pub fn prompt(state: &OptimizationState, diff: &GapReport) -> String {
     let analysis = state.jd_analysis.clone().unwrap_or_default();
     let shown = shown_skills(state, &analysis);
-    let weights: Vec<String> = diff
-        .missing_skills
-        .iter()
-        .map(|s| {
-            let w = analysis
-                .keyword_weights
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(s))
-                .map_or(0.5, |(_, w)| *w);
-            format!("{s} ({w:.2})")
-        })
-        .collect();
     format!(
         "Missing by a text check: {}\nThe candidate shows: {}\n",
-        weights.join(", "),
+        diff.missing_skills.join(", "),
         shown.join(", "),
     )
 }
@@ -269,6 +257,7 @@ pub async fn run(ctx: &Node, deps: &Deps) {
         prompt: ctx.read(|s| prompt(s, &diff)),
         temperature: 0.2,
         max_tokens: 500,
+        fields_in_system: true,
     };
     match deps.caller.ask::<SkillGaps>(ctx, ask).await {
         Ok(gaps) => {
@@ -277,14 +266,11 @@ pub async fn run(ctx: &Node, deps: &Deps) {
             // analysis or the text check, its qualifications, its soft skills.
             let analysis = ctx.read(|s| s.jd_analysis.clone().unwrap_or_default());
             keep_asked(&mut report, &analysis, &diff);
-            // Priorities only for skills reported missing; the text check's for the rest.
-            let missing = report.missing_skills.clone();
-            report.priority.retain(|k, _| missing.contains(k));
-            for skill in &missing {
-                if let Some(p) = diff.priority.get(skill) {
-                    report.priority.entry(skill.clone()).or_insert(*p);
-                }
-            }
+            report.priority = report
+                .missing_skills
+                .iter()
+                .map(|skill| (skill.clone(), priority_of(weight_of(&analysis, skill))))
+                .collect();
             ctx.update(|s| {
                 let analysis = s.jd_analysis.clone().unwrap_or_default();
                 add_qualifications_and_soft_skills(&mut report, &analysis, &s.candidate_text());

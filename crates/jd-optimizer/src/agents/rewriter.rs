@@ -26,7 +26,7 @@ const CHARS_PER_TOKEN: usize = 4;
 const MIN_CUT_CHARS: usize = 160;
 
 /// The system prompt of a full rewrite.
-pub const SYSTEM: &str = "You are the Resume Rewriter. Rewrite each listed resume bullet ([C2.1]...) once, for the target job: an action verb first, 12 to 28 words, the job's keywords where the chunks support them, its numbers kept. Never add a skill, employer, title or number the chunks do not state. replaces: the bullet's id; sources: the chunk ids (C1...) whose facts it uses. JSON only.";
+pub const SYSTEM: &str = "You are the Resume Rewriter. Rewrite the resume bullets asked ([C2.1]...) for the target job, each once: an action verb first, 12 to 28 words, the job's keywords where the chunks support them, its numbers kept. Leave out a bullet you would not change. Never add a skill, employer, title or number the chunks do not state. replaces: the bullet's id; sources: the chunk ids (C1...) whose facts it uses.";
 
 /// Answer tokens a rewrite asks for per bullet, and for the answer around them.
 const TOKENS_PER_BULLET: u32 = 70;
@@ -34,7 +34,7 @@ const TOKENS_PER_BULLET: u32 = 70;
 const ANSWER_OVERHEAD_TOKENS: u32 = 80;
 
 /// The system prompt of a targeted repair.
-pub const REPAIR_SYSTEM: &str = "You are the Resume Rewriter, repairing weak bullets. Rewrite only the bullets listed, for the weak categories, with the missing keywords their sources hold; facts only from the sources. An action verb first, 12 to 28 words. replaces: the bullet id; sources: the chunk ids used. JSON only.";
+pub const REPAIR_SYSTEM: &str = "You are the Resume Rewriter, repairing weak bullets. Rewrite only the bullets listed, for the weak categories, with the missing keywords their sources hold; facts only from the sources. An action verb first, 12 to 28 words. replaces: the bullet id; sources: the chunk ids used.";
 
 /// A bullet as the model writes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -224,14 +224,12 @@ pub fn rewrite_plan(state: &OptimizationState, max_bullets: Option<usize>) -> Re
         .filter(|s| chunks.contains(&format!("[{}] {}", s.id, s.text)))
         .collect();
     let ids: Vec<&str> = slots.iter().map(|s| s.id.as_str()).collect();
+    // Every bullet shown is marked: when all are asked, the marks say which.
     let tail = if slots.len() == all.len() {
-        format!(
-            "Rewrite every marked bullet, one bullet each: {}.",
-            ids.join(", ")
-        )
+        "Rewrite the marked bullets.".to_owned()
     } else {
         format!(
-            "Rewrite these bullets, one bullet each: {}. The others stay as they are.",
+            "Rewrite only {}; the others stay as they are.",
             ids.join(", ")
         )
     };
@@ -367,6 +365,7 @@ pub async fn rewrite(ctx: &Node, deps: &Deps, max_bullets: Option<usize>) -> Res
         prompt: plan.prompt,
         temperature: 0.3,
         max_tokens: TOKENS_PER_BULLET.saturating_mul(asked) + ANSWER_OVERHEAD_TOKENS,
+        fields_in_system: true,
     };
     let answer = match deps.caller.ask::<RewriteAnswer>(ctx, ask).await {
         Ok(answer) => answer,
@@ -498,6 +497,7 @@ pub async fn repair(
         prompt,
         temperature: 0.3,
         max_tokens: 120 * targets.len().max(1) as u32 + 100,
+        fields_in_system: true,
     };
     let answer = match deps.caller.ask::<RepairAnswer>(ctx, ask).await {
         Ok(answer) => answer,

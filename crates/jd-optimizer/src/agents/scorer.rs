@@ -11,7 +11,6 @@ use agent_llm::ModelTier;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::agents::rewriter::breakdown_line;
 use crate::budget::{COMPACT_SCORER, COMPARED_SCORER, FULL_SCORER, NOTHING, affords};
 use crate::bullets::{bullet_slots, bullet_texts, current_bullets};
 use crate::deps::Deps;
@@ -25,7 +24,7 @@ use crate::state::OptimizationState;
 pub const AGENT: &str = "ats_scorer";
 
 /// The system prompt.
-pub const SYSTEM: &str = "You are the ATS Scorer. Score the bullets against the job, 0.0 to 1.0, only in the categories asked: keywords (job keywords present), skills (required skills shown), experience (relevance to the duties), formatting (clear, concise, parseable). JSON only.";
+pub const SYSTEM: &str = "You are the ATS Scorer. Score the bullets against the job, 0.0 to 1.0, in the categories asked and no other.";
 
 /// The scorer's answer when the resume's own bullets are scored beside the rewrite's
 /// (the first model scoring of these categories in a run): both on one scale.
@@ -41,8 +40,20 @@ fn bullet_list(bullets: &[String]) -> String {
     bullets.iter().map(|b| format!("- {b}\n")).collect()
 }
 
+/// What the model is told a category measures.
+fn meaning(category: Category) -> &'static str {
+    match category {
+        Category::Keywords => "keywords (the job's keywords present)",
+        Category::Skills => "skills (the required skills shown)",
+        Category::Experience => "experience (relevance to the duties)",
+        Category::Formatting => "formatting (clear, concise, parseable)",
+    }
+}
+
 /// The scorer's prompt for `categories` on `bullets` (the attempt's); with `original`
-/// (the resume's own bullets), both sets to be scored.
+/// (the resume's own bullets), both sets to be scored. It sends what the categories
+/// asked need, once each: the keywords and skills for keywords and skills, the duties
+/// for experience, and (for some of the categories only) the rules' scores of those.
 pub fn prompt(
     state: &OptimizationState,
     categories: &[Category],
@@ -51,22 +62,30 @@ pub fn prompt(
     original: Option<&[String]>,
 ) -> String {
     let analysis = state.jd_analysis.clone().unwrap_or_default();
+    let asked = |c: Category| categories.contains(&c);
     let mut prompt = format!(
-        "Categories to score: {}\n{}Duties: {}\n",
+        "Categories to score: {}\n",
         categories
             .iter()
-            .map(|c| c.as_str())
+            .map(|c| meaning(*c))
             .collect::<Vec<_>>()
             .join(", "),
-        analysis.keywords_and_other_skills(state.config.prompt_keywords),
-        analysis.responsibilities.join("; "),
     );
-    if categories.len() < Category::ALL.len() {
+    if asked(Category::Keywords) || asked(Category::Skills) {
+        prompt.push_str(&analysis.keywords_and_other_skills(state.config.prompt_keywords));
+    }
+    if asked(Category::Experience) {
         prompt.push_str(&format!(
-            "Rule-based check: {}; keywords missing: {}\n",
-            breakdown_line(&rules.breakdown),
-            rules.missing_keywords.join(", ")
+            "Duties: {}\n",
+            analysis.responsibilities.join("; ")
         ));
+    }
+    if categories.len() < Category::ALL.len() {
+        let scores: Vec<String> = categories
+            .iter()
+            .map(|c| format!("{} {:.0}%", c.as_str(), rules.breakdown.get(*c) * 100.0))
+            .collect();
+        prompt.push_str(&format!("Rule-based check: {}\n", scores.join(", ")));
     }
     match original {
         Some(original) => prompt.push_str(&both_sets(original, bullets)),
@@ -80,7 +99,7 @@ pub fn prompt(
 fn both_sets(original: &[String], rewrite: &[String]) -> String {
     if original.len() != rewrite.len() {
         return format!(
-            "Score both sets. original (the resume as it is):\n{}rewrite:\n{}",
+            "original (the resume as it is):\n{}rewrite:\n{}",
             bullet_list(original),
             bullet_list(rewrite)
         );
@@ -98,7 +117,7 @@ fn both_sets(original: &[String], rewrite: &[String]) -> String {
         .map(|(at, (_, after))| format!("{}. {after}\n", at + 1))
         .collect();
     format!(
-        "Score both sets. original (the resume as it is):\n{numbered}rewrite (the original with these bullets replaced):\n{changed}"
+        "original (the resume as it is):\n{numbered}rewrite (the original with these bullets replaced):\n{changed}"
     )
 }
 
@@ -194,6 +213,7 @@ async fn model_scores(
         prompt,
         temperature: 0.0,
         max_tokens,
+        fields_in_system: true,
     };
     let rewrite = if missing {
         let prompt = ctx.read(|s| prompt(s, categories, rules, &bullets, Some(&original)));

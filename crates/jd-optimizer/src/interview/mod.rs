@@ -298,6 +298,7 @@ impl Interviewer {
                     prompt: material.prompt.clone(),
                     temperature: 0.6,
                     max_tokens: 2_400,
+                    fields_in_system: false,
                 };
                 let set: QuestionSet = Self::checked(
                     ask,
@@ -316,6 +317,7 @@ impl Interviewer {
                     prompt: format!("{}Tone: {}\n", material.prompt, request.tone.as_str()),
                     temperature: 0.7,
                     max_tokens: 900,
+                    fields_in_system: false,
                 };
                 let draft: LetterDraft = Self::checked(
                     ask,

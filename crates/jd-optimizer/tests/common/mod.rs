@@ -108,11 +108,10 @@ pub fn pair(name: &str) -> OptimizeRequest {
 /// The SRE pair's analysis.
 pub fn sre_analysis() -> Value {
     json!({
-        "hard_skills": ["Kubernetes", "AWS", "Terraform", "Prometheus", "Go"],
+        "hard_skills": {"Kubernetes": 0.95, "AWS": 0.85, "Terraform": 0.85, "Prometheus": 0.7, "Go": 0.65},
         "soft_skills": ["calm leadership"],
         "responsibilities": ["Run the Kubernetes platform on AWS", "Manage infrastructure with Terraform", "Lead incident response"],
-        "qualifications": ["5+ years in SRE"],
-        "keyword_weights": {"Kubernetes": 0.95, "AWS": 0.85, "Terraform": 0.85, "Prometheus": 0.7, "Go": 0.65}
+        "qualifications": ["5+ years in SRE"]
     })
 }
 
@@ -130,17 +129,8 @@ pub fn sre_rewrite() -> Value {
 /// rewrite citing them gains over the resume as it is.
 pub fn helm_analysis() -> Value {
     let mut analysis = sre_analysis();
-    analysis["keyword_weights"]["Helm"] = json!(0.9);
-    analysis["keyword_weights"]["Ansible"] = json!(0.9);
-    analysis["hard_skills"] = json!([
-        "Kubernetes",
-        "AWS",
-        "Terraform",
-        "Prometheus",
-        "Go",
-        "Helm",
-        "Ansible"
-    ]);
+    analysis["hard_skills"]["Helm"] = json!(0.9);
+    analysis["hard_skills"]["Ansible"] = json!(0.9);
     analysis
 }
 

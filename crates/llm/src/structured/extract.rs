@@ -1,7 +1,7 @@
 //! `extract::<T>()`: a typed answer from any chat model, re-asking on invalid output.
 
 use super::json_text::find_json;
-use super::schema::{schema_name_of, schema_of, strict_schema};
+use super::schema::{schema_name_of, schema_of, strict_schema, without_descriptions};
 use crate::error::LlmError;
 use crate::model::{ChatModel, StructuredOutputMode};
 use crate::types::{
@@ -21,15 +21,20 @@ pub struct ExtractOptions {
     pub name: Option<String>,
     /// Tool description shown to the model in forced-tool mode.
     pub description: Option<String>,
+    /// Whether the schema carries the answer type's field descriptions (its doc
+    /// comments). Leave them out ([`without_descriptions`]) when the system prompt
+    /// already says what each field holds: every schema token is paid on every call.
+    pub field_descriptions: bool,
 }
 
 impl Default for ExtractOptions {
-    /// Three attempts, names from the type.
+    /// Three attempts, names from the type, field descriptions sent.
     fn default() -> Self {
         ExtractOptions {
             max_attempts: 3,
             name: None,
             description: None,
+            field_descriptions: true,
         }
     }
 }
@@ -107,7 +112,11 @@ where
     T: JsonSchema + DeserializeOwned,
     M: ChatModel + ?Sized,
 {
-    let schema = schema_of::<T>();
+    let schema = if options.field_descriptions {
+        schema_of::<T>()
+    } else {
+        without_descriptions(schema_of::<T>())
+    };
     let name = options.name.clone().unwrap_or_else(schema_name_of::<T>);
     let mode = model.structured_output_mode();
     match mode {

@@ -6,4 +6,6 @@ mod schema;
 
 pub use extract::{ExtractError, ExtractOptions, Extracted, extract, extract_with};
 pub use json_text::find_json;
-pub use schema::{compact_schema, schema_name, schema_name_of, schema_of, strict_schema};
+pub use schema::{
+    compact_schema, schema_name, schema_name_of, schema_of, strict_schema, without_descriptions,
+};

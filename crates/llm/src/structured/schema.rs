@@ -41,8 +41,9 @@ const NUMBER_FORMATS: &[&str] = &[
 /// type; the tool or format is described where it is offered), the type-level
 /// descriptions of `$defs` (each use of a definition carries its own), `default`s
 /// (`required` already says what may be left out) and number formats; a `oneOf` of
-/// string constants becomes an `enum`, the constants' descriptions kept in one line.
-/// Property descriptions, types, enums and constraints stay.
+/// string constants becomes an `enum`, the constants' descriptions kept in one line; a
+/// definition used once is written where it is used. Property descriptions, types,
+/// enums and constraints stay.
 ///
 /// ```
 /// let schema = serde_json::json!({"oneOf": [
@@ -75,6 +76,90 @@ pub fn compact_schema(mut schema: Value) -> Value {
             map.remove("format");
         }
         string_constants_as_enum(map);
+    });
+    inline_single_use_definitions(&mut schema);
+    schema
+}
+
+/// Writes each definition that one `$ref` alone uses where it is used (the use's own
+/// keywords kept over the definition's, but both descriptions kept, the use's first),
+/// and drops `$defs` once it is empty: a definition written apart pays for its name twice on every call. A
+/// definition that refers to itself stays.
+fn inline_single_use_definitions(schema: &mut Value) {
+    let Some(Value::Object(defs)) = schema.get("$defs") else {
+        return;
+    };
+    let names: Vec<String> = defs.keys().cloned().collect();
+    for name in names {
+        let reference = format!("#/$defs/{name}");
+        let quoted = format!("\"$ref\":\"{reference}\"");
+        if schema.to_string().matches(&quoted).count() != 1 {
+            continue;
+        }
+        let Some(Value::Object(defs)) = schema.get_mut("$defs") else {
+            return;
+        };
+        let Some(Value::Object(definition)) = defs.remove(&name) else {
+            continue;
+        };
+        if Value::Object(definition.clone())
+            .to_string()
+            .contains(&quoted)
+        {
+            defs.insert(name, Value::Object(definition));
+            continue;
+        }
+        let mut definition = Some(definition);
+        for_each_schema(schema, &mut |map| {
+            if map.get("$ref").and_then(Value::as_str) != Some(reference.as_str()) {
+                return;
+            }
+            if let Some(definition) = definition.take() {
+                map.remove("$ref");
+                for (keyword, value) in definition {
+                    match (map.get_mut(&keyword), &value) {
+                        // The use's description, then the definition's (an enum's
+                        // notes on its values).
+                        (Some(Value::String(own)), Value::String(more))
+                            if keyword == "description" =>
+                        {
+                            own.push(' ');
+                            own.push_str(more);
+                        }
+                        (Some(_), _) => {}
+                        (None, _) => {
+                            map.insert(keyword, value);
+                        }
+                    }
+                }
+            }
+        });
+    }
+    if let Value::Object(map) = schema
+        && map
+            .get("$defs")
+            .and_then(Value::as_object)
+            .is_some_and(Map::is_empty)
+    {
+        map.remove("$defs");
+    }
+}
+
+/// `schema` without any `description`: for a call whose system prompt already says what
+/// each field of the answer holds, so the schema need not say it again on every call.
+///
+/// ```
+/// #[derive(schemars::JsonSchema)]
+/// struct Verdict {
+///     /// Whether it fits.
+///     fits: bool,
+/// }
+/// let bare = agent_llm::structured::without_descriptions(agent_llm::structured::schema_of::<Verdict>());
+/// assert_eq!(bare["properties"]["fits"], serde_json::json!({"type": "boolean"}));
+/// ```
+pub fn without_descriptions(mut schema: Value) -> Value {
+    for_each_schema(&mut schema, &mut |map| {
+        map.remove("description");
     });
     schema
 }
@@ -245,7 +330,7 @@ mod tests {
         assert_eq!(strict["additionalProperties"], json!(false));
         assert_eq!(strict["required"], json!(["count", "inner", "tags"]));
         assert!(strict["properties"]["count"].get("format").is_none());
-        let inner = &strict["$defs"]["Inner"];
+        let inner = &strict["properties"]["inner"];
         assert_eq!(inner["required"], json!(["note"]));
         assert_eq!(inner["additionalProperties"], json!(false));
         assert!(strict.get("$schema").is_none());
@@ -271,9 +356,83 @@ mod tests {
             schema.get("description").is_none(),
             "the type's own docs are for Rust"
         );
-        assert!(schema["$defs"]["Inner"].get("title").is_none());
+        assert!(schema["properties"]["inner"].get("title").is_none());
         assert!(schema["properties"]["years"].get("format").is_none());
         assert_eq!(schema_name_of::<Posting>(), "Posting");
+    }
+
+    #[test]
+    fn a_definition_used_once_is_written_where_it_is_used_and_one_used_twice_stays() {
+        #[derive(JsonSchema)]
+        #[allow(dead_code)]
+        struct Pair {
+            /// The first.
+            first: Inner,
+            second: Inner,
+            only: Outer,
+        }
+        let schema = schema_of::<Pair>();
+        assert_eq!(
+            schema["properties"]["first"],
+            json!({"$ref": "#/$defs/Inner", "description": "The first."})
+        );
+        assert_eq!(schema["properties"]["only"]["type"], "object");
+        assert_eq!(
+            schema["properties"]["only"]["properties"]["inner"]["$ref"],
+            "#/$defs/Inner"
+        );
+        assert_eq!(
+            schema["$defs"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .collect::<Vec<_>>(),
+            ["Inner"]
+        );
+        // Inner, used three times, stays; alone it is inlined and `$defs` goes.
+        assert!(schema_of::<Outer>().get("$defs").is_none());
+    }
+
+    #[test]
+    fn an_inlined_enum_keeps_its_use_s_description_and_its_values_notes() {
+        #[derive(JsonSchema)]
+        #[allow(dead_code)]
+        enum Way {
+            /// Towards the end.
+            Down,
+            /// Towards the top.
+            Up,
+        }
+        #[derive(JsonSchema)]
+        #[allow(dead_code)]
+        struct Scroll {
+            /// Which way.
+            way: Way,
+        }
+        assert_eq!(
+            schema_of::<Scroll>()["properties"]["way"],
+            json!({"description": "Which way. Down: Towards the end. Up: Towards the top.", "enum": ["Down", "Up"], "type": "string"})
+        );
+    }
+
+    #[test]
+    fn a_definition_that_refers_to_itself_stays() {
+        #[derive(JsonSchema)]
+        #[allow(dead_code)]
+        struct Node {
+            children: Vec<Node>,
+        }
+        #[derive(JsonSchema)]
+        #[allow(dead_code)]
+        struct Tree {
+            root: Node,
+        }
+        let schema = schema_of::<Tree>();
+        assert_eq!(schema["properties"]["root"]["$ref"], "#/$defs/Node");
+        assert_eq!(
+            schema["$defs"]["Node"]["properties"]["children"]["items"]["$ref"],
+            "#/$defs/Node"
+        );
     }
 
     #[test]
