@@ -1,8 +1,9 @@
 //! Runs each product live against an OpenAI-compatible model server (the local model of
 //! `../shared/tools/local-llm`, or any other) and prints, per run, the model calls, the
-//! tokens, the share of input that repeated an earlier prompt of the run from its start
-//! (what a prompt cache can serve: each prompt is compared with the earlier one it shares
-//! the longest prefix with, a loop's previous round), the wall time and how it ended.
+//! tokens, the share of input that repeated an earlier prompt of the run byte for byte
+//! from its start (what a server's prefix cache can serve: each prompt is compared with
+//! the earlier one it shares the longest prefix with, a loop's previous round), the wall
+//! time and how it ended.
 //!
 //! ```text
 //! eval "$(../shared/tools/local-llm/local-llm start)"
@@ -84,8 +85,8 @@ struct Meter {
     /// Input tokens that repeated, from its start, the earlier prompt of the run they
     /// continue (the one sharing the longest prefix: a loop's previous round).
     repeated_tokens: u64,
-    /// The prompts of the run so far, as the parts providers cache by.
-    prompts: Vec<Vec<(u64, u64)>>,
+    /// The prompts of the run so far ([`prompt_text`]).
+    prompts: Vec<String>,
 }
 
 impl Meter {
@@ -101,48 +102,35 @@ impl Meter {
     }
 }
 
-/// A Chat Completions request's prompt in the order a server caches it (the tools, then
-/// each message: its role, then its text or each of its parts), each part as the hash
-/// and length of its JSON.
-fn prompt_parts(request: &Value) -> Vec<(u64, u64)> {
-    use std::hash::{DefaultHasher, Hash as _, Hasher as _};
-    let part = |value: &Value| {
-        let text = value.to_string();
-        let mut hasher = DefaultHasher::new();
-        text.hash(&mut hasher);
-        (hasher.finish(), text.len() as u64)
-    };
-    let mut parts: Vec<(u64, u64)> = request["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(part)
-        .collect();
+/// A Chat Completions request's prompt as one text, in the order a server reads and
+/// caches it: the tools, then each message's role, content and tool calls.
+fn prompt_text(request: &Value) -> String {
+    let mut text = String::new();
+    for tool in request["tools"].as_array().into_iter().flatten() {
+        text.push_str(&tool.to_string());
+    }
     for message in request["messages"].as_array().into_iter().flatten() {
-        parts.push(part(&message["role"]));
-        match &message["content"] {
-            Value::Array(blocks) => parts.extend(blocks.iter().map(part)),
-            other => parts.push(part(other)),
-        }
+        text.push_str(&message["role"].to_string());
+        text.push_str(&message["content"].to_string());
         if let Some(calls) = message.get("tool_calls") {
-            parts.push(part(calls));
+            text.push_str(&calls.to_string());
         }
     }
-    parts
+    text
 }
 
-/// Of `parts`' bytes, how many from the start are the same as in the earlier prompt that
-/// shares the most with it.
-fn repeated_bytes(parts: &[(u64, u64)], earlier: &[Vec<(u64, u64)>]) -> u64 {
+/// Of `prompt`'s bytes, how many from the start are the same as in the earlier prompt
+/// that shares the most with it: what a server's prefix cache (llama.cpp's slot, an
+/// OpenAI-compatible provider's automatic caching) can serve.
+fn repeated_bytes(prompt: &str, earlier: &[String]) -> usize {
     earlier
         .iter()
         .map(|before| {
-            parts
-                .iter()
-                .zip(before)
+            prompt
+                .bytes()
+                .zip(before.bytes())
                 .take_while(|(now, then)| now == then)
-                .map(|(now, _)| now.1)
-                .sum::<u64>()
+                .count()
         })
         .max()
         .unwrap_or(0)
@@ -186,7 +174,7 @@ async fn forward(
         .ends_with("/chat/completions")
         .then(|| serde_json::from_slice::<Value>(&body).ok())
         .flatten()
-        .map(|request| prompt_parts(&request));
+        .map(|request| prompt_text(&request));
     let mut request = proxy.client.request(method, &url).body(body);
     for name in ["authorization", "content-type", "accept"] {
         if let Some(value) = headers.get(name) {
@@ -210,14 +198,13 @@ async fn forward(
         meter.calls += 1;
         meter.input_tokens += prompt_tokens;
         meter.output_tokens += usage["completion_tokens"].as_u64().unwrap_or(0);
-        if let Some(parts) = prompt {
-            let total: u64 = parts.iter().map(|p| p.1).sum();
-            let repeated = repeated_bytes(&parts, &meter.prompts);
-            if total > 0 {
+        if let Some(text) = prompt {
+            let repeated = repeated_bytes(&text, &meter.prompts);
+            if !text.is_empty() {
                 meter.repeated_tokens +=
-                    (prompt_tokens as f64 * repeated as f64 / total as f64).round() as u64;
+                    (prompt_tokens as f64 * repeated as f64 / text.len() as f64).round() as u64;
             }
-            meter.prompts.push(parts);
+            meter.prompts.push(text);
         }
     }
     let mut response = (status, bytes).into_response();
