@@ -53,6 +53,13 @@ async fn every_agents_request_is_pinned() {
         insta::assert_snapshot!(format!("{agent}_{n}"), text);
     }
     assert_eq!(seen, ["analyzer", "rewriter", "repair", "gap"]);
+    // The gap model is not asked for priorities: Go's follows from its weight, 0.65.
+    let gaps = &done.result.gap_report;
+    assert_eq!(gaps.missing_skills, ["Go"]);
+    assert_eq!(
+        gaps.priority,
+        [("Go".to_owned(), jd_optimizer::records::Priority::Medium)].into()
+    );
 }
 
 /// An analysis too thin for the rules to be sure of: the model scores the resume's own

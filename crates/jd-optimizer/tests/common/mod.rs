@@ -146,7 +146,7 @@ pub fn rewrite_with_a_thin_bullet() -> Value {
 
 pub fn gap_answer() -> Value {
     json!({"missing_skills": ["Go"], "transferable_skills": ["Python (related to Go)"],
-           "recommendations": ["Write a small tool in Go."], "priority": {"Go": "high"}})
+           "recommendations": ["Write a small tool in Go."]})
 }
 
 pub async fn run(
