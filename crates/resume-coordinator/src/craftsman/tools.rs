@@ -215,10 +215,6 @@ fn roles_note(resume_text: &str) -> String {
     )
 }
 
-/// A section tool's prompt: what every section call of the session shares first (the
-/// positioning, the keywords, the resume's roles and the evidence library, byte for byte
-/// the same from call to call, so a prompt cache serves it), then the section, its goal
-/// and `extra`.
 fn section_prompt(ctx: &Ctx, plan: &SectionPlan, extra: &str) -> String {
     let (positioning, keywords, roles) = ctx.read_state(|s| {
         (
@@ -234,10 +230,10 @@ fn section_prompt(ctx: &Ctx, plan: &SectionPlan, extra: &str) -> String {
         )
     });
     format!(
-        "Positioning: {positioning}\nKeywords: {keywords}\n{roles}Evidence:\n{}\n\nSection: {}\nGoal: {}\n{extra}",
-        evidence_lines(ctx),
+        "Section: {}\nGoal: {}\nPositioning: {positioning}\nKeywords: {keywords}\n{extra}\n{roles}Evidence:\n{}",
         plan.name,
         plan.goal,
+        evidence_lines(ctx)
     )
 }
 
