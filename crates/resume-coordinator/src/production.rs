@@ -2,11 +2,12 @@
 //! second approval of every revised section, the `quality_review` gate (whose rejection
 //! sends the sections it names back to revision), and the documents.
 
-use agent_runtime::bus::{AgentBus, MessageStream, MessageType, OutgoingMessage};
+use agent_runtime::bus::{AgentBus, BusError, MessageStream, MessageType, OutgoingMessage};
 use agent_runtime::{AgentIdentity, Session};
 use futures::StreamExt;
 use serde_json::json;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument as _;
 
@@ -105,8 +106,7 @@ impl Stages {
             .bus()
             .cloned()
             .ok_or_else(|| "the session has no bus".to_owned())?;
-        let inbox = bus
-            .subscribe(DOMAIN, CRAFTSMAN)
+        let inbox = subscribe_craftsman(bus.as_ref())
             .await
             .map_err(|e| e.to_string())?;
         // The Craftsman's revisions run on their own task; their model calls are heard
@@ -296,5 +296,25 @@ mod tests {
             serde_json::from_value(serde_json::json!({"approved": false, "sections": ["skills"]}))
                 .unwrap();
         assert_eq!(sections_to_revise(&state, &listed, "Shorter"), ["Skills"]);
+    }
+}
+
+/// How long the Craftsman's subscription waits for one still held: a run resumed soon
+/// after it parked (a backend outage) may find the subscription of the run it resumes
+/// not yet let go, its task still ending or its lease (30 s on NATS) not yet lapsed.
+const HELD_SUBSCRIPTION_WAIT: Duration = Duration::from_secs(40);
+
+/// Subscribes the Craftsman to the session's bus, waiting up to
+/// [`HELD_SUBSCRIPTION_WAIT`] while the subscription is still held.
+async fn subscribe_craftsman(bus: &dyn AgentBus) -> Result<MessageStream, BusError> {
+    let deadline = tokio::time::Instant::now() + HELD_SUBSCRIPTION_WAIT;
+    loop {
+        match bus.subscribe(DOMAIN, CRAFTSMAN).await {
+            Err(BusError::AlreadySubscribed { .. }) if tokio::time::Instant::now() < deadline => {
+                tracing::debug!("the craftsman's subscription is still held; waiting");
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            outcome => return outcome,
+        }
     }
 }
