@@ -260,6 +260,26 @@ async fn answer_revisions(
     }
 }
 
+/// How long the Craftsman's subscription waits for one still held: a run resumed soon
+/// after it parked (a backend outage) may find the subscription of the run it resumes
+/// not yet let go, its task still ending or its lease (30 s on NATS) not yet lapsed.
+const HELD_SUBSCRIPTION_WAIT: Duration = Duration::from_secs(40);
+
+/// Subscribes the Craftsman to the session's bus, waiting up to
+/// [`HELD_SUBSCRIPTION_WAIT`] while the subscription is still held.
+async fn subscribe_craftsman(bus: &dyn AgentBus) -> Result<MessageStream, BusError> {
+    let deadline = tokio::time::Instant::now() + HELD_SUBSCRIPTION_WAIT;
+    loop {
+        match bus.subscribe(DOMAIN, CRAFTSMAN).await {
+            Err(BusError::AlreadySubscribed { .. }) if tokio::time::Instant::now() < deadline => {
+                tracing::debug!("the craftsman's subscription is still held; waiting");
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -296,25 +316,5 @@ mod tests {
             serde_json::from_value(serde_json::json!({"approved": false, "sections": ["skills"]}))
                 .unwrap();
         assert_eq!(sections_to_revise(&state, &listed, "Shorter"), ["Skills"]);
-    }
-}
-
-/// How long the Craftsman's subscription waits for one still held: a run resumed soon
-/// after it parked (a backend outage) may find the subscription of the run it resumes
-/// not yet let go, its task still ending or its lease (30 s on NATS) not yet lapsed.
-const HELD_SUBSCRIPTION_WAIT: Duration = Duration::from_secs(40);
-
-/// Subscribes the Craftsman to the session's bus, waiting up to
-/// [`HELD_SUBSCRIPTION_WAIT`] while the subscription is still held.
-async fn subscribe_craftsman(bus: &dyn AgentBus) -> Result<MessageStream, BusError> {
-    let deadline = tokio::time::Instant::now() + HELD_SUBSCRIPTION_WAIT;
-    loop {
-        match bus.subscribe(DOMAIN, CRAFTSMAN).await {
-            Err(BusError::AlreadySubscribed { .. }) if tokio::time::Instant::now() < deadline => {
-                tracing::debug!("the craftsman's subscription is still held; waiting");
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-            outcome => return outcome,
-        }
     }
 }
