@@ -282,6 +282,28 @@ async fn subscribe_craftsman(bus: &dyn AgentBus) -> Result<MessageStream, BusErr
 
 #[cfg(test)]
 mod tests {
+    #[tokio::test]
+    async fn a_resumed_run_waits_for_the_craftsman_subscription_it_finds_held() {
+        use agent_runtime::bus::{AgentBus, BusError, InMemoryBus};
+        let bus = InMemoryBus::new();
+        let held = bus
+            .subscribe(crate::types::DOMAIN, crate::craftsman::CRAFTSMAN)
+            .await
+            .unwrap();
+        assert!(matches!(
+            bus.subscribe(crate::types::DOMAIN, crate::craftsman::CRAFTSMAN)
+                .await,
+            Err(BusError::AlreadySubscribed { .. })
+        ));
+        // The parked run's subscription is let go a moment later.
+        let letting_go = tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            drop(held);
+        });
+        assert!(super::subscribe_craftsman(&bus).await.is_ok());
+        letting_go.await.unwrap();
+    }
+
     #[test]
     fn the_sections_to_revise_are_those_named_or_else_all_the_written_ones() {
         use crate::gates::QualityAnswer;
