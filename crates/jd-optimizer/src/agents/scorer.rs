@@ -350,3 +350,54 @@ pub async fn run(ctx: &Node, deps: &Deps) -> RuleScore {
         ctx.read(rule_score)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::JdAnalysis;
+    use crate::config::OptimizeConfig;
+    use crate::records::Ids;
+
+    #[test]
+    fn the_prompt_sends_what_the_asked_categories_need_once() {
+        let mut state = OptimizationState::new(
+            Ids {
+                tenant_id: "t".into(),
+                user_id: "u".into(),
+                session_id: "s".into(),
+                resume_id: "r".into(),
+            },
+            "jd".into(),
+            Vec::new(),
+            Vec::new(),
+            OptimizeConfig::default(),
+        );
+        state.jd_analysis = Some(
+            JdAnalysis {
+                hard_skills: vec!["Go".into(), "Kafka".into()],
+                responsibilities: vec!["Run the platform".into()],
+                ..JdAnalysis::default()
+            }
+            .normalized(),
+        );
+        let bullets = ["Ran 14 clusters".to_owned()];
+        let rules = score_by_rules(state.jd_analysis.as_ref().unwrap(), &bullets, 0.75);
+        let keywords = prompt(&state, &[Category::Keywords], &rules, &bullets, None);
+        assert!(
+            keywords.contains("Keywords (heaviest first): Go, Kafka"),
+            "{keywords}"
+        );
+        assert!(!keywords.contains("Duties"), "{keywords}");
+        assert!(
+            !keywords.contains("skills "),
+            "only the asked category's score: {keywords}"
+        );
+        assert_eq!(keywords.matches("Kafka").count(), 1, "{keywords}");
+        let experience = prompt(&state, &[Category::Experience], &rules, &bullets, None);
+        assert!(
+            experience.contains("Duties: Run the platform"),
+            "{experience}"
+        );
+        assert!(!experience.contains("Keywords"), "{experience}");
+    }
+}
