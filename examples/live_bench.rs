@@ -55,7 +55,7 @@ struct Args {
     )]
     only: Vec<String>,
     /// Tokens a resume session may use (it fails with the reason when it reaches them).
-    #[arg(long, default_value_t = 60_000)]
+    #[arg(long, default_value_t = 200_000)]
     resume_max_tokens: u64,
     /// Longest a run may take before it is stopped and reported as a hang.
     #[arg(long, default_value_t = 1800)]
@@ -443,6 +443,10 @@ async fn run_resume(
             "0",
             "--max-tokens",
             &max_tokens.to_string(),
+            // A whole resume written by a small model on a CPU takes longer than the
+            // runtime's default ten minutes an agent; the run's own deadline bounds it.
+            "--agent-timeout",
+            &format!("{}s", deadline.as_secs().max(1)),
             "--db",
         ])
         .arg(work.join("resume.db"))

@@ -98,6 +98,12 @@ struct Args {
     /// `24h`; a bare number is seconds).
     #[arg(long, default_value = "24h", value_name = "DURATION", value_parser = parse_duration)]
     gate_timeout: Duration,
+    /// How long one agent's invocation (the Strategist in one phase, the Craftsman writing
+    /// every section, the Producer) may work before the session fails with its timeout;
+    /// waiting at a gate does not count. Default: the runtime's 10 minutes. A small
+    /// local model on a CPU needs more (`45m`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    agent_timeout: Option<Duration>,
 }
 
 /// `500ms`, `90s`, `30m`, `24h`, `2d`, or a number of seconds.
@@ -162,10 +168,13 @@ async fn main() -> anyhow::Result<()> {
         max_tokens: args.max_tokens,
         ..CostLimits::default()
     };
-    let product = product
+    let mut product = product
         .with_flags(Flags::from_env()?)
         .with_limits(limits)
         .with_gate_timeout(args.gate_timeout);
+    if let Some(timeout) = args.agent_timeout {
+        product = product.with_agent_timeout(timeout);
+    }
     let (server, location) = match args.backend {
         Backend::Sqlite => {
             let (server, store) = examples::deployment::single_process(&args.db).await?;

@@ -11,6 +11,7 @@ use agent_runtime::{
 };
 use agent_server::SessionHandle;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::craftsman;
@@ -59,14 +60,13 @@ fn pipeline(stages: Stages) -> Result<CompiledGraph<ResumeState, ResumeEvent>, G
 /// Runs one session of the pipeline, or, after a restart, resumes it at its last
 /// checkpoint (a stage boundary, or the last completed round of the agent that was
 /// running): no model call that completed is paid again and no event is emitted twice.
-pub async fn run(
-    llm: Llm,
-    router: ModelRouter,
+pub(crate) async fn run(
+    stages: Stages,
     meter: CostMeter,
-    handle: SessionHandle<ResumeEvent>,
     request: StartRequest,
     masters: Option<MasterResumes>,
 ) -> Result<ResumeOutput, PipelineError> {
+    let handle = stages.handle.clone();
     let user = request.user_id.as_deref().zip(masters.as_ref());
     let mut state = ResumeState::new(&request);
     if let Some((user, masters)) = user {
@@ -74,16 +74,11 @@ pub async fn run(
     }
     let session = handle
         .session(state)
-        .with_model(Arc::clone(&llm))
-        .with_router(router.clone())
+        .with_model(Arc::clone(&stages.llm))
+        .with_router(stages.router.clone())
         .with_meter(meter)
         .with_progress(ResumeEvent::progress);
-    let graph = pipeline(Stages {
-        llm,
-        router,
-        handle: handle.clone(),
-    })
-    .map_err(|e| PipelineError(e.to_string()))?;
+    let graph = pipeline(stages).map_err(|e| PipelineError(e.to_string()))?;
     // A gate that times out ends the whole run, not only the step that asked (an agent
     // would otherwise go on, or ask again): the session ends `expired`.
     let expiry = handle.gates().expiry();
@@ -176,6 +171,8 @@ pub(crate) struct Stages {
     pub(crate) llm: Llm,
     pub(crate) router: ModelRouter,
     pub(crate) handle: SessionHandle<ResumeEvent>,
+    /// How long one agent invocation may work, when not the runtime's default.
+    pub(crate) agent_timeout: Option<Duration>,
 }
 
 impl Stages {
@@ -254,10 +251,13 @@ impl Stages {
     pub(crate) async fn run_agent(
         &self,
         ctx: &Ctx,
-        config: AgentConfig<ResumeState, ResumeEvent>,
+        mut config: AgentConfig<ResumeState, ResumeEvent>,
         message: String,
     ) -> Result<AgentResult, String> {
         let name = config.identity.name.clone();
+        if let Some(timeout) = self.agent_timeout {
+            config.overall_timeout = timeout;
+        }
         let agent = AgentLoop::new(config, self.llm.clone());
         let result = ctx.run_agent(&agent, message).await;
         tracing::info!(agent = %name, rounds = result.rounds_used, stop = ?result.stop, "agent finished");

@@ -34,6 +34,7 @@ pub struct ResumeProduct {
     flags: Flags,
     masters: Option<MasterResumes>,
     gate_timeout: Duration,
+    agent_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for ResumeProduct {
@@ -56,6 +57,7 @@ impl ResumeProduct {
             flags: Flags::default(),
             masters: None,
             gate_timeout: DEFAULT_GATE_TIMEOUT,
+            agent_timeout: None,
         }
     }
 
@@ -65,6 +67,17 @@ impl ResumeProduct {
     /// slot is free. The time counts from when the gate opened (again after a restart).
     pub fn with_gate_timeout(mut self, timeout: Duration) -> Self {
         self.gate_timeout = timeout;
+        self
+    }
+
+    /// How long one invocation of an agent (the Strategist in one phase, the Craftsman
+    /// writing every section, the Producer) may work before it stops and fails the
+    /// session with `the <agent> timed out`: the runtime's ten minutes
+    /// ([`AgentConfig::new`](agent_runtime::AgentConfig::new)) unless set. Time at a gate
+    /// waiting for the user does not count. A small model on a CPU writing a whole resume
+    /// needs more.
+    pub fn with_agent_timeout(mut self, timeout: Duration) -> Self {
+        self.agent_timeout = Some(timeout);
         self
     }
 
@@ -190,16 +203,13 @@ impl Product for ResumeProduct {
         session.gates().set_default_timeout(Some(self.gate_timeout));
         let meter = CostMeter::with_pricing(self.limits.clone(), self.pricing.clone())
             .with_labels(MeterLabels::product("resume").with_router(&self.router));
-        let masters = self.masters.clone();
-        coordinator::run(
-            self.llm.clone(),
-            self.router.clone(),
-            meter,
-            session,
-            start,
-            masters,
-        )
-        .await
+        let stages = coordinator::Stages {
+            llm: self.llm.clone(),
+            router: self.router.clone(),
+            handle: session,
+            agent_timeout: self.agent_timeout,
+        };
+        coordinator::run(stages, meter, start, self.masters.clone()).await
     }
 
     fn gates(&self) -> Vec<GateSpec> {

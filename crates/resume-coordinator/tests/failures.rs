@@ -10,6 +10,7 @@ use common::{TestServer, approve_all, fixture_text, named, sample_body};
 use resume_coordinator::ResumeProduct;
 use serde_json::json;
 use std::sync::Arc;
+use std::time::Duration;
 
 fn scripted(model: &Arc<ScriptedModel>) -> Arc<ResumeProduct> {
     Arc::new(ResumeProduct::new(
@@ -142,4 +143,22 @@ async fn a_model_out_of_reach_parks_the_session_which_completes_once_it_answers(
     let ids: Vec<u64> = events.iter().map(|event| event.id).collect();
     assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>());
     assert_eq!(server.status(&session).await["status"], "complete");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_works_past_its_timeout_fails_the_session_naming_it() {
+    // Every recorded answer comes after 300 ms; an agent may work 100 ms.
+    let product =
+        ResumeProduct::dry_run_with_latency(common::fixtures(), Duration::from_millis(300))
+            .unwrap()
+            .with_agent_timeout(Duration::from_millis(100));
+    let server = TestServer::with_product(Arc::new(product)).await;
+    let session = server.start(sample_body()).await;
+    let events = server
+        .drive(&session, |name, _| panic!("gate {name}"))
+        .await;
+    let error = &named(&events, "pipeline_error")[0].data;
+    assert_eq!(error["stage"], "research");
+    assert_eq!(error["error"], "the strategist timed out after 100ms");
+    assert_eq!(server.status(&session).await["status"], "failed");
 }
