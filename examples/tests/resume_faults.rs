@@ -5,7 +5,7 @@
 //! binary). Once on a PostgreSQL (`initdb`) and a NATS server of the check's own, on free
 //! ports; once on the machine's own, restarted as an operator would (`service postgresql
 //! stop`/`start`, the nats-server process stopped and started again). No other test
-//! binary runs meanwhile (`cargo test` runs them one after the other).
+//! runs meanwhile (`.config/nextest.toml` gives these tests every test thread).
 #![cfg(test)]
 
 mod support;

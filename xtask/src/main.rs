@@ -1,6 +1,7 @@
 //! `cargo xtask test`: the one test command. Installs and starts whatever the workspace
-//! tests need when it is missing, then runs `cargo test --workspace` with the environment
-//! they read:
+//! tests need when it is missing, then runs the tests with `cargo nextest run
+//! --workspace` and the documentation examples with `cargo test --workspace --doc`, in
+//! the environment they read:
 //!
 //! - Python's `aiosmtpd` (the SMTP tests' server), `openapi-spec-validator` (the
 //!   OpenAPI checks), `openai` and `llm` (the chat clients the job-agent chat is driven
@@ -25,8 +26,11 @@
 //!   runs as root), exported as `PGVECTOR_URL`;
 //! - the small real LLM of `../shared/tools/local-llm` (the live smoke tests).
 //!
+//! - cargo-nextest, the test runner (from crates.io, when missing).
+//!
 //! `cargo xtask setup` does the setting up alone and prints the environment to export;
-//! arguments after `cargo xtask test` go to `cargo test`.
+//! arguments after `cargo xtask test` go to `cargo nextest run` (and the documentation
+//! examples are then left out).
 
 // A command-line program: its output is the point.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -136,6 +140,7 @@ fn setup() -> Result<Vec<(String, String)>, Failure> {
     env.push(("NATS_URL".to_owned(), nats()?));
     env.push(("REDIS_URL".to_owned(), redis()?));
     env.push(("PGVECTOR_URL".to_owned(), pgvector()?));
+    nextest()?;
     local_llm()?;
     Ok(env)
 }
@@ -457,20 +462,52 @@ fn local_llm() -> Result<(), Failure> {
     }
 }
 
-/// `cargo test --workspace` with the environment set up.
+/// The workspace's tests with the environment set up: `cargo nextest run --workspace`
+/// (every test in a process of its own, as many at once as there are cores, the test
+/// binaries interleaved; the live tests take turns at the local model and the service
+/// restarts run alone: `.config/nextest.toml`), then the documentation examples
+/// (`cargo test --workspace --doc`, which nextest does not run). Arguments go to
+/// `cargo nextest run` (`-p agent-llm`, `-E 'test(gate)'`); with arguments the
+/// documentation examples are left out.
 fn test(env: &[(String, String)], extra: &[String]) -> Result<(), Failure> {
-    println!("== cargo test --workspace");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(&cargo)
-        .args(["test", "--workspace"])
-        .args(extra)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .current_dir(root())
-        .status()
-        .map_err(|error| format!("cargo could not run: {error}"))?;
-    if status.success() {
-        Ok(())
+    let cargo_with = |args: &[&str], label: &str| -> Result<(), Failure> {
+        println!("== cargo {}", args.join(" "));
+        let status = Command::new(&cargo)
+            .args(args)
+            .args(extra)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .current_dir(root())
+            .status()
+            .map_err(|error| format!("cargo could not run: {error}"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("{label} failed ({status})"))
+        }
+    };
+    if extra.is_empty() {
+        let tests = cargo_with(&["nextest", "run", "--workspace"], "the tests");
+        // The documentation examples run even when a test failed: CI reports both.
+        let docs = cargo_with(
+            &["test", "--workspace", "--doc"],
+            "the documentation examples",
+        );
+        tests.and(docs)
     } else {
-        Err(format!("the tests failed ({status})"))
+        cargo_with(&["nextest", "run"], "the tests")
     }
+}
+
+/// cargo-nextest, the test runner (installed from crates.io when missing).
+fn nextest() -> Result<(), Failure> {
+    let installed = Command::new("cargo")
+        .args(["nextest", "--version"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if installed {
+        return Ok(());
+    }
+    println!("== installing cargo-nextest (the test runner)");
+    run("cargo", &["install", "--locked", "cargo-nextest"])
 }

@@ -6,7 +6,8 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 
-/// The local model server has one slot: live tests take turns.
+/// The local model server has one slot: live tests take turns (the tests of one process
+/// here; across processes, nextest's `local-model` group in `.config/nextest.toml`).
 static TURN: Mutex<()> = Mutex::new(());
 
 /// The local model's environment (`LLM_PROVIDER`, `OPENAI_BASE_URL`, `OPENAI_API_KEY`,
