@@ -153,11 +153,7 @@ async fn an_agent_that_works_past_its_timeout_fails_the_session_naming_it() {
             .unwrap()
             .with_agent_timeout(Duration::from_millis(100));
     let server = TestServer::with_product(Arc::new(product)).await;
-    let session = server.start(sample_body()).await;
-    let events = server
-        .drive(&session, |name, _| panic!("gate {name}"))
-        .await;
-    let error = &named(&events, "pipeline_error")[0].data;
+    let (error, session) = server.failure_before_any_gate(sample_body()).await;
     assert_eq!(error["stage"], "research");
     assert_eq!(error["error"], "the strategist timed out after 100ms");
     assert_eq!(server.status(&session).await["status"], "failed");

@@ -26,11 +26,7 @@ async fn a_phase_that_ends_without_its_output_fails_the_session_with_the_reason(
         ModelRouter::for_provider(ProviderKind::Local),
     ));
     let server = TestServer::with_product(product).await;
-    let session = server.start(sample_body()).await;
-    let events = server
-        .drive(&session, |name, _| panic!("gate {name}"))
-        .await;
-    let error = &named(&events, "pipeline_error")[0].data;
+    let (error, _) = server.failure_before_any_gate(sample_body()).await;
     assert_eq!(error["stage"], "research");
     assert_eq!(
         error["error"],

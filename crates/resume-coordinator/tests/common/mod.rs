@@ -114,6 +114,19 @@ impl TestServer {
         }
         seen
     }
+
+    /// Starts a session with `body` that must fail before any gate opens; its
+    /// `pipeline_error` (`stage`, `error`) and the session.
+    pub async fn failure_before_any_gate(&self, body: Value) -> (Value, Started) {
+        let session = self.start(body).await;
+        let events = self.drive(&session, |name, _| panic!("gate {name}")).await;
+        let error = named(&events, "pipeline_error")
+            .first()
+            .unwrap_or_else(|| panic!("no pipeline_error: {events:?}"))
+            .data
+            .clone();
+        (error, session)
+    }
 }
 
 #[allow(unused_imports)]
