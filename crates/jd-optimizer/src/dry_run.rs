@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agent_llm::testing::{RecordedModel, RecordingError, dry_run_router};
+use agent_llm::testing::{RecordedModel, RecordingError, dry_run_pricing, dry_run_router};
 
 use crate::{JdOptimizer, Optimization, OptimizeError, OptimizeRequest};
 
@@ -40,10 +40,10 @@ pub fn recorded_model(fixtures_dir: &Path) -> Result<RecordedModel, DryRunError>
 }
 
 /// An optimizer answering from the recording of `fixtures_dir`, on `dry-run-<tier>`
-/// model ids.
+/// model ids, priced free.
 pub fn optimizer(fixtures_dir: &Path) -> Result<JdOptimizer, DryRunError> {
     let model = recorded_model(fixtures_dir)?;
-    Ok(JdOptimizer::new(Arc::new(model), dry_run_router()))
+    Ok(JdOptimizer::new(Arc::new(model), dry_run_router()).with_pricing(dry_run_pricing()))
 }
 
 /// A resume and a job description.

@@ -5,8 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_llm::testing::{LatencyModel, RECORDED_MODEL};
-use agent_llm::{ChatModel, ModelPrice, ModelTier, PricingTable, ProviderConfig, RetryPolicy};
+use agent_llm::testing::{LatencyModel, dry_run_pricing};
+use agent_llm::{ChatModel, ModelTier, PricingTable, ProviderConfig, RetryPolicy};
 use agent_runtime::EventSink;
 use job_capabilities::ats::{AtsClient, AtsEndpoints, JobBoardClient};
 use job_capabilities::fetch::{FetchPolicy, PageFetcher, PageSource};
@@ -187,7 +187,7 @@ impl Deps {
         };
         Ok(Deps {
             model,
-            pricing: PricingTable::default().with_price(RECORDED_MODEL, ModelPrice::FREE),
+            pricing: dry_run_pricing(),
             boards: Arc::new(FixtureBoards::load(&fixtures.join("ats"))?),
             pages: Arc::new(FixturePages::load(&fixtures.join("pages"))?),
             search: Some(Arc::new(FixtureSearch::load(&fixtures.join("search"))?)),

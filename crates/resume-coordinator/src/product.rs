@@ -1,7 +1,7 @@
 //! [`ResumeProduct`]: the resume pipeline as an `agent-server` product (`/api/resume`).
 
-use agent_llm::testing::LatencyModel;
-use agent_llm::{ChatModel, ModelPrice, ModelRouter, ModelTier, PricingTable};
+use agent_llm::testing::{LatencyModel, dry_run_pricing};
+use agent_llm::{ChatModel, ModelRouter, PricingTable};
 use agent_runtime::documents::DocumentStore;
 use agent_runtime::{AnswerError, CostLimits, CostMeter, GateSpec, MeterLabels};
 use agent_server::{Product, SessionHandle};
@@ -128,12 +128,7 @@ impl ResumeProduct {
         } else {
             Arc::new(LatencyModel::new(model, latency))
         };
-        let free = ModelTier::ALL
-            .into_iter()
-            .fold(PricingTable::default(), |pricing, tier| {
-                pricing.with_price(dry_run::router().model(tier), ModelPrice::FREE)
-            });
-        Ok(ResumeProduct::new(model, dry_run::router()).with_pricing(free))
+        Ok(ResumeProduct::new(model, dry_run::router()).with_pricing(dry_run_pricing()))
     }
 }
 

@@ -70,7 +70,9 @@ mod wrappers;
 
 pub use fixture::FixtureModel;
 pub use hashed_embeddings::HashedEmbeddings;
-pub use recorded::{RECORDED_MODEL, RecordedModel, RecordingError, dry_run_router};
+pub use recorded::{
+    RECORDED_MODEL, RecordedModel, RecordingError, dry_run_pricing, dry_run_router,
+};
 pub use schema_values::value_for_schema;
 pub use scripted::ScriptedModel;
 pub use test_model::TestModel;

@@ -108,8 +108,8 @@ struct Shared {
     progress: Mutex<Progress>,
 }
 
-/// The model id a [`RecordedModel`] reports unless told another: price it as free in a
-/// dry run (`PricingTable::with_price(RECORDED_MODEL, ModelPrice::FREE)`).
+/// The model id a [`RecordedModel`] reports unless told another: free in
+/// [`dry_run_pricing`].
 pub const RECORDED_MODEL: &str = "recorded";
 
 /// A [`ChatModel`] that answers from a recording (the format is in the
@@ -452,8 +452,8 @@ impl ChatModel for RecordedModel {
     }
 }
 
-/// The model router of a dry run: every tier on a `dry-run-<tier>` model id, which has no
-/// price, so reports show what was asked of each tier without inventing a cost.
+/// The model router of a dry run: every tier on a `dry-run-<tier>` model id, so reports
+/// show what was asked of each tier ([`dry_run_pricing`] prices them free).
 ///
 /// ```
 /// use agent_llm::ModelTier;
@@ -464,5 +464,24 @@ pub fn dry_run_router() -> crate::ModelRouter {
     crate::ModelTier::ALL.into_iter().fold(
         crate::ModelRouter::for_provider(crate::ProviderKind::Local),
         |router, tier| router.with_model(tier, format!("dry-run-{tier}")),
+    )
+}
+
+/// The prices of a dry run: the models of [`dry_run_router`] and [`RECORDED_MODEL`] free,
+/// so that a dry run's summary counts its tokens at $0 instead of warning that their
+/// cost is unknown.
+///
+/// ```
+/// use agent_llm::{ModelPrice, ModelTier};
+/// use agent_llm::testing::{dry_run_pricing, dry_run_router};
+/// let pricing = dry_run_pricing();
+/// let model = dry_run_router().model(ModelTier::Primary).to_owned();
+/// assert_eq!(pricing.price(&model), Some(&ModelPrice::FREE));
+/// ```
+pub fn dry_run_pricing() -> crate::PricingTable {
+    let router = dry_run_router();
+    crate::ModelTier::ALL.into_iter().fold(
+        crate::PricingTable::default().with_price(RECORDED_MODEL, crate::ModelPrice::FREE),
+        |pricing, tier| pricing.with_price(router.model(tier), crate::ModelPrice::FREE),
     )
 }
