@@ -46,6 +46,10 @@ async fn every_fixture_pair_is_optimized_within_budget_with_no_fabrication_shown
             "{}",
             pair.name
         );
+        // The dry run's models are priced (free): its cost is known, not warned about.
+        let cost = done.spent.per_unit("optimization", 1);
+        assert!(cost.unpriced_models.is_empty(), "{cost}");
+        assert_eq!(cost.usd, 0.0);
         for dropped in &r.dropped_bullets {
             assert!(!dropped.reason.is_empty());
             assert!(r.optimized_bullets.iter().all(|b| b.text != dropped.text));
