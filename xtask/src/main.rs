@@ -469,9 +469,9 @@ fn local_llm() -> Result<(), Failure> {
 /// `cargo nextest run` (`-p agent-llm`, `-E 'test(gate)'`); with arguments the
 /// documentation examples are left out.
 fn test(env: &[(String, String)], extra: &[String]) -> Result<(), Failure> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let cargo = cargo();
     let cargo_with = |args: &[&str], label: &str| -> Result<(), Failure> {
-        println!("== cargo {}", args.join(" "));
+        println!("== cargo {} {}", args.join(" "), extra.join(" "));
         let status = Command::new(&cargo)
             .args(args)
             .args(extra)
@@ -498,9 +498,14 @@ fn test(env: &[(String, String)], extra: &[String]) -> Result<(), Failure> {
     }
 }
 
+/// The cargo running this (`CARGO`), or the one on the PATH.
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
 /// cargo-nextest, the test runner (installed from crates.io when missing).
 fn nextest() -> Result<(), Failure> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let cargo = cargo();
     let installed = Command::new(&cargo)
         .args(["nextest", "--version"])
         .output()
