@@ -55,6 +55,7 @@ mod sqlite_checkpoints;
 mod sqlite_documents;
 mod sqlite_schema;
 mod sqlite_vectors;
+mod status_rows;
 mod vector_rows;
 
 #[cfg(feature = "nats")]

@@ -21,6 +21,7 @@ use sqlx::Pool;
 use crate::event_rows::{Append, insert_events};
 use crate::group_commit::GroupCommit;
 use crate::sql::{Bind, Cells, Sql, sql_number, store_error};
+use crate::status_rows::update_statuses;
 
 /// The columns [`session_from_row`] reads.
 const SESSION_COLUMNS: &str = "id, product, token_hash, tenant, status, stage, request, result, error, created_at, \
@@ -105,19 +106,6 @@ async fn insert_session<D: Sql>(
         return Err(StoreError::Conflict(session.id.clone()));
     }
     Ok(session.clone())
-}
-
-/// Runs an update of the session `id`'s row, which must exist.
-async fn update_session<D: Sql>(
-    conn: &mut D::Connection,
-    id: &str,
-    update: Bind<'_, D>,
-) -> Result<(), StoreError> {
-    let updated = update.execute(conn).await.map_err(store_error::<D>)?;
-    if updated == 0 {
-        return Err(StoreError::NotFound(id.to_owned()));
-    }
-    Ok(())
 }
 
 /// Ends a session still running or waiting with `outcome` and appends its terminal
@@ -233,19 +221,13 @@ impl<D: Sql> SessionTables<D> {
         status: SessionStatus,
         stage: Option<&str>,
     ) -> Result<(), StoreError> {
-        let input = (id.to_owned(), status, stage.map(str::to_owned));
+        // Status changes queued together are stored together.
         self.commits
-            .write(input, |conn, (id, status, stage)| {
-                let update = Bind::<D>::new(
-                    "UPDATE sessions SET status = $1, stage = COALESCE($2, stage), \
-                     updated_at = $3 WHERE id = $4",
-                )
-                .text(status.as_str())
-                .opt_text(stage.as_deref())
-                .time(D::now())
-                .text(id);
-                Box::pin(update_session::<D>(conn, id, update))
-            })
+            .write_together(
+                "set status",
+                (id.to_owned(), status, stage.map(str::to_owned)),
+                |conn, changes| Box::pin(update_statuses::<D>(conn, changes)),
+            )
             .await
     }
 
@@ -278,22 +260,26 @@ impl<D: Sql> SessionTables<D> {
     }
 
     /// The session's events numbered after `after`, in order.
+    ///
+    /// One read, no transaction: events exist only with their session (they are deleted
+    /// with it), so the session is looked up only when none came back.
     pub(crate) async fn events_after(
         &self,
         id: &str,
         after: u64,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        let mut tx = self.pool.begin().await.map_err(store_error::<D>)?;
-        require::<D>(&mut tx, id, false).await?;
+        let mut conn = self.pool.acquire().await.map_err(store_error::<D>)?;
         let rows = Bind::<D>::new(
             "SELECT seq, event, at FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq",
         )
         .text(id)
         .int(sql_number(after))
-        .fetch_all(&mut tx)
+        .fetch_all(&mut *conn)
         .await
         .map_err(store_error::<D>)?;
-        tx.commit().await.map_err(store_error::<D>)?;
+        if rows.is_empty() {
+            require::<D>(&mut *conn, id, false).await?;
+        }
         rows.iter()
             .map(|row| {
                 let seq =

@@ -1,8 +1,9 @@
 //! Group commit (one writer per database, ADR 0016) keeps the stores' promises: many
-//! sessions writing at once get their events numbered without gaps, many runs' checkpoints
-//! saved at once are checked and stored together, a write that refuses
-//! does not cost its batch the others, and a process killed with SIGKILL in the middle of
-//! batches loses nothing it was told is stored.
+//! sessions writing at once get their events numbered without gaps, many sessions'
+//! status changes made at once are each applied in order, many runs' checkpoints saved at
+//! once are checked and stored together, a write that refuses does not cost its batch the
+//! others, and a process killed with SIGKILL in the middle of batches loses nothing it
+//! was told is stored.
 #![cfg(test)]
 #![allow(
     clippy::unwrap_used,
@@ -83,6 +84,81 @@ async fn many_sessions_writing_at_once_number_their_events_without_gaps_on_sqlit
 async fn many_sessions_writing_at_once_number_their_events_without_gaps_on_postgres() {
     let fixture = pg::Fixture::new().await;
     many_sessions_at_once(Arc::new(fixture.store.clone()), 60, 40).await;
+    fixture.cleanup().await;
+}
+
+/// `sessions` sessions each go through the same status changes (one session's in order,
+/// all sessions at once) with changes to an unknown session among them, and one session
+/// gets two changes handed over together: every session ends with its last status and
+/// the last stage it named, and only the unknown session's changes are refused.
+async fn many_sessions_change_status_at_once(store: Arc<dyn SessionStore>, sessions: usize) {
+    use agent_runtime::sessions::SessionStatus::{Running, Waiting};
+    let ids: Vec<String> = (0..sessions).map(|n| format!("s{n}")).collect();
+    for created in
+        futures::future::join_all(ids.iter().map(|id| store.create(new_session(id)))).await
+    {
+        created.unwrap();
+    }
+    let steps = [
+        (Running, Some("intake")),
+        (Running, Some("research")),
+        (Waiting, None),
+        (Running, None),
+    ];
+    let mut changes = Vec::new();
+    for (n, id) in ids.iter().enumerate() {
+        let (store, id) = (Arc::clone(&store), id.clone());
+        changes.push(tokio::spawn(async move {
+            for (status, stage) in steps {
+                store.set_status(&id, status, stage).await.unwrap();
+            }
+            // Unknown sessions' changes queued among the others.
+            if n % 10 == 0 {
+                assert_eq!(
+                    store.set_status("ghost", Waiting, Some("gate")).await,
+                    Err(StoreError::NotFound("ghost".into()))
+                );
+            }
+        }));
+    }
+    for change in changes {
+        change.await.unwrap();
+    }
+    for id in &ids {
+        let record = store.get(id).await.unwrap().unwrap();
+        assert_eq!(
+            (record.status, record.stage.as_deref()),
+            (Running, Some("research")),
+            "{id}"
+        );
+    }
+    // Two changes of one session handed over before either is answered: applied in order.
+    let (first, second) = tokio::join!(
+        store.set_status("s0", Waiting, Some("review")),
+        store.set_status("s0", Running, None),
+    );
+    first.unwrap();
+    second.unwrap();
+    let record = store.get("s0").await.unwrap().unwrap();
+    assert_eq!(
+        (record.status, record.stage.as_deref()),
+        (Running, Some("review"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_sessions_changing_status_at_once_are_stored_together_on_sqlite() {
+    let dir = TempDir::new().unwrap();
+    let store = SqliteSessionStore::open(dir.path().join("sessions.db"))
+        .await
+        .unwrap();
+    many_sessions_change_status_at_once(Arc::new(store), 60).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_sessions_changing_status_at_once_are_stored_together_on_postgres() {
+    let fixture = pg::Fixture::new().await;
+    many_sessions_change_status_at_once(Arc::new(fixture.store.clone()), 60).await;
     fixture.cleanup().await;
 }
 

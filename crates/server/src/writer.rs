@@ -3,7 +3,8 @@
 //! to the live streams. Numbering, storage and delivery therefore agree.
 
 use agent_runtime::sessions::{
-    EventFanout, GateAnswer, OpenGate, SessionOutcome, SessionStatus, SessionStore, StoredGate,
+    EventFanout, GateAnswer, OpenGate, SessionOutcome, SessionStatus, SessionStore, StoreError,
+    StoredGate,
 };
 use agent_runtime::{GateListener, GateRegistry, PendingGate, json_len};
 use serde_json::{Value, json};
@@ -166,7 +167,16 @@ pub(crate) struct Writer {
 impl Writer {
     /// Writes everything received, in order, until [`Write::Finish`].
     pub(crate) async fn run(mut self, mut writes: mpsc::UnboundedReceiver<Write>) {
-        while let Some(write) = writes.recv().await {
+        // A write taken from the queue early, written next.
+        let mut taken: Option<Write> = None;
+        loop {
+            let write = match taken.take() {
+                Some(write) => write,
+                None => match writes.recv().await {
+                    Some(write) => write,
+                    None => return,
+                },
+            };
             if self.failure.reason().is_some()
                 && !matches!(
                     write,
@@ -181,16 +191,15 @@ impl Writer {
                 Write::GateOpened(gate) => self.gate_opened(gate).await,
                 Write::GateAnswered { id, answer } => self.gate_answered(id, answer).await,
                 Write::GateClosed { id, reason } => self.gate_closed(id, reason).await,
-                Write::Stage(stage) => {
-                    let status = self.status;
-                    if let Err(error) = self
-                        .store
-                        .set_status(&self.session, status, Some(&stage))
-                        .await
-                    {
-                        tracing::error!(session = %self.session, %error, "stage not stored");
+                Write::Stage(stage) => match writes.try_recv() {
+                    // A stage most often opens with an event: both go to the store at
+                    // once, to be committed together.
+                    Ok(Write::Event(event)) => self.stage_and_event(&stage, event).await,
+                    next => {
+                        self.stage(&stage).await;
+                        taken = next.ok();
                     }
-                }
+                },
                 Write::Flush(done) => {
                     let _ = done.send(());
                 }
@@ -210,15 +219,52 @@ impl Writer {
         }
     }
 
-    async fn append(&mut self, event: Value) {
+    async fn append(&self, event: Value) {
         let event = self.within_limit(event);
-        match self.store.append_event(&self.session, &event).await {
+        let stored = self.store.append_event(&self.session, &event).await;
+        self.appended(event, stored);
+    }
+
+    /// Publishes an event the store numbered, or parks the run on its refusal.
+    fn appended(&self, event: Value, stored: Result<u64, StoreError>) {
+        match stored {
             Ok(seq) => {
                 self.fanout.publish(&self.session, seq, Arc::new(event));
                 crate::prometheus::events_stored(&self.product, 1);
             }
             Err(error) => self.failure.failed("an event", &error.to_string()),
         }
+    }
+
+    /// Records the product's stage. A stage not stored is only logged: the session's
+    /// events and outcome do not depend on it.
+    async fn stage(&self, stage: &str) {
+        let stored = self
+            .store
+            .set_status(&self.session, self.status, Some(stage))
+            .await;
+        self.staged(stored);
+    }
+
+    fn staged(&self, stored: Result<(), StoreError>) {
+        if let Err(error) = stored {
+            tracing::error!(session = %self.session, %error, "stage not stored");
+        }
+    }
+
+    /// Records the stage and the event that followed it, both handed to the store before
+    /// either is awaited: the store's group commit takes them in one batch (everything
+    /// before them is stored already, and a stage not stored only logs, so nothing is
+    /// promised about the order between the two).
+    async fn stage_and_event(&self, stage: &str, event: Value) {
+        let event = self.within_limit(event);
+        let (staged, stored) = tokio::join!(
+            self.store
+                .set_status(&self.session, self.status, Some(stage)),
+            self.store.append_event(&self.session, &event),
+        );
+        self.staged(staged);
+        self.appended(event, stored);
     }
 
     /// `event`, or the `event_too_large` that stands for it above the size limit.

@@ -67,6 +67,8 @@ fn echo_graph(
         let handle = handle.clone();
         Box::pin(async move {
             let EchoState { text, mode, .. } = ctx.state();
+            // A stage opened by an event, as products do: both are stored in one batch.
+            handle.set_stage("started");
             ctx.emit(json!({"type": "started", "text": text}));
             match mode.as_str() {
                 "fail" => return Err(NodeError::fatal("asked to fail")),
