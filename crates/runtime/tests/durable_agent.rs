@@ -298,3 +298,98 @@ async fn a_node_resumed_in_its_second_agent_replays_its_code_on_the_state_it_saw
     assert_eq!(taken.load(Ordering::SeqCst), 3);
     assert_eq!(*answered.lock().unwrap(), ["scribe:approve:3"]);
 }
+
+/// A scribe with a tool that only looks (the session's state unchanged) beside its note
+/// tool (the state changed).
+fn looker() -> AgentConfig<Notes, String> {
+    AgentConfig::new(AgentIdentity::new("scribe", "demo"), "Take notes.")
+        .with_tool(tool(
+            "note",
+            "Writes a note.",
+            |args: Note, ctx: AgentContext<Notes, String>| async move {
+                ctx.update_state(|s| s.notes.push(args.text.clone()));
+                Ok::<_, ToolError>("noted")
+            },
+        ))
+        .with_tool(tool(
+            "look",
+            "Reads the notes.",
+            |_: Note, ctx: AgentContext<Notes, String>| async move {
+                Ok::<_, ToolError>(ctx.read_state(|s| s.notes.join(", ")))
+            },
+        ))
+}
+
+#[tokio::test]
+async fn every_checkpoint_of_an_agents_rounds_holds_the_state_as_it_was_then() {
+    // Keeps every checkpoint of the run.
+    let store = Arc::new(InMemoryCheckpointStore::with_retention(64, 1));
+    let call =
+        |id: &str, name: &str, text: &str| responses::tool_call(id, name, json!({ "text": text }));
+    let model = ScriptedModel::new(vec![
+        call("t1", "look", ""),
+        call("t2", "note", "a"),
+        call("t3", "look", ""),
+        call("t4", "note", "b"),
+        responses::text("Done."),
+    ]);
+    let agent = Arc::new(AgentLoop::new(looker(), model));
+    let graph = StateGraph::sequence([(
+        "write",
+        node_fn(move |ctx: &NodeContext<Notes, String>| {
+            let agent = Arc::clone(&agent);
+            Box::pin(async move {
+                let result = ctx.run_agent(&agent, "Note a and b.").await;
+                assert!(result.is_complete(), "{:?}", result.stop);
+                Ok(())
+            })
+        }),
+    )])
+    .compile()
+    .unwrap();
+    let session = Session::new("looks-1", Notes::default());
+    let result = graph
+        .run_checkpointed_in(
+            &session,
+            store.clone(),
+            RunOptions::new().with_run_id("looks-1"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.state.notes, ["a", "b"]);
+
+    // Saved: the start, then each round's answer and each round's results, then the
+    // node. A note is in every checkpoint saved after its tool ran, and in none before.
+    let notes: Vec<Vec<String>> = store
+        .list("looks-1")
+        .await
+        .unwrap()
+        .iter()
+        .map(|cp| {
+            serde_json::from_value::<Notes>(cp.state.clone())
+                .unwrap()
+                .notes
+        })
+        .collect();
+    let (none, a, ab) = (
+        vec![],
+        vec!["a".to_owned()],
+        vec!["a".to_owned(), "b".to_owned()],
+    );
+    assert_eq!(
+        notes,
+        [
+            none.clone(), // the start
+            none.clone(), // round 1: look asked
+            none.clone(), // round 1: looked
+            none,         // round 2: note a asked
+            a.clone(),    // round 2: a noted
+            a.clone(),    // round 3: look asked
+            a.clone(),    // round 3: looked
+            a,            // round 4: note b asked
+            ab.clone(),   // round 4: b noted
+            ab.clone(),   // round 5: the answer
+            ab,           // the node done
+        ]
+    );
+}

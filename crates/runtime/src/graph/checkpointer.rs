@@ -2,6 +2,7 @@
 //! every round of a durable agent loop. One writer per run, so `seq` only grows.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::Utc;
 use serde_json::Value;
@@ -12,9 +13,20 @@ use crate::checkpoint::{
     CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore, JsonText,
 };
 
-/// The session now: its state, serialized, and its [`SessionMarks`].
+/// The session now, given the version of the state serialized last (if any): see
+/// [`SessionNow`].
 pub(crate) type Snapshot =
-    Box<dyn Fn() -> Result<(Value, SessionMarks), serde_json::Error> + Send + Sync>;
+    Box<dyn Fn(Option<u64>) -> Result<SessionNow, serde_json::Error> + Send + Sync>;
+
+/// The session as a checkpoint holds it.
+pub(crate) struct SessionNow {
+    /// Its state, serialized; `None` when it is still of the version serialized last
+    /// (most saves inside a node: an agent's round rarely changes the session's state).
+    pub(crate) state: Option<Value>,
+    /// The state's version (see `SharedState::read_versioned`).
+    pub(crate) version: u64,
+    pub(crate) marks: SessionMarks,
+}
 
 /// Replaces the session's state with a saved one.
 pub(crate) type Restore = Box<dyn Fn(Value) -> Result<(), serde_json::Error> + Send + Sync>;
@@ -23,6 +35,9 @@ pub(crate) struct Checkpointer {
     store: Arc<dyn CheckpointStore>,
     /// The checkpoint written last (its state is the session's at that time).
     last: tokio::sync::Mutex<Last>,
+    /// The version of the state the last checkpoint holds ([`NO_VERSION`] when unknown),
+    /// read without waiting for the lock on `last`.
+    last_version: AtomicU64,
     snapshot: Snapshot,
     restore: Restore,
 }
@@ -41,15 +56,23 @@ impl Checkpointer {
             last: tokio::sync::Mutex::new(Last {
                 checkpoint: last,
                 marks: None,
+                version: None,
             }),
+            last_version: AtomicU64::new(NO_VERSION),
             snapshot,
             restore,
         }
     }
 
-    /// The session now: its state, serialized, and its marks.
-    pub(crate) fn session_now(&self) -> Result<(Value, SessionMarks), serde_json::Error> {
-        (self.snapshot)()
+    /// The session now: its marks and its state, serialized unless `reuse` allows
+    /// leaving out a state unchanged since the last checkpoint.
+    pub(crate) fn session_now(&self, reuse: bool) -> Result<SessionNow, serde_json::Error> {
+        let known = match self.last_version.load(Ordering::Acquire) {
+            NO_VERSION => None,
+            _ if !reuse => None,
+            version => Some(version),
+        };
+        (self.snapshot)(known)
     }
 
     /// Puts a saved state back into the session.
@@ -76,9 +99,8 @@ impl Checkpointer {
     /// with the session as it is now.
     pub(crate) async fn save_first(&self) -> Result<(), CheckpointError> {
         let mut last = self.last.lock().await;
-        let (state, marks) = (self.snapshot)()?;
-        last.checkpoint.state = state;
-        last.note_marks(marks)?;
+        let now = self.session_now(false)?;
+        self.take(&mut last, now)?;
         self.store.save(&last.checkpoint).await
     }
 
@@ -87,7 +109,7 @@ impl Checkpointer {
     pub(crate) async fn save_progress(
         &self,
         progress: JsonText,
-        now: Option<(Value, SessionMarks)>,
+        now: Option<SessionNow>,
     ) -> Result<(), CheckpointError> {
         let mut last = self.last.lock().await;
         let checkpoint = &mut last.checkpoint;
@@ -126,30 +148,48 @@ impl Checkpointer {
     }
 
     /// Writes the next checkpoint with the session `now` (taken when not given).
-    async fn write(
-        &self,
-        last: &mut Last,
-        now: Option<(Value, SessionMarks)>,
-    ) -> Result<(), CheckpointError> {
-        let (state, marks) = match now {
+    async fn write(&self, last: &mut Last, now: Option<SessionNow>) -> Result<(), CheckpointError> {
+        let now = match now {
             Some(now) => now,
-            None => (self.snapshot)()?,
+            None => self.session_now(true)?,
         };
-        last.note_marks(marks)?;
+        self.take(last, now)?;
         let checkpoint = &mut last.checkpoint;
         checkpoint.seq += 1;
-        checkpoint.state = state;
         checkpoint.at = Utc::now();
         checkpoint.schema_version = CHECKPOINT_SCHEMA_VERSION;
         self.store.save(checkpoint).await
     }
+
+    /// Makes the session `now` the checkpoint's. A state left out as unchanged is kept,
+    /// unless another save put a state of another version in since `now` was taken:
+    /// then the session is taken again, its state and marks together.
+    fn take(&self, last: &mut Last, now: SessionNow) -> Result<(), serde_json::Error> {
+        let now = match now.state {
+            None if last.version != Some(now.version) => self.session_now(false)?,
+            _ => now,
+        };
+        last.note_marks(now.marks)?;
+        if let Some(state) = now.state {
+            last.checkpoint.state = state;
+        }
+        last.version = Some(now.version);
+        self.last_version.store(now.version, Ordering::Release);
+        Ok(())
+    }
 }
+
+/// [`Checkpointer::last_version`] before a state was serialized.
+const NO_VERSION: u64 = u64::MAX;
 
 /// The checkpoint written last, and the marks its session text was made from.
 struct Last {
     checkpoint: Checkpoint,
     /// `None` until this writer serialized marks (a resumed run's are the store's).
     marks: Option<SessionMarks>,
+    /// The version of the session's state `checkpoint` holds; `None` until this writer
+    /// serialized it (a resumed run's is the store's).
+    version: Option<u64>,
 }
 
 impl Last {

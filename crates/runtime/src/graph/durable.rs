@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tracing::Instrument as _;
 
-use super::checkpointer::{Checkpointer, Restore, Snapshot};
+use super::checkpointer::{Checkpointer, Restore, SessionNow, Snapshot};
 use super::compiled::{CompiledGraph, Target};
 use super::node_context::NodeProgress;
 use super::run::{Advance, RunOptions, RunResult, Runner, Stop, StopKind};
@@ -114,8 +114,9 @@ where
             tracing::info!(run_id, "resuming the run from its last checkpoint");
             self.resume_in(session, &run_id, store, options).await
         } else {
-            let options = options.with_run_id(run_id);
-            self.run_checkpointed_in(session, store, options).await
+            // Checked just now: a fresh run, without asking the store a second time.
+            self.start_checkpointed(session, store, options.with_run_id(run_id))
+                .await
         }
     }
 
@@ -129,10 +130,20 @@ where
         store: Arc<dyn CheckpointStore>,
         mut options: RunOptions,
     ) -> Result<RunResult<S>, CheckpointError> {
-        let run_id = options.take_run_id();
-        if store.exists(&run_id).await? {
-            return Err(CheckpointError::RunExists(run_id.to_string()));
+        if store.exists(options.run_id()).await? {
+            return Err(CheckpointError::RunExists(options.run_id().to_owned()));
         }
+        self.start_checkpointed(session, store, options).await
+    }
+
+    /// Starts the checkpointed run of `options`' run id, which has no checkpoint yet.
+    async fn start_checkpointed(
+        &self,
+        session: &Session<S, E>,
+        store: Arc<dyn CheckpointStore>,
+        mut options: RunOptions,
+    ) -> Result<RunResult<S>, CheckpointError> {
+        let run_id = options.take_run_id();
         let span = tracing::info_span!("graph.run", run_id = &*run_id, checkpointed = true);
         async move {
             let journal = Journal::persistent(run_id.clone(), store.clone(), Default::default());
@@ -355,15 +366,26 @@ where
     })
 }
 
-/// Serializes `session`'s state and marks, for every checkpoint.
+/// Takes `session`'s marks and state for a checkpoint; a state of the version given is
+/// not serialized again.
 fn snapshot<S, E>(session: &Session<S, E>) -> Snapshot
 where
     S: Serialize + Send + 'static,
     E: 'static,
 {
     let session = session.clone();
-    Box::new(move || {
-        let state = session.state().read(|s| serde_json::to_value(s))?;
-        Ok((state, session.marks()))
+    Box::new(move |known| {
+        let (state, version) = session.state().read_versioned(|s, version| {
+            let state = match known == Some(version) {
+                true => None,
+                false => Some(serde_json::to_value(s)?),
+            };
+            Ok::<_, serde_json::Error>((state, version))
+        })?;
+        Ok(SessionNow {
+            state,
+            version,
+            marks: session.marks(),
+        })
     })
 }

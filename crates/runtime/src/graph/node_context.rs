@@ -11,7 +11,7 @@ use agent_llm::{ChatModel, ExtractError, Extracted, Message};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::checkpointer::Checkpointer;
+use super::checkpointer::{Checkpointer, SessionNow};
 use super::{NodeError, RunContext};
 use crate::checkpoint::{CheckpointError, JsonText};
 use crate::{
@@ -288,7 +288,7 @@ impl<S, E> NodeContext<S, E> {
     async fn save_progress(
         &self,
         checkpointer: &Checkpointer,
-        now: Option<(Value, SessionMarks)>,
+        now: Option<SessionNow>,
     ) -> Result<(), CheckpointError> {
         let first_save = self.progress().start_state.is_none();
         let start = match first_save {
@@ -410,13 +410,15 @@ where
     E: Send + Sync + 'static,
 {
     async fn save(&self, run: &AgentRun) -> Result<(), CheckpointError> {
-        // The session as it is now: saved with the run, and the checkpoint's own.
-        let now = self.checkpointer.session_now()?;
+        // The session as it is now: saved with the run, and the checkpoint's own. A
+        // finished run keeps the state it ended with; a running one's is the checkpoint's.
+        let finished = run.is_finished();
+        let now = self.checkpointer.session_now(!finished)?;
         let saved = JsonText::of(&SavedAgent {
             run: Cow::Borrowed(run),
             scratchpad: self.ctx.scratchpad().snapshot(),
-            marks: Cow::Borrowed(&now.1),
-            end_state: run.is_finished().then_some(Cow::Borrowed(&now.0)),
+            marks: Cow::Borrowed(&now.marks),
+            end_state: now.state.as_ref().filter(|_| finished).map(Cow::Borrowed),
         })?;
         self.node
             .progress()
