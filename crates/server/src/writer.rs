@@ -68,6 +68,9 @@ pub(crate) fn terminal_event(outcome: &SessionOutcome) -> Value {
     }
 }
 
+/// A status the writer asked the store to keep, and what the store answered.
+type StatusStored = (SessionStatus, Result<(), StoreError>);
+
 /// What the writer is asked to do, in order.
 pub(crate) enum Write {
     /// Store and broadcast a product event.
@@ -282,22 +285,32 @@ impl Writer {
         })
     }
 
-    async fn set_status(&mut self, status: SessionStatus, stage: Option<&str>) {
-        if status == self.status && stage.is_none() {
-            return;
+    /// Stores `status` unless the session has it already; what the store answered, if
+    /// it was asked.
+    async fn store_status(&self, status: SessionStatus) -> Option<StatusStored> {
+        if status == self.status {
+            return None;
         }
-        match self.store.set_status(&self.session, status, stage).await {
-            Ok(()) => self.status = status,
-            Err(error) => {
+        let stored = self.store.set_status(&self.session, status, None).await;
+        Some((status, stored))
+    }
+
+    /// Takes in what [`store_status`](Self::store_status) answered. A status not stored
+    /// is only logged, like a stage.
+    fn status_stored(&mut self, stored: Option<StatusStored>) {
+        match stored {
+            Some((status, Ok(()))) => self.status = status,
+            Some((_, Err(error))) => {
                 tracing::error!(session = %self.session, %error, "status not stored");
             }
+            None => {}
         }
     }
 
     /// Records the gate with its `gate_open`; a gate recorded already (reopened by a run
-    /// that resumed the session) was announced then.
+    /// that resumed the session) was announced then. The session's new status goes to
+    /// the store with the gate, taken in the same batch or an earlier one.
     async fn gate_opened(&mut self, gate: PendingGate) {
-        self.set_status(SessionStatus::Waiting, None).await;
         let open = OpenGate {
             id: &gate.id,
             name: &gate.name,
@@ -310,11 +323,12 @@ impl Writer {
             "name": gate.name,
             "payload": gate.payload,
         }));
-        match self
-            .store
-            .open_gate(&self.session, &open, &announcement)
-            .await
-        {
+        let (status, opened) = tokio::join!(
+            self.store_status(SessionStatus::Waiting),
+            self.store.open_gate(&self.session, &open, &announcement),
+        );
+        self.status_stored(status);
+        match opened {
             Ok(Some(seq)) => self.publish(seq, announcement),
             Ok(None) => {
                 tracing::debug!(session = %self.session, gate = %gate.id, "gate reopened after a restart")
@@ -323,9 +337,10 @@ impl Writer {
         }
     }
 
-    /// Records the answer with its `gate_answered`. A gate answered in the store already
-    /// (by an instance that took the answer while the session ran nowhere) was announced
-    /// by whoever answered it.
+    /// Records the answer with its `gate_answered` (and the session's new status with
+    /// it, as [`gate_opened`](Self::gate_opened) does). A gate answered in the store
+    /// already (by an instance that took the answer while the session ran nowhere) was
+    /// announced by whoever answered it.
     async fn gate_answered(&mut self, id: String, answer: Value) {
         let waiting = !self.gates.pending().is_empty() || !self.restored.lock().is_empty();
         let status = if waiting {
@@ -333,13 +348,14 @@ impl Writer {
         } else {
             SessionStatus::Running
         };
-        self.set_status(status, None).await;
         let announcement = json!({"type": GATE_ANSWERED, "gate_id": id});
-        match self
-            .store
-            .answer_gate(&self.session, &id, &answer, &announcement)
-            .await
-        {
+        let (status, answered) = tokio::join!(
+            self.store_status(status),
+            self.store
+                .answer_gate(&self.session, &id, &answer, &announcement),
+        );
+        self.status_stored(status);
+        match answered {
             Ok(GateAnswer::Accepted { announced }) => self.publish(announced, announcement),
             Ok(GateAnswer::AlreadyAnswered) => {}
             Ok(other) => {
@@ -349,17 +365,22 @@ impl Writer {
         }
     }
 
-    /// Closes the gate with its `gate_closed`.
+    /// Closes the gate with its `gate_closed` (and the session's new status with it).
     async fn gate_closed(&mut self, id: String, reason: String) {
-        if self.gates.pending().is_empty() && self.restored.lock().is_empty() {
-            self.set_status(SessionStatus::Running, None).await;
-        }
+        let last = self.gates.pending().is_empty() && self.restored.lock().is_empty();
+        let status = if last {
+            SessionStatus::Running
+        } else {
+            self.status
+        };
         let announcement = json!({"type": GATE_CLOSED, "gate_id": id, "reason": reason});
-        match self
-            .store
-            .close_gate(&self.session, &id, &reason, &announcement)
-            .await
-        {
+        let (status, closed) = tokio::join!(
+            self.store_status(status),
+            self.store
+                .close_gate(&self.session, &id, &reason, &announcement),
+        );
+        self.status_stored(status);
+        match closed {
             Ok(GateAnswer::Accepted { announced }) => self.publish(announced, announcement),
             Ok(other) => {
                 tracing::debug!(session = %self.session, gate = %id, ?other, "gate not closed")
