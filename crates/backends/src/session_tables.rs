@@ -261,8 +261,9 @@ impl<D: Sql> SessionTables<D> {
 
     /// The session's events numbered after `after`, in order.
     ///
-    /// One read, no transaction: events exist only with their session (they are deleted
-    /// with it), so the session is looked up only when none came back.
+    /// One read, no transaction: the session's row joined to its events after `after`.
+    /// No row means no such session; a row without an event (numbered 0 here, as events
+    /// are numbered from 1), a session with none after `after`.
     pub(crate) async fn events_after(
         &self,
         id: &str,
@@ -270,7 +271,9 @@ impl<D: Sql> SessionTables<D> {
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let mut conn = self.pool.acquire().await.map_err(store_error::<D>)?;
         let rows = Bind::<D>::new(
-            "SELECT seq, event, at FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq",
+            "SELECT COALESCE(e.seq, 0) AS seq, e.event AS event, e.at AS at FROM sessions s \
+             LEFT JOIN events e ON e.session_id = s.id AND e.seq > $2 \
+             WHERE s.id = $1 ORDER BY e.seq",
         )
         .text(id)
         .int(sql_number(after))
@@ -278,20 +281,22 @@ impl<D: Sql> SessionTables<D> {
         .await
         .map_err(store_error::<D>)?;
         if rows.is_empty() {
-            require::<D>(&mut *conn, id, false).await?;
+            return Err(StoreError::NotFound(id.to_owned()));
         }
-        rows.iter()
-            .map(|row| {
-                let seq =
-                    Cells::<D>::new(row, format!("session {id:?}, an event")).number("seq")?;
-                let cells = Cells::<D>::new(row, format!("session {id:?}, event {seq}"));
-                Ok(StoredEvent {
-                    seq,
-                    event: cells.json("event")?,
-                    at: cells.time("at")?,
-                })
-            })
-            .collect()
+        let mut events = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let seq = Cells::<D>::new(row, format!("session {id:?}, an event")).number("seq")?;
+            if seq == 0 {
+                continue;
+            }
+            let cells = Cells::<D>::new(row, format!("session {id:?}, event {seq}"));
+            events.push(StoredEvent {
+                seq,
+                event: cells.json("event")?,
+                at: cells.time("at")?,
+            });
+        }
+        Ok(events)
     }
 
     /// How many events the session has.
