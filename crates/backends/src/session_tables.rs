@@ -410,11 +410,16 @@ async fn insert_gate<D: Sql>(
     gate: &NewGate,
     announcement: &Value,
 ) -> Result<Option<u64>, StoreError> {
-    require::<D>(conn, id, true).await?;
+    // PostgreSQL: the session's row locked first. SQLite: the write transaction holds the
+    // database, and the insert checks that the session is there.
+    if D::LOCKS_ROWS {
+        require::<D>(conn, id, true).await?;
+    }
     let inserted = Bind::<D>::new(
         "INSERT INTO gates (session_id, gate_id, position, name, kind, payload, opened_at) \
-         SELECT $1, $2, COALESCE(MAX(position), 0) + 1, $3, $4, $5, $6 \
-         FROM gates WHERE session_id = $1 \
+         SELECT s.id, $2, \
+         (SELECT COALESCE(MAX(position), 0) + 1 FROM gates WHERE session_id = $1), \
+         $3, $4, $5, $6 FROM sessions s WHERE s.id = $1 \
          ON CONFLICT (session_id, gate_id) DO NOTHING",
     )
     .text(id)
@@ -427,6 +432,10 @@ async fn insert_gate<D: Sql>(
     .await
     .map_err(store_error::<D>)?;
     if inserted == 0 {
+        // The gate is recorded already, or (not checked yet on SQLite) no such session.
+        if !D::LOCKS_ROWS {
+            require::<D>(conn, id, false).await?;
+        }
         return Ok(None);
     }
     announce::<D>(conn, &(id.to_owned(), announcement.clone()))
