@@ -239,34 +239,23 @@ impl Writer {
         }
     }
 
-    /// Records the product's stage. A stage not stored is only logged: the session's
-    /// events and outcome do not depend on it.
-    async fn stage(&self, stage: &str) {
-        let stored = self
-            .store
-            .set_status(&self.session, self.status, Some(stage))
-            .await;
-        self.staged(stored);
-    }
-
-    fn staged(&self, stored: Result<(), StoreError>) {
-        if let Err(error) = stored {
-            tracing::error!(session = %self.session, %error, "stage not stored");
-        }
+    /// Records the product's stage, alone.
+    async fn stage(&mut self, stage: &str) {
+        let stored = self.store_status(self.status, Some(stage)).await;
+        self.status_stored(stored);
     }
 
     /// Records the stage and the event that followed it, both handed to the store before
     /// either is awaited: the store's group commit takes them in one batch (everything
     /// before them is stored already, and a stage not stored only logs, so nothing is
     /// promised about the order between the two).
-    async fn stage_and_event(&self, stage: &str, event: Value) {
+    async fn stage_and_event(&mut self, stage: &str, event: Value) {
         let event = self.within_limit(event);
         let (staged, stored) = tokio::join!(
-            self.store
-                .set_status(&self.session, self.status, Some(stage)),
+            self.store_status(self.status, Some(stage)),
             self.store.append_event(&self.session, &event),
         );
-        self.staged(staged);
+        self.status_stored(staged);
         self.appended(event, stored);
     }
 
@@ -285,23 +274,27 @@ impl Writer {
         })
     }
 
-    /// Stores `status` unless the session has it already; what the store answered, if
-    /// it was asked.
-    async fn store_status(&self, status: SessionStatus) -> Option<StatusStored> {
-        if status == self.status {
+    /// Stores `status` and, when given, the stage, unless nothing would change; what
+    /// the store answered, if it was asked.
+    async fn store_status(
+        &self,
+        status: SessionStatus,
+        stage: Option<&str>,
+    ) -> Option<StatusStored> {
+        if status == self.status && stage.is_none() {
             return None;
         }
-        let stored = self.store.set_status(&self.session, status, None).await;
+        let stored = self.store.set_status(&self.session, status, stage).await;
         Some((status, stored))
     }
 
-    /// Takes in what [`store_status`](Self::store_status) answered. A status not stored
-    /// is only logged, like a stage.
+    /// Takes in what [`store_status`](Self::store_status) answered. A status or stage
+    /// not stored is only logged: the session's events and outcome do not depend on it.
     fn status_stored(&mut self, stored: Option<StatusStored>) {
         match stored {
             Some((status, Ok(()))) => self.status = status,
             Some((_, Err(error))) => {
-                tracing::error!(session = %self.session, %error, "status not stored");
+                tracing::error!(session = %self.session, %error, "status or stage not stored");
             }
             None => {}
         }
@@ -324,7 +317,7 @@ impl Writer {
             "payload": gate.payload,
         }));
         let (status, opened) = tokio::join!(
-            self.store_status(SessionStatus::Waiting),
+            self.store_status(SessionStatus::Waiting, None),
             self.store.open_gate(&self.session, &open, &announcement),
         );
         self.status_stored(status);
@@ -350,7 +343,7 @@ impl Writer {
         };
         let announcement = json!({"type": GATE_ANSWERED, "gate_id": id});
         let (status, answered) = tokio::join!(
-            self.store_status(status),
+            self.store_status(status, None),
             self.store
                 .answer_gate(&self.session, &id, &answer, &announcement),
         );
@@ -375,7 +368,7 @@ impl Writer {
         };
         let announcement = json!({"type": GATE_CLOSED, "gate_id": id, "reason": reason});
         let (status, closed) = tokio::join!(
-            self.store_status(status),
+            self.store_status(status, None),
             self.store
                 .close_gate(&self.session, &id, &reason, &announcement),
         );

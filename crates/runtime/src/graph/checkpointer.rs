@@ -35,8 +35,9 @@ pub(crate) struct Checkpointer {
     store: Arc<dyn CheckpointStore>,
     /// The checkpoint written last (its state is the session's at that time).
     last: tokio::sync::Mutex<Last>,
-    /// The version of the state the last checkpoint holds ([`NO_VERSION`] when unknown),
-    /// read without waiting for the lock on `last`.
+    /// The version of the state the last checkpoint holds ([`NO_VERSION`] until this
+    /// writer serialized one: a resumed run's is the store's). Written under the lock on
+    /// `last`, read without it.
     last_version: AtomicU64,
     snapshot: Snapshot,
     restore: Restore,
@@ -56,7 +57,6 @@ impl Checkpointer {
             last: tokio::sync::Mutex::new(Last {
                 checkpoint: last,
                 marks: None,
-                version: None,
             }),
             last_version: AtomicU64::new(NO_VERSION),
             snapshot,
@@ -67,12 +67,8 @@ impl Checkpointer {
     /// The session now: its marks and its state, serialized unless `reuse` allows
     /// leaving out a state unchanged since the last checkpoint.
     pub(crate) fn session_now(&self, reuse: bool) -> Result<SessionNow, serde_json::Error> {
-        let known = match self.last_version.load(Ordering::Acquire) {
-            NO_VERSION => None,
-            _ if !reuse => None,
-            version => Some(version),
-        };
-        (self.snapshot)(known)
+        let last = self.last_version.load(Ordering::Acquire);
+        (self.snapshot)((reuse && last != NO_VERSION).then_some(last))
     }
 
     /// Puts a saved state back into the session.
@@ -166,14 +162,15 @@ impl Checkpointer {
     /// then the session is taken again, its state and marks together.
     fn take(&self, last: &mut Last, now: SessionNow) -> Result<(), serde_json::Error> {
         let now = match now.state {
-            None if last.version != Some(now.version) => self.session_now(false)?,
+            None if self.last_version.load(Ordering::Acquire) != now.version => {
+                self.session_now(false)?
+            }
             _ => now,
         };
         last.note_marks(now.marks)?;
         if let Some(state) = now.state {
             last.checkpoint.state = state;
         }
-        last.version = Some(now.version);
         self.last_version.store(now.version, Ordering::Release);
         Ok(())
     }
@@ -187,9 +184,6 @@ struct Last {
     checkpoint: Checkpoint,
     /// `None` until this writer serialized marks (a resumed run's are the store's).
     marks: Option<SessionMarks>,
-    /// The version of the session's state `checkpoint` holds; `None` until this writer
-    /// serialized it (a resumed run's is the store's).
-    version: Option<u64>,
 }
 
 impl Last {
