@@ -1,6 +1,7 @@
 //! A session whose store refuses a write parks instead of running on past it, and is
 //! taken up again from the store once the store answers: the refused answer is asked for
-//! again, and the session ends with every event stored once, in order.
+//! again, and the session ends with every event stored once, in order. And a status or
+//! stage change reaches the store together with the write it belongs to.
 #![cfg(test)]
 
 mod common;
@@ -50,6 +51,12 @@ struct Switches {
     /// Counting a relaunch waits while this is set: a relaunch that reads the store
     /// before it holds the session is caught between its reads.
     resumes_held: AtomicBool,
+    /// A status or stage change waits for another write to reach the store while it
+    /// waits (and fails after 2 s): one handed over alone, its write awaited after it,
+    /// is refused.
+    statuses_wait: AtomicBool,
+    /// Woken by every write of events or gates.
+    written: tokio::sync::Notify,
 }
 
 impl Switches {
@@ -79,6 +86,7 @@ impl Flaky {
 
     /// As [`check`](Self::check), failing also while the events table is locked.
     fn check_events(&self) -> Result<(), StoreError> {
+        self.switches.written.notify_waiters();
         self.check()?;
         match Switches::on(&self.switches.events) {
             true => Err(StoreError::Backend("the events table is locked".into())),
@@ -150,6 +158,11 @@ impl SessionStore for Flaky {
         stage: Option<&str>,
     ) -> Result<(), StoreError> {
         self.check()?;
+        if Switches::on(&self.switches.statuses_wait) {
+            tokio::time::timeout(Duration::from_secs(2), self.switches.written.notified())
+                .await
+                .map_err(|_| StoreError::Backend("no write came with the status".into()))?;
+        }
         self.inner.set_status(id, status, stage).await
     }
     async fn finish(
@@ -461,4 +474,29 @@ async fn a_relaunch_reads_the_store_only_once_it_holds_the_session() {
     assert_eq!(restart.await.unwrap(), Ok(0), "b ran the session again");
     let status = a.status(&started).await;
     assert_eq!(status["result"]["second"], "sure", "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_or_stage_goes_to_the_store_with_the_write_it_belongs_to() {
+    // Echo sets its stage, then emits the stage's event; its gate makes it wait.
+    let (store, switches) = flaky();
+    switches.statuses_wait.store(true, Ordering::SeqCst);
+    let server = AgentServer::new(store).with_product(Arc::new(Echo::new("coordinator")));
+    let server = TestServer::spawn(server).await;
+    let started = server.start("coordinator", json!({"text": "hi"})).await;
+    wait_for_gate(&server, &started, FIRST).await;
+    // Handed over alone, either change would have waited for a write that never came,
+    // and never been stored.
+    let stored = tokio::time::timeout(Duration::from_secs(3), async {
+        loop {
+            let status = server.status(&started).await;
+            if status["stage"] == "started" && status["status"] == "waiting" {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let status = server.status(&started).await;
+    assert!(stored.is_ok(), "stage or status not stored: {status}");
 }
