@@ -24,7 +24,7 @@ pub fn estimate_prompt_tokens(request: &ChatRequest) -> (u32, u32) {
             };
         }
     }
-    for tool in &request.tools {
+    for tool in request.tools.iter() {
         chars += tool.name.len() + tool.description.len() + tool.input_schema.to_string().len();
     }
     if let Some(ResponseFormat::JsonSchema { schema, .. }) = &request.response_format {

@@ -48,7 +48,7 @@ impl PromptLayout {
     /// The layout of `request`.
     pub fn of(request: &ChatRequest) -> Self {
         let mut layout = PromptLayout::default();
-        for tool in &request.tools {
+        for tool in request.tools.iter() {
             layout.push(tool);
         }
         if let Some(system) = &request.system {

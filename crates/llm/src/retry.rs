@@ -114,40 +114,61 @@ impl RetryPolicy {
     {
         let mut attempt = 1;
         loop {
-            let outcome = match cancel {
-                Some(token) => tokio::select! {
-                    biased;
-                    _ = token.cancelled() => return Err(LlmError::Cancelled),
-                    outcome = operation(attempt) => outcome,
-                },
-                None => operation(attempt).await,
-            };
-            let error = match outcome {
+            let delay = match cancellable(cancel, operation(attempt)).await {
                 Ok(value) => return Ok(value),
-                Err(error) => error,
+                Err(error) => self.retry_after(attempt, error)?,
             };
-            let Some(delay) = self.delay_after(attempt, &error) else {
-                return Err(error);
-            };
-            tracing::warn!(
-                attempt,
-                max_attempts = self.max_attempts,
-                delay_ms = delay.as_millis() as u64,
-                error = %error,
-                "LLM call failed; retrying"
-            );
             // Boxed: a retry is rare, and a timer kept inline would make the future of
             // every call bigger.
-            let backoff = Box::pin(tokio::time::sleep(delay));
-            match cancel {
-                Some(token) => tokio::select! {
-                    biased;
-                    _ = token.cancelled() => return Err(LlmError::Cancelled),
-                    _ = backoff => {}
-                },
-                None => backoff.await,
-            }
+            Box::pin(backoff(delay, cancel)).await?;
             attempt += 1;
+        }
+    }
+
+    /// How long to wait before retrying after `error` on `attempt`, or the error to give
+    /// up with. Nothing of the error stays in the caller's future while it waits.
+    fn retry_after(&self, attempt: u32, error: LlmError) -> Result<Duration, LlmError> {
+        let Some(delay) = self.delay_after(attempt, &error) else {
+            return Err(error);
+        };
+        tracing::warn!(
+            attempt,
+            max_attempts = self.max_attempts,
+            delay_ms = delay.as_millis() as u64,
+            error = %error,
+            "LLM call failed; retrying"
+        );
+        Ok(delay)
+    }
+}
+
+/// Runs one attempt, unless `cancel` is cancelled first.
+async fn cancellable<T>(
+    cancel: Option<&CancellationToken>,
+    attempt: impl Future<Output = Result<T, LlmError>>,
+) -> Result<T, LlmError> {
+    match cancel {
+        Some(token) => tokio::select! {
+            biased;
+            _ = token.cancelled() => Err(LlmError::Cancelled),
+            outcome = attempt => outcome,
+        },
+        None => attempt.await,
+    }
+}
+
+/// Waits `delay` before the next attempt, unless `cancel` is cancelled first.
+async fn backoff(delay: Duration, cancel: Option<&CancellationToken>) -> Result<(), LlmError> {
+    let sleep = tokio::time::sleep(delay);
+    match cancel {
+        Some(token) => tokio::select! {
+            biased;
+            _ = token.cancelled() => Err(LlmError::Cancelled),
+            _ = sleep => Ok(()),
+        },
+        None => {
+            sleep.await;
+            Ok(())
         }
     }
 }

@@ -228,6 +228,10 @@ pub enum ResponseFormat {
     },
 }
 
+fn no_tools(tools: &Arc<[ToolDefinition]>) -> bool {
+    tools.is_empty()
+}
+
 /// A request to a chat model.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ChatRequest {
@@ -237,9 +241,10 @@ pub struct ChatRequest {
     /// System prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<String>,
-    /// Tools the model may call.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<ToolDefinition>,
+    /// Tools the model may call. Shared: an agent's every request holds the same
+    /// definitions, and cloning a request copies none of them.
+    #[serde(default, skip_serializing_if = "no_tools")]
+    pub tools: Arc<[ToolDefinition]>,
     /// Tool choice; `None` lets the provider decide (auto when tools are given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
@@ -303,8 +308,20 @@ impl ChatRequest {
 
     /// Adds a tool.
     pub fn with_tool(mut self, tool: ToolDefinition) -> Self {
-        self.tools.push(tool);
+        self.add_tool(tool);
         self
+    }
+
+    /// Adds a tool to a request being built.
+    ///
+    /// ```
+    /// use agent_llm::{ChatRequest, ToolDefinition};
+    /// let mut req = ChatRequest::from_prompt("hi");
+    /// req.add_tool(ToolDefinition::new("search", "Searches.", serde_json::json!({"type": "object"})));
+    /// assert_eq!(req.tools[0].name, "search");
+    /// ```
+    pub fn add_tool(&mut self, tool: ToolDefinition) {
+        self.tools = self.tools.iter().cloned().chain([tool]).collect();
     }
 
     /// Sets the tool choice.

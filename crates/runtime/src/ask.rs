@@ -352,11 +352,11 @@ mod tests {
             .with_router(router)
             .with_meter(meter.clone());
         let mut request = ChatRequest::from_prompt("next action?");
-        request.tools = vec![ToolDefinition::new(
+        request.add_tool(ToolDefinition::new(
             "click",
             "Clicks an element",
             serde_json::json!({"type": "object"}),
-        )];
+        ));
         let ask = Ask::from_request(request)
             .tier(ModelTier::Orchestrator)
             .step("explorer");

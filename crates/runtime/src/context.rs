@@ -95,26 +95,29 @@ impl Drop for Waiting<'_> {
 ///
 /// It gives the session's shared parts (state, events, gates, bus, cancellation, model
 /// router, cost meter) and the invocation's own scratchpad and outbox. Cheap to clone
-/// (a few reference counts): typed tools receive it by value.
+/// (two reference counts): typed tools receive it by value.
 pub struct AgentContext<S, E> {
     session: Arc<SessionParts<S, E>>,
-    agent: Arc<AgentIdentity>,
+    invocation: Arc<Invocation>,
+}
+
+/// What one invocation's clones of its context share: one allocation, made when the
+/// invocation starts.
+#[derive(Debug)]
+struct Invocation {
+    agent: AgentIdentity,
     scratchpad: Scratchpad,
-    outbox: Arc<Mutex<Vec<AgentMessage>>>,
-    wait_clock: Arc<WaitClock>,
+    outbox: Mutex<Vec<AgentMessage>>,
+    wait_clock: WaitClock,
     /// Why a tool ended the run, once one has.
-    ending: Arc<OnceLock<String>>,
+    ending: OnceLock<String>,
 }
 
 impl<S, E> Clone for AgentContext<S, E> {
     fn clone(&self) -> Self {
         AgentContext {
             session: Arc::clone(&self.session),
-            agent: Arc::clone(&self.agent),
-            scratchpad: self.scratchpad.clone(),
-            outbox: Arc::clone(&self.outbox),
-            wait_clock: Arc::clone(&self.wait_clock),
-            ending: Arc::clone(&self.ending),
+            invocation: Arc::clone(&self.invocation),
         }
     }
 }
@@ -123,7 +126,7 @@ impl<S, E> std::fmt::Debug for AgentContext<S, E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AgentContext")
             .field("session", &self.session.id)
-            .field("agent", &self.agent)
+            .field("agent", &self.invocation.agent)
             .finish_non_exhaustive()
     }
 }
@@ -132,11 +135,13 @@ impl<S, E> AgentContext<S, E> {
     pub(crate) fn new(session: Arc<SessionParts<S, E>>, agent: AgentIdentity) -> Self {
         AgentContext {
             session,
-            agent: Arc::new(agent),
-            scratchpad: Scratchpad::default(),
-            outbox: Arc::default(),
-            wait_clock: Arc::default(),
-            ending: Arc::default(),
+            invocation: Arc::new(Invocation {
+                agent,
+                scratchpad: Scratchpad::default(),
+                outbox: Mutex::default(),
+                wait_clock: WaitClock::default(),
+                ending: OnceLock::new(),
+            }),
         }
     }
 
@@ -169,18 +174,18 @@ impl<S, E> AgentContext<S, E> {
     /// ```
     pub fn end_run(&self, reason: impl Into<String>) {
         // The first reason given stays.
-        let _ = self.ending.set(reason.into());
+        let _ = self.invocation.ending.set(reason.into());
     }
 
     /// Why a tool ended the run, if one did (read without a lock: the loop asks every
     /// round).
     pub(crate) fn ending(&self) -> Option<&str> {
-        self.ending.get().map(String::as_str)
+        self.invocation.ending.get().map(String::as_str)
     }
 
     /// How long this invocation has waited (left out of its timeouts).
-    pub(crate) fn wait_clock(&self) -> &Arc<WaitClock> {
-        &self.wait_clock
+    pub(crate) fn wait_clock(&self) -> &WaitClock {
+        &self.invocation.wait_clock
     }
 
     /// The session's shared parts.
@@ -200,7 +205,7 @@ impl<S, E> AgentContext<S, E> {
 
     /// The agent this invocation runs.
     pub fn agent(&self) -> &AgentIdentity {
-        &self.agent
+        &self.invocation.agent
     }
 
     /// Sends a product event to the session's sink.
@@ -213,9 +218,10 @@ impl<S, E> AgentContext<S, E> {
     /// `{agent}:{gate}:{n}` for the n-th wait at that gate by this agent in the session.
     /// Time spent waiting does not count against the tool's round timeout.
     async fn wait_at<T: DeserializeOwned>(&self, gate: GateRequest) -> Result<T, GateError> {
-        let id = self.session.gates.next_id(&self.agent.name, &gate.name);
-        self.wait_clock.enter();
-        let waiting = Waiting(&self.wait_clock);
+        let id = self.session.gates.next_id(&self.agent().name, &gate.name);
+        let clock = self.wait_clock();
+        clock.enter();
+        let waiting = Waiting(clock);
         let answer = self
             .session
             .gates
@@ -304,7 +310,7 @@ impl<S, E> AgentContext<S, E> {
 
     /// This invocation's scratchpad.
     pub fn scratchpad(&self) -> &Scratchpad {
-        &self.scratchpad
+        &self.invocation.scratchpad
     }
 
     /// The session's cancellation token.
@@ -327,12 +333,13 @@ impl<S, E> AgentContext<S, E> {
         payload: Value,
     ) -> Result<AgentMessage, BusError> {
         let outgoing =
-            OutgoingMessage::new(&self.agent.name, to, kind, &self.agent.domain, payload);
+            OutgoingMessage::new(&self.agent().name, to, kind, &self.agent().domain, payload);
         let sent = match &self.session.bus {
             Some(bus) => bus.send(outgoing).await?,
             None => outgoing.into_message(),
         };
-        self.outbox
+        self.invocation
+            .outbox
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(sent.clone());
@@ -341,7 +348,8 @@ impl<S, E> AgentContext<S, E> {
 
     /// The messages this invocation sent so far.
     pub fn messages_out(&self) -> Vec<AgentMessage> {
-        self.outbox
+        self.invocation
+            .outbox
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -228,8 +228,9 @@ struct Shared {
     gates: Mutex<Gates>,
     /// Woken whenever a gate starts waiting.
     opened: tokio::sync::Notify,
-    /// Cancelled when a gate first times out.
-    expiry: CancellationToken,
+    /// Cancelled when a gate first times out; made when first asked for or needed (most
+    /// sessions never are: a token is an allocation of its own).
+    expiry: OnceLock<CancellationToken>,
     listener: Option<Arc<dyn GateListener>>,
 }
 
@@ -355,7 +356,11 @@ impl GateRegistry {
     /// A token cancelled when a gate of this registry first times out: a run that must
     /// end when its user stops answering (not only the step that asked) waits on it.
     pub fn expiry(&self) -> CancellationToken {
-        self.inner.expiry.clone()
+        self.expiry_token().clone()
+    }
+
+    fn expiry_token(&self) -> &CancellationToken {
+        self.inner.expiry.get_or_init(CancellationToken::new)
     }
 
     /// Registers the gate `id` and waits for its answer, the timeout (the request's, or
@@ -442,7 +447,7 @@ impl GateRegistry {
             Ok(_) => None,
             Err(GateError::TimedOut { .. }) => {
                 self.lock().expired.push(id.to_owned());
-                self.inner.expiry.cancel();
+                self.expiry_token().cancel();
                 Some("expired")
             }
             Err(_) => Some("cancelled"),

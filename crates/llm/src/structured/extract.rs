@@ -125,9 +125,7 @@ where
                 .description
                 .clone()
                 .unwrap_or_else(|| "Your answer, in this tool's arguments.".into());
-            request
-                .tools
-                .push(ToolDefinition::new(&name, description, schema));
+            request.add_tool(ToolDefinition::new(&name, description, schema));
             request.tool_choice = Some(ToolChoice::Tool { name: name.clone() });
         }
         StructuredOutputMode::JsonSchema => {

@@ -139,7 +139,7 @@ impl FixtureModel {
         for tool in answered_tools(request) {
             add(format!("{tool}.after"));
         }
-        for tool in &request.tools {
+        for tool in request.tools.iter() {
             add(tool.name.clone());
         }
         add("default".to_owned());

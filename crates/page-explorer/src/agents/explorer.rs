@@ -253,7 +253,7 @@ pub fn explorer_message(
 pub fn explorer_request(task: &str, opening: String) -> ChatRequest {
     let mut request = ChatRequest::from_prompt(opening);
     request.system = Some(explorer_prompt(task));
-    request.tools = explorer_tools();
+    request.tools = explorer_tools().into();
     request.max_tokens = Some(2_048);
     request
 }

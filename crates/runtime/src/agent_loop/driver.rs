@@ -9,15 +9,18 @@ use crate::events::{LoopEvent, LoopObserver};
 use crate::invocation_calls::InvocationCalls;
 use crate::prefix_reuse::PrefixReuse;
 use crate::result::{AgentResult, StopCause};
-use crate::tool::{AgentTool, ToolError};
+use crate::tool::ToolError;
 use agent_llm::capacity::observe_calls;
 use agent_llm::{
     ChatModel, ChatRequest, ContentBlock, LlmError, Message, PromptLayout, ToolDefinition,
 };
 use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 use tracing::Instrument;
+use tracing::instrument::Instrumented;
 
 /// Saves a run after every step: the model's answer taken, a round's tool results taken.
 /// A durable run in a graph node saves through the run's checkpoint store
@@ -46,7 +49,7 @@ pub trait RunSaver: Send + Sync {
 /// ```
 pub struct AgentLoop<S, E, M> {
     config: AgentConfig<S, E>,
-    definitions: Vec<ToolDefinition>,
+    definitions: Arc<[ToolDefinition]>,
     model: M,
     observer: Option<Arc<dyn LoopObserver>>,
 }
@@ -239,11 +242,9 @@ where
                     }
                     round_span = tracing::info_span!("agent.round", round);
                     self.observe(|| LoopEvent::RoundStarted { round });
-                    let answer = self
-                        .call_model(request)
-                        .instrument(round_span.clone())
-                        .await;
-                    match answer {
+                    // The answer is taken in this statement, so none of it waits in the
+                    // future while the run is saved.
+                    let answered = match self.call_model(request, &round_span).await {
                         Ok(response) => {
                             let usage = response.usage;
                             if let Some(meter) = ctx.meter() {
@@ -261,16 +262,24 @@ where
                                 round: run.rounds(),
                                 usage,
                             });
-                            save(saver, run).await;
+                            true
                         }
                         Err(LlmError::LimitExceeded(limit)) => {
-                            run.stop(StopCause::LimitExceeded(limit))
+                            run.stop(StopCause::LimitExceeded(limit));
+                            false
                         }
-                        Err(LlmError::Cancelled) => run.stop(StopCause::Cancelled),
+                        Err(LlmError::Cancelled) => {
+                            run.stop(StopCause::Cancelled);
+                            false
+                        }
                         Err(error) => {
                             ctx.parts().report_model_error(&error);
                             run.stop(StopCause::ModelError(error));
+                            false
                         }
+                    };
+                    if answered {
+                        save(saver, run).await;
                     }
                 }
                 Next::RunTools(calls) => {
@@ -290,8 +299,14 @@ where
         }
     }
 
-    async fn call_model(&self, request: &ChatRequest) -> Result<agent_llm::ChatResponse, LlmError> {
-        let span = chat_span(request);
+    /// Asks the model, retrying as configured, in a `chat` span under the `round` span
+    /// (made in the round's scope: only the chat span is entered while the call runs).
+    async fn call_model(
+        &self,
+        request: &ChatRequest,
+        round: &tracing::Span,
+    ) -> Result<agent_llm::ChatResponse, LlmError> {
+        let span = round.in_scope(|| chat_span(request));
         let response = self
             .config
             .retry
@@ -302,83 +317,165 @@ where
         Ok(response)
     }
 
+    /// Why `call` (the `index`-th of `calls`) is not run, if it is not: the run was ended
+    /// by an earlier call, the answer asked for too many calls, or it repeats the previous
+    /// round's call. The model gets the reason as the call's error result.
+    fn refusal(
+        &self,
+        ctx: &AgentContext<S, E>,
+        calls: &ToolCalls<'_>,
+        index: usize,
+        call: &ToolCall<'_>,
+    ) -> Option<String> {
+        if let Some(reason) = ctx.ending() {
+            return Some(format!(
+                "Not run: an earlier call ended the run ({reason})."
+            ));
+        }
+        let cap = self.config.max_calls_per_turn.unwrap_or(usize::MAX);
+        if index >= cap {
+            Some(format!(
+                "Not run: at most {cap} tool calls are run from one answer. Make this call again in your next turn if it is still needed."
+            ))
+        } else if self.config.refuse_repeated_calls && calls.repeats(call) {
+            tracing::warn!(tool = %call.name, "the model repeated its previous call; not run again");
+            Some(format!(
+                "You made this same {} call in your previous turn and have its result above. \
+                 Use that result instead of calling again, or finish.",
+                call.name
+            ))
+        } else {
+            None
+        }
+    }
+
     /// Runs the round's calls, concurrently or (with sequential tools) one after the
     /// other; results come back in call order.
-    async fn run_tools<'a>(
+    ///
+    /// The futures of the tool steps are `async move` blocks rather than `async fn`s: an
+    /// `async fn` keeps its arguments twice in its state, and a session's future holds
+    /// the largest step it may wait in.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn would keep its arguments twice in the session's future"
+    )]
+    fn run_tools<'a>(
         &'a self,
         ctx: &'a AgentContext<S, E>,
         calls: ToolCalls<'a>,
         round: u32,
-    ) -> Vec<ContentBlock> {
-        let cap = self.config.max_calls_per_turn.unwrap_or(usize::MAX);
-        let refusal = |index: usize, call: &ToolCall<'_>| {
-            if index >= cap {
-                Some(format!(
-                    "Not run: at most {cap} tool calls are run from one answer. Make this call again in your next turn if it is still needed."
-                ))
-            } else if self.config.refuse_repeated_calls && calls.repeats(call) {
-                tracing::warn!(tool = %call.name, "the model repeated its previous call; not run again");
-                Some(format!(
-                    "You made this same {} call in your previous turn and have its result above. \
-                     Use that result instead of calling again, or finish.",
-                    call.name
-                ))
-            } else {
-                None
+    ) -> impl Future<Output = Vec<ContentBlock>> + Send + 'a {
+        async move {
+            if !self.config.sequential_tools && calls.len() > 1 {
+                // A refusal is decided before any call of the round runs.
+                let all = calls.iter().enumerate().map(|(index, call)| {
+                    let refused = self.refusal(ctx, &calls, index, &call);
+                    async move {
+                        match refused {
+                            Some(refused) => ContentBlock::tool_error(call.id, refused),
+                            None => self.run_tool(ctx, call, round).await,
+                        }
+                    }
+                });
+                return futures::future::join_all(all).await;
             }
-        };
-        // One call at a time (in order, or the only one) goes through a single await, so
-        // the future keeps room for one running tool.
-        if self.config.sequential_tools || calls.len() < 2 {
+            // One call at a time (in order, or the only one) goes through a single await,
+            // so the future keeps room for one running tool.
             let mut results = Vec::with_capacity(calls.len());
             for (index, call) in calls.iter().enumerate() {
-                let result = match ctx.ending() {
-                    Some(reason) => ContentBlock::tool_error(
-                        call.id,
-                        format!("Not run: an earlier call ended the run ({reason})."),
-                    ),
-                    None => {
-                        let refused = refusal(index, &call);
-                        self.run_tool(ctx, call, refused, round).await
-                    }
-                };
-                results.push(result);
+                if let Some(refused) = self.refusal(ctx, &calls, index, &call) {
+                    results.push(ContentBlock::tool_error(call.id, refused));
+                    continue;
+                }
+                results.push(self.run_tool(ctx, call, round).await);
             }
-            return results;
+            results
         }
-        let all = calls.iter().enumerate().map(|(index, call)| {
-            let refused = refusal(index, &call);
-            self.run_tool(ctx, call, refused, round)
-        });
-        futures::future::join_all(all).await
     }
 
-    /// Runs `call`, unless it is refused: then the model gets the refusal as the call's
-    /// error result.
-    async fn run_tool(
-        &self,
-        ctx: &AgentContext<S, E>,
-        call: ToolCall<'_>,
-        refusal: Option<String>,
+    /// Runs `call`; the model gets what the tool returns, or its error. Only the tool's
+    /// own future (boxed) and its span wait across the await: the steps around it are
+    /// plain functions.
+    fn run_tool<'a>(
+        &'a self,
+        ctx: &'a AgentContext<S, E>,
+        call: ToolCall<'a>,
         round: u32,
-    ) -> ContentBlock {
-        if let Some(refusal) = refusal {
-            return ContentBlock::tool_error(call.id, refusal);
+    ) -> impl Future<Output = ContentBlock> + Send + 'a {
+        let mut running = self.start_tool(ctx, call, round);
+        async move {
+            let outcome = self.tool_outcome(ctx, &mut running.future).await;
+            self.finish_tool(running, outcome, round)
         }
+    }
+
+    /// Starts the tool `call` names in its `execute_tool` span (an unknown tool's future
+    /// fails at once).
+    fn start_tool<'a>(
+        &'a self,
+        ctx: &'a AgentContext<S, E>,
+        call: ToolCall<'a>,
+        round: u32,
+    ) -> RunningTool<'a> {
         self.observe(|| LoopEvent::ToolCalled {
             round,
             name: call.name.into(),
             id: call.id.into(),
         });
-        // Read the clock only for an observer.
-        let started = self.observer.as_ref().map(|_| Instant::now());
         let span = tracing::info_span!(
             "execute_tool",
             gen_ai.operation.name = "execute_tool",
             gen_ai.tool.name = %call.name,
             gen_ai.tool.call.id = %call.id,
         );
-        let outcome = self.execute(ctx, call).instrument(span).await;
+        let future: ToolFuture<'a> = match self
+            .config
+            .tools
+            .iter()
+            .find(|tool| tool.name() == call.name)
+        {
+            Some(tool) => span.in_scope(|| tool.execute(call.input, ctx)),
+            None => {
+                let unknown = ToolError::UnknownTool(call.name.into());
+                Box::pin(std::future::ready(Err(unknown)))
+            }
+        };
+        RunningTool {
+            call,
+            future: future.instrument(span),
+            // Read the clock only for an observer.
+            started: self.observer.as_ref().map(|_| Instant::now()),
+        }
+    }
+
+    /// Drives a tool's future to its end, within the round timeout.
+    async fn tool_outcome(
+        &self,
+        ctx: &AgentContext<S, E>,
+        running: &mut Instrumented<ToolFuture<'_>>,
+    ) -> Result<Value, ToolError> {
+        // Most tools finish on their first poll; only a tool that waits gets a timer.
+        if let std::task::Poll::Ready(outcome) = futures::poll!(&mut *running) {
+            return outcome;
+        }
+        // The round timeout measures work: time spent waiting at gates or in the model
+        // server's queue is left out. Its timer is boxed: kept inline, it would make every
+        // session's future bigger for the tools that wait only.
+        let limit = self.config.round_timeout;
+        tokio::select! {
+            outcome = running => outcome,
+            () = Box::pin(ctx.wait_clock().work_for(limit)) => Err(ToolError::Timeout(limit)),
+        }
+    }
+
+    /// Reports a finished tool call and turns its outcome into the model's result block.
+    fn finish_tool(
+        &self,
+        running: RunningTool<'_>,
+        outcome: Result<Value, ToolError>,
+        round: u32,
+    ) -> ContentBlock {
+        let RunningTool { call, started, .. } = running;
         crate::process_metrics::tool_call(call.name, outcome.is_ok());
         self.observe(|| LoopEvent::ToolFinished {
             round,
@@ -394,32 +491,6 @@ where
                 tracing::debug!(tool = %call.name, %error, "tool call failed; the model is told");
                 ContentBlock::tool_error(call.id, error.to_string())
             }
-        }
-    }
-
-    async fn execute(
-        &self,
-        ctx: &AgentContext<S, E>,
-        call: ToolCall<'_>,
-    ) -> Result<Value, ToolError> {
-        let tool: &Arc<dyn AgentTool<S, E>> = self
-            .config
-            .tools
-            .iter()
-            .find(|tool| tool.name() == call.name)
-            .ok_or_else(|| ToolError::UnknownTool(call.name.into()))?;
-        let mut running = tool.execute(call.input, ctx);
-        // Most tools finish on their first poll; only a tool that waits gets a timer.
-        if let std::task::Poll::Ready(outcome) = futures::poll!(&mut running) {
-            return outcome;
-        }
-        // The round timeout measures work: time spent waiting at gates or in the model
-        // server's queue is left out. Its timer is boxed: kept inline, it would make every
-        // session's future bigger for the tools that wait only.
-        let limit = self.config.round_timeout;
-        tokio::select! {
-            outcome = running => outcome,
-            () = Box::pin(ctx.wait_clock().work_for(limit)) => Err(ToolError::Timeout(limit)),
         }
     }
 
@@ -440,6 +511,16 @@ where
             observer.on_event(&self.config.identity, &event());
         }
     }
+}
+
+/// What a tool's `execute` returns: its work, boxed.
+type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>;
+
+/// A tool call under way: the tool's future in its span, and what its end reports.
+struct RunningTool<'a> {
+    call: ToolCall<'a>,
+    future: Instrumented<ToolFuture<'a>>,
+    started: Option<Instant>,
 }
 
 /// Hands `run` to `saver`, stopping it when the save fails.
