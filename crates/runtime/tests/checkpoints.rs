@@ -1,5 +1,6 @@
 //! Checkpointed graph runs: saving after every node, resuming after a crash without
-//! repeating journaled side effects, refused runs, file naming and corruption.
+//! repeating journaled side effects, refused runs, file naming and corruption, and the
+//! reads a durable run makes to learn whether it is new.
 #![cfg(test)]
 
 use std::sync::Arc;
@@ -427,4 +428,88 @@ async fn a_node_resumed_inside_goes_on_from_the_step_it_saved() {
         .run(0, RunOptions::new())
         .await;
     assert_eq!(fresh.state, 10);
+}
+
+/// A store that counts the reads a graph makes to learn whether a run exists.
+struct CountingStore {
+    inner: InMemoryCheckpointStore,
+    exists: AtomicUsize,
+    latest: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl CheckpointStore for CountingStore {
+    async fn save(&self, checkpoint: &Checkpoint) -> Result<(), CheckpointError> {
+        self.inner.save(checkpoint).await
+    }
+    async fn latest(&self, run_id: &str) -> Result<Option<Checkpoint>, CheckpointError> {
+        self.latest.fetch_add(1, Ordering::SeqCst);
+        self.inner.latest(run_id).await
+    }
+    async fn list(&self, run_id: &str) -> Result<Vec<Checkpoint>, CheckpointError> {
+        self.inner.list(run_id).await
+    }
+    async fn record_journal(
+        &self,
+        run_id: &str,
+        key: &str,
+        value: Value,
+    ) -> Result<(), CheckpointError> {
+        self.inner.record_journal(run_id, key, value).await
+    }
+    async fn journal(
+        &self,
+        run_id: &str,
+    ) -> Result<std::collections::BTreeMap<String, Value>, CheckpointError> {
+        self.inner.journal(run_id).await
+    }
+    async fn prune(&self, run_id: &str, keep_latest: usize) -> Result<usize, CheckpointError> {
+        self.inner.prune(run_id, keep_latest).await
+    }
+    async fn prune_older_than(&self, age: std::time::Duration) -> Result<usize, CheckpointError> {
+        self.inner.prune_older_than(age).await
+    }
+    async fn exists(&self, run_id: &str) -> Result<bool, CheckpointError> {
+        self.exists.fetch_add(1, Ordering::SeqCst);
+        self.inner.exists(run_id).await
+    }
+}
+
+#[tokio::test]
+async fn run_durable_asks_the_store_once_whether_the_run_exists() {
+    let store = Arc::new(CountingStore {
+        inner: InMemoryCheckpointStore::new(),
+        exists: AtomicUsize::new(0),
+        latest: AtomicUsize::new(0),
+    });
+    let reads = || {
+        (
+            store.exists.load(Ordering::SeqCst),
+            store.latest.load(Ordering::SeqCst),
+        )
+    };
+    let graph = counting_graph(None, Arc::new(AtomicUsize::new(0)));
+    let session = agent_runtime::Session::<u32, ()>::new("durable", 0);
+    let fresh = graph
+        .run_durable(&session, store.clone(), RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(fresh.state, 10);
+    assert_eq!(
+        reads(),
+        (1, 0),
+        "a fresh run asks once and reads nothing back"
+    );
+
+    // Called again (a restarted process): one question, then the run read back once.
+    let again = graph
+        .run_durable(
+            &agent_runtime::Session::<u32, ()>::new("durable", 0),
+            store.clone(),
+            RunOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again.state, 10);
+    assert_eq!(reads(), (2, 1));
 }
