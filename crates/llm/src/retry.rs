@@ -116,7 +116,7 @@ impl RetryPolicy {
         loop {
             let delay = match cancellable(cancel, operation(attempt)).await {
                 Ok(value) => return Ok(value),
-                Err(error) => self.retry_after(attempt, error)?,
+                Err(error) => self.delay_or_give_up(attempt, error)?,
             };
             // Boxed: a retry is rare, and a timer kept inline would make the future of
             // every call bigger.
@@ -127,7 +127,7 @@ impl RetryPolicy {
 
     /// How long to wait before retrying after `error` on `attempt`, or the error to give
     /// up with. Nothing of the error stays in the caller's future while it waits.
-    fn retry_after(&self, attempt: u32, error: LlmError) -> Result<Duration, LlmError> {
+    fn delay_or_give_up(&self, attempt: u32, error: LlmError) -> Result<Duration, LlmError> {
         let Some(delay) = self.delay_after(attempt, &error) else {
             return Err(error);
         };
