@@ -223,16 +223,32 @@ impl StoredCheckpoint {
     }
 }
 
+/// A full body of `cp`, and `head` moved on to it: the previous head's buffers are
+/// reused (its completed list is a prefix of the new one, its state mostly the same
+/// fields), so only what changed is allocated.
 fn full(cp: &Checkpoint, head: &mut Option<Head>) -> Body {
-    *head = Some(Head {
-        seq: cp.seq,
-        completed: cp.completed.clone(),
-        state: cp.state.clone(),
-        progress: cp.progress.clone(),
-        chain: 0,
-        delta_bytes: 0,
-        full_bytes: None,
-    });
+    match head {
+        Some(head) => {
+            head.seq = cp.seq;
+            head.completed.clone_from(&cp.completed);
+            assign(&mut head.state, &cp.state);
+            head.progress.clone_from(&cp.progress);
+            head.chain = 0;
+            head.delta_bytes = 0;
+            head.full_bytes = None;
+        }
+        None => {
+            *head = Some(Head {
+                seq: cp.seq,
+                completed: cp.completed.clone(),
+                state: cp.state.clone(),
+                progress: cp.progress.clone(),
+                chain: 0,
+                delta_bytes: 0,
+                full_bytes: None,
+            });
+        }
+    }
     Body::Full {
         completed: cp.completed.clone(),
         state: cp.state.clone(),
@@ -308,9 +324,15 @@ fn apply_to_head(head: &mut Head, body: &Body, cp: &Checkpoint) {
         }
         for (key, value) in set {
             grown += len_if(measure, value);
-            match state.insert(key.clone(), value.clone()) {
-                Some(old) => shrunk += len_if(measure, &old),
-                None => grown += len_if(measure, key) + 2,
+            match state.get_mut(key) {
+                Some(old) => {
+                    shrunk += len_if(measure, old);
+                    assign(old, value);
+                }
+                None => {
+                    grown += len_if(measure, key) + 2;
+                    state.insert(key.clone(), value.clone());
+                }
             }
         }
         for (key, items) in append {
@@ -328,6 +350,30 @@ fn apply_to_head(head: &mut Head, body: &Body, cp: &Checkpoint) {
         head.seq = cp.seq;
         head.progress.clone_from(&cp.progress);
         head.chain += 1;
+    }
+}
+
+/// Makes `into` equal to `from`, keeping the allocations of `into` that fit: strings,
+/// arrays and objects with the same fields are written over, not made again.
+fn assign(into: &mut Value, from: &Value) {
+    match (into, from) {
+        (Value::Object(into), Value::Object(from))
+            if into.len() == from.len() && into.keys().eq(from.keys()) =>
+        {
+            for ((_, into), (_, from)) in into.iter_mut().zip(from) {
+                assign(into, from);
+            }
+        }
+        (Value::Array(into), Value::Array(from)) => {
+            into.truncate(from.len());
+            let kept = into.len();
+            for (into, from) in into.iter_mut().zip(from) {
+                assign(into, from);
+            }
+            into.extend_from_slice(&from[kept..]);
+        }
+        (Value::String(into), Value::String(from)) => into.clone_from(from),
+        (into, from) => *into = from.clone(),
     }
 }
 
@@ -354,6 +400,30 @@ mod tests {
 
     fn cp(seq: u64, completed: &[&str], state: Value) -> Checkpoint {
         Checkpoint::new("r", seq, "n", state).with_completed(completed.iter().copied())
+    }
+
+    #[test]
+    fn assigning_a_value_makes_it_equal_whatever_it_held() {
+        let values = [
+            Value::Null,
+            json!(3),
+            json!("text"),
+            json!("longer text"),
+            json!([1, "two", [3]]),
+            json!([1, "one", [3, 4], {"k": 5}]),
+            json!([]),
+            json!({"x": 1, "loops": 0}),
+            json!({"x": 2, "loops": [1, {"deep": "er"}]}),
+            json!({"x": 1, "other": 0}),
+            json!({}),
+        ];
+        for from in &values {
+            for into in &values {
+                let mut into = into.clone();
+                assign(&mut into, from);
+                assert_eq!(&into, from);
+            }
+        }
     }
 
     #[test]

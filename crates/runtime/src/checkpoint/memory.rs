@@ -125,12 +125,25 @@ impl Inner {
     /// The run, created (evicting the least recently written run if full) and marked as
     /// the most recently written.
     fn touch(&mut self, run_id: &str, max_runs: usize) -> &mut Run {
+        let key = match self.lru.last_key_value() {
+            // A run's checkpoints mostly come one after another: the run written to last
+            // keeps its place in the order.
+            Some((_, last)) if &**last == run_id => last.clone(),
+            _ => self.make_latest(run_id, max_runs),
+        };
+        self.runs.entry(key).or_default()
+    }
+
+    /// Puts `run_id` last in the order of writes, creating it (and evicting the run
+    /// written to least recently if full) when it is new. Returns its key.
+    fn make_latest(&mut self, run_id: &str, max_runs: usize) -> Arc<str> {
         self.tick += 1;
         let tick = self.tick;
-        let key: Arc<str> = match self.runs.get_key_value(run_id) {
-            Some((key, run)) => {
-                self.lru.remove(&run.tick);
-                key.clone()
+        let key = match self.runs.get_mut(run_id) {
+            Some(run) => {
+                let key = self.lru.remove(&run.tick);
+                run.tick = tick;
+                key.unwrap_or_else(|| Arc::from(run_id))
             }
             None => {
                 while self.runs.len() >= max_runs {
@@ -140,14 +153,16 @@ impl Inner {
                     self.runs.remove(&oldest);
                 }
                 let key: Arc<str> = Arc::from(run_id);
-                self.runs.insert(key.clone(), Run::default());
+                let run = Run {
+                    tick,
+                    ..Run::default()
+                };
+                self.runs.insert(key.clone(), run);
                 key
             }
         };
         self.lru.insert(tick, key.clone());
-        let run = self.runs.entry(key).or_default();
-        run.tick = tick;
-        run
+        key
     }
 
     fn remove(&mut self, run_id: &str) -> Option<Run> {
