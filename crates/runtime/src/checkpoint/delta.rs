@@ -2,6 +2,8 @@
 //! since the previous checkpoint (appended array items, replaced and removed fields, the
 //! changed middle of the node's progress).
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -11,14 +13,18 @@ use super::{Checkpoint, JsonText, SnapshotPolicy};
 use crate::json_len::json_len;
 use crate::node_failure::NodeFailure;
 
+/// A run id or a node name in a stored checkpoint: shared by a run's records, which
+/// name the same run and the same few nodes over and over (see [`Names`]).
+pub(crate) type Name = Arc<str>;
+
 /// A checkpoint as the built-in stores keep it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct StoredCheckpoint {
     pub(crate) schema_version: u32,
-    pub(crate) run_id: String,
+    pub(crate) run_id: Name,
     pub(crate) seq: u64,
-    pub(crate) node: String,
-    pub(crate) next: Option<String>,
+    pub(crate) node: Name,
+    pub(crate) next: Option<Name>,
     pub(crate) at: DateTime<Utc>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) errors: Vec<NodeFailure>,
@@ -41,13 +47,13 @@ pub(crate) struct StoredCheckpoint {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub(crate) enum Body {
     Full {
-        completed: Vec<String>,
+        completed: Vec<Name>,
         state: Value,
     },
     Delta {
         base_seq: u64,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        completed_append: Vec<String>,
+        completed_append: Vec<Name>,
         /// Top-level fields that are new or changed otherwise than by appending.
         #[serde(default, skip_serializing_if = "Map::is_empty")]
         set: Map<String, Value>,
@@ -67,7 +73,7 @@ const FULL_BODY_OVERHEAD: usize = 36;
 #[derive(Debug, Clone)]
 pub(crate) struct Head {
     pub(crate) seq: u64,
-    pub(crate) completed: Vec<String>,
+    pub(crate) completed: Vec<Name>,
     pub(crate) state: Value,
     /// The node's progress (the base of the next progress edit).
     pub(crate) progress: Option<JsonText>,
@@ -80,6 +86,30 @@ pub(crate) struct Head {
     /// size-based policy first needs it after a snapshot, then kept up to date by the
     /// deltas (an estimate: separators are counted approximately).
     pub(crate) full_bytes: Option<usize>,
+    /// The run id and node names its records share.
+    names: Names,
+}
+
+/// The run id and node names an encoder has written, shared by the records it makes
+/// (a run's records name a handful of nodes over and over), up to [`Names::MAX`].
+#[derive(Debug, Clone, Default)]
+struct Names(Vec<Name>);
+
+impl Names {
+    /// Names kept; a graph with more nodes gets a fresh copy of the others each time.
+    const MAX: usize = 64;
+
+    /// `name`, shared with the records written before when they held it.
+    fn get(&mut self, name: &str) -> Name {
+        if let Some(known) = self.0.iter().find(|known| ***known == *name) {
+            return known.clone();
+        }
+        let name: Name = Arc::from(name);
+        if self.0.len() < Self::MAX {
+            self.0.push(name.clone());
+        }
+        name
+    }
 }
 
 impl Head {
@@ -159,7 +189,7 @@ impl StoredCheckpoint {
             + 1
             + self.run_id.len()
             + self.node.len()
-            + self.next.as_ref().map_or(2, String::len)
+            + self.next.as_ref().map_or(2, |next| next.len())
             + errors
             + text(self.progress.as_ref())
             + text(self.session.as_ref())
@@ -182,13 +212,17 @@ impl StoredCheckpoint {
             }
             _ => None,
         };
-        let body = delta.unwrap_or_else(|| full(cp, head));
+        let (body, head) = match (delta, head) {
+            (Some(body), Some(head)) => (body, head),
+            (_, head) => full(cp, head),
+        };
+        let names = &mut head.names;
         Self {
             schema_version: cp.schema_version,
-            run_id: cp.run_id.clone(),
+            run_id: names.get(&cp.run_id),
             seq: cp.seq,
-            node: cp.node.clone(),
-            next: cp.next.clone(),
+            node: names.get(&cp.node),
+            next: cp.next.as_deref().map(|next| names.get(next)),
             at: cp.at,
             errors: cp.errors.clone(),
             progress: match progress_edit {
@@ -206,13 +240,13 @@ impl StoredCheckpoint {
     }
 
     /// The checkpoint, given its rebuilt completed list and state.
-    pub(crate) fn to_checkpoint(&self, completed: Vec<String>, state: Value) -> Checkpoint {
+    pub(crate) fn to_checkpoint(&self, completed: &[Name], state: Value) -> Checkpoint {
         Checkpoint {
-            run_id: self.run_id.clone(),
+            run_id: self.run_id.to_string(),
             seq: self.seq,
-            node: self.node.clone(),
-            completed,
-            next: self.next.clone(),
+            node: self.node.to_string(),
+            completed: completed.iter().map(|name| name.to_string()).collect(),
+            next: self.next.as_deref().map(str::to_owned),
             state,
             schema_version: self.schema_version,
             at: self.at,
@@ -223,45 +257,57 @@ impl StoredCheckpoint {
     }
 }
 
-/// A full body of `cp`, and `head` moved on to it: the previous head's buffers are
-/// reused (its completed list is a prefix of the new one, its state mostly the same
-/// fields), so only what changed is allocated.
-fn full(cp: &Checkpoint, head: &mut Option<Head>) -> Body {
-    match head {
-        Some(head) => {
-            head.seq = cp.seq;
-            head.completed.clone_from(&cp.completed);
-            assign(&mut head.state, &cp.state);
-            head.progress.clone_from(&cp.progress);
-            head.chain = 0;
-            head.delta_bytes = 0;
-            head.full_bytes = None;
-        }
-        None => {
-            *head = Some(Head {
-                seq: cp.seq,
-                completed: cp.completed.clone(),
-                state: cp.state.clone(),
-                progress: cp.progress.clone(),
-                chain: 0,
-                delta_bytes: 0,
-                full_bytes: None,
-            });
-        }
+/// A full body of `cp`, and `head` moved on to it. The previous head's buffers are
+/// reused (its completed list is mostly a prefix of the new one, its state mostly the
+/// same fields), so only what changed is allocated.
+fn full<'h>(cp: &Checkpoint, head: &'h mut Option<Head>) -> (Body, &'h mut Head) {
+    let head = head.get_or_insert_with(|| Head {
+        seq: cp.seq,
+        completed: Vec::new(),
+        state: Value::Null,
+        progress: None,
+        chain: 0,
+        delta_bytes: 0,
+        full_bytes: None,
+        names: Names::default(),
+    });
+    head.seq = cp.seq;
+    let kept = head
+        .completed
+        .iter()
+        .zip(&cp.completed)
+        .take_while(|(kept, name)| ***kept == ***name)
+        .count();
+    head.completed.truncate(kept);
+    for name in &cp.completed[kept..] {
+        let name = head.names.get(name);
+        head.completed.push(name);
     }
-    Body::Full {
-        completed: cp.completed.clone(),
+    assign(&mut head.state, &cp.state);
+    head.progress.clone_from(&cp.progress);
+    head.chain = 0;
+    head.delta_bytes = 0;
+    head.full_bytes = None;
+    let body = Body::Full {
+        completed: head.completed.clone(),
         state: cp.state.clone(),
-    }
+    };
+    (body, head)
 }
 
 /// The delta from `head` to `cp`, when both states are objects and the completed list
 /// only grew.
-fn diff(head: &Head, cp: &Checkpoint) -> Option<Body> {
+fn diff(head: &mut Head, cp: &Checkpoint) -> Option<Body> {
     let (Value::Object(old), Value::Object(new)) = (&head.state, &cp.state) else {
         return None;
     };
-    if !cp.completed.starts_with(&head.completed) {
+    let grown = cp.completed.len() >= head.completed.len()
+        && head
+            .completed
+            .iter()
+            .zip(&cp.completed)
+            .all(|(kept, name)| **kept == **name);
+    if !grown {
         return None;
     }
     let mut set = Map::new();
@@ -284,9 +330,13 @@ fn diff(head: &Head, cp: &Checkpoint) -> Option<Body> {
         .filter(|k| !new.contains_key(*k))
         .cloned()
         .collect();
+    let names = &mut head.names;
     Some(Body::Delta {
         base_seq: head.seq,
-        completed_append: cp.completed[head.completed.len()..].to_vec(),
+        completed_append: cp.completed[head.completed.len()..]
+            .iter()
+            .map(|name| names.get(name))
+            .collect(),
         set,
         append,
         removed,
@@ -403,6 +453,46 @@ mod tests {
     }
 
     #[test]
+    fn a_runs_records_share_its_id_and_node_names() {
+        let mut head = None;
+        let policy = SnapshotPolicy::Every(2);
+        let step = |seq, completed: &[&str]| cp(seq, completed, json!({"x": seq})).with_next("b");
+        let records: Vec<StoredCheckpoint> =
+            [(1, &["a"][..]), (2, &["a", "b"]), (3, &["a", "b", "b"])]
+                .into_iter()
+                .map(|(seq, completed)| {
+                    StoredCheckpoint::encode(&step(seq, completed), &mut head, policy)
+                })
+                .collect();
+        assert_eq!(
+            records
+                .iter()
+                .map(StoredCheckpoint::is_full)
+                .collect::<Vec<_>>(),
+            [true, false, true]
+        );
+        let [first, second, third] = &records[..] else {
+            unreachable!()
+        };
+        assert!(Arc::ptr_eq(&first.run_id, &third.run_id));
+        assert!(Arc::ptr_eq(&first.node, &second.node));
+        let (
+            Body::Full {
+                completed: before, ..
+            },
+            Body::Full {
+                completed: after, ..
+            },
+        ) = (&first.body, &third.body)
+        else {
+            unreachable!()
+        };
+        assert!(Arc::ptr_eq(&before[0], &after[0]));
+        assert!(Arc::ptr_eq(&after[1], &after[2]));
+        assert!(Arc::ptr_eq(second.next.as_ref().unwrap(), &after[1]));
+    }
+
+    #[test]
     fn assigning_a_value_makes_it_equal_whatever_it_held() {
         let values = [
             Value::Null,
@@ -454,7 +544,7 @@ mod tests {
         rebuild.push(&mut a.clone()).unwrap();
         rebuild.push(&mut b.clone()).unwrap();
         let (completed, state) = rebuild.into_current().unwrap();
-        assert_eq!(completed, ["a", "b"]);
+        assert_eq!(completed, [Name::from("a"), Name::from("b")]);
         assert_eq!(state, json!({"m": [1, 2, 3], "x": 2}));
         assert_eq!(head.unwrap().state, state);
     }

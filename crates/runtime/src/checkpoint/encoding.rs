@@ -310,14 +310,14 @@ impl CheckpointDecoder {
     pub fn current(&self) -> Option<Checkpoint> {
         let last = self.last.as_ref()?;
         let (completed, state) = self.rebuild.current()?;
-        Some(last.to_checkpoint(completed, state))
+        Some(last.to_checkpoint(&completed, state))
     }
 
     /// The checkpoint of the last record pushed, rebuilt; `None` if none was.
     pub fn into_latest(self) -> Option<Checkpoint> {
         let last = self.last?;
         let (completed, state) = self.rebuild.into_current()?;
-        Some(last.to_checkpoint(completed, state))
+        Some(last.to_checkpoint(&completed, state))
     }
 
     fn corrupt(&self, record: &StoredCheckpoint, reason: String) -> CheckpointError {

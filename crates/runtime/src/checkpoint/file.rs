@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::delta::{Body, Head, StoredCheckpoint};
+use super::delta::{Body, Head, Name, StoredCheckpoint};
 use super::rebuild::Rebuilder;
 use super::{
     CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore, RecentRuns,
@@ -240,7 +240,7 @@ fn read_stored(path: &Path, run_id: &str, seq: u64) -> Result<StoredCheckpoint, 
     }
     let stored: StoredCheckpoint =
         serde_json::from_slice(&bytes).map_err(|e| corrupt(path, e.to_string()))?;
-    if stored.run_id != run_id || stored.seq != seq {
+    if *stored.run_id != *run_id || stored.seq != seq {
         return Err(corrupt(
             path,
             format!(
@@ -257,7 +257,7 @@ fn rebuild_at(
     files: &[(u64, PathBuf)],
     index: usize,
     run_id: &str,
-) -> Result<(StoredCheckpoint, Vec<String>, Value), CheckpointError> {
+) -> Result<(StoredCheckpoint, Vec<Name>, Value), CheckpointError> {
     let mut chain = Vec::new();
     for (seq, path) in files[..=index].iter().rev() {
         let stored = read_stored(path, run_id, *seq)?;
@@ -466,7 +466,7 @@ impl CheckpointStore for FileCheckpointStore {
                 return Ok(None);
             }
             let (stored, completed, state) = rebuild_at(&files, files.len() - 1, &run_id)?;
-            Ok(Some(stored.to_checkpoint(completed, state)))
+            Ok(Some(stored.to_checkpoint(&completed, state)))
         })
         .await
     }
@@ -484,7 +484,7 @@ impl CheckpointStore for FileCheckpointStore {
                     .push(&mut stored)
                     .map_err(|reason| corrupt(&path, reason))?;
                 if let Some((completed, state)) = rebuild.current() {
-                    out.push(stored.to_checkpoint(completed, state));
+                    out.push(stored.to_checkpoint(&completed, state));
                 }
             }
             Ok(out)

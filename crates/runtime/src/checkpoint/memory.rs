@@ -146,15 +146,21 @@ impl Inner {
                 key.unwrap_or_else(|| Arc::from(run_id))
             }
             None => {
+                // The new run takes over the record buffer of a run it evicts.
+                let mut records = VecDeque::new();
                 while self.runs.len() >= max_runs {
                     let Some((_, oldest)) = self.lru.pop_first() else {
                         break;
                     };
-                    self.runs.remove(&oldest);
+                    if let Some(evicted) = self.runs.remove(&oldest) {
+                        records = evicted.records;
+                        records.clear();
+                    }
                 }
                 let key: Arc<str> = Arc::from(run_id);
                 let run = Run {
                     tick,
+                    records,
                     ..Run::default()
                 };
                 self.runs.insert(key.clone(), run);
@@ -213,7 +219,7 @@ impl Run {
                 .push(&mut record)
                 .map_err(|reason| corrupt(run_id, record.seq, reason))?;
             if let Some((completed, state)) = rebuild.current() {
-                out.push(record.to_checkpoint(completed, state));
+                out.push(record.to_checkpoint(&completed, state));
             }
         }
         Ok(out)
@@ -260,7 +266,7 @@ impl CheckpointStore for InMemoryCheckpointStore {
         };
         Ok(match (run.records.back(), &run.head) {
             (Some(last), Some(head)) if head.seq == last.seq => {
-                let mut latest = last.to_checkpoint(head.completed.clone(), head.state.clone());
+                let mut latest = last.to_checkpoint(&head.completed, head.state.clone());
                 latest.progress.clone_from(&head.progress);
                 Some(latest)
             }

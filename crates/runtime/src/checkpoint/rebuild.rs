@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::JsonText;
-use super::delta::{Body, StoredCheckpoint};
+use super::delta::{Body, Name, StoredCheckpoint};
 
 /// Rebuilds checkpoints from a run's stored records, oldest first. The first record fed
 /// in must be a full snapshot and every delta must follow its base.
@@ -17,7 +17,7 @@ pub(crate) struct Rebuilder {
 #[derive(Debug)]
 struct Rebuilt {
     seq: u64,
-    completed: Vec<String>,
+    completed: Vec<Name>,
     state: Value,
     progress: Option<JsonText>,
 }
@@ -118,14 +118,14 @@ impl Rebuilder {
     }
 
     /// The completed list and state rebuilt so far (cloned).
-    pub(crate) fn current(&self) -> Option<(Vec<String>, Value)> {
+    pub(crate) fn current(&self) -> Option<(Vec<Name>, Value)> {
         self.current
             .as_ref()
             .map(|current| (current.completed.clone(), current.state.clone()))
     }
 
     /// The completed list and state rebuilt so far.
-    pub(crate) fn into_current(self) -> Option<(Vec<String>, Value)> {
+    pub(crate) fn into_current(self) -> Option<(Vec<Name>, Value)> {
         self.current
             .map(|current| (current.completed, current.state))
     }
