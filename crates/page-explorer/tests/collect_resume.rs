@@ -7,14 +7,10 @@
 mod support;
 
 use page_explorer::collect::CollectStep;
-use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
-use agent_runtime::checkpoint::{
-    Checkpoint, CheckpointError, CheckpointStore, FileCheckpointStore, InMemoryCheckpointStore,
-};
-use serde_json::Value;
+use agent_runtime::checkpoint::testing::{InterceptedStore, StoreCall};
+use agent_runtime::checkpoint::{CheckpointError, FileCheckpointStore, InMemoryCheckpointStore};
 use support::flaky::Flaky;
 use support::{open, with_shared_browser};
 
@@ -197,48 +193,23 @@ async fn detail_pages_left_unread_are_read_on_resume() {
 
 /// A store whose disk fills up after the run's first checkpoint: every later save fails,
 /// the rest works.
-struct FullDisk(InMemoryCheckpointStore);
-
-#[async_trait::async_trait]
-impl CheckpointStore for FullDisk {
-    async fn save(&self, checkpoint: &Checkpoint) -> Result<(), CheckpointError> {
-        if checkpoint.seq == 0 {
-            return self.0.save(checkpoint).await;
-        }
-        Err(CheckpointError::Io {
-            path: format!("{}.json", checkpoint.run_id).into(),
-            source: std::io::Error::other("no space left on device"),
-        })
-    }
-    async fn latest(&self, run_id: &str) -> Result<Option<Checkpoint>, CheckpointError> {
-        self.0.latest(run_id).await
-    }
-    async fn list(&self, run_id: &str) -> Result<Vec<Checkpoint>, CheckpointError> {
-        self.0.list(run_id).await
-    }
-    async fn record_journal(
-        &self,
-        run_id: &str,
-        key: &str,
-        value: Value,
-    ) -> Result<(), CheckpointError> {
-        self.0.record_journal(run_id, key, value).await
-    }
-    async fn journal(&self, run_id: &str) -> Result<BTreeMap<String, Value>, CheckpointError> {
-        self.0.journal(run_id).await
-    }
-    async fn prune(&self, run_id: &str, keep_latest: usize) -> Result<usize, CheckpointError> {
-        self.0.prune(run_id, keep_latest).await
-    }
-    async fn prune_older_than(&self, age: Duration) -> Result<usize, CheckpointError> {
-        self.0.prune_older_than(age).await
-    }
+fn full_disk() -> InterceptedStore {
+    InterceptedStore::new(
+        Arc::new(InMemoryCheckpointStore::default()),
+        |call| match call {
+            StoreCall::Save(checkpoint) if checkpoint.seq > 0 => Err(CheckpointError::Io {
+                path: format!("{}.json", checkpoint.run_id).into(),
+                source: std::io::Error::other("no space left on device"),
+            }),
+            _ => Ok(()),
+        },
+    )
 }
 
 #[tokio::test]
 async fn a_checkpoint_that_cannot_be_written_stops_with_the_jobs_gathered() {
     let base = support::serve(support::site("board-pages")).await;
-    let store = FullDisk(InMemoryCheckpointStore::default());
+    let store = full_disk();
     let checkpoints = CollectCheckpoints::new(Arc::new(store), "collect");
     with_shared_browser(async |browser| {
         open(browser, &base).await;

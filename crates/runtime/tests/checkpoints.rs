@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use agent_runtime::checkpoint::testing::{InterceptedStore, StoreCall};
 use agent_runtime::checkpoint::{
     CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore, FileCheckpointStore,
     InMemoryCheckpointStore,
@@ -430,64 +431,22 @@ async fn a_node_resumed_inside_goes_on_from_the_step_it_saved() {
     assert_eq!(fresh.state, 10);
 }
 
-/// A store that counts the reads a graph makes to learn whether a run exists.
-struct CountingStore {
-    inner: InMemoryCheckpointStore,
-    exists: AtomicUsize,
-    latest: AtomicUsize,
-}
-
-#[async_trait::async_trait]
-impl CheckpointStore for CountingStore {
-    async fn save(&self, checkpoint: &Checkpoint) -> Result<(), CheckpointError> {
-        self.inner.save(checkpoint).await
-    }
-    async fn latest(&self, run_id: &str) -> Result<Option<Checkpoint>, CheckpointError> {
-        self.latest.fetch_add(1, Ordering::SeqCst);
-        self.inner.latest(run_id).await
-    }
-    async fn list(&self, run_id: &str) -> Result<Vec<Checkpoint>, CheckpointError> {
-        self.inner.list(run_id).await
-    }
-    async fn record_journal(
-        &self,
-        run_id: &str,
-        key: &str,
-        value: Value,
-    ) -> Result<(), CheckpointError> {
-        self.inner.record_journal(run_id, key, value).await
-    }
-    async fn journal(
-        &self,
-        run_id: &str,
-    ) -> Result<std::collections::BTreeMap<String, Value>, CheckpointError> {
-        self.inner.journal(run_id).await
-    }
-    async fn prune(&self, run_id: &str, keep_latest: usize) -> Result<usize, CheckpointError> {
-        self.inner.prune(run_id, keep_latest).await
-    }
-    async fn prune_older_than(&self, age: std::time::Duration) -> Result<usize, CheckpointError> {
-        self.inner.prune_older_than(age).await
-    }
-    async fn exists(&self, run_id: &str) -> Result<bool, CheckpointError> {
-        self.exists.fetch_add(1, Ordering::SeqCst);
-        self.inner.exists(run_id).await
-    }
-}
-
 #[tokio::test]
 async fn run_durable_asks_the_store_once_whether_the_run_exists() {
-    let store = Arc::new(CountingStore {
-        inner: InMemoryCheckpointStore::new(),
-        exists: AtomicUsize::new(0),
-        latest: AtomicUsize::new(0),
-    });
-    let reads = || {
-        (
-            store.exists.load(Ordering::SeqCst),
-            store.latest.load(Ordering::SeqCst),
-        )
-    };
+    let (exists, latest) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (counted_exists, counted_latest) = (exists.clone(), latest.clone());
+    let store = Arc::new(InterceptedStore::new(
+        Arc::new(InMemoryCheckpointStore::new()),
+        move |call| {
+            match call {
+                StoreCall::Exists { .. } => counted_exists.fetch_add(1, Ordering::SeqCst),
+                StoreCall::Latest { .. } => counted_latest.fetch_add(1, Ordering::SeqCst),
+                _ => 0,
+            };
+            Ok(())
+        },
+    ));
+    let reads = || (exists.load(Ordering::SeqCst), latest.load(Ordering::SeqCst));
     let graph = counting_graph(None, Arc::new(AtomicUsize::new(0)));
     let session = agent_runtime::Session::<u32, ()>::new("durable", 0);
     let fresh = graph

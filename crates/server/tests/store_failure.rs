@@ -6,14 +6,12 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use agent_runtime::checkpoint::{
-    Checkpoint, CheckpointError, CheckpointStore, InMemoryCheckpointStore,
-};
+use agent_runtime::checkpoint::testing::InterceptedStore;
+use agent_runtime::checkpoint::{CheckpointError, CheckpointStore, InMemoryCheckpointStore};
 use agent_runtime::sessions::{
     GateAnswer, InMemorySessionStore, InProcessControl, InProcessFanout, InProcessLeases,
     NewSession, OpenGate, SessionOutcome, SessionRecord, SessionStatus, SessionStore, StoreError,
@@ -92,53 +90,6 @@ impl Flaky {
             true => Err(StoreError::Backend("the events table is locked".into())),
             false => Ok(()),
         }
-    }
-}
-
-/// The checkpoints of a [`Flaky`] store: failing with it.
-struct FlakyCheckpoints {
-    inner: Arc<dyn CheckpointStore>,
-    switches: Arc<Switches>,
-}
-
-impl FlakyCheckpoints {
-    fn check(&self) -> Result<(), CheckpointError> {
-        match Switches::on(&self.switches.all) || Switches::on(&self.switches.checkpoints) {
-            true => Err(CheckpointError::Backend("disk full".into())),
-            false => Ok(()),
-        }
-    }
-}
-
-#[async_trait::async_trait]
-impl CheckpointStore for FlakyCheckpoints {
-    async fn save(&self, checkpoint: &Checkpoint) -> Result<(), CheckpointError> {
-        self.check()?;
-        self.inner.save(checkpoint).await
-    }
-    async fn latest(&self, run_id: &str) -> Result<Option<Checkpoint>, CheckpointError> {
-        self.inner.latest(run_id).await
-    }
-    async fn list(&self, run_id: &str) -> Result<Vec<Checkpoint>, CheckpointError> {
-        self.inner.list(run_id).await
-    }
-    async fn record_journal(
-        &self,
-        run: &str,
-        key: &str,
-        value: Value,
-    ) -> Result<(), CheckpointError> {
-        self.check()?;
-        self.inner.record_journal(run, key, value).await
-    }
-    async fn journal(&self, run_id: &str) -> Result<BTreeMap<String, Value>, CheckpointError> {
-        self.inner.journal(run_id).await
-    }
-    async fn prune(&self, run_id: &str, keep: usize) -> Result<usize, CheckpointError> {
-        self.inner.prune(run_id, keep).await
-    }
-    async fn prune_older_than(&self, age: Duration) -> Result<usize, CheckpointError> {
-        self.inner.prune_older_than(age).await
     }
 }
 
@@ -230,11 +181,18 @@ impl SessionStore for Flaky {
     async fn unfinished(&self, product: &str) -> Result<Vec<SessionRecord>, StoreError> {
         self.inner.unfinished(product).await
     }
+    /// The checkpoints, failing with the store: their writes fail while every write or
+    /// the checkpoints' do.
     fn checkpoint_store(&self) -> Option<Arc<dyn CheckpointStore>> {
-        Some(Arc::new(FlakyCheckpoints {
-            inner: Arc::clone(&self.checkpoints) as Arc<dyn CheckpointStore>,
-            switches: Arc::clone(&self.switches),
-        }))
+        let switches = Arc::clone(&self.switches);
+        let inner = Arc::clone(&self.checkpoints) as Arc<dyn CheckpointStore>;
+        Some(Arc::new(InterceptedStore::new(inner, move |call| {
+            let full = Switches::on(&switches.all) || Switches::on(&switches.checkpoints);
+            match call.writes() && full {
+                true => Err(CheckpointError::Backend("disk full".into())),
+                false => Ok(()),
+            }
+        })))
     }
 }
 

@@ -42,6 +42,8 @@ mod json_text;
 mod memory;
 mod rebuild;
 mod recent_runs;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod text_edit;
 
 pub use encoding::{CheckpointDecoder, CheckpointEncoder, EncodedCheckpoint};
