@@ -3,11 +3,10 @@
 
 use std::collections::{HashMap, VecDeque};
 
-/// Runs a store remembers by default: enough for every run a busy server keeps live at
-/// once. A store forgets a run's encoder when the run finishes, so what it holds is one
-/// encoder (the run's last state and progress) per live run; a run it forgot has its
-/// next checkpoint written in full, which is what 1,000 simultaneous sessions all got
-/// when this was 256.
+/// Runs a store remembers by default: one per live run of a busy server. A store forgets
+/// a run's encoder when the run finishes, so what it holds is one encoder (the run's last
+/// state and progress) per live run. A run it forgot has its next checkpoint written in
+/// full: with more live runs than this saving in turn, every save is a full snapshot.
 pub const RECENT_RUNS: usize = 4_096;
 
 /// The latest value of each of the runs written to last: at most `capacity` runs, the one
