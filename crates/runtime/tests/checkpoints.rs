@@ -438,11 +438,14 @@ async fn run_durable_asks_the_store_once_whether_the_run_exists() {
     let store = Arc::new(InterceptedStore::new(
         Arc::new(InMemoryCheckpointStore::new()),
         move |call| {
-            match call {
-                StoreCall::Exists { .. } => counted_exists.fetch_add(1, Ordering::SeqCst),
-                StoreCall::Latest { .. } => counted_latest.fetch_add(1, Ordering::SeqCst),
-                _ => 0,
+            let counter = match call {
+                StoreCall::Exists { .. } => Some(&counted_exists),
+                StoreCall::Latest { .. } => Some(&counted_latest),
+                _ => None,
             };
+            if let Some(counter) = counter {
+                counter.fetch_add(1, Ordering::SeqCst);
+            }
             Ok(())
         },
     ));
