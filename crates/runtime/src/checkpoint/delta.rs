@@ -2,20 +2,16 @@
 //! since the previous checkpoint (appended array items, replaced and removed fields, the
 //! changed middle of the node's progress).
 
-use std::sync::Arc;
-
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::names::{Name, Names};
 use super::text_edit::TextEdit;
 use super::{Checkpoint, JsonText, SnapshotPolicy};
+use crate::json_assign::assign;
 use crate::json_len::json_len;
 use crate::node_failure::NodeFailure;
-
-/// A run id or a node name in a stored checkpoint: shared by a run's records, which
-/// name the same run and the same few nodes over and over (see [`Names`]).
-pub(crate) type Name = Arc<str>;
 
 /// A checkpoint as the built-in stores keep it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -88,28 +84,6 @@ pub(crate) struct Head {
     pub(crate) full_bytes: Option<usize>,
     /// The run id and node names its records share.
     names: Names,
-}
-
-/// The run id and node names an encoder has written, shared by the records it makes
-/// (a run's records name a handful of nodes over and over), up to [`Names::MAX`].
-#[derive(Debug, Clone, Default)]
-struct Names(Vec<Name>);
-
-impl Names {
-    /// Names kept; a graph with more nodes gets a fresh copy of the others each time.
-    const MAX: usize = 64;
-
-    /// `name`, shared with the records written before when they held it.
-    fn get(&mut self, name: &str) -> Name {
-        if let Some(known) = self.0.iter().find(|known| ***known == *name) {
-            return known.clone();
-        }
-        let name: Name = Arc::from(name);
-        if self.0.len() < Self::MAX {
-            self.0.push(name.clone());
-        }
-        name
-    }
 }
 
 impl Head {
@@ -403,30 +377,6 @@ fn apply_to_head(head: &mut Head, body: &Body, cp: &Checkpoint) {
     }
 }
 
-/// Makes `into` equal to `from`, keeping the allocations of `into` that fit: strings,
-/// arrays and objects with the same fields are written over, not made again.
-fn assign(into: &mut Value, from: &Value) {
-    match (into, from) {
-        (Value::Object(into), Value::Object(from))
-            if into.len() == from.len() && into.keys().eq(from.keys()) =>
-        {
-            for ((_, into), (_, from)) in into.iter_mut().zip(from) {
-                assign(into, from);
-            }
-        }
-        (Value::Array(into), Value::Array(from)) => {
-            into.truncate(from.len());
-            let kept = into.len();
-            for (into, from) in into.iter_mut().zip(from) {
-                assign(into, from);
-            }
-            into.extend_from_slice(&from[kept..]);
-        }
-        (Value::String(into), Value::String(from)) => into.clone_from(from),
-        (into, from) => *into = from.clone(),
-    }
-}
-
 fn len_if<T: Serialize + ?Sized>(measure: bool, value: &T) -> usize {
     if measure { json_len(value) } else { 0 }
 }
@@ -447,6 +397,7 @@ mod tests {
     use super::*;
     use crate::checkpoint::rebuild::Rebuilder;
     use serde_json::json;
+    use std::sync::Arc;
 
     fn cp(seq: u64, completed: &[&str], state: Value) -> Checkpoint {
         Checkpoint::new("r", seq, "n", state).with_completed(completed.iter().copied())
@@ -490,30 +441,6 @@ mod tests {
         assert!(Arc::ptr_eq(&before[0], &after[0]));
         assert!(Arc::ptr_eq(&after[1], &after[2]));
         assert!(Arc::ptr_eq(second.next.as_ref().unwrap(), &after[1]));
-    }
-
-    #[test]
-    fn assigning_a_value_makes_it_equal_whatever_it_held() {
-        let values = [
-            Value::Null,
-            json!(3),
-            json!("text"),
-            json!("longer text"),
-            json!([1, "two", [3]]),
-            json!([1, "one", [3, 4], {"k": 5}]),
-            json!([]),
-            json!({"x": 1, "loops": 0}),
-            json!({"x": 2, "loops": [1, {"deep": "er"}]}),
-            json!({"x": 1, "other": 0}),
-            json!({}),
-        ];
-        for from in &values {
-            for into in &values {
-                let mut into = into.clone();
-                assign(&mut into, from);
-                assert_eq!(&into, from);
-            }
-        }
     }
 
     #[test]

@@ -11,7 +11,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::delta::{Body, Head, Name, StoredCheckpoint};
+use super::delta::{Body, Head, StoredCheckpoint};
+use super::names::Name;
 use super::rebuild::Rebuilder;
 use super::{
     CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore, RecentRuns,

@@ -40,6 +40,7 @@ mod encoding;
 mod file;
 mod json_text;
 mod memory;
+mod names;
 mod rebuild;
 mod recent_runs;
 #[cfg(feature = "testing")]

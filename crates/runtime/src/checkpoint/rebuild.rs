@@ -4,7 +4,8 @@
 use serde_json::Value;
 
 use super::JsonText;
-use super::delta::{Body, Name, StoredCheckpoint};
+use super::delta::{Body, StoredCheckpoint};
+use super::names::Name;
 
 /// Rebuilds checkpoints from a run's stored records, oldest first. The first record fed
 /// in must be a full snapshot and every delta must follow its base.
