@@ -486,6 +486,32 @@ async fn a_growing_history_is_stored_far_below_the_quadratic_sum() {
 }
 
 #[tokio::test]
+async fn a_thousand_runs_saving_in_turn_each_write_deltas() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("agent.db");
+    let store = SqliteCheckpointStore::open(&path).await.unwrap();
+    let runs: Vec<String> = (0..1_000).map(|n| format!("run-{n}")).collect();
+    // Every run saves once before any saves again, as a server's live sessions do: the
+    // store must still hold each run's encoder at its next save.
+    for n in 1..=3 {
+        let saves = runs.iter().map(|run| {
+            let store = &store;
+            async move { store.save(&turn(run, n)).await.unwrap() }
+        });
+        futures::future::join_all(saves).await;
+    }
+    let mut conn = raw(&path).await;
+    let (records, fulls): (i64, i64) =
+        sqlx::query_as("SELECT COUNT(*), SUM(full_record) FROM checkpoints")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    conn.close().await.unwrap();
+    assert_eq!(records, 3_000);
+    assert_eq!(fulls, 1_000, "only each run's first checkpoint is full");
+}
+
+#[tokio::test]
 async fn sessions_and_checkpoints_share_one_database() {
     let dir = TempDir::new().unwrap();
     let path = dir.path().join("agent.db");
