@@ -1,11 +1,16 @@
 //! Multi-row statements for the writes a group commit runs together: rows cut in pieces
-//! of a few fixed sizes, so each database prepares a handful of statement shapes rather
-//! than one per batch size, and the numbered parameters of each piece.
+//! whose sizes are powers of two, so each database prepares eight statement shapes of a
+//! write rather than one per batch size, and a batch of `n` rows takes as many statements
+//! as `n` has ones in binary (seven rows: 4 + 2 + 1), and the numbered parameters of each
+//! piece.
 
 use super::{Bind, Sql};
 
-/// The sizes statements are cut in, largest first (the last must be 1).
-pub(crate) const PIECES: [usize; 4] = [128, 32, 8, 1];
+/// The sizes statements are cut in, largest first (the last must be 1). Powers of two:
+/// with sizes further apart a small batch falls through to one-row statements (with 128,
+/// 32, 8 and 1, seven rows took seven), and each statement is a round trip to the
+/// database (on SQLite, a hand-off to sqlx's worker thread and back).
+pub(crate) const PIECES: [usize; 8] = [128, 64, 32, 16, 8, 4, 2, 1];
 
 /// `items` cut into pieces of the sizes of [`PIECES`]: as many of the largest as fit,
 /// then of the next, and so on.
@@ -67,8 +72,13 @@ mod tests {
     fn rows_are_cut_in_the_fixed_sizes_and_numbered_in_order() {
         let rows: Vec<u32> = (0..170).collect();
         let sizes: Vec<usize> = pieces(&rows).iter().map(|piece| piece.len()).collect();
-        assert_eq!(sizes, [128, 32, 8, 1, 1]);
+        assert_eq!(sizes, [128, 32, 8, 2]);
         assert_eq!(pieces(&rows).concat(), rows);
+        // A batch below twice the largest piece takes one statement per binary one.
+        for n in 1..256usize {
+            let rows: Vec<usize> = (0..n).collect();
+            assert_eq!(pieces(&rows).len(), n.count_ones() as usize, "{n} rows");
+        }
         let values = placeholders(2, 3, |n| format!("(${}, ${}, ${})", n[0], n[1], n[2]));
         assert_eq!(values, "($1, $2, $3), ($4, $5, $6)");
     }
