@@ -3,11 +3,12 @@
 
 use std::collections::{HashMap, VecDeque};
 
-/// Runs a store remembers by default: one per live run of a busy server. A store forgets
-/// a run's encoder when the run finishes, so what it holds is one encoder (the run's last
+/// Runs a store remembers by default: one per live run of a server at its default limit
+/// of live sessions (`agent-server`'s `max_live_sessions`, 10,000). A store forgets a
+/// run's encoder when the run finishes, so what it holds is one encoder (the run's last
 /// state and progress) per live run. A run it forgot has its next checkpoint written in
 /// full: with more live runs than this saving in turn, every save is a full snapshot.
-pub const RECENT_RUNS: usize = 4_096;
+pub const RECENT_RUNS: usize = 10_000;
 
 /// The latest value of each of the runs written to last: at most `capacity` runs, the one
 /// written to longest ago forgotten first.
