@@ -2,12 +2,14 @@
 //! (`group_commit.rs`) are numbered and stored by a handful of multi-row statements
 //! instead of two statements each.
 //!
-//! For a run of appends: one read of the sessions' counters (`last_event`, their rows
-//! locked on PostgreSQL), the numbers given in Rust in the order the appends were queued
-//! (two appends to one session get consecutive numbers), one multi-row insert of the
-//! events and one update of the counters. An append to an unknown session is refused on
-//! its own. Statements are cut in pieces of a few fixed sizes (`sql::bulk`), so each
-//! database prepares a handful of statement shapes, not one per batch size.
+//! For a run of appends: one read of the sessions' last event numbers (the highest `seq`
+//! each has stored; on PostgreSQL their rows are locked first, by a statement of its own),
+//! the numbers given in Rust in the order the appends were queued (two appends to one
+//! session get consecutive numbers) and one multi-row insert of the events. The session's
+//! row is not written (ADR 0023): its number is read from its events, at the end of the
+//! primary key the insert goes to. An append to an unknown session is refused on its own.
+//! Statements are cut in pieces of fixed sizes (`sql::bulk`), so each database prepares a
+//! handful of statement shapes, not one per batch size.
 
 use std::collections::HashMap;
 
@@ -17,6 +19,11 @@ use serde_json::Value;
 
 use crate::sql::bulk::{fetch_for_keys, pieces, placeholders};
 use crate::sql::{Bind, Cells, Sql, sql_number, store_error};
+
+/// The number of session `s`'s last stored event (0 for none), for a statement over
+/// `sessions s`: the end of the events' primary key, one index seek.
+pub(crate) const LAST_EVENT: &str =
+    "COALESCE((SELECT MAX(e.seq) FROM events e WHERE e.session_id = s.id), 0)";
 
 /// An event to append: its session and itself.
 pub(crate) type Append = (String, Value);
@@ -30,7 +37,7 @@ pub(crate) async fn insert_events<D: Sql>(
     let mut ids: Vec<&str> = appends.iter().map(|(id, _)| id.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
-    let mut last = counters::<D>(conn, &ids).await?;
+    let mut last = last_numbers::<D>(conn, &ids).await?;
 
     let mut outcomes = Vec::with_capacity(appends.len());
     let mut rows: Vec<(&str, i64, &Value)> = Vec::with_capacity(appends.len());
@@ -48,31 +55,34 @@ pub(crate) async fn insert_events<D: Sql>(
     for piece in pieces(&rows) {
         insert_piece::<D>(conn, piece, at).await?;
     }
-    let moved: Vec<(&str, i64)> = ids
-        .iter()
-        .filter_map(|id| Some((*id, sql_number(*last.get(id)?))))
-        .collect();
-    for piece in pieces(&moved) {
-        update_piece::<D>(conn, piece).await?;
-    }
     Ok(outcomes)
 }
 
-/// The event counters of the sessions `ids` (sorted) that exist, their rows locked where
-/// the database locks rows.
-async fn counters<'a, D: Sql>(
+/// The number of the last event stored for each of the sessions `ids` (sorted) that
+/// exist (0 for none yet). Where the database locks rows, the sessions' rows are locked
+/// first, in id order, and the numbers read by a later statement: under PostgreSQL's read
+/// committed, a statement's snapshot is taken when it starts, so only one started after
+/// the locks were granted sees what the writers it waited for committed. (SQLite's write
+/// transaction holds the whole database.)
+async fn last_numbers<'a, D: Sql>(
     conn: &mut D::Connection,
     ids: &[&'a str],
 ) -> Result<HashMap<&'a str, u64>, StoreError> {
-    let lock = if D::LOCKS_ROWS { " FOR UPDATE" } else { "" };
+    if D::LOCKS_ROWS {
+        fetch_for_keys::<D>(conn, ids, |list| {
+            format!("SELECT id FROM sessions WHERE id IN ({list}) ORDER BY id FOR UPDATE")
+        })
+        .await
+        .map_err(store_error::<D>)?;
+    }
     let rows = fetch_for_keys::<D>(conn, ids, |list| {
-        format!("SELECT id, last_event FROM sessions WHERE id IN ({list}) ORDER BY id{lock}")
+        format!("SELECT s.id, {LAST_EVENT} AS last_event FROM sessions s WHERE s.id IN ({list})")
     })
     .await
     .map_err(store_error::<D>)?;
     let mut last = HashMap::with_capacity(ids.len());
     for row in &rows {
-        let cells = Cells::<D>::new(row, "a session's event counter".to_owned());
+        let cells = Cells::<D>::new(row, "a session's last event number".to_owned());
         let id = cells.text("id")?;
         let seq = cells.number("last_event")?;
         if let Ok(known) = ids.binary_search(&id.as_str()) {
@@ -94,28 +104,6 @@ async fn insert_piece<D: Sql>(
     rows.iter()
         .fold(Bind::<D>::new(&query), |bind, (id, seq, event)| {
             bind.text(id).int(*seq).json(event).time(at)
-        })
-        .execute(conn)
-        .await
-        .map_err(store_error::<D>)?;
-    Ok(())
-}
-
-async fn update_piece<D: Sql>(
-    conn: &mut D::Connection,
-    counters: &[(&str, i64)],
-) -> Result<(), StoreError> {
-    let values = placeholders(counters.len(), 2, |n| {
-        format!("(${}, CAST(${} AS BIGINT))", n[0], n[1])
-    });
-    let query = format!(
-        "WITH moved (id, seq) AS (VALUES {values}) \
-         UPDATE sessions SET last_event = moved.seq FROM moved WHERE sessions.id = moved.id"
-    );
-    counters
-        .iter()
-        .fold(Bind::<D>::new(&query), |bind, (id, seq)| {
-            bind.text(id).int(*seq)
         })
         .execute(conn)
         .await

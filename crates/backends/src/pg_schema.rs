@@ -104,8 +104,12 @@ const V3: &str = r#"ALTER TABLE documents ALTER COLUMN key TYPE TEXT COLLATE "C"
 /// Version 4: each session names its tenant, as SQLite's version 8 does.
 const V4: &str = "ALTER TABLE sessions ADD COLUMN tenant TEXT;";
 
+/// Version 5: a session's last event number is read from its events (ADR 0023), no
+/// longer kept on its row, as SQLite's version 9 does.
+const V5: &str = "ALTER TABLE sessions DROP COLUMN last_event;";
+
 /// Migration `i` brings version `i` to `i + 1`.
-const MIGRATIONS: [&str; 4] = [V1, V2, V3, V4];
+const MIGRATIONS: [&str; 5] = [V1, V2, V3, V4, V5];
 
 /// The schema version this build writes.
 const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;

@@ -1,11 +1,11 @@
 //! The PostgreSQL session store: sessions, their events and gates, shared by every server
 //! instance of a deployment, by the code the SQLite store runs too (`session_tables`).
 //!
-//! Every method is one transaction. Event numbers come from a counter on the session's
-//! row (`UPDATE ... SET last_event = last_event + 1 RETURNING`), so concurrent writers,
-//! on any instance, take turns on that row and the numbers have no gaps: a transaction
-//! that fails gives its number back. Gate changes lock the session's row first for the
-//! same reason.
+//! Every method is one transaction. An event's number is one more than the highest its
+//! session has stored, read after the session's row is locked (`SELECT ... FOR UPDATE`,
+//! ADR 0023), so concurrent writers, on any instance, take turns on that row and the
+//! numbers have no gaps: a transaction that fails gives its number back. Gate changes
+//! lock the session's row first for the same reason.
 
 use agent_runtime::sessions::{
     GateAnswer, NewSession, OpenGate, SessionOutcome, SessionRecord, SessionStatus, SessionStore,

@@ -2,10 +2,11 @@
 //! events and gates.
 //!
 //! Every write is one step of the database's group commit (`group_commit.rs`): it runs
-//! inside its batch's write transaction and is answered once that commits. Event numbers
-//! come from a counter on the session's row (`last_event`), taken in the transaction that
-//! stores the event, so concurrent writers, in any process or instance, take turns on that
-//! row and the numbers have no gaps: a transaction that fails gives its number back.
+//! inside its batch's write transaction and is answered once that commits. An event's
+//! number is one more than the highest its session has stored, read in the transaction
+//! that stores the event with the session's row locked (ADR 0023), so concurrent writers,
+//! in any process or instance, take turns on that row and the numbers have no gaps: a
+//! transaction that fails gives its number back.
 //! Writes that read first lock the session's row (on SQLite the write transaction holds
 //! the whole database), so of two writers settling the same gate exactly one answer is
 //! accepted.
@@ -18,7 +19,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::Pool;
 
-use crate::event_rows::{Append, insert_events};
+use crate::event_rows::{Append, LAST_EVENT, insert_events};
 use crate::group_commit::GroupCommit;
 use crate::sql::{Bind, Cells, Sql, sql_number, store_error};
 use crate::status_rows::update_statuses;
@@ -302,7 +303,8 @@ impl<D: Sql> SessionTables<D> {
     /// How many events the session has.
     pub(crate) async fn event_count(&self, id: &str) -> Result<u64, StoreError> {
         let mut conn = self.pool.acquire().await.map_err(store_error::<D>)?;
-        let row = Bind::<D>::new("SELECT last_event FROM sessions WHERE id = $1")
+        let query = format!("SELECT {LAST_EVENT} AS last_event FROM sessions s WHERE s.id = $1");
+        let row = Bind::<D>::new(&query)
             .text(id)
             .fetch_optional(&mut conn)
             .await

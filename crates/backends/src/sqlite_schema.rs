@@ -161,8 +161,12 @@ UPDATE gates SET kind = name WHERE kind IS NULL;
 /// auth layer answers another tenant's callers 404 for it).
 const SESSION_TENANT: &str = "ALTER TABLE sessions ADD COLUMN tenant TEXT;";
 
+/// Version 9: a session's last event number is read from its events (ADR 0023), no
+/// longer kept on its row.
+const NO_EVENT_COUNTER: &str = "ALTER TABLE sessions DROP COLUMN last_event;";
+
 /// Migration `i` brings version `i` to `i + 1`.
-const MIGRATIONS: [&str; 8] = [
+const MIGRATIONS: [&str; 9] = [
     SESSIONS,
     CHECKPOINTS,
     LIFECYCLE,
@@ -171,6 +175,7 @@ const MIGRATIONS: [&str; 8] = [
     NO_SAVED_STATE,
     AS_POSTGRES,
     SESSION_TENANT,
+    NO_EVENT_COUNTER,
 ];
 
 /// Checks the schema version and runs the missing migrations, on a connection inside a

@@ -725,7 +725,6 @@ async fn an_older_database_is_migrated_and_a_newer_one_refused() {
             "ALTER TABLE gates DROP COLUMN closed_at",
             "ALTER TABLE sessions DROP COLUMN resume_attempts",
             "ALTER TABLE sessions DROP COLUMN resume_events",
-            "ALTER TABLE sessions DROP COLUMN last_event",
             "ALTER TABLE sessions DROP COLUMN tenant",
             "PRAGMA user_version = 1",
         ],
@@ -750,15 +749,15 @@ async fn an_older_database_is_migrated_and_a_newer_one_refused() {
         .fetch_one(&mut conn)
         .await
         .unwrap();
-    assert_eq!(version, 8);
-    sqlx::query("PRAGMA user_version = 9")
+    assert_eq!(version, 9);
+    sqlx::query("PRAGMA user_version = 10")
         .execute(&mut conn)
         .await
         .unwrap();
     conn.close().await.unwrap();
     assert_corrupt(
         SqliteCheckpointStore::open(&path).await,
-        &["agent.db", "schema version 9", "newer"],
+        &["agent.db", "schema version 10", "newer"],
     );
 }
 

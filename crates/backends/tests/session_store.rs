@@ -996,7 +996,7 @@ async fn newer_schema_version_is_refused() {
         .fetch_one(&mut conn)
         .await
         .unwrap();
-    assert_eq!(version, 8, "the store stamps its schema version");
+    assert_eq!(version, 9, "the store stamps its schema version");
     sqlx::query("PRAGMA user_version = 99")
         .execute(&mut conn)
         .await
@@ -1011,12 +1011,12 @@ async fn newer_schema_version_is_refused() {
     // A fresh file stamped by a newer version is refused too.
     let fresh = dir.path().join("fresh.db");
     let mut conn = raw(&fresh).await;
-    sqlx::query("PRAGMA user_version = 9")
+    sqlx::query("PRAGMA user_version = 10")
         .execute(&mut conn)
         .await
         .unwrap();
     conn.close().await.unwrap();
-    assert_corrupt(SqliteSessionStore::open(&fresh).await, &["version 9"]);
+    assert_corrupt(SqliteSessionStore::open(&fresh).await, &["version 10"]);
 }
 
 #[tokio::test]
