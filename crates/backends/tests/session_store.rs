@@ -1225,6 +1225,49 @@ async fn postgres_unreachable_is_a_clear_backend_error() {
 }
 
 #[tokio::test]
+async fn postgres_a_schema_with_the_event_counter_is_migrated_and_numbering_goes_on() {
+    let fixture = pg::Fixture::new().await;
+    fixture
+        .store
+        .create(new_session("s1", "resume"))
+        .await
+        .unwrap();
+    for n in 1..=2 {
+        fixture.store.append_event("s1", &json!(n)).await.unwrap();
+    }
+    // The schema as version 4 left it: each session kept its last event's number.
+    let mut conn = sqlx::PgConnection::connect(&pg::url()).await.unwrap();
+    sqlx::raw_sql(&format!(
+        "SET search_path TO \"{0}\";
+         ALTER TABLE sessions ADD COLUMN last_event BIGINT NOT NULL DEFAULT 0;
+         UPDATE sessions SET last_event = 2;
+         UPDATE agent_schema SET version = 4;",
+        fixture.schema
+    ))
+    .execute(&mut conn)
+    .await
+    .unwrap();
+
+    let store = agent_backends::PgSessionStore::connect_in_schema(&pg::url(), &fixture.schema)
+        .await
+        .unwrap();
+    assert_eq!(store.event_count("s1").await.unwrap(), 2);
+    assert_eq!(store.append_event("s1", &json!(3)).await.unwrap(), 3);
+    let (version, counters): (i32, i64) = sqlx::query_as(&format!(
+        "SELECT (SELECT version FROM \"{0}\".agent_schema), \
+         (SELECT COUNT(*) FROM information_schema.columns \
+          WHERE table_schema = '{0}' AND table_name = 'sessions' AND column_name = 'last_event')",
+        fixture.schema
+    ))
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!((version, counters), (5, 0));
+    conn.close().await.unwrap();
+    fixture.cleanup().await;
+}
+
+#[tokio::test]
 async fn postgres_a_schema_from_a_newer_version_is_refused() {
     let fixture = pg::Fixture::new().await;
     let mut conn = sqlx::PgConnection::connect(&pg::url()).await.unwrap();
