@@ -14,6 +14,7 @@ use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Connection, PgConnection, Postgres};
 
+use crate::sql::bulk::STATEMENT_CACHE;
 use crate::sql::store_error;
 
 /// Version 1: sessions, events, state, gates, checkpoints, journal, documents, leases.
@@ -121,8 +122,9 @@ const MIGRATION_LOCK: i64 = 0x0061_6765_6e74;
 /// given, else in the connection's default search path, and migrates.
 pub(crate) async fn connect(url: &str, schema: Option<&str>) -> Result<PgPool, StoreError> {
     let mut options: PgConnectOptions = url
-        .parse()
-        .map_err(|e| StoreError::Backend(format!("PostgreSQL URL {url:?}: {e}")))?;
+        .parse::<PgConnectOptions>()
+        .map_err(|e| StoreError::Backend(format!("PostgreSQL URL {url:?}: {e}")))?
+        .statement_cache_capacity(STATEMENT_CACHE);
     if let Some(schema) = schema {
         check_schema_name(schema)?;
         let mut conn = PgConnection::connect_with(&options)

@@ -29,6 +29,7 @@ use sqlx::sqlite::{
 use sqlx::{Sqlite, Transaction};
 
 use crate::session_tables::{SessionTables, Settle};
+use crate::sql::bulk::STATEMENT_CACHE;
 use crate::sql::{Sql, store_error};
 use crate::sqlite_schema;
 
@@ -98,6 +99,7 @@ impl SqliteSessionStore {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(BUSY_TIMEOUT)
+            .statement_cache_capacity(STATEMENT_CACHE)
             .pragma("cache_size", format!("-{PAGE_CACHE_KIB}"));
         let pool = SqlitePoolOptions::new()
             .max_connections(FILE_CONNECTIONS)
@@ -145,7 +147,8 @@ impl SqliteSessionStore {
         let options = SqliteConnectOptions::from_str("sqlite::memory:")
             .map_err(store_error::<Sqlite>)?
             .foreign_keys(true)
-            .busy_timeout(BUSY_TIMEOUT);
+            .busy_timeout(BUSY_TIMEOUT)
+            .statement_cache_capacity(STATEMENT_CACHE);
         let pool = SqlitePoolOptions::new()
             .min_connections(1)
             .max_connections(1)

@@ -1,8 +1,8 @@
-//! Multi-row statements for the writes a group commit runs together: rows cut in pieces
-//! whose sizes are powers of two, so each database prepares eight statement shapes of a
-//! write rather than one per batch size, and a batch of `n` rows takes as many statements
-//! as `n` has ones in binary (seven rows: 4 + 2 + 1), and the numbered parameters of each
-//! piece.
+//! Multi-row statements for the writes a group commit runs together, and the numbered
+//! parameters of each. Rows are cut in pieces whose sizes are powers of two: each database
+//! prepares eight statement shapes of a write, not one per batch size, and a batch of up
+//! to 255 rows takes one statement per one in its size's binary form (seven rows: 4 + 2 +
+//! 1).
 
 use super::{Bind, Sql};
 
@@ -11,6 +11,12 @@ use super::{Bind, Sql};
 /// 32, 8 and 1, seven rows took seven), and each statement is a round trip to the
 /// database (on SQLite, a hand-off to sqlx's worker thread and back).
 pub(crate) const PIECES: [usize; 8] = [128, 64, 32, 16, 8, 4, 2, 1];
+
+/// Prepared statements each connection keeps (sqlx's default is 100). The bulk writes
+/// alone have a shape per size of [`PIECES`]: 40 on SQLite, 56 on PostgreSQL (which also
+/// locks rows in pieces), beside the stores' other statements; a connection that had to
+/// forget some would prepare them again, on PostgreSQL a round trip each.
+pub(crate) const STATEMENT_CACHE: usize = 256;
 
 /// `items` cut into pieces of the sizes of [`PIECES`]: as many of the largest as fit,
 /// then of the next, and so on.
