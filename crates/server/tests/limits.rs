@@ -3,7 +3,8 @@
 //! refused with 503 and `retry-after`, and a client that reads slower than its session
 //! emits is dropped (it reconnects with `Last-Event-ID`) while the others get every event;
 //! a tenant beyond `max_sessions_per_tenant` gets 429, an event above `max_event_bytes` is
-//! stored as `event_too_large`, an answer above `max_answer_bytes` is 413.
+//! stored as `event_too_large`, an answer above `max_answer_bytes` is 413; the
+//! checkpoint stores remember a run for every session the default limit keeps live.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -325,5 +326,18 @@ async fn an_answer_above_the_limit_is_413() {
         http.respond_when_open(&started, "coordinator:approve:1", json!("yes"))
             .await,
         200
+    );
+}
+
+/// The checkpoint stores remember the encoder of as many runs as a server keeps live by
+/// default: with more live runs saving in turn, each would be forgotten between its saves
+/// and every checkpoint written in full.
+#[test]
+fn the_stores_remember_every_run_a_default_server_keeps_live() {
+    let live = ServerConfig::default().max_live_sessions;
+    assert!(
+        live.is_some_and(|live| live <= agent_runtime::checkpoint::RECENT_RUNS),
+        "max_live_sessions {live:?} against RECENT_RUNS {}",
+        agent_runtime::checkpoint::RECENT_RUNS
     );
 }
