@@ -176,11 +176,15 @@ impl InProcessFanout {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn sender(&self, session: &str) -> Sender {
+    /// A new receiver of `session`'s channel, made if needed. It subscribes under the
+    /// lock: a publish finding the channel without receivers drops it, so a channel made
+    /// but not yet subscribed to could be dropped in between, closing the new receiver at
+    /// once (its stream would end before the session does).
+    fn receiver(&self, session: &str) -> broadcast::Receiver<(u64, Arc<Value>)> {
         self.lock()
             .entry(session.to_owned())
             .or_insert_with(|| broadcast::channel(self.capacity).0)
-            .clone()
+            .subscribe()
     }
 }
 
@@ -198,7 +202,7 @@ impl EventFanout for InProcessFanout {
     }
 
     async fn subscribe(&self, session: &str) -> Result<BoxStream<'static, Fanned>, StoreError> {
-        let receiver = self.sender(session).subscribe();
+        let receiver = self.receiver(session);
         Ok(Box::pin(futures::stream::unfold(
             receiver,
             |mut receiver| async move {
@@ -363,5 +367,53 @@ mod tests {
         drop(follower);
         fanout.publish("s", 2, Arc::new(serde_json::json!({})));
         assert!(fanout.lock().is_empty());
+    }
+
+    /// A subscriber whose session is published to while it subscribes stays subscribed
+    /// until the session is closed: its stream never ends early (the race of a channel
+    /// made, found without receivers by a publish and dropped, before the subscriber
+    /// took its receiver).
+    #[test]
+    fn a_publish_racing_a_subscribe_never_ends_the_new_stream() {
+        use futures::{FutureExt as _, StreamExt as _};
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+        let fanout = Arc::new(InProcessFanout::default());
+        for round in 0..1_000_u64 {
+            let session = format!("s{round}");
+            let publishing = Arc::new(AtomicBool::new(true));
+            let published = Arc::new(AtomicU64::new(0));
+            let publisher = {
+                let (fanout, publishing, published, session) = (
+                    Arc::clone(&fanout),
+                    Arc::clone(&publishing),
+                    Arc::clone(&published),
+                    session.clone(),
+                );
+                std::thread::spawn(move || {
+                    let mut seq = 0;
+                    while publishing.load(Ordering::Relaxed) {
+                        seq += 1;
+                        fanout.publish(&session, seq, Arc::new(Value::Null));
+                        published.store(seq, Ordering::Relaxed);
+                    }
+                })
+            };
+            while published.load(Ordering::Relaxed) == 0 {
+                std::hint::spin_loop();
+            }
+            let mut events = fanout.subscribe(&session).now_or_never().unwrap().unwrap();
+            publishing.store(false, Ordering::Relaxed);
+            publisher.join().unwrap();
+            // Whatever arrived (or was missed), the stream is open until the close.
+            while let Some(next) = events.next().now_or_never() {
+                assert!(
+                    next.is_some(),
+                    "round {round}: the stream ended before its session was closed"
+                );
+            }
+            fanout.close(&session);
+            assert_eq!(events.next().now_or_never(), Some(None));
+        }
     }
 }
