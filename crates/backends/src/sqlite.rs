@@ -103,6 +103,9 @@ impl SqliteSessionStore {
             .pragma("cache_size", format!("-{PAGE_CACHE_KIB}"));
         let pool = SqlitePoolOptions::new()
             .max_connections(FILE_CONNECTIONS)
+            // A connection to a local file does not go stale while idle: no round trip to
+            // check it before each use.
+            .test_before_acquire(false)
             .connect_with(options)
             .await
             .map_err(|e| StoreError::Backend(format!("opening {}: {e}", path.display())))?;
@@ -152,6 +155,7 @@ impl SqliteSessionStore {
         let pool = SqlitePoolOptions::new()
             .min_connections(1)
             .max_connections(1)
+            .test_before_acquire(false)
             .idle_timeout(None)
             .max_lifetime(None)
             .connect_with(options)

@@ -189,6 +189,59 @@ async fn a_refused_write_leaves_the_rest_of_its_batch_stored() {
     assert_eq!(store.event_count("real").await.unwrap(), 80);
 }
 
+/// While writes queue back to back the writer keeps its connection from batch to batch;
+/// readers still read meanwhile (the file's other connections; the only connection of an
+/// in-memory database is never kept), and once the writes stop the store closes.
+async fn reads_go_on_beside_a_busy_writer_and_the_store_closes_after(store: SqliteSessionStore) {
+    let store = Arc::new(store);
+    store.create(new_session("busy")).await.unwrap();
+    let writers: Vec<_> = (0..8u64)
+        .map(|writer| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                for n in 0..150u64 {
+                    store
+                        .append_event("busy", &json!({"writer": writer, "n": n}))
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    let mut read = 0;
+    while !writers.iter().all(|writer| writer.is_finished()) {
+        let events = tokio::time::timeout(Duration::from_secs(5), store.events_after("busy", 0))
+            .await
+            .expect("a read waited for the writer")
+            .unwrap();
+        assert!(events.len() >= read, "events went missing");
+        read = events.len();
+    }
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    assert_eq!(store.event_count("busy").await.unwrap(), 1_200);
+    let store = Arc::into_inner(store).expect("the writers are done");
+    tokio::time::timeout(Duration::from_secs(5), store.close())
+        .await
+        .expect("the store did not close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn reads_go_on_beside_a_busy_writer_on_a_file() {
+    let dir = TempDir::new().unwrap();
+    let store = SqliteSessionStore::open(dir.path().join("sessions.db"))
+        .await
+        .unwrap();
+    reads_go_on_beside_a_busy_writer_and_the_store_closes_after(store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn reads_go_on_beside_a_busy_writer_in_memory() {
+    let store = SqliteSessionStore::in_memory().await.unwrap();
+    reads_go_on_beside_a_busy_writer_and_the_store_closes_after(store).await;
+}
+
 /// `runs` runs save their checkpoints 1..=`per_run` at once, each run's in order (one
 /// writer per run), with a save at an old seq thrown in among them: those few are
 /// refused as out of order, and every run loads back its last checkpoint with all of its

@@ -28,15 +28,27 @@ const MAX_PAUSE: Duration = Duration::from_secs(1);
 
 /// The writer task: commits what has queued, batch after batch, until every handle is
 /// gone.
+///
+/// While writes keep queueing, the writer keeps its connection from one batch to the
+/// next: taking one from the pool and giving it back costs two round trips to the
+/// connection (sqlx checks it both ways), as much as a small batch's statements. It gives
+/// the connection back as soon as nothing waits, so an idle writer holds none, and it
+/// never keeps the only one a pool has (an in-memory SQLite database's), which the
+/// readers need.
 pub(super) async fn write_batches<D: Sql>(
     pool: Pool<D>,
     mut writes: mpsc::UnboundedReceiver<Box<dyn Queued<D>>>,
 ) {
+    let keeps_connection = pool.options().get_max_connections() > 1;
     let mut batch = Vec::new();
+    let mut held = None;
     while writes.recv_many(&mut batch, MAX_BATCH).await > 0 {
         group_by_kind(&mut batch);
-        commit(&pool, &mut batch).await;
+        commit(&pool, &mut held, &mut batch).await;
         batch.clear();
+        if !keeps_connection || writes.is_empty() || pool.is_closed() {
+            held = None;
+        }
     }
     tracing::debug!(database = D::NAME, "group commit writer stopped");
 }
@@ -74,11 +86,15 @@ enum Attempt {
 
 /// Commits `batch` as one transaction and answers every write in it, trying it again on
 /// a new connection while the database is away (see the module docs).
-async fn commit<D: Sql>(pool: &Pool<D>, batch: &mut Vec<Box<dyn Queued<D>>>) {
+async fn commit<D: Sql>(
+    pool: &Pool<D>,
+    held: &mut Option<PoolConnection<D>>,
+    batch: &mut Vec<Box<dyn Queued<D>>>,
+) {
     let started = Instant::now();
     let mut pause = FIRST_PAUSE;
     loop {
-        let reason = match attempt(pool, batch).await {
+        let reason = match attempt(pool, held, batch).await {
             Attempt::Answered => return,
             Attempt::Continue => continue,
             Attempt::Lost(reason) => reason,
@@ -102,26 +118,34 @@ async fn commit<D: Sql>(pool: &Pool<D>, batch: &mut Vec<Box<dyn Queued<D>>>) {
     }
 }
 
-/// One attempt at `batch`: answers the writes it settles and removes them from it. A
-/// connection whose transaction failed is closed, not given back to the pool: it may be
-/// dead, or still inside the transaction (SQLite keeps one whose `COMMIT` failed, on a
-/// full disk, open).
-async fn attempt<D: Sql>(pool: &Pool<D>, batch: &mut Vec<Box<dyn Queued<D>>>) -> Attempt {
-    let mut conn = match pool.acquire().await {
-        Ok(conn) => conn,
-        Err(error) if connection_lost(&error) => return Attempt::Lost(error.to_string()),
-        Err(error) => {
-            let reason = format!("{}: {error}", D::NAME);
-            batch
-                .drain(..)
-                .for_each(|write| write.answer(Some(&reason)));
-            return Attempt::Answered;
-        }
+/// One attempt at `batch`, on the `held` connection or one taken from the pool and left
+/// in `held`: answers the writes it settles and removes them from it. A connection whose
+/// transaction failed is closed, not given back to the pool: it may be dead, or still
+/// inside the transaction (SQLite keeps one whose `COMMIT` failed, on a full disk, open).
+async fn attempt<D: Sql>(
+    pool: &Pool<D>,
+    held: &mut Option<PoolConnection<D>>,
+    batch: &mut Vec<Box<dyn Queued<D>>>,
+) -> Attempt {
+    let mut conn = match held.take() {
+        Some(conn) => conn,
+        None => match pool.acquire().await {
+            Ok(conn) => conn,
+            Err(error) if connection_lost(&error) => return Attempt::Lost(error.to_string()),
+            Err(error) => {
+                let reason = format!("{}: {error}", D::NAME);
+                batch
+                    .drain(..)
+                    .for_each(|write| write.answer(Some(&reason)));
+                return Attempt::Answered;
+            }
+        },
     };
     let synced = batch.iter().any(|write| write.synced());
     let failure = match transaction(&mut *conn, batch, synced).await {
         Ok(true) => {
             batch.drain(..).for_each(|write| write.answer(None));
+            *held = Some(conn);
             return Attempt::Answered;
         }
         Ok(false) => {
@@ -132,6 +156,7 @@ async fn attempt<D: Sql>(pool: &Pool<D>, batch: &mut Vec<Box<dyn Queued<D>>>) ->
             );
             loop {
                 if batch.is_empty() {
+                    *held = Some(conn);
                     return Attempt::Answered;
                 }
                 let synced = batch[0].synced();

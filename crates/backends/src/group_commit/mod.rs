@@ -106,7 +106,8 @@ impl<D: Sql> Clone for GroupCommit<D> {
 
 impl<D: Sql> GroupCommit<D> {
     /// Starts the writer of the database of `pool` on the current tokio runtime. It takes
-    /// a connection of the pool for each batch, so the pool's other connections read.
+    /// a connection of the pool for its batches, keeping it while writes queue back to
+    /// back, so the pool's other connections read.
     pub(crate) fn start(pool: Pool<D>) -> Self {
         let (queue, writes) = mpsc::unbounded_channel();
         // Owned by the handles: it ends when the last of them is dropped.
