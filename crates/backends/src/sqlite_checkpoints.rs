@@ -48,7 +48,7 @@ use crate::checkpoint_tables::CheckpointTables;
 /// checkpoints.record_journal("run-1", "email", json!("msg-1")).await?;
 ///
 /// let latest = checkpoints.latest("run-1").await?.unwrap();
-/// assert_eq!(latest.state, json!({"log": ["a", "b"]}));
+/// assert_eq!(*latest.state, json!({"log": ["a", "b"]}));
 /// assert_eq!(checkpoints.journal("run-1").await?["email"], json!("msg-1"));
 /// # Ok(())
 /// # }

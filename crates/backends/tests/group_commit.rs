@@ -277,7 +277,7 @@ async fn many_runs_checkpoint_at_once(store: Arc<dyn CheckpointStore>, runs: usi
         let latest = store.latest(&format!("run-{run}")).await.unwrap().unwrap();
         assert_eq!(latest.seq, per_run);
         assert_eq!(
-            latest.state,
+            *latest.state,
             json!({"log": (1..=per_run).collect::<Vec<_>>()})
         );
     }
@@ -410,7 +410,7 @@ async fn a_kill_mid_batch_loses_no_acknowledged_event_or_checkpoint() {
         let stored = checkpoints.list(id).await.unwrap();
         let kept = stored.iter().find(|c| c.seq == *seq);
         assert_eq!(
-            kept.map(|c| &c.state),
+            kept.map(|c| &*c.state),
             Some(&json!({"n": seq * 4})),
             "{id}: checkpoint {seq} lost"
         );

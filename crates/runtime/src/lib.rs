@@ -23,7 +23,6 @@ mod events;
 mod gates;
 mod identity;
 mod invocation_calls;
-mod json_assign;
 mod json_len;
 mod node_failure;
 

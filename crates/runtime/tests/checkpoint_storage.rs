@@ -96,7 +96,7 @@ async fn storage_ratio(n: usize) -> f64 {
         cp = Some(next);
     }
     let last = cp.unwrap();
-    assert_eq!(last.state, history_state(n));
+    assert_eq!(*last.state, history_state(n));
     let fresh = FileCheckpointStore::new(&dir.0);
     assert_eq!(fresh.latest("chat").await.unwrap(), Some(last));
     let (stored, final_state) = (dir_bytes(&dir.0), quadratic_step(n));
@@ -280,7 +280,7 @@ async fn the_in_memory_store_keeps_the_latest_per_run_and_evicts_least_recent_ru
     }
     let kept = store.list("a").await.unwrap();
     assert_eq!(kept.iter().map(|c| c.seq).collect::<Vec<_>>(), [8, 9, 10]);
-    assert_eq!(kept[0].state, json!({"items": (0..8).collect::<Vec<_>>()}));
+    assert_eq!(*kept[0].state, json!({"items": (0..8).collect::<Vec<_>>()}));
 
     save(&store, cp("b", 1, "n")).await;
     save(&store, cp("a", 11, "n")).await;

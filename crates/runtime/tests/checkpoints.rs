@@ -38,17 +38,17 @@ async fn a_checkpointed_run_saves_after_every_node_naming_the_next() {
         (all[0].node.as_str(), all[0].next.as_deref()),
         (START, Some("n1"))
     );
-    assert_eq!(all[0].state, json!({"x": 0, "loops": 0}));
+    assert_eq!(*all[0].state, json!({"x": 0, "loops": 0}));
     assert_eq!(
         (all[4].node.as_str(), all[4].next.as_deref()),
         ("n4", Some("n2"))
     );
     assert_eq!(all[4].completed, ["n1", "n2", "n3", "n4"]);
-    assert_eq!(all[4].state, json!({"x": 4, "loops": 1}));
+    assert_eq!(*all[4].state, json!({"x": 4, "loops": 1}));
     let last = &all[12];
     assert!(last.is_finished());
     assert_eq!(last.completed.len(), 12);
-    assert_eq!(last.state, json!({"x": 12, "loops": 3}));
+    assert_eq!(*last.state, json!({"x": 12, "loops": 3}));
     assert!(
         all.iter()
             .all(|c| c.schema_version == CHECKPOINT_SCHEMA_VERSION && c.run_id == "c-run")

@@ -2,6 +2,8 @@
 //! since the previous checkpoint (appended array items, replaced and removed fields, the
 //! changed middle of the node's progress).
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -9,7 +11,6 @@ use serde_json::{Map, Value};
 use super::names::{Name, Names};
 use super::text_edit::TextEdit;
 use super::{Checkpoint, JsonText, SnapshotPolicy};
-use crate::json_assign::assign;
 use crate::json_len::json_len;
 use crate::node_failure::NodeFailure;
 
@@ -44,7 +45,8 @@ pub(crate) struct StoredCheckpoint {
 pub(crate) enum Body {
     Full {
         completed: Vec<Name>,
-        state: Value,
+        /// The checkpoint's own state, shared, not copied.
+        state: Arc<Value>,
     },
     Delta {
         base_seq: u64,
@@ -70,7 +72,9 @@ const FULL_BODY_OVERHEAD: usize = 36;
 pub(crate) struct Head {
     pub(crate) seq: u64,
     pub(crate) completed: Vec<Name>,
-    pub(crate) state: Value,
+    /// The checkpoint's state, shared with it (and with the next one's when the state did
+    /// not change).
+    pub(crate) state: Arc<Value>,
     /// The node's progress (the base of the next progress edit).
     pub(crate) progress: Option<JsonText>,
     /// Deltas since the last full snapshot.
@@ -214,7 +218,7 @@ impl StoredCheckpoint {
     }
 
     /// The checkpoint, given its rebuilt completed list and state.
-    pub(crate) fn to_checkpoint(&self, completed: &[Name], state: Value) -> Checkpoint {
+    pub(crate) fn to_checkpoint(&self, completed: &[Name], state: Arc<Value>) -> Checkpoint {
         Checkpoint {
             run_id: self.run_id.to_string(),
             seq: self.seq,
@@ -231,14 +235,13 @@ impl StoredCheckpoint {
     }
 }
 
-/// A full body of `cp`, and `head` moved on to it. The previous head's buffers are
-/// reused (its completed list is mostly a prefix of the new one, its state mostly the
-/// same fields), so only what changed is allocated.
+/// A full body of `cp`, and `head` moved on to it. The previous head's completed list is
+/// reused (it is mostly a prefix of the new one); the state is the checkpoint's, shared.
 fn full<'h>(cp: &Checkpoint, head: &'h mut Option<Head>) -> (Body, &'h mut Head) {
     let head = head.get_or_insert_with(|| Head {
         seq: cp.seq,
         completed: Vec::new(),
-        state: Value::Null,
+        state: Arc::clone(&cp.state),
         progress: None,
         chain: 0,
         delta_bytes: 0,
@@ -257,24 +260,25 @@ fn full<'h>(cp: &Checkpoint, head: &'h mut Option<Head>) -> (Body, &'h mut Head)
         let name = head.names.get(name);
         head.completed.push(name);
     }
-    assign(&mut head.state, &cp.state);
+    head.state = Arc::clone(&cp.state);
     head.progress.clone_from(&cp.progress);
     head.chain = 0;
     head.delta_bytes = 0;
     head.full_bytes = None;
     let body = Body::Full {
         completed: head.completed.clone(),
-        state: cp.state.clone(),
+        state: Arc::clone(&cp.state),
     };
     (body, head)
 }
 
 /// The delta from `head` to `cp`, when both states are objects and the completed list
-/// only grew.
+/// only grew. A state shared with the head (the run did not change it) is not compared.
 fn diff(head: &mut Head, cp: &Checkpoint) -> Option<Body> {
-    let (Value::Object(old), Value::Object(new)) = (&head.state, &cp.state) else {
+    let (Value::Object(old), Value::Object(new)) = (&*head.state, &*cp.state) else {
         return None;
     };
+    let unchanged = Arc::ptr_eq(&head.state, &cp.state);
     let grown = cp.completed.len() >= head.completed.len()
         && head
             .completed
@@ -286,7 +290,7 @@ fn diff(head: &mut Head, cp: &Checkpoint) -> Option<Body> {
     }
     let mut set = Map::new();
     let mut append = Map::new();
-    for (key, value) in new {
+    for (key, value) in new.iter().filter(|_| !unchanged) {
         match (old.get(key), value) {
             (Some(before), _) if before == value => {}
             (Some(Value::Array(before)), Value::Array(after))
@@ -301,7 +305,7 @@ fn diff(head: &mut Head, cp: &Checkpoint) -> Option<Body> {
     }
     let removed = old
         .keys()
-        .filter(|k| !new.contains_key(*k))
+        .filter(|k| !unchanged && !new.contains_key(*k))
         .cloned()
         .collect();
     let names = &mut head.names;
@@ -322,63 +326,48 @@ fn edit_progress(from: Option<&JsonText>, to: Option<&JsonText>) -> Option<TextE
     TextEdit::between(from?.as_str(), to?.as_str())
 }
 
-/// Moves the head on to `cp` by a delta just computed from it (cheaper than cloning the
-/// state), and its full size along when that is kept.
+/// Moves the head on to `cp` by a delta just computed from it: the head takes the
+/// checkpoint's state (shared), and its full size is moved along by the delta when that
+/// is kept.
 fn apply_to_head(head: &mut Head, body: &Body, cp: &Checkpoint) {
-    if let Body::Delta {
+    let Body::Delta {
         completed_append,
         set,
         append,
         removed,
         ..
     } = body
-        && let Value::Object(state) = &mut head.state
-    {
+    else {
+        return;
+    };
+    if let (Some(bytes), Value::Object(old)) = (head.full_bytes, &*head.state) {
         // Each item or field counts its separator (`,` and for fields `"key":`).
-        let measure = head.full_bytes.is_some();
-        let (mut grown, mut shrunk) = (0usize, 0usize);
-        for name in completed_append {
-            grown += len_if(measure, name) + 1;
-        }
-        head.completed.extend_from_slice(completed_append);
+        let mut grown: usize = completed_append.iter().map(|name| json_len(name) + 1).sum();
+        let mut shrunk = 0usize;
         for key in removed {
-            if let Some(old) = state.remove(key) {
-                shrunk += len_if(measure, key) + len_if(measure, &old) + 2;
+            if let Some(before) = old.get(key) {
+                shrunk += json_len(key) + json_len(before) + 2;
             }
         }
         for (key, value) in set {
-            grown += len_if(measure, value);
-            match state.get_mut(key) {
-                Some(old) => {
-                    shrunk += len_if(measure, old);
-                    assign(old, value);
-                }
-                None => {
-                    grown += len_if(measure, key) + 2;
-                    state.insert(key.clone(), value.clone());
-                }
+            grown += json_len(value);
+            match old.get(key) {
+                Some(before) => shrunk += json_len(before),
+                None => grown += json_len(key) + 2,
             }
         }
-        for (key, items) in append {
-            if let (Some(Value::Array(into)), Value::Array(items)) = (state.get_mut(key), items) {
-                grown += items
-                    .iter()
-                    .map(|item| len_if(measure, item) + 1)
-                    .sum::<usize>();
-                into.extend_from_slice(items);
+        for items in append.values() {
+            if let Value::Array(items) = items {
+                grown += items.iter().map(|item| json_len(item) + 1).sum::<usize>();
             }
         }
-        if let Some(bytes) = &mut head.full_bytes {
-            *bytes = bytes.saturating_add(grown).saturating_sub(shrunk);
-        }
-        head.seq = cp.seq;
-        head.progress.clone_from(&cp.progress);
-        head.chain += 1;
+        head.full_bytes = Some(bytes.saturating_add(grown).saturating_sub(shrunk));
     }
-}
-
-fn len_if<T: Serialize + ?Sized>(measure: bool, value: &T) -> usize {
-    if measure { json_len(value) } else { 0 }
+    head.completed.extend_from_slice(completed_append);
+    head.state = Arc::clone(&cp.state);
+    head.seq = cp.seq;
+    head.progress.clone_from(&cp.progress);
+    head.chain += 1;
 }
 
 impl Body {
@@ -386,7 +375,7 @@ impl Body {
     pub(crate) fn empty() -> Self {
         Body::Full {
             completed: Vec::new(),
-            state: Value::Null,
+            state: Arc::new(Value::Null),
         }
     }
 }
@@ -472,7 +461,7 @@ mod tests {
         rebuild.push(&mut b.clone()).unwrap();
         let (completed, state) = rebuild.into_current().unwrap();
         assert_eq!(completed, [Name::from("a"), Name::from("b")]);
-        assert_eq!(state, json!({"m": [1, 2, 3], "x": 2}));
+        assert_eq!(*state, json!({"m": [1, 2, 3], "x": 2}));
         assert_eq!(head.unwrap().state, state);
     }
 

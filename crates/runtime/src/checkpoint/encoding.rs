@@ -250,9 +250,9 @@ impl CheckpointEncoder {
 ///
 /// let mut decoder = CheckpointDecoder::new();
 /// decoder.push(a)?;
-/// assert_eq!(decoder.current().unwrap().state, json!({"log": [1]}));
+/// assert_eq!(*decoder.current().unwrap().state, json!({"log": [1]}));
 /// decoder.push(b.clone())?;
-/// assert_eq!(decoder.current().unwrap().state, json!({"log": [1, 2]}));
+/// assert_eq!(*decoder.current().unwrap().state, json!({"log": [1, 2]}));
 ///
 /// // A delta without the record it is based on cannot be rebuilt.
 /// let orphan = CheckpointDecoder::new().with_location("in tests").push(b);

@@ -258,7 +258,7 @@ fn rebuild_at(
     files: &[(u64, PathBuf)],
     index: usize,
     run_id: &str,
-) -> Result<(StoredCheckpoint, Vec<Name>, Value), CheckpointError> {
+) -> Result<(StoredCheckpoint, Vec<Name>, Arc<Value>), CheckpointError> {
     let mut chain = Vec::new();
     for (seq, path) in files[..=index].iter().rev() {
         let stored = read_stored(path, run_id, *seq)?;

@@ -28,7 +28,7 @@
 //! store.save(&Checkpoint::new("run-1", 2, "score", json!({"messages": ["hi", "ok"]}))).await?;
 //!
 //! let latest = store.latest("run-1").await?.unwrap();
-//! assert_eq!(latest.state, json!({"messages": ["hi", "ok"]}));
+//! assert_eq!(*latest.state, json!({"messages": ["hi", "ok"]}));
 //! assert!(latest.is_finished());
 //! assert_eq!(store.list("run-1").await?.len(), 2);
 //! # Ok::<(), agent_runtime::checkpoint::CheckpointError>(())
@@ -55,6 +55,7 @@ pub use recent_runs::{RECENT_RUNS, RecentRuns};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -145,8 +146,9 @@ pub struct Checkpoint {
     pub completed: Vec<String>,
     /// The node to run on resume; `None` when the run reached `END`.
     pub next: Option<String>,
-    /// The state, serialized.
-    pub state: Value,
+    /// The state, serialized; shared, so that the checkpoints of a run that did not
+    /// change it, and a store's copy of the last one, hold one value.
+    pub state: Arc<Value>,
     /// The checkpoint format version ([`CHECKPOINT_SCHEMA_VERSION`] when written).
     pub schema_version: u32,
     /// When the checkpoint was taken.
@@ -175,7 +177,7 @@ impl Checkpoint {
             node: node.into(),
             completed: Vec::new(),
             next: None,
-            state,
+            state: Arc::new(state),
             schema_version: CHECKPOINT_SCHEMA_VERSION,
             at: Utc::now(),
             errors: Vec::new(),

@@ -1,6 +1,8 @@
 //! Rebuilding checkpoints from a run's stored records: full snapshots, and deltas applied
 //! in order to the checkpoint they were encoded against.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::JsonText;
@@ -72,7 +74,8 @@ impl Rebuilder {
                 self.current = Some(Rebuilt {
                     seq,
                     completed,
-                    state,
+                    // A record read in holds the only reference: nothing is copied.
+                    state: Arc::unwrap_or_clone(state),
                     progress,
                 });
                 Ok(())
@@ -119,15 +122,15 @@ impl Rebuilder {
     }
 
     /// The completed list and state rebuilt so far (cloned).
-    pub(crate) fn current(&self) -> Option<(Vec<Name>, Value)> {
+    pub(crate) fn current(&self) -> Option<(Vec<Name>, Arc<Value>)> {
         self.current
             .as_ref()
-            .map(|current| (current.completed.clone(), current.state.clone()))
+            .map(|current| (current.completed.clone(), Arc::new(current.state.clone())))
     }
 
     /// The completed list and state rebuilt so far.
-    pub(crate) fn into_current(self) -> Option<(Vec<Name>, Value)> {
+    pub(crate) fn into_current(self) -> Option<(Vec<Name>, Arc<Value>)> {
         self.current
-            .map(|current| (current.completed, current.state))
+            .map(|current| (current.completed, Arc::new(current.state)))
     }
 }

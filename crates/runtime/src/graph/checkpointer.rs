@@ -77,7 +77,7 @@ impl Checkpointer {
     }
 
     /// The state of the checkpoint written (or resumed from) last.
-    pub(crate) async fn last_state(&self) -> Value {
+    pub(crate) async fn last_state(&self) -> Arc<Value> {
         self.last.lock().await.checkpoint.state.clone()
     }
 
@@ -169,7 +169,7 @@ impl Checkpointer {
         };
         last.note_marks(now.marks)?;
         if let Some(state) = now.state {
-            last.checkpoint.state = state;
+            last.checkpoint.state = Arc::new(state);
         }
         self.last_version.store(now.version, Ordering::Release);
         Ok(())

@@ -343,7 +343,7 @@ async fn latest(run_id: &str, store: &dyn CheckpointStore) -> Result<Checkpoint,
 
 /// The checkpoint's state as `S`.
 fn state_of<S: DeserializeOwned>(checkpoint: &Checkpoint) -> Result<S, CheckpointError> {
-    serde_json::from_value(checkpoint.state.clone()).map_err(|e| CheckpointError::Incompatible {
+    S::deserialize(&*checkpoint.state).map_err(|e| CheckpointError::Incompatible {
         run_id: checkpoint.run_id.clone(),
         reason: format!(
             "the state of checkpoint {} does not fit this graph's state type: {e}",

@@ -370,7 +370,7 @@ where
                 if let Some(checkpointer) = &self.checkpointer {
                     let state = match saved.end_state {
                         Some(state) => state.into_owned(),
-                        None => checkpointer.last_state().await,
+                        None => Value::clone(&*checkpointer.last_state().await),
                     };
                     if let Err(error) = checkpointer.restore_state(state) {
                         tracing::error!(agent = %key, %error, "the agent's saved state does not fit");
