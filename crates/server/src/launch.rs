@@ -325,7 +325,7 @@ impl AgentServer {
                     tracing::warn!(%error, "lease not released");
                 }
                 live_map.lock().remove(&id);
-                drop((slot, tenant_slot, running));
+                drop((slot, tenant_slot));
                 this_run.ended.cancel();
                 // Unless a retake of this session, waiting for this run, takes it up again.
                 if let Some(server) = retaker.filter(|server| retake && !server.is_retaking(&id)) {

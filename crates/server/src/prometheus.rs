@@ -168,8 +168,9 @@ impl RunningSession {
         RunningSession(ProductGauge::up(SESSIONS_RUNNING, product))
     }
 
-    /// The run ended as `status`.
-    pub(crate) fn ended(&self, status: &'static str) {
+    /// The run ended as `status`: counted among the ended, and no longer among the
+    /// running, at the same time (a scrape never sees it both ended and running for long).
+    pub(crate) fn ended(self, status: &'static str) {
         if let Some(product) = &self.0.product {
             metrics::counter!(SESSIONS_ENDED, "product" => product.clone(), "status" => status)
                 .increment(1);
