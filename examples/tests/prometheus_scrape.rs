@@ -189,16 +189,19 @@ async fn prometheus_scrapes_what_a_dry_run_session_did() {
     )
     .await;
     assert_eq!(started[0].1, 1.0);
-    // The session's run and its SSE client were counted while they lasted, and are gone
-    // (the client may have read the last event a moment before the server's stream ended,
-    // and a scrape may fall in between).
-    for gauge in ["agent_sessions_running", "agent_sse_clients"] {
-        let promql = format!("{gauge}{{product=\"resume\"}}");
-        eventually(&prometheus, &promql, |now| {
-            now.len() == 1 && now[0].1 == 0.0
-        })
-        .await;
-    }
+    // The session's run was counted while it lasted: the scrape that saw it ended saw it
+    // no longer running (the two change together).
+    let running = query(&prometheus, "agent_sessions_running{product=\"resume\"}").await;
+    assert_eq!(running.len(), 1, "{running:?}");
+    assert_eq!(running[0].1, 0.0, "{running:?}");
+    // So was its SSE client, which may have read the last event a moment before the
+    // server's stream ended, a scrape falling in between.
+    eventually(
+        &prometheus,
+        "agent_sse_clients{product=\"resume\"}",
+        |now| now.len() == 1 && now[0].1 == 0.0,
+    )
+    .await;
 
     // What the server serves passes Prometheus's own linter.
     let exposition = reqwest::get(format!("{}/metrics", server.url))

@@ -278,7 +278,6 @@ fn diff(head: &mut Head, cp: &Checkpoint) -> Option<Body> {
     let (Value::Object(old), Value::Object(new)) = (&*head.state, &*cp.state) else {
         return None;
     };
-    let unchanged = Arc::ptr_eq(&head.state, &cp.state);
     let grown = cp.completed.len() >= head.completed.len()
         && head
             .completed
@@ -288,26 +287,14 @@ fn diff(head: &mut Head, cp: &Checkpoint) -> Option<Body> {
     if !grown {
         return None;
     }
-    let mut set = Map::new();
-    let mut append = Map::new();
-    for (key, value) in new.iter().filter(|_| !unchanged) {
-        match (old.get(key), value) {
-            (Some(before), _) if before == value => {}
-            (Some(Value::Array(before)), Value::Array(after))
-                if after.len() > before.len() && after[..before.len()] == before[..] =>
-            {
-                append.insert(key.clone(), Value::Array(after[before.len()..].to_vec()));
-            }
-            _ => {
-                set.insert(key.clone(), value.clone());
-            }
-        }
-    }
-    let removed = old
-        .keys()
-        .filter(|k| !unchanged && !new.contains_key(*k))
-        .cloned()
-        .collect();
+    let StateDelta {
+        set,
+        append,
+        removed,
+    } = match Arc::ptr_eq(&head.state, &cp.state) {
+        true => StateDelta::default(),
+        false => StateDelta::between(old, new),
+    };
     let names = &mut head.names;
     Some(Body::Delta {
         base_seq: head.seq,
@@ -319,6 +306,43 @@ fn diff(head: &mut Head, cp: &Checkpoint) -> Option<Body> {
         append,
         removed,
     })
+}
+
+/// What changed between two states' top-level fields.
+#[derive(Default)]
+struct StateDelta {
+    /// Fields new or changed otherwise than by appending.
+    set: Map<String, Value>,
+    /// Arrays that grew: the items appended.
+    append: Map<String, Value>,
+    /// Fields gone.
+    removed: Vec<String>,
+}
+
+impl StateDelta {
+    fn between(old: &Map<String, Value>, new: &Map<String, Value>) -> Self {
+        let mut delta = StateDelta::default();
+        for (key, value) in new {
+            match (old.get(key), value) {
+                (Some(before), _) if before == value => {}
+                (Some(Value::Array(before)), Value::Array(after))
+                    if after.len() > before.len() && after[..before.len()] == before[..] =>
+                {
+                    let appended = Value::Array(after[before.len()..].to_vec());
+                    delta.append.insert(key.clone(), appended);
+                }
+                _ => {
+                    delta.set.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        delta.removed = old
+            .keys()
+            .filter(|key| !new.contains_key(*key))
+            .cloned()
+            .collect();
+        delta
+    }
 }
 
 /// The progress `to` as an edit of `from`, when both are there and the edit is shorter.
@@ -463,6 +487,33 @@ mod tests {
         assert_eq!(completed, [Name::from("a"), Name::from("b")]);
         assert_eq!(*state, json!({"m": [1, 2, 3], "x": 2}));
         assert_eq!(head.unwrap().state, state);
+    }
+
+    /// The encoder's head holds the checkpoint's own state, not a copy, and the next
+    /// checkpoint of a run that did not change its state (the same shared value) is a
+    /// delta with no state in it.
+    #[test]
+    fn the_head_shares_the_state_and_an_unchanged_one_adds_nothing() {
+        let mut head = None;
+        let policy = SnapshotPolicy::Every(16);
+        let first = cp(1, &["a"], json!({"log": [1, 2], "x": 1}));
+        StoredCheckpoint::encode(&first, &mut head, policy);
+        assert!(Arc::ptr_eq(&head.as_ref().unwrap().state, &first.state));
+
+        let mut second = cp(2, &["a", "b"], Value::Null);
+        second.state = Arc::clone(&first.state);
+        let record = StoredCheckpoint::encode(&second, &mut head, policy);
+        assert_eq!(
+            record.body,
+            Body::Delta {
+                base_seq: 1,
+                completed_append: vec!["b".into()],
+                set: Map::new(),
+                append: Map::new(),
+                removed: Vec::new(),
+            }
+        );
+        assert!(Arc::ptr_eq(&head.unwrap().state, &first.state));
     }
 
     #[test]
