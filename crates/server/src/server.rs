@@ -472,7 +472,11 @@ impl AgentServer {
             server.park_all().await;
             stopping.cancel();
         });
-        let served = axum::serve(listener, self.router())
+        // Each connection gets a clone of one router made ready once (an `Arc`): served
+        // as a `Router`, axum would make every route ready again for each connection,
+        // about 11 KiB of routes per open event stream.
+        let app = self.router().with_state(()).into_make_service();
+        let served = axum::serve(listener, app)
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await;
         parked.abort();

@@ -75,8 +75,9 @@ type StatusStored = (SessionStatus, Result<(), StoreError>);
 pub(crate) enum Write {
     /// Store and broadcast a product event.
     Event(Value),
-    /// A gate opened (from the gate listener).
-    GateOpened(PendingGate),
+    /// A gate opened (from the gate listener). Boxed: the largest write by far, it would
+    /// set the size of every slot of the session's channel.
+    GateOpened(Box<PendingGate>),
     /// A gate was answered (from the gate listener, or from a respond to a gate restored
     /// after a restart and not yet reopened).
     GateAnswered { id: String, answer: Value },
@@ -119,7 +120,11 @@ pub(crate) struct Listener {
 impl GateListener for Listener {
     fn opened(&self, gate: &PendingGate) {
         self.restored.lock().remove(&gate.id);
-        if self.writer.send(Write::GateOpened(gate.clone())).is_err() {
+        if self
+            .writer
+            .send(Write::GateOpened(Box::new(gate.clone())))
+            .is_err()
+        {
             tracing::warn!(gate = %gate.id, "gate opened after the session ended");
         }
     }
@@ -191,7 +196,7 @@ impl Writer {
             }
             match write {
                 Write::Event(event) => self.append(event).await,
-                Write::GateOpened(gate) => self.gate_opened(gate).await,
+                Write::GateOpened(gate) => self.gate_opened(*gate).await,
                 Write::GateAnswered { id, answer } => self.gate_answered(id, answer).await,
                 Write::GateClosed { id, reason } => self.gate_closed(id, reason).await,
                 Write::Stage(stage) => match writes.try_recv() {
@@ -403,5 +408,21 @@ impl Writer {
                 .failure
                 .failed("the session's outcome", &error.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Write;
+
+    #[test]
+    fn a_write_is_small_as_each_slot_of_a_sessions_channel_is_one() {
+        // tokio's channel allocates its slots 32 at a time, so a session holds 32 of these
+        // from its first write on.
+        assert!(
+            size_of::<Write>() <= 64,
+            "a write takes {} bytes",
+            size_of::<Write>()
+        );
     }
 }
