@@ -13,10 +13,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::StoreError;
+use super::event_channel::{EventChannel, Missed, Receiver};
 
 /// The right to run a session, held by one instance at a time for a limited time and
 /// renewed while the run goes on; a lease that is not renewed expires, and another
@@ -131,7 +132,8 @@ pub trait EventFanout: Send + Sync {
     fn close(&self, session: &str);
 }
 
-/// Fan-out within this process (a broadcast channel per session).
+/// Fan-out within this process: a channel per followed session, holding the events its
+/// subscribers have yet to read.
 ///
 /// ```
 /// use agent_runtime::sessions::{EventFanout, Fanned, InProcessFanout};
@@ -150,11 +152,8 @@ pub trait EventFanout: Send + Sync {
 #[derive(Debug)]
 pub struct InProcessFanout {
     capacity: usize,
-    sessions: Mutex<HashMap<String, Sender>>,
+    sessions: Mutex<HashMap<String, Arc<EventChannel>>>,
 }
-
-/// A session's channel.
-type Sender = broadcast::Sender<(u64, Arc<Value>)>;
 
 impl Default for InProcessFanout {
     fn default() -> Self {
@@ -164,7 +163,7 @@ impl Default for InProcessFanout {
 
 impl InProcessFanout {
     /// A fan-out letting a slow subscriber fall `capacity` events behind before it is
-    /// told it lagged.
+    /// told it lagged. The events are held only while a subscriber has yet to read them.
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
             capacity: capacity.max(1),
@@ -172,18 +171,18 @@ impl InProcessFanout {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Sender>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<EventChannel>>> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A new receiver of `session`'s channel, made if needed. It subscribes under the
     /// lock: a publish finding the channel without receivers drops it, so a channel made
-    /// but not yet subscribed to could be dropped in between, closing the new receiver at
-    /// once (its stream would end before the session does).
-    fn receiver(&self, session: &str) -> broadcast::Receiver<(u64, Arc<Value>)> {
+    /// but not yet subscribed to could be dropped in between, and the new receiver would
+    /// never hear of the session's events.
+    fn receiver(&self, session: &str) -> Receiver {
         self.lock()
             .entry(session.to_owned())
-            .or_insert_with(|| broadcast::channel(self.capacity).0)
+            .or_insert_with(|| Arc::new(EventChannel::new(self.capacity)))
             .subscribe()
     }
 }
@@ -191,11 +190,11 @@ impl InProcessFanout {
 #[async_trait]
 impl EventFanout for InProcessFanout {
     fn publish(&self, session: &str, seq: u64, event: Arc<Value>) {
-        // A session nobody follows has no channel (and holds no buffer): it is made by
-        // the first subscriber and dropped when the last one has gone.
+        // A session nobody follows has no channel: it is made by the first subscriber and
+        // dropped when a publish finds the last one gone.
         let mut sessions = self.lock();
-        if let Some(sender) = sessions.get(session)
-            && sender.send((seq, event)).is_err()
+        if let Some(channel) = sessions.get(session)
+            && !channel.publish(seq, event)
         {
             sessions.remove(session);
         }
@@ -208,15 +207,17 @@ impl EventFanout for InProcessFanout {
             |mut receiver| async move {
                 match receiver.recv().await {
                     Ok((seq, event)) => Some((Fanned::Event(seq, event), receiver)),
-                    Err(broadcast::error::RecvError::Lagged(_)) => Some((Fanned::Lagged, receiver)),
-                    Err(broadcast::error::RecvError::Closed) => None,
+                    Err(Missed::Lagged) => Some((Fanned::Lagged, receiver)),
+                    Err(Missed::Closed) => None,
                 }
             },
         )))
     }
 
     fn close(&self, session: &str) {
-        self.lock().remove(session);
+        if let Some(channel) = self.lock().remove(session) {
+            channel.close();
+        }
     }
 }
 

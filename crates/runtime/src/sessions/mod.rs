@@ -3,6 +3,7 @@
 //! (and later Postgres) stores live in `agent-backends`, as the checkpoint stores do.
 
 mod coordination;
+mod event_channel;
 mod memory;
 mod run_queue;
 
