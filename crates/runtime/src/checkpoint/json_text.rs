@@ -58,6 +58,11 @@ impl JsonText {
         RawValue::from_string(text).map(|raw| Self(Arc::new(raw)))
     }
 
+    /// The text as a [`RawValue`], to write inside other JSON as it is.
+    pub(crate) fn raw(&self) -> &RawValue {
+        &self.0
+    }
+
     /// Reads the text as a `T`.
     ///
     /// Errors: the text does not fit `T`.

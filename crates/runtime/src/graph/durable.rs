@@ -254,16 +254,27 @@ where
         };
         // Inside a node, the node runs again from its start: the state and the marks it
         // started with (its agent runs, restored in turn, move them on).
-        let marks_at_start = restored.as_ref().and_then(NodeProgress::start);
-        match (&restored, marks_at_start.or(checkpoint.session.as_ref())) {
+        let marks_at_start = match &restored {
+            Some(progress) => progress.start().map_err(|e| {
+                incompatible(format!(
+                    "checkpoint {} has unreadable node start marks: {e}",
+                    checkpoint.seq
+                ))
+            })?,
+            None => None,
+        };
+        match (
+            &restored,
+            marks_at_start.as_ref().or(checkpoint.session.as_ref()),
+        ) {
             (Some(progress), marks) => {
-                if let Some(state) = progress.start_state() {
-                    let state: S = state.parse().map_err(|e| {
-                        incompatible(format!(
-                            "checkpoint {} has a node start state that does not fit: {e}",
-                            checkpoint.seq
-                        ))
-                    })?;
+                let state: Option<S> = progress.start_state().map_err(|e| {
+                    incompatible(format!(
+                        "checkpoint {} has a node start state that does not fit: {e}",
+                        checkpoint.seq
+                    ))
+                })?;
+                if let Some(state) = state {
                     session.state().update(|s| *s = state);
                 }
                 if let Some(marks) = marks {

@@ -8,7 +8,9 @@ use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agent_llm::{ChatModel, ExtractError, Extracted, Message};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::checkpointer::{Checkpointer, SessionNow};
@@ -83,25 +85,45 @@ impl<S, E> Deref for NodeContext<S, E> {
 /// the session on: a finished one to its end state and marks, the one that was running
 /// to the state of the last checkpoint and its marks.
 ///
-/// What does not change from one save to the next is kept as JSON text (the starting
-/// state and marks, each agent run as it was last saved), so a save after an agent's
-/// round serializes that agent's run and copies the rest. The starting state and marks
-/// are the checkpoint's before the node: taken at the node's first save, so a node that
-/// saves nothing (and any node of a run without checkpoints) costs nothing here.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// It is kept only as the text of the node's last checkpoint (which that checkpoint and
+/// the store's encoder share): a save reads the parts it keeps from that text as they
+/// are ([`Parts`]) and writes the new text around the part it changes, so the node holds
+/// no second copy of its agent runs or of the state it started with. The starting state
+/// and marks are the checkpoint's before the node: taken at the node's first save, so a
+/// node that saves nothing (and any node of a run without checkpoints) costs nothing
+/// here.
+#[derive(Debug, Clone, Default)]
 pub(crate) struct NodeProgress {
+    text: Option<JsonText>,
+    /// Whether the text holds the node's starting state.
+    has_start: bool,
+}
+
+/// The parts of a node's progress, borrowed from its text or from what a save adds. Its
+/// fields, in this order, are the progress's JSON.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Parts<'a> {
     /// The session's marks when the node started (a [`SessionMarks`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    start: Option<JsonText>,
+    #[serde(default, skip_serializing_if = "Option::is_none", borrow)]
+    start: Option<&'a RawValue>,
     /// The session's state when the node started.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    start_state: Option<JsonText>,
+    #[serde(default, skip_serializing_if = "Option::is_none", borrow)]
+    start_state: Option<&'a RawValue>,
     /// Agent runs by key (`{agent}#{n}`, the n-th run of that agent in the node), each a
     /// [`SavedAgent`].
-    agents: BTreeMap<String, JsonText>,
+    #[serde(borrow)]
+    agents: BTreeMap<Cow<'a, str>, &'a RawValue>,
     /// What the node saved of its own work, by key (see [`NodeContext::save_step`]).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    steps: BTreeMap<String, Value>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", borrow)]
+    steps: BTreeMap<Cow<'a, str>, &'a RawValue>,
+}
+
+/// What one save changes in a node's progress.
+enum Change<'a> {
+    /// An agent run, saved under its key.
+    Agent(&'a str, &'a RawValue),
+    /// A step the node saved, under its key.
+    Step(&'a str, &'a RawValue),
 }
 
 /// One agent run as saved: written from a borrowed run, read back as an owned one.
@@ -119,23 +141,84 @@ struct SavedAgent<'a> {
 }
 
 impl NodeProgress {
-    /// The session's state when the node started, when it was kept.
-    pub(crate) fn start_state(&self) -> Option<&JsonText> {
-        self.start_state.as_ref()
-    }
-
     /// The progress a checkpoint holds, each agent run in it checked to be readable.
     pub(crate) fn from_checkpoint(progress: &JsonText) -> Result<Self, serde_json::Error> {
-        let progress: Self = progress.parse()?;
-        for saved in progress.agents.values() {
-            saved.parse::<SavedAgent<'static>>()?;
+        let parts: Parts<'_> = serde_json::from_str(progress.as_str())?;
+        for saved in parts.agents.values() {
+            serde_json::from_str::<SavedAgent<'_>>(saved.get())?;
         }
-        Ok(progress)
+        Ok(Self {
+            has_start: parts.start_state.is_some(),
+            text: Some(progress.clone()),
+        })
+    }
+
+    fn parts(&self) -> Result<Parts<'_>, serde_json::Error> {
+        match &self.text {
+            Some(text) => serde_json::from_str(text.as_str()),
+            None => Ok(Parts::default()),
+        }
+    }
+
+    /// The session's state when the node started, when it was kept.
+    pub(crate) fn start_state<T: DeserializeOwned>(&self) -> Result<Option<T>, serde_json::Error> {
+        self.parts()?
+            .start_state
+            .map(|state| serde_json::from_str(state.get()))
+            .transpose()
     }
 
     /// The session's marks when the node started, when they were kept.
-    pub(crate) fn start(&self) -> Option<&JsonText> {
-        self.start.as_ref()
+    pub(crate) fn start(&self) -> Result<Option<JsonText>, serde_json::Error> {
+        self.parts()?
+            .start
+            .map(|marks| JsonText::from_string(marks.get().to_owned()))
+            .transpose()
+    }
+
+    /// The agent run saved under `key`, if one was.
+    fn agent(&self, key: &str) -> Result<Option<SavedAgent<'static>>, serde_json::Error> {
+        self.parts()?
+            .agents
+            .get(key)
+            .map(|saved| serde_json::from_str(saved.get()))
+            .transpose()
+    }
+
+    /// The step saved under `key`, if one was.
+    fn step<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, serde_json::Error> {
+        self.parts()?
+            .steps
+            .get(key)
+            .map(|saved| serde_json::from_str(saved.get()))
+            .transpose()
+    }
+
+    /// Makes `change` and keeps the progress's new text (also returned, to be
+    /// checkpointed). `start`, the node's starting state and marks, is kept with the
+    /// first change.
+    fn change(
+        &mut self,
+        start: Option<&(JsonText, Option<JsonText>)>,
+        change: Change<'_>,
+    ) -> Result<JsonText, serde_json::Error> {
+        let (text, has_start) = {
+            let mut parts = self.parts()?;
+            if parts.start_state.is_none()
+                && let Some((state, marks)) = start
+            {
+                parts.start_state = Some(state.raw());
+                parts.start = marks.as_ref().map(JsonText::raw);
+            }
+            match change {
+                Change::Agent(key, saved) => parts.agents.insert(Cow::Borrowed(key), saved),
+                Change::Step(key, saved) => parts.steps.insert(Cow::Borrowed(key), saved),
+            };
+            (JsonText::of(&parts)?, parts.start_state.is_some())
+        };
+        self.text = Some(text.clone());
+        self.has_start = has_start;
+        Ok(text)
     }
 }
 
@@ -248,17 +331,12 @@ impl<S, E> NodeContext<S, E> {
         &self,
         key: &str,
     ) -> Result<Option<T>, NodeError> {
-        let saved = self.progress().steps.get(key).cloned();
-        saved
-            .map(|value| {
-                serde_json::from_value(value).map_err(|e| {
-                    NodeError::fatal(format!(
-                        "the step {key:?} saved in node {:?} does not decode: {e}",
-                        self.run.node()
-                    ))
-                })
-            })
-            .transpose()
+        self.progress().step(key).map_err(|e| {
+            NodeError::fatal(format!(
+                "the step {key:?} saved in node {:?} does not decode: {e}",
+                self.run.node()
+            ))
+        })
     }
 
     /// Saves `value` under `key` as where this node stands, in a checkpoint inside the
@@ -267,44 +345,42 @@ impl<S, E> NodeContext<S, E> {
     /// it (they are checkpointed when the node completes): what the node needs to go on
     /// belongs in `value`. Without a checkpoint store, it is kept for this node run only.
     pub async fn save_step<T: Serialize>(&self, key: &str, value: &T) -> Result<(), NodeError> {
-        let value = serde_json::to_value(value)
+        let value = serde_json::value::to_raw_value(value)
             .map_err(|e| NodeError::fatal(format!("the step {key:?} does not serialize: {e}")))?;
-        self.progress().steps.insert(key.to_owned(), value);
+        let change = Change::Step(key, &value);
         let Some(checkpointer) = &self.checkpointer else {
-            return Ok(());
+            return self
+                .progress()
+                .change(None, change)
+                .map(drop)
+                .map_err(|e| NodeError::fatal(format!("the step {key:?} could not be kept: {e}")));
         };
-        self.save_progress(checkpointer, None).await.map_err(|e| {
-            NodeError::fatal(format!(
-                "the step {key:?} of node {:?} could not be checkpointed: {e}",
-                self.run.node()
-            ))
-        })
+        self.save_progress(checkpointer, change, None)
+            .await
+            .map_err(|e| {
+                NodeError::fatal(format!(
+                    "the step {key:?} of node {:?} could not be checkpointed: {e}",
+                    self.run.node()
+                ))
+            })
     }
 
-    /// Writes the node's progress in a checkpoint inside the node, with the session `now`
-    /// when the caller took it (or as it is). Until the node's first save, the last
-    /// checkpoint is the one the node started after: its state and marks are the node's
-    /// starting ones.
+    /// Makes `change` to the node's progress and writes it in a checkpoint inside the
+    /// node, with the session `now` when the caller took it (or as it is). Until the
+    /// node's first save, the last checkpoint is the one the node started after: its
+    /// state and marks are the node's starting ones.
     async fn save_progress(
         &self,
         checkpointer: &Checkpointer,
+        change: Change<'_>,
         now: Option<SessionNow>,
     ) -> Result<(), CheckpointError> {
-        let first_save = self.progress().start_state.is_none();
-        let start = match first_save {
-            true => Some(checkpointer.last_state_and_marks().await?),
-            false => None,
+        let started = self.progress().has_start;
+        let start = match started {
+            false => Some(checkpointer.last_state_and_marks().await?),
+            true => None,
         };
-        let progress = {
-            let mut progress = self.progress();
-            if let Some((state, marks)) = start
-                && progress.start_state.is_none()
-            {
-                progress.start_state = Some(state);
-                progress.start = marks;
-            }
-            JsonText::of(&*progress)?
-        };
+        let progress = self.progress().change(start.as_ref(), change)?;
         checkpointer.save_progress(progress, now).await
     }
 
@@ -344,18 +420,10 @@ where
     ) -> AgentResult {
         let key = self.next_agent_key(&agent.identity().name);
         let ctx = self.session.context(agent.identity().clone());
-        let saved = self
-            .progress()
-            .agents
-            .get(&key)
-            .map(JsonText::parse::<SavedAgent>);
-        let saved = saved.and_then(|saved| {
-            // Checked when the progress was restored: it parses.
-            saved
-                .inspect_err(|error| {
-                    tracing::error!(agent = %key, %error, "the agent's saved run does not read; it starts afresh");
-                })
-                .ok()
+        // Checked when the progress was restored: it parses.
+        let saved = self.progress().agent(&key).unwrap_or_else(|error| {
+            tracing::error!(agent = %key, %error, "the agent's saved run does not read; it starts afresh");
+            None
         });
         let mut run = match saved {
             Some(saved) => {
@@ -414,16 +482,82 @@ where
         // finished run keeps the state it ended with; a running one's is the checkpoint's.
         let finished = run.is_finished();
         let now = self.checkpointer.session_now(!finished)?;
-        let saved = JsonText::of(&SavedAgent {
+        let saved = serde_json::value::to_raw_value(&SavedAgent {
             run: Cow::Borrowed(run),
             scratchpad: self.ctx.scratchpad().snapshot(),
             marks: Cow::Borrowed(&now.marks),
             end_state: now.state.as_ref().filter(|_| finished).map(Cow::Borrowed),
         })?;
+        let change = Change::Agent(self.key, &saved);
         self.node
-            .progress()
-            .agents
-            .insert(self.key.to_owned(), saved);
-        self.node.save_progress(self.checkpointer, Some(now)).await
+            .save_progress(self.checkpointer, change, Some(now))
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn raw(value: Value) -> Box<RawValue> {
+        serde_json::value::to_raw_value(&value).unwrap()
+    }
+
+    #[test]
+    fn the_progress_is_one_text_written_around_the_part_a_save_changes() {
+        let start = (
+            JsonText::of(&json!({"draft": "x"})).unwrap(),
+            Some(JsonText::of(&json!({"emitted": 2})).unwrap()),
+        );
+        let mut progress = NodeProgress::default();
+        let (first, second) = (raw(json!({"run": 1})), raw(json!({"run": 2})));
+        progress
+            .change(Some(&start), Change::Agent("writer#1", &first))
+            .unwrap();
+        // Later saves keep the starting state of the first; `start` is not asked again.
+        progress
+            .change(None, Change::Step("pages", &raw(json!(3))))
+            .unwrap();
+        let text = progress
+            .change(None, Change::Agent("critic#1", &second))
+            .unwrap();
+        assert_eq!(
+            text.as_str(),
+            r#"{"start":{"emitted":2},"start_state":{"draft":"x"},"agents":{"critic#1":{"run":2},"writer#1":{"run":1}},"steps":{"pages":3}}"#
+        );
+        // The node keeps that text and nothing else: the checkpoint's own.
+        assert!(progress.text.as_ref().is_some_and(|kept| *kept == text));
+        assert_eq!(progress.step::<u32>("pages").unwrap(), Some(3));
+        assert_eq!(
+            progress.start_state::<Value>().unwrap(),
+            Some(json!({"draft": "x"}))
+        );
+        assert_eq!(
+            progress.start().unwrap().unwrap().as_str(),
+            r#"{"emitted":2}"#
+        );
+        // Another agent's save replaces only its own part.
+        let text = progress
+            .change(None, Change::Agent("writer#1", &raw(json!({"run": 3}))))
+            .unwrap();
+        assert!(
+            text.as_str()
+                .contains(r#""critic#1":{"run":2},"writer#1":{"run":3}"#)
+        );
+    }
+
+    #[test]
+    fn a_node_without_saves_holds_nothing_and_a_restored_one_its_checkpoints_text() {
+        let empty = NodeProgress::default();
+        assert!(empty.text.is_none() && !empty.has_start);
+        assert_eq!(empty.step::<u32>("pages").unwrap(), None);
+
+        let stored = JsonText::of(&json!({"start_state": 1, "agents": {}})).unwrap();
+        let restored = NodeProgress::from_checkpoint(&stored).unwrap();
+        assert!(restored.has_start);
+        assert_eq!(restored.start_state::<u32>().unwrap(), Some(1));
+        let unreadable = JsonText::of(&json!({"agents": {"writer#1": {"run": 1}}})).unwrap();
+        assert!(NodeProgress::from_checkpoint(&unreadable).is_err());
     }
 }
