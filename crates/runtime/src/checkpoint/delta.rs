@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::names::{Name, Names};
+use super::state_delta::StateDelta;
 use super::text_edit::TextEdit;
 use super::{Checkpoint, JsonText, SnapshotPolicy};
 use crate::json_len::json_len;
@@ -306,43 +307,6 @@ fn diff(head: &mut Head, cp: &Checkpoint) -> Option<Body> {
         append,
         removed,
     })
-}
-
-/// What changed between two states' top-level fields.
-#[derive(Default)]
-struct StateDelta {
-    /// Fields new or changed otherwise than by appending.
-    set: Map<String, Value>,
-    /// Arrays that grew: the items appended.
-    append: Map<String, Value>,
-    /// Fields gone.
-    removed: Vec<String>,
-}
-
-impl StateDelta {
-    fn between(old: &Map<String, Value>, new: &Map<String, Value>) -> Self {
-        let mut delta = StateDelta::default();
-        for (key, value) in new {
-            match (old.get(key), value) {
-                (Some(before), _) if before == value => {}
-                (Some(Value::Array(before)), Value::Array(after))
-                    if after.len() > before.len() && after[..before.len()] == before[..] =>
-                {
-                    let appended = Value::Array(after[before.len()..].to_vec());
-                    delta.append.insert(key.clone(), appended);
-                }
-                _ => {
-                    delta.set.insert(key.clone(), value.clone());
-                }
-            }
-        }
-        delta.removed = old
-            .keys()
-            .filter(|key| !new.contains_key(*key))
-            .cloned()
-            .collect();
-        delta
-    }
 }
 
 /// The progress `to` as an edit of `from`, when both are there and the edit is shorter.

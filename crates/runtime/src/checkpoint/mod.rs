@@ -43,6 +43,7 @@ mod memory;
 mod names;
 mod rebuild;
 mod recent_runs;
+mod state_delta;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod text_edit;
