@@ -36,19 +36,21 @@ use crate::checkpoint_tables::CheckpointTables;
 ///
 /// ```
 /// use agent_backends::SqliteSessionStore;
-/// use agent_runtime::checkpoint::{Checkpoint, CheckpointStore};
-/// use serde_json::json;
+/// use agent_runtime::checkpoint::{Checkpoint, CheckpointStore, JsonText};
+/// use serde_json::{Value, json};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let sessions = SqliteSessionStore::in_memory().await?;
 /// let checkpoints = sessions.checkpoints();
-/// checkpoints.save(&Checkpoint::new("run-1", 1, "parse", json!({"log": ["a"]})).with_next("score")).await?;
-/// checkpoints.save(&Checkpoint::new("run-1", 2, "score", json!({"log": ["a", "b"]}))).await?;
+/// let state = JsonText::of(&json!({"log": ["a"]}))?;
+/// checkpoints.save(&Checkpoint::new("run-1", 1, "parse", state).with_next("score")).await?;
+/// let state = JsonText::of(&json!({"log": ["a", "b"]}))?;
+/// checkpoints.save(&Checkpoint::new("run-1", 2, "score", state)).await?;
 /// checkpoints.record_journal("run-1", "email", json!("msg-1")).await?;
 ///
 /// let latest = checkpoints.latest("run-1").await?.unwrap();
-/// assert_eq!(*latest.state, json!({"log": ["a", "b"]}));
+/// assert_eq!(latest.state.parse::<Value>()?, json!({"log": ["a", "b"]}));
 /// assert_eq!(checkpoints.journal("run-1").await?["email"], json!("msg-1"));
 /// # Ok(())
 /// # }

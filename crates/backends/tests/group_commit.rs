@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_backends::SqliteSessionStore;
-use agent_runtime::checkpoint::{Checkpoint, CheckpointError, CheckpointStore};
+use agent_runtime::checkpoint::{Checkpoint, CheckpointError, CheckpointStore, JsonText};
 use agent_runtime::sessions::{NewSession, SessionStore, StoreError};
 use serde_json::json;
 use tempfile::TempDir;
@@ -255,10 +255,12 @@ async fn many_runs_checkpoint_at_once(store: Arc<dyn CheckpointStore>, runs: usi
             let mut refused = 0;
             for seq in 1..=per_run {
                 let state = json!({"log": (1..=seq).collect::<Vec<_>>()});
+                let state = JsonText::of(&state).unwrap();
                 let checkpoint = Checkpoint::new(&run_id, seq, "step", state).with_next("step");
                 store.save(&checkpoint).await.unwrap();
                 if seq == per_run / 2 {
-                    let stale = Checkpoint::new(&run_id, seq - 1, "step", json!({"log": []}));
+                    let empty = JsonText::of(&json!({"log": []})).unwrap();
+                    let stale = Checkpoint::new(&run_id, seq - 1, "step", empty);
                     match store.save(&stale).await {
                         Err(CheckpointError::OutOfOrder { .. }) => refused += 1,
                         other => panic!("a stale checkpoint was not refused: {other:?}"),
@@ -277,8 +279,8 @@ async fn many_runs_checkpoint_at_once(store: Arc<dyn CheckpointStore>, runs: usi
         let latest = store.latest(&format!("run-{run}")).await.unwrap().unwrap();
         assert_eq!(latest.seq, per_run);
         assert_eq!(
-            *latest.state,
-            json!({"log": (1..=per_run).collect::<Vec<_>>()})
+            latest.state.as_str(),
+            json!({"log": (1..=per_run).collect::<Vec<_>>()}).to_string()
         );
     }
 }
@@ -324,8 +326,8 @@ async fn writes_until_killed() {
                 let seq = store.append_event(&id, &json!({"n": n})).await.unwrap();
                 println!("event {id} {seq} {n}");
                 if n % 4 == 0 {
-                    let checkpoint =
-                        Checkpoint::new(&id, n / 4, "step", json!({"n": n})).with_next("step");
+                    let state = JsonText::of(&json!({"n": n})).unwrap();
+                    let checkpoint = Checkpoint::new(&id, n / 4, "step", state).with_next("step");
                     checkpoints.save(&checkpoint).await.unwrap();
                     println!("checkpoint {id} {}", n / 4);
                 }
@@ -410,8 +412,8 @@ async fn a_kill_mid_batch_loses_no_acknowledged_event_or_checkpoint() {
         let stored = checkpoints.list(id).await.unwrap();
         let kept = stored.iter().find(|c| c.seq == *seq);
         assert_eq!(
-            kept.map(|c| &*c.state),
-            Some(&json!({"n": seq * 4})),
+            kept.map(|c| c.state.to_value().unwrap()),
+            Some(json!({"n": seq * 4})),
             "{id}: checkpoint {seq} lost"
         );
         let seqs: Vec<u64> = stored.iter().map(|c| c.seq).collect();

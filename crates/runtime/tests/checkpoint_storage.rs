@@ -51,7 +51,7 @@ async fn growing_histories_are_stored_as_deltas_and_load_back_identical() {
     for n in 1..=200usize {
         let state = history_state(n);
         quadratic += quadratic_step(n);
-        let cp = Checkpoint::new("chat", n as u64, "turn", state)
+        let cp = Checkpoint::new("chat", n as u64, "turn", text(state))
             .with_completed((0..n).map(|_| "turn"))
             .with_next("turn");
         file_store.save(&cp).await.unwrap();
@@ -89,14 +89,14 @@ async fn storage_ratio(n: usize) -> f64 {
     for len in 1..=n {
         messages.push(message(len - 1));
         let state = json!({"messages": messages, "turn": len, "summary": "fixed"});
-        let next = Checkpoint::new("chat", len as u64, "turn", state)
+        let next = Checkpoint::new("chat", len as u64, "turn", text(state))
             .with_completed((0..len).map(|_| "turn"))
             .with_next("turn");
         file_store.save(&next).await.unwrap();
         cp = Some(next);
     }
     let last = cp.unwrap();
-    assert_eq!(*last.state, history_state(n));
+    assert_eq!(state_value(&last), history_state(n));
     let fresh = FileCheckpointStore::new(&dir.0);
     assert_eq!(fresh.latest("chat").await.unwrap(), Some(last));
     let (stored, final_state) = (dir_bytes(&dir.0), quadratic_step(n));
@@ -148,7 +148,7 @@ fn progress(rounds: usize) -> JsonText {
 fn agent_rounds() -> Vec<Checkpoint> {
     (1..=100usize)
         .map(|n| {
-            let cp = Checkpoint::new("agent", n as u64, "write", json!({"turn": n / 25}))
+            let cp = Checkpoint::new("agent", n as u64, "write", text(json!({"turn": n / 25})))
                 .with_next("write");
             match n % 25 {
                 0 => cp,
@@ -195,7 +195,7 @@ async fn a_growing_progress_is_stored_as_its_rounds_and_loads_back_identical() {
     // Pruning rewrites the oldest kept record, a progress edit, in full.
     assert_eq!(file_store.prune("agent", 3).await.unwrap(), 97);
     assert_eq!(fresh.list("agent").await.unwrap(), originals[97..]);
-    let next = Checkpoint::new("agent", 101, "write", json!({"turn": 4}))
+    let next = Checkpoint::new("agent", 101, "write", text(json!({"turn": 4})))
         .with_next("write")
         .with_progress(progress(1));
     file_store.save(&next).await.unwrap();
@@ -209,7 +209,8 @@ async fn prune_keeps_the_latest_checkpoints_and_what_they_need() {
     let memory_store = InMemoryCheckpointStore::with_retention(1_000, 10);
     let mut originals = Vec::new();
     for n in 1..=40usize {
-        let cp = Checkpoint::new("long", n as u64, "turn", history_state(n)).with_next("turn");
+        let cp =
+            Checkpoint::new("long", n as u64, "turn", text(history_state(n))).with_next("turn");
         file_store.save(&cp).await.unwrap();
         memory_store.save(&cp).await.unwrap();
         originals.push(cp);
@@ -234,7 +235,7 @@ async fn prune_keeps_the_latest_checkpoints_and_what_they_need() {
     assert_eq!(dir.names().len(), 6);
 
     // Saving goes on from the pruned history.
-    let next = Checkpoint::new("long", 41, "turn", history_state(41));
+    let next = Checkpoint::new("long", 41, "turn", text(history_state(41)));
     file_store.save(&next).await.unwrap();
     assert_eq!(file_store.latest("long").await.unwrap(), Some(next));
 
@@ -276,11 +277,18 @@ async fn the_in_memory_store_keeps_the_latest_per_run_and_evicts_least_recent_ru
     let store = InMemoryCheckpointStore::with_retention(3, 2);
     for seq in 1..=10 {
         let state = json!({"items": (0..seq).collect::<Vec<_>>()});
-        save(&store, Checkpoint::new("a", seq, "n", state).with_next("n")).await;
+        save(
+            &store,
+            Checkpoint::new("a", seq, "n", text(state)).with_next("n"),
+        )
+        .await;
     }
     let kept = store.list("a").await.unwrap();
     assert_eq!(kept.iter().map(|c| c.seq).collect::<Vec<_>>(), [8, 9, 10]);
-    assert_eq!(*kept[0].state, json!({"items": (0..8).collect::<Vec<_>>()}));
+    assert_eq!(
+        state_value(&kept[0]),
+        json!({"items": (0..8).collect::<Vec<_>>()})
+    );
 
     save(&store, cp("b", 1, "n")).await;
     save(&store, cp("a", 11, "n")).await;

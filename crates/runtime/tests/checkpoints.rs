@@ -38,17 +38,17 @@ async fn a_checkpointed_run_saves_after_every_node_naming_the_next() {
         (all[0].node.as_str(), all[0].next.as_deref()),
         (START, Some("n1"))
     );
-    assert_eq!(*all[0].state, json!({"x": 0, "loops": 0}));
+    assert_eq!(state_value(&all[0]), json!({"x": 0, "loops": 0}));
     assert_eq!(
         (all[4].node.as_str(), all[4].next.as_deref()),
         ("n4", Some("n2"))
     );
     assert_eq!(all[4].completed, ["n1", "n2", "n3", "n4"]);
-    assert_eq!(*all[4].state, json!({"x": 4, "loops": 1}));
+    assert_eq!(state_value(&all[4]), json!({"x": 4, "loops": 1}));
     let last = &all[12];
     assert!(last.is_finished());
     assert_eq!(last.completed.len(), 12);
-    assert_eq!(*last.state, json!({"x": 12, "loops": 3}));
+    assert_eq!(state_value(last), json!({"x": 12, "loops": 3}));
     assert!(
         all.iter()
             .all(|c| c.schema_version == CHECKPOINT_SCHEMA_VERSION && c.run_id == "c-run")
@@ -245,7 +245,7 @@ async fn unknown_existing_and_incompatible_runs_are_refused() {
         .await;
     assert!(matches!(again, Err(CheckpointError::RunExists(id)) if id == "taken"));
 
-    let renamed = Checkpoint::new("renamed", 1, "old", json!({"x": 1, "loops": 0}));
+    let renamed = Checkpoint::new("renamed", 1, "old", text(json!({"x": 1, "loops": 0})));
     save(&*store, renamed.with_next("gone")).await;
     let incompatible = graph
         .resume("renamed", store.clone(), RunOptions::new())
@@ -254,7 +254,7 @@ async fn unknown_existing_and_incompatible_runs_are_refused() {
         matches!(incompatible, Err(CheckpointError::Incompatible { reason, .. }) if reason.contains("\"gone\""))
     );
 
-    let wrong = Checkpoint::new("wrong-state", 1, "n1", json!({"y": true}));
+    let wrong = Checkpoint::new("wrong-state", 1, "n1", text(json!({"y": true})));
     save(&*store, wrong.with_next("n2")).await;
     let wrong = graph
         .resume("wrong-state", store.clone(), RunOptions::new())

@@ -365,7 +365,7 @@ async fn every_checkpoint_of_an_agents_rounds_holds_the_state_as_it_was_then() {
         .await
         .unwrap()
         .iter()
-        .map(|cp| Notes::deserialize(&*cp.state).unwrap().notes)
+        .map(|cp| cp.state.parse::<Notes>().unwrap().notes)
         .collect();
     let (none, a, ab) = (
         vec![],

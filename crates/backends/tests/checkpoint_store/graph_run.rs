@@ -115,5 +115,5 @@ async fn a_crashed_run_resumes_from_the_sqlite_store_without_repeating_its_email
     let last = all.last().unwrap();
     assert!(last.is_finished());
     assert_eq!(last.completed, ["parse", "notify", "report"]);
-    assert_eq!(Job::deserialize(&*last.state).unwrap(), resumed.state);
+    assert_eq!(last.state.parse::<Job>().unwrap(), resumed.state);
 }

@@ -46,14 +46,19 @@ fn history_state(len: usize) -> Value {
 /// same value every time: taken at a fixed time).
 fn turn(run_id: &str, n: usize) -> Checkpoint {
     let at = chrono::DateTime::from_timestamp(1_750_000_000 + n as i64, 123_456_789).unwrap();
-    Checkpoint::new(run_id, n as u64, "turn", history_state(n))
+    Checkpoint::new(run_id, n as u64, "turn", text(history_state(n)))
         .with_completed((0..n).map(|_| "turn"))
         .with_next("turn")
         .at(at)
 }
 
 fn cp(run_id: &str, seq: u64, node: &str, state: Value) -> Checkpoint {
-    Checkpoint::new(run_id, seq, node, state)
+    Checkpoint::new(run_id, seq, node, text(state))
+}
+
+/// `value` as a checkpoint's state.
+fn text(value: Value) -> JsonText {
+    JsonText::of(&value).unwrap()
 }
 
 async fn save_all(store: &dyn CheckpointStore, checkpoints: &[Checkpoint]) {

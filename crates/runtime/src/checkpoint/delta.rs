@@ -2,12 +2,10 @@
 //! since the previous checkpoint (appended array items, replaced and removed fields, the
 //! changed middle of the node's progress).
 
-use std::sync::Arc;
-
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
+use super::body::Body;
 use super::names::{Name, Names};
 use super::state_delta::StateDelta;
 use super::text_edit::TextEdit;
@@ -40,33 +38,8 @@ pub(crate) struct StoredCheckpoint {
     pub(crate) body: Body,
 }
 
-/// The completed list and the state: in full, or relative to the checkpoint `base_seq`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub(crate) enum Body {
-    Full {
-        completed: Vec<Name>,
-        /// The checkpoint's own state, shared, not copied.
-        state: Arc<Value>,
-    },
-    Delta {
-        base_seq: u64,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        completed_append: Vec<Name>,
-        /// Top-level fields that are new or changed otherwise than by appending.
-        #[serde(default, skip_serializing_if = "Map::is_empty")]
-        set: Map<String, Value>,
-        /// Top-level arrays that grew: the items appended.
-        #[serde(default, skip_serializing_if = "Map::is_empty")]
-        append: Map<String, Value>,
-        /// Top-level fields that are gone.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        removed: Vec<String>,
-    },
-}
-
 /// The serialized size of `{"kind":"full","completed":,"state":}` around the two.
-const FULL_BODY_OVERHEAD: usize = 36;
+const FULL_BODY_OVERHEAD: usize = 37;
 
 /// The latest checkpoint of a run, rebuilt in full: the base for the next delta.
 #[derive(Debug, Clone)]
@@ -75,7 +48,7 @@ pub(crate) struct Head {
     pub(crate) completed: Vec<Name>,
     /// The checkpoint's state, shared with it (and with the next one's when the state did
     /// not change).
-    pub(crate) state: Arc<Value>,
+    pub(crate) state: JsonText,
     /// The node's progress (the base of the next progress edit).
     pub(crate) progress: Option<JsonText>,
     /// Deltas since the last full snapshot.
@@ -83,10 +56,6 @@ pub(crate) struct Head {
     /// Serialized bytes of the deltas (whole records) since the last full snapshot;
     /// kept for [`SnapshotPolicy::SizeBased`] only.
     pub(crate) delta_bytes: usize,
-    /// Serialized bytes of a full body of `completed` and `state`: measured when the
-    /// size-based policy first needs it after a snapshot, then kept up to date by the
-    /// deltas (an estimate: separators are counted approximately).
-    pub(crate) full_bytes: Option<usize>,
     /// The run id and node names its records share.
     names: Names,
 }
@@ -99,14 +68,17 @@ impl Head {
                 if self.chain >= max_chain {
                     return true;
                 }
-                let body = *self.full_bytes.get_or_insert_with(|| {
-                    json_len(&self.completed) + json_len(&self.state) + FULL_BODY_OVERHEAD
-                });
+                let body = self.full_body_len();
                 // A snapshot also writes the node's progress in full.
                 let progress = self.progress.as_ref().map_or(0, |p| p.as_str().len());
                 self.delta_bytes >= body + progress
             }
         }
+    }
+
+    /// The serialized size of a full body of the head's completed list and state.
+    fn full_body_len(&self) -> usize {
+        json_len(&self.completed) + self.state.as_str().len() + FULL_BODY_OVERHEAD
     }
 }
 
@@ -219,7 +191,7 @@ impl StoredCheckpoint {
     }
 
     /// The checkpoint, given its rebuilt completed list and state.
-    pub(crate) fn to_checkpoint(&self, completed: &[Name], state: Arc<Value>) -> Checkpoint {
+    pub(crate) fn to_checkpoint(&self, completed: &[Name], state: JsonText) -> Checkpoint {
         Checkpoint {
             run_id: self.run_id.to_string(),
             seq: self.seq,
@@ -242,11 +214,10 @@ fn full<'h>(cp: &Checkpoint, head: &'h mut Option<Head>) -> (Body, &'h mut Head)
     let head = head.get_or_insert_with(|| Head {
         seq: cp.seq,
         completed: Vec::new(),
-        state: Arc::clone(&cp.state),
+        state: cp.state.clone(),
         progress: None,
         chain: 0,
         delta_bytes: 0,
-        full_bytes: None,
         names: Names::default(),
     });
     head.seq = cp.seq;
@@ -261,14 +232,13 @@ fn full<'h>(cp: &Checkpoint, head: &'h mut Option<Head>) -> (Body, &'h mut Head)
         let name = head.names.get(name);
         head.completed.push(name);
     }
-    head.state = Arc::clone(&cp.state);
+    head.state = cp.state.clone();
     head.progress.clone_from(&cp.progress);
     head.chain = 0;
     head.delta_bytes = 0;
-    head.full_bytes = None;
     let body = Body::Full {
         completed: head.completed.clone(),
-        state: Arc::clone(&cp.state),
+        state: cp.state.clone(),
     };
     (body, head)
 }
@@ -276,9 +246,6 @@ fn full<'h>(cp: &Checkpoint, head: &'h mut Option<Head>) -> (Body, &'h mut Head)
 /// The delta from `head` to `cp`, when both states are objects and the completed list
 /// only grew. A state shared with the head (the run did not change it) is not compared.
 fn diff(head: &mut Head, cp: &Checkpoint) -> Option<Body> {
-    let (Value::Object(old), Value::Object(new)) = (&*head.state, &*cp.state) else {
-        return None;
-    };
     let grown = cp.completed.len() >= head.completed.len()
         && head
             .completed
@@ -292,9 +259,9 @@ fn diff(head: &mut Head, cp: &Checkpoint) -> Option<Body> {
         set,
         append,
         removed,
-    } = match Arc::ptr_eq(&head.state, &cp.state) {
+    } = match head.state.shares(&cp.state) && is_object(&cp.state) {
         true => StateDelta::default(),
-        false => StateDelta::between(old, new),
+        false => StateDelta::between(&head.state, &cp.state)?,
     };
     let names = &mut head.names;
     Some(Body::Delta {
@@ -314,58 +281,25 @@ fn edit_progress(from: Option<&JsonText>, to: Option<&JsonText>) -> Option<TextE
     TextEdit::between(from?.as_str(), to?.as_str())
 }
 
+/// Whether a state is a JSON object (what a delta applies to).
+fn is_object(state: &JsonText) -> bool {
+    state.as_str().trim_start().starts_with('{')
+}
+
 /// Moves the head on to `cp` by a delta just computed from it: the head takes the
-/// checkpoint's state (shared), and its full size is moved along by the delta when that
-/// is kept.
+/// checkpoint's state (shared).
 fn apply_to_head(head: &mut Head, body: &Body, cp: &Checkpoint) {
     let Body::Delta {
-        completed_append,
-        set,
-        append,
-        removed,
-        ..
+        completed_append, ..
     } = body
     else {
         return;
     };
-    if let (Some(bytes), Value::Object(old)) = (head.full_bytes, &*head.state) {
-        // Each item or field counts its separator (`,` and for fields `"key":`).
-        let mut grown: usize = completed_append.iter().map(|name| json_len(name) + 1).sum();
-        let mut shrunk = 0usize;
-        for key in removed {
-            if let Some(before) = old.get(key) {
-                shrunk += json_len(key) + json_len(before) + 2;
-            }
-        }
-        for (key, value) in set {
-            grown += json_len(value);
-            match old.get(key) {
-                Some(before) => shrunk += json_len(before),
-                None => grown += json_len(key) + 2,
-            }
-        }
-        for items in append.values() {
-            if let Value::Array(items) = items {
-                grown += items.iter().map(|item| json_len(item) + 1).sum::<usize>();
-            }
-        }
-        head.full_bytes = Some(bytes.saturating_add(grown).saturating_sub(shrunk));
-    }
     head.completed.extend_from_slice(completed_append);
-    head.state = Arc::clone(&cp.state);
+    head.state = cp.state.clone();
     head.seq = cp.seq;
     head.progress.clone_from(&cp.progress);
     head.chain += 1;
-}
-
-impl Body {
-    /// An empty full body, left where a body was taken out.
-    pub(crate) fn empty() -> Self {
-        Body::Full {
-            completed: Vec::new(),
-            state: Arc::new(Value::Null),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -373,11 +307,22 @@ mod tests {
 
     use super::*;
     use crate::checkpoint::rebuild::Rebuilder;
-    use serde_json::json;
+    use crate::checkpoint::state_delta::Fields;
+    use serde_json::{Value, json};
     use std::sync::Arc;
 
     fn cp(seq: u64, completed: &[&str], state: Value) -> Checkpoint {
-        Checkpoint::new("r", seq, "n", state).with_completed(completed.iter().copied())
+        Checkpoint::new("r", seq, "n", JsonText::of(&state).unwrap())
+            .with_completed(completed.iter().copied())
+    }
+
+    fn fields(object: Value) -> Fields {
+        let Value::Object(map) = object else {
+            unreachable!("an object")
+        };
+        map.into_iter()
+            .map(|(key, value)| (key, JsonText::of(&value).unwrap()))
+            .collect()
     }
 
     #[test]
@@ -439,8 +384,8 @@ mod tests {
             Body::Delta {
                 base_seq: 1,
                 completed_append: vec!["b".into()],
-                set: json!({"x": 2}).as_object().unwrap().clone(),
-                append: json!({"m": [3]}).as_object().unwrap().clone(),
+                set: fields(json!({"x": 2})),
+                append: fields(json!({"m": [3]})),
                 removed: vec!["gone".into()],
             }
         );
@@ -449,7 +394,7 @@ mod tests {
         rebuild.push(&mut b.clone()).unwrap();
         let (completed, state) = rebuild.into_current().unwrap();
         assert_eq!(completed, [Name::from("a"), Name::from("b")]);
-        assert_eq!(*state, json!({"m": [1, 2, 3], "x": 2}));
+        assert_eq!(state.as_str(), r#"{"m":[1,2,3],"x":2}"#);
         assert_eq!(head.unwrap().state, state);
     }
 
@@ -462,22 +407,22 @@ mod tests {
         let policy = SnapshotPolicy::Every(16);
         let first = cp(1, &["a"], json!({"log": [1, 2], "x": 1}));
         StoredCheckpoint::encode(&first, &mut head, policy);
-        assert!(Arc::ptr_eq(&head.as_ref().unwrap().state, &first.state));
+        assert!(head.as_ref().unwrap().state.shares(&first.state));
 
         let mut second = cp(2, &["a", "b"], Value::Null);
-        second.state = Arc::clone(&first.state);
+        second.state = first.state.clone();
         let record = StoredCheckpoint::encode(&second, &mut head, policy);
         assert_eq!(
             record.body,
             Body::Delta {
                 base_seq: 1,
                 completed_append: vec!["b".into()],
-                set: Map::new(),
-                append: Map::new(),
+                set: Fields::new(),
+                append: Fields::new(),
                 removed: Vec::new(),
             }
         );
-        assert!(Arc::ptr_eq(&head.unwrap().state, &first.state));
+        assert!(head.unwrap().state.shares(&first.state));
     }
 
     #[test]
@@ -521,11 +466,13 @@ mod tests {
         assert!(gaps.windows(2).all(|w| w[1] >= w[0]), "{fulls:?}");
         assert!(fulls.len() < 16, "{fulls:?}");
 
-        // The full size kept up to date by the deltas stays close to the real one.
+        // The full body's size is counted exactly.
         let h = head.unwrap();
-        let real = json_len(&h.completed) + json_len(&h.state) + FULL_BODY_OVERHEAD;
-        let kept = h.full_bytes.unwrap();
-        assert!(kept.abs_diff(real) * 100 < real, "{kept} kept, {real} real");
+        let body = Body::Full {
+            completed: h.completed.clone(),
+            state: h.state.clone(),
+        };
+        assert_eq!(h.full_body_len(), json_len(&body));
 
         let capped = SnapshotPolicy::SizeBased { max_chain: 3 };
         let mut head = None;

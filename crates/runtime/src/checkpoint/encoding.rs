@@ -14,13 +14,16 @@
 //!
 //! ```
 //! use agent_runtime::checkpoint::{
-//!     Checkpoint, CheckpointDecoder, CheckpointEncoder, EncodedCheckpoint, SnapshotPolicy,
+//!     Checkpoint, CheckpointDecoder, CheckpointEncoder, EncodedCheckpoint, JsonText,
+//!     SnapshotPolicy,
 //! };
 //! use serde_json::json;
 //!
 //! let mut encoder = CheckpointEncoder::new(SnapshotPolicy::default());
-//! let first = Checkpoint::new("run-1", 1, "ask", json!({"messages": ["hi"]})).with_next("answer");
-//! let second = Checkpoint::new("run-1", 2, "answer", json!({"messages": ["hi", "hello"]}));
+//! let state = JsonText::of(&json!({"messages": ["hi"]}))?;
+//! let first = Checkpoint::new("run-1", 1, "ask", state).with_next("answer");
+//! let state = JsonText::of(&json!({"messages": ["hi", "hello"]}))?;
+//! let second = Checkpoint::new("run-1", 2, "answer", state);
 //! let mut stored = Vec::new();
 //! for checkpoint in [&first, &second] {
 //!     stored.push(encoder.encode(checkpoint)?.into_json());
@@ -39,7 +42,8 @@
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use super::delta::{Body, Head, StoredCheckpoint};
+use super::body::Body;
+use super::delta::{Head, StoredCheckpoint};
 use super::rebuild::Rebuilder;
 use super::{CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, SnapshotPolicy};
 
@@ -60,14 +64,15 @@ impl EncodedCheckpoint {
     /// the oldest record it keeps when pruning removes the records before it).
     ///
     /// ```
-    /// use agent_runtime::checkpoint::{Checkpoint, EncodedCheckpoint};
-    /// let full = EncodedCheckpoint::full(&Checkpoint::new("r", 7, "n", serde_json::json!({})))?;
+    /// use agent_runtime::checkpoint::{Checkpoint, EncodedCheckpoint, JsonText};
+    /// let state = JsonText::of(&serde_json::json!({}))?;
+    /// let full = EncodedCheckpoint::full(&Checkpoint::new("r", 7, "n", state))?;
     /// assert!(full.is_full() && full.base_seq().is_none());
     /// # Ok::<(), agent_runtime::checkpoint::CheckpointError>(())
     /// ```
     ///
     /// Errors: [`CheckpointError::Serde`] only if the checkpoint holds something JSON
-    /// cannot represent, which a [`serde_json::Value`] never does.
+    /// cannot represent, which its JSON texts never do.
     pub fn full(checkpoint: &Checkpoint) -> Result<Self, CheckpointError> {
         let (record, json) =
             StoredCheckpoint::encode_to_json(checkpoint, &mut None, SnapshotPolicy::Every(1))?;
@@ -176,13 +181,14 @@ impl EncodedCheckpoint {
 /// encoded in full.
 ///
 /// ```
-/// use agent_runtime::checkpoint::{Checkpoint, CheckpointEncoder, SnapshotPolicy};
+/// use agent_runtime::checkpoint::{Checkpoint, CheckpointEncoder, JsonText, SnapshotPolicy};
 /// use serde_json::json;
 ///
 /// let mut encoder = CheckpointEncoder::new(SnapshotPolicy::Every(2));
 /// let mut kinds = Vec::new();
 /// for seq in 1..=4 {
-///     kinds.push(encoder.encode(&Checkpoint::new("r", seq, "n", json!({"n": seq})))?.is_full());
+///     let state = JsonText::of(&json!({ "n": seq }))?;
+///     kinds.push(encoder.encode(&Checkpoint::new("r", seq, "n", state))?.is_full());
 /// }
 /// assert_eq!(kinds, [true, false, true, false]);
 /// assert_eq!(encoder.last_seq(), Some(4));
@@ -240,19 +246,21 @@ impl CheckpointEncoder {
 ///
 /// ```
 /// use agent_runtime::checkpoint::{
-///     Checkpoint, CheckpointDecoder, CheckpointEncoder, CheckpointError, SnapshotPolicy,
+///     Checkpoint, CheckpointDecoder, CheckpointEncoder, CheckpointError, JsonText,
+///     SnapshotPolicy,
 /// };
 /// use serde_json::json;
 ///
 /// let mut encoder = CheckpointEncoder::new(SnapshotPolicy::default());
-/// let a = encoder.encode(&Checkpoint::new("r", 1, "n", json!({"log": [1]})))?;
-/// let b = encoder.encode(&Checkpoint::new("r", 2, "n", json!({"log": [1, 2]})))?;
+/// let state = |log| JsonText::of(&json!({ "log": log }));
+/// let a = encoder.encode(&Checkpoint::new("r", 1, "n", state([1].as_slice())?))?;
+/// let b = encoder.encode(&Checkpoint::new("r", 2, "n", state([1, 2].as_slice())?))?;
 ///
 /// let mut decoder = CheckpointDecoder::new();
 /// decoder.push(a)?;
-/// assert_eq!(*decoder.current().unwrap().state, json!({"log": [1]}));
+/// assert_eq!(decoder.current().unwrap().state.as_str(), r#"{"log":[1]}"#);
 /// decoder.push(b.clone())?;
-/// assert_eq!(*decoder.current().unwrap().state, json!({"log": [1, 2]}));
+/// assert_eq!(decoder.current().unwrap().state.as_str(), r#"{"log":[1,2]}"#);
 ///
 /// // A delta without the record it is based on cannot be rebuilt.
 /// let orphan = CheckpointDecoder::new().with_location("in tests").push(b);
@@ -342,7 +350,7 @@ mod tests {
 
     fn cp(seq: u64) -> Checkpoint {
         let at = DateTime::from_timestamp(1_700_000_000 + seq as i64, 0).unwrap();
-        Checkpoint::new("r", seq, "turn", history(seq))
+        Checkpoint::new("r", seq, "turn", JsonText::of(&history(seq)).unwrap())
             .with_completed((0..seq).map(|_| "turn"))
             .with_next("turn")
             .at(at)

@@ -11,11 +11,12 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::delta::{Body, Head, StoredCheckpoint};
+use super::body::Body;
+use super::delta::{Head, StoredCheckpoint};
 use super::names::Name;
 use super::rebuild::Rebuilder;
 use super::{
-    CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore, RecentRuns,
+    CHECKPOINT_SCHEMA_VERSION, Checkpoint, CheckpointError, CheckpointStore, JsonText, RecentRuns,
     SnapshotPolicy, cutoff,
 };
 
@@ -35,11 +36,12 @@ use super::{
 /// file names with other characters replaced by `_`.
 ///
 /// ```
-/// use agent_runtime::checkpoint::{Checkpoint, CheckpointStore, FileCheckpointStore};
+/// use agent_runtime::checkpoint::{Checkpoint, CheckpointStore, FileCheckpointStore, JsonText};
 /// # let dir = std::env::temp_dir().join(format!("cp-doc-{}", std::process::id()));
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let store = FileCheckpointStore::new(&dir);
-/// store.save(&Checkpoint::new("run_1", 3, "parse_resume", serde_json::json!({"x": 1}))).await?;
+/// let state = JsonText::of(&serde_json::json!({"x": 1}))?;
+/// store.save(&Checkpoint::new("run_1", 3, "parse_resume", state)).await?;
 /// assert!(dir.join("run_1--0000000003-parse_resume.json").exists());
 /// assert_eq!(store.latest("run_1").await?.unwrap().seq, 3);
 /// # Ok::<(), agent_runtime::checkpoint::CheckpointError>(())
@@ -258,7 +260,7 @@ fn rebuild_at(
     files: &[(u64, PathBuf)],
     index: usize,
     run_id: &str,
-) -> Result<(StoredCheckpoint, Vec<Name>, Arc<Value>), CheckpointError> {
+) -> Result<(StoredCheckpoint, Vec<Name>, JsonText), CheckpointError> {
     let mut chain = Vec::new();
     for (seq, path) in files[..=index].iter().rev() {
         let stored = read_stored(path, run_id, *seq)?;

@@ -58,6 +58,21 @@ impl JsonText {
         RawValue::from_string(text).map(|raw| Self(Arc::new(raw)))
     }
 
+    /// `null`.
+    pub(crate) fn null() -> Self {
+        Self::from_raw(RawValue::NULL)
+    }
+
+    /// A copy of `raw`'s text.
+    pub(crate) fn from_raw(raw: &RawValue) -> Self {
+        Self(Arc::new(raw.to_owned()))
+    }
+
+    /// Whether `self` and `other` share one text (clones of one another).
+    pub(crate) fn shares(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
     /// The text as a [`RawValue`], to write inside other JSON as it is.
     pub(crate) fn raw(&self) -> &RawValue {
         &self.0
@@ -86,7 +101,7 @@ impl JsonText {
 
 impl PartialEq for JsonText {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.as_str() == other.as_str()
+        self.shares(other) || self.as_str() == other.as_str()
     }
 }
 

@@ -7,7 +7,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::delta::{Body, Head, StoredCheckpoint};
+use super::body::Body;
+use super::delta::{Head, StoredCheckpoint};
 use super::rebuild::Rebuilder;
 use super::{Checkpoint, CheckpointError, CheckpointStore, SnapshotPolicy, cutoff};
 
@@ -24,11 +25,12 @@ pub const DEFAULT_MAX_RUNS: usize = 1_000;
 /// written to least recently (its journal too).
 ///
 /// ```
-/// use agent_runtime::checkpoint::{Checkpoint, CheckpointStore, InMemoryCheckpointStore};
+/// use agent_runtime::checkpoint::{Checkpoint, CheckpointStore, InMemoryCheckpointStore, JsonText};
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let store = InMemoryCheckpointStore::with_retention(2, 100);
 /// for seq in 1..=5 {
-///     store.save(&Checkpoint::new("run", seq, "step", serde_json::json!({"seq": seq}))).await?;
+///     let state = JsonText::of(&serde_json::json!({ "seq": seq }))?;
+///     store.save(&Checkpoint::new("run", seq, "step", state)).await?;
 /// }
 /// let kept: Vec<u64> = store.list("run").await?.iter().map(|c| c.seq).collect();
 /// assert_eq!(kept, [4, 5]);

@@ -20,21 +20,24 @@
 //! stay linear in the bytes it appends (plus a fixed overhead per checkpoint).
 //!
 //! ```
-//! use agent_runtime::checkpoint::{Checkpoint, CheckpointStore, InMemoryCheckpointStore};
-//! use serde_json::json;
+//! use agent_runtime::checkpoint::{Checkpoint, CheckpointStore, InMemoryCheckpointStore, JsonText};
+//! use serde_json::{Value, json};
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! let store = InMemoryCheckpointStore::new();
-//! store.save(&Checkpoint::new("run-1", 1, "parse", json!({"messages": ["hi"]})).with_next("score")).await?;
-//! store.save(&Checkpoint::new("run-1", 2, "score", json!({"messages": ["hi", "ok"]}))).await?;
+//! let state = JsonText::of(&json!({"messages": ["hi"]}))?;
+//! store.save(&Checkpoint::new("run-1", 1, "parse", state).with_next("score")).await?;
+//! let state = JsonText::of(&json!({"messages": ["hi", "ok"]}))?;
+//! store.save(&Checkpoint::new("run-1", 2, "score", state)).await?;
 //!
 //! let latest = store.latest("run-1").await?.unwrap();
-//! assert_eq!(*latest.state, json!({"messages": ["hi", "ok"]}));
+//! assert_eq!(latest.state.parse::<Value>()?, json!({"messages": ["hi", "ok"]}));
 //! assert!(latest.is_finished());
 //! assert_eq!(store.list("run-1").await?.len(), 2);
 //! # Ok::<(), agent_runtime::checkpoint::CheckpointError>(())
 //! # }).unwrap();
 //! ```
 
+mod body;
 mod delta;
 mod encoding;
 mod file;
@@ -56,7 +59,6 @@ pub use recent_runs::{RECENT_RUNS, RecentRuns};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -147,9 +149,10 @@ pub struct Checkpoint {
     pub completed: Vec<String>,
     /// The node to run on resume; `None` when the run reached `END`.
     pub next: Option<String>,
-    /// The state, serialized; shared, so that the checkpoints of a run that did not
-    /// change it, and a store's copy of the last one, hold one value.
-    pub state: Arc<Value>,
+    /// The state, as the JSON text it was serialized to; shared, so that the checkpoints
+    /// of a run that did not change it, and a store's copy of the last one, hold one text.
+    /// Read it with [`JsonText::parse`].
+    pub state: JsonText,
     /// The checkpoint format version ([`CHECKPOINT_SCHEMA_VERSION`] when written).
     pub schema_version: u32,
     /// When the checkpoint was taken.
@@ -171,14 +174,19 @@ pub struct Checkpoint {
 
 impl Checkpoint {
     /// A checkpoint taken now, with no completed nodes, no errors and `next = None`.
-    pub fn new(run_id: impl Into<String>, seq: u64, node: impl Into<String>, state: Value) -> Self {
+    pub fn new(
+        run_id: impl Into<String>,
+        seq: u64,
+        node: impl Into<String>,
+        state: JsonText,
+    ) -> Self {
         Self {
             run_id: run_id.into(),
             seq,
             node: node.into(),
             completed: Vec::new(),
             next: None,
-            state: Arc::new(state),
+            state,
             schema_version: CHECKPOINT_SCHEMA_VERSION,
             at: Utc::now(),
             errors: Vec::new(),

@@ -1,13 +1,11 @@
 //! Rebuilding checkpoints from a run's stored records: full snapshots, and deltas applied
 //! in order to the checkpoint they were encoded against.
 
-use std::sync::Arc;
-
-use serde_json::Value;
-
 use super::JsonText;
-use super::delta::{Body, StoredCheckpoint};
+use super::body::Body;
+use super::delta::StoredCheckpoint;
 use super::names::Name;
+use super::state_delta::StateDelta;
 
 /// Rebuilds checkpoints from a run's stored records, oldest first. The first record fed
 /// in must be a full snapshot and every delta must follow its base.
@@ -21,7 +19,7 @@ pub(crate) struct Rebuilder {
 struct Rebuilt {
     seq: u64,
     completed: Vec<Name>,
-    state: Value,
+    state: JsonText,
     progress: Option<JsonText>,
 }
 
@@ -74,8 +72,8 @@ impl Rebuilder {
                 self.current = Some(Rebuilt {
                     seq,
                     completed,
-                    // A record read in holds the only reference: nothing is copied.
-                    state: Arc::unwrap_or_clone(state),
+                    // Shared with the record, not copied.
+                    state,
                     progress,
                 });
                 Ok(())
@@ -98,22 +96,13 @@ impl Rebuilder {
                         current.seq
                     ));
                 }
-                let Value::Object(map) = &mut current.state else {
-                    return Err("delta on a state that is not an object".to_owned());
-                };
                 current.completed.extend(completed_append);
-                for key in removed {
-                    map.remove(&key);
-                }
-                for (key, value) in set {
-                    map.insert(key, value);
-                }
-                for (key, items) in append {
-                    match (map.get_mut(&key), items) {
-                        (Some(Value::Array(into)), Value::Array(items)) => into.extend(items),
-                        _ => return Err(format!("field {key:?} cannot be appended to")),
-                    }
-                }
+                let delta = StateDelta {
+                    set,
+                    append,
+                    removed,
+                };
+                current.state = delta.apply(&current.state)?;
                 current.seq = seq;
                 current.progress = progress;
                 Ok(())
@@ -121,16 +110,16 @@ impl Rebuilder {
         }
     }
 
-    /// The completed list and state rebuilt so far (cloned).
-    pub(crate) fn current(&self) -> Option<(Vec<Name>, Arc<Value>)> {
+    /// The completed list and state rebuilt so far (the list cloned, the state shared).
+    pub(crate) fn current(&self) -> Option<(Vec<Name>, JsonText)> {
         self.current
             .as_ref()
-            .map(|current| (current.completed.clone(), Arc::new(current.state.clone())))
+            .map(|current| (current.completed.clone(), current.state.clone()))
     }
 
     /// The completed list and state rebuilt so far.
-    pub(crate) fn into_current(self) -> Option<(Vec<Name>, Arc<Value>)> {
+    pub(crate) fn into_current(self) -> Option<(Vec<Name>, JsonText)> {
         self.current
-            .map(|current| (current.completed, Arc::new(current.state)))
+            .map(|current| (current.completed, current.state))
     }
 }

@@ -95,7 +95,7 @@ type Hook = dyn Fn(StoreCall<'_>) -> Result<(), CheckpointError> + Send + Sync;
 ///     _ => Ok(()),
 /// });
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// let state = serde_json::json!({});
+/// let state = agent_runtime::checkpoint::JsonText::of(&serde_json::json!({}))?;
 /// store.save(&Checkpoint::new("run", 0, "start", state.clone())).await?;
 /// let full = store.save(&Checkpoint::new("run", 1, "next", state)).await;
 /// assert!(matches!(full, Err(CheckpointError::Backend(reason)) if reason == "disk full"));

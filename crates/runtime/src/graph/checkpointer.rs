@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::Utc;
-use serde_json::Value;
 
 use super::NodeFailure;
 use crate::SessionMarks;
@@ -22,14 +21,14 @@ pub(crate) type Snapshot =
 pub(crate) struct SessionNow {
     /// Its state, serialized; `None` when it is still of the version serialized last
     /// (most saves inside a node: an agent's round rarely changes the session's state).
-    pub(crate) state: Option<Value>,
+    pub(crate) state: Option<JsonText>,
     /// The state's version (see `SharedState::read_versioned`).
     pub(crate) version: u64,
     pub(crate) marks: SessionMarks,
 }
 
 /// Replaces the session's state with a saved one.
-pub(crate) type Restore = Box<dyn Fn(Value) -> Result<(), serde_json::Error> + Send + Sync>;
+pub(crate) type Restore = Box<dyn Fn(&JsonText) -> Result<(), serde_json::Error> + Send + Sync>;
 
 pub(crate) struct Checkpointer {
     store: Arc<dyn CheckpointStore>,
@@ -72,23 +71,21 @@ impl Checkpointer {
     }
 
     /// Puts a saved state back into the session.
-    pub(crate) fn restore_state(&self, state: Value) -> Result<(), serde_json::Error> {
+    pub(crate) fn restore_state(&self, state: &JsonText) -> Result<(), serde_json::Error> {
         (self.restore)(state)
     }
 
     /// The state of the checkpoint written (or resumed from) last.
-    pub(crate) async fn last_state(&self) -> Arc<Value> {
+    pub(crate) async fn last_state(&self) -> JsonText {
         self.last.lock().await.checkpoint.state.clone()
     }
 
     /// The state and the session marks of the checkpoint written (or resumed from)
-    /// last, as JSON text.
-    pub(crate) async fn last_state_and_marks(
-        &self,
-    ) -> Result<(JsonText, Option<JsonText>), serde_json::Error> {
+    /// last.
+    pub(crate) async fn last_state_and_marks(&self) -> (JsonText, Option<JsonText>) {
         let last = self.last.lock().await;
         let checkpoint = &last.checkpoint;
-        Ok((JsonText::of(&checkpoint.state)?, checkpoint.session.clone()))
+        (checkpoint.state.clone(), checkpoint.session.clone())
     }
 
     /// Writes the first checkpoint of a fresh run (seq 0, as given to [`new`](Self::new)),
@@ -169,7 +166,7 @@ impl Checkpointer {
         };
         last.note_marks(now.marks)?;
         if let Some(state) = now.state {
-            last.checkpoint.state = Arc::new(state);
+            last.checkpoint.state = state;
         }
         self.last_version.store(now.version, Ordering::Release);
         Ok(())

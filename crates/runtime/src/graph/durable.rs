@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 use tracing::Instrument as _;
 
 use super::checkpointer::{Checkpointer, Restore, SessionNow, Snapshot};
@@ -152,7 +151,7 @@ where
             if let Some(stop) = runner.enter() {
                 return Ok(runner.finish(Some(stop)));
             }
-            let first = Checkpoint::new(&*run_id, 0, START, Value::Null);
+            let first = Checkpoint::new(&*run_id, 0, START, JsonText::null());
             let first = match self.target_name(runner.next) {
                 Some(next) => first.with_next(&**next),
                 None => first,
@@ -354,13 +353,16 @@ async fn latest(run_id: &str, store: &dyn CheckpointStore) -> Result<Checkpoint,
 
 /// The checkpoint's state as `S`.
 fn state_of<S: DeserializeOwned>(checkpoint: &Checkpoint) -> Result<S, CheckpointError> {
-    S::deserialize(&*checkpoint.state).map_err(|e| CheckpointError::Incompatible {
-        run_id: checkpoint.run_id.clone(),
-        reason: format!(
-            "the state of checkpoint {} does not fit this graph's state type: {e}",
-            checkpoint.seq
-        ),
-    })
+    checkpoint
+        .state
+        .parse::<S>()
+        .map_err(|e| CheckpointError::Incompatible {
+            run_id: checkpoint.run_id.clone(),
+            reason: format!(
+                "the state of checkpoint {} does not fit this graph's state type: {e}",
+                checkpoint.seq
+            ),
+        })
 }
 
 /// Puts a saved state back into `session`.
@@ -370,8 +372,8 @@ where
     E: 'static,
 {
     let session = session.clone();
-    Box::new(move |value| {
-        let state: S = serde_json::from_value(value)?;
+    Box::new(move |saved| {
+        let state: S = saved.parse()?;
         session.state().update(|s| *s = state);
         Ok(())
     })
@@ -389,7 +391,7 @@ where
         let (state, version) = session.state().read_versioned(|s, version| {
             let state = match known == Some(version) {
                 true => None,
-                false => Some(serde_json::to_value(s)?),
+                false => Some(JsonText::of(s)?),
             };
             Ok::<_, serde_json::Error>((state, version))
         })?;

@@ -137,7 +137,7 @@ struct SavedAgent<'a> {
     marks: Cow<'a, SessionMarks>,
     /// The session's state when the run finished (a running one's is the checkpoint's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    end_state: Option<Cow<'a, Value>>,
+    end_state: Option<JsonText>,
 }
 
 impl NodeProgress {
@@ -377,7 +377,7 @@ impl<S, E> NodeContext<S, E> {
     ) -> Result<(), CheckpointError> {
         let started = self.progress().has_start;
         let start = match started {
-            false => Some(checkpointer.last_state_and_marks().await?),
+            false => Some(checkpointer.last_state_and_marks().await),
             true => None,
         };
         let progress = self.progress().change(start.as_ref(), change)?;
@@ -437,10 +437,10 @@ where
                 self.session.restore_marks(&saved.marks);
                 if let Some(checkpointer) = &self.checkpointer {
                     let state = match saved.end_state {
-                        Some(state) => state.into_owned(),
-                        None => Value::clone(&*checkpointer.last_state().await),
+                        Some(state) => state,
+                        None => checkpointer.last_state().await,
                     };
-                    if let Err(error) = checkpointer.restore_state(state) {
+                    if let Err(error) = checkpointer.restore_state(&state) {
                         tracing::error!(agent = %key, %error, "the agent's saved state does not fit");
                     }
                 }
@@ -486,7 +486,7 @@ where
             run: Cow::Borrowed(run),
             scratchpad: self.ctx.scratchpad().snapshot(),
             marks: Cow::Borrowed(&now.marks),
-            end_state: now.state.as_ref().filter(|_| finished).map(Cow::Borrowed),
+            end_state: now.state.clone().filter(|_| finished),
         })?;
         let change = Change::Agent(self.key, &saved);
         self.node

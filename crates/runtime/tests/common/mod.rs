@@ -4,12 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agent_runtime::checkpoint::{Checkpoint, CheckpointStore};
+use agent_runtime::checkpoint::{Checkpoint, CheckpointStore, JsonText};
 use agent_runtime::graph::{
     CompiledGraph, END, FnNode, NodeContext, RunOptions, RunResult, START, StateGraph, node_fn,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// A directory under the system temp dir, removed on drop.
 pub struct TempDir(pub PathBuf);
@@ -91,7 +91,17 @@ pub async fn run_c(store: Arc<dyn CheckpointStore>, options: RunOptions) -> RunR
 
 /// A checkpoint with an empty state.
 pub fn cp(run_id: &str, seq: u64, node: &str) -> Checkpoint {
-    Checkpoint::new(run_id, seq, node, json!({}))
+    Checkpoint::new(run_id, seq, node, text(json!({})))
+}
+
+/// `value` as a checkpoint's state.
+pub fn text(value: Value) -> JsonText {
+    JsonText::of(&value).unwrap()
+}
+
+/// A checkpoint's state read back.
+pub fn state_value(checkpoint: &Checkpoint) -> Value {
+    checkpoint.state.to_value().unwrap()
 }
 
 pub async fn save(store: &dyn CheckpointStore, checkpoint: Checkpoint) {

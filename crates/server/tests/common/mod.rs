@@ -177,7 +177,10 @@ impl Product for Echo {
             .latest(handle.id())
             .await
             .map_err(|e| EchoError(e.to_string()))?
-            .map(|checkpoint| checkpoint.state["first"].clone());
+            .map(|checkpoint| {
+                let state: Value = checkpoint.state.parse().unwrap_or_default();
+                state["first"].clone()
+            });
         self.runs.lock().unwrap().push(resumed.clone());
         *self.gates.lock().unwrap() = Some(handle.gates().clone());
 

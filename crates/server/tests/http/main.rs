@@ -100,7 +100,7 @@ async fn a_whole_session_runs_from_start_to_complete() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(checkpoint.state["first"], "yes");
+    assert_eq!(checkpoint.state.to_value().unwrap()["first"], "yes");
 
     assert_eq!(
         http.respond(&session, SECOND, json!({"ok": 1})).await.0,
