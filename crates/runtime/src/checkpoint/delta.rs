@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::body::Body;
 use super::names::{Name, Names};
-use super::state_delta::StateDelta;
+use super::state_delta::{FieldLayout, StateDelta};
 use super::text_edit::TextEdit;
 use super::{Checkpoint, JsonText, SnapshotPolicy};
 use crate::json_len::json_len;
@@ -49,6 +49,9 @@ pub(crate) struct Head {
     /// The checkpoint's state, shared with it (and with the next one's when the state did
     /// not change).
     pub(crate) state: JsonText,
+    /// Where the state's top-level fields lie in its text, once read (when the state is
+    /// compared with the next).
+    layout: Option<FieldLayout>,
     /// The node's progress (the base of the next progress edit).
     pub(crate) progress: Option<JsonText>,
     /// Deltas since the last full snapshot.
@@ -215,6 +218,7 @@ fn full<'h>(cp: &Checkpoint, head: &'h mut Option<Head>) -> (Body, &'h mut Head)
         seq: cp.seq,
         completed: Vec::new(),
         state: cp.state.clone(),
+        layout: None,
         progress: None,
         chain: 0,
         delta_bytes: 0,
@@ -232,7 +236,10 @@ fn full<'h>(cp: &Checkpoint, head: &'h mut Option<Head>) -> (Body, &'h mut Head)
         let name = head.names.get(name);
         head.completed.push(name);
     }
-    head.state = cp.state.clone();
+    if !head.state.shares(&cp.state) {
+        head.state = cp.state.clone();
+        head.layout = None;
+    }
     head.progress.clone_from(&cp.progress);
     head.chain = 0;
     head.delta_bytes = 0;
@@ -261,7 +268,14 @@ fn diff(head: &mut Head, cp: &Checkpoint) -> Option<Body> {
         removed,
     } = match head.state.shares(&cp.state) && is_object(&cp.state) {
         true => StateDelta::default(),
-        false => StateDelta::between(&head.state, &cp.state)?,
+        false => {
+            let layout = head.layout.as_ref();
+            let (delta, layout) =
+                StateDelta::between(&head.state, layout, &cp.state, &mut head.names)?;
+            // The head moves on to `cp` with this delta.
+            head.layout = Some(layout);
+            delta
+        }
     };
     let names = &mut head.names;
     Some(Body::Delta {
@@ -321,7 +335,10 @@ mod tests {
             unreachable!("an object")
         };
         map.into_iter()
-            .map(|(key, value)| (key, JsonText::of(&value).unwrap()))
+            .map(|(key, value)| {
+                let text = serde_json::value::to_raw_value(&value).unwrap();
+                (Name::from(key), serde_json::from_str(text.get()).unwrap())
+            })
             .collect()
     }
 
