@@ -43,6 +43,69 @@ impl Body {
             state: JsonText::null(),
         }
     }
+
+    /// The serialized size of a full body of `completed` and `state`, nearly (escapes
+    /// in names are not counted).
+    pub(crate) fn full_len(completed: &[Name], state: &JsonText) -> usize {
+        // `{"kind":"full","completed":,"state":}`
+        const AROUND: usize = 37;
+        AROUND + names_len(completed) + state.as_str().len()
+    }
+
+    /// The body's serialized size, nearly (escapes in names are not counted), from the
+    /// lengths of its parts: what the size-based snapshot rule counts, without writing
+    /// the body.
+    pub(crate) fn approx_len(&self) -> usize {
+        match self {
+            Body::Full { completed, state } => Self::full_len(completed, state),
+            Body::Delta {
+                base_seq,
+                completed_append,
+                set,
+                append,
+                removed,
+            } => {
+                // `{"kind":"delta","base_seq":}`, then each part with its `,"name":`.
+                let mut len = 28 + digits(*base_seq);
+                if !completed_append.is_empty() {
+                    len += 20 + names_len(completed_append);
+                }
+                if !set.is_empty() {
+                    len += 7 + fields_len(set);
+                }
+                if !append.is_empty() {
+                    len += 10 + fields_len(append);
+                }
+                if !removed.is_empty() {
+                    len += 11 + list_len(removed.iter().map(|name| name.len() + 2));
+                }
+                len
+            }
+        }
+    }
+}
+
+/// The written size of a JSON array or object whose items are `lens` long.
+fn list_len(lens: impl Iterator<Item = usize>) -> usize {
+    let (count, sum) = lens.fold((0usize, 0), |(count, sum), len| (count + 1, sum + len));
+    2 + sum + count.saturating_sub(1)
+}
+
+fn names_len(names: &[Name]) -> usize {
+    list_len(names.iter().map(|name| name.len() + 2))
+}
+
+fn fields_len(fields: &Fields) -> usize {
+    list_len(
+        fields
+            .iter()
+            .map(|(name, value)| name.len() + 3 + value.as_str().len()),
+    )
+}
+
+/// The number of decimal digits of `n`.
+fn digits(n: u64) -> usize {
+    n.checked_ilog10().unwrap_or(0) as usize + 1
 }
 
 /// A [`Body`] as read: the fields of both kinds, checked against its kind.
@@ -129,6 +192,21 @@ mod tests {
         let delta = r#"{"kind":"delta","base_seq":3,"set":{"x":{"k":2}},"append":{"log":[2]},"removed":["y"]}"#;
         let body = read(delta).unwrap();
         assert_eq!(serde_json::to_string(&body).unwrap(), delta);
+    }
+
+    #[test]
+    fn the_counted_length_is_the_written_one() {
+        let bodies = [
+            r#"{"kind":"full","completed":[],"state":{}}"#,
+            r#"{"kind":"full","completed":["a","bb"],"state":{"log":[1,2]}}"#,
+            r#"{"kind":"delta","base_seq":0}"#,
+            r#"{"kind":"delta","base_seq":123,"completed_append":["n"],"set":{"x":{"k":2},"y":1},"append":{"log":[2,3]},"removed":["y","zz"]}"#,
+        ];
+        for text in bodies {
+            let body = read(text).unwrap();
+            assert_eq!(serde_json::to_string(&body).unwrap(), text);
+            assert_eq!(body.approx_len(), text.len(), "{text}");
+        }
     }
 
     #[test]

@@ -38,9 +38,6 @@ pub(crate) struct StoredCheckpoint {
     pub(crate) body: Body,
 }
 
-/// The serialized size of `{"kind":"full","completed":,"state":}` around the two.
-const FULL_BODY_OVERHEAD: usize = 37;
-
 /// The latest checkpoint of a run, rebuilt in full: the base for the next delta.
 #[derive(Debug, Clone)]
 pub(crate) struct Head {
@@ -81,7 +78,7 @@ impl Head {
 
     /// The serialized size of a full body of the head's completed list and state.
     fn full_body_len(&self) -> usize {
-        json_len(&self.completed) + self.state.as_str().len() + FULL_BODY_OVERHEAD
+        Body::full_len(&self.completed, &self.state)
     }
 }
 
@@ -148,7 +145,7 @@ impl StoredCheckpoint {
             + text(self.progress.as_ref())
             + text(self.session.as_ref())
             + edit
-            + json_len(&self.body)
+            + self.body.approx_len()
     }
 
     fn encode_uncounted(cp: &Checkpoint, head: &mut Option<Head>, policy: SnapshotPolicy) -> Self {
@@ -489,7 +486,10 @@ mod tests {
             completed: h.completed.clone(),
             state: h.state.clone(),
         };
-        assert_eq!(h.full_body_len(), json_len(&body));
+        assert_eq!(
+            h.full_body_len(),
+            serde_json::to_string(&body).unwrap().len()
+        );
 
         let capped = SnapshotPolicy::SizeBased { max_chain: 3 };
         let mut head = None;
