@@ -106,12 +106,7 @@ async fn insert_piece<D: Sql>(
     conn: &mut D::Connection,
     rows: &[&CheckpointRow],
 ) -> Result<(), CheckpointError> {
-    let values = placeholders(rows.len(), 6, |n| {
-        format!(
-            "(${}, ${}, ${}, ${}, ${}, ${})",
-            n[0], n[1], n[2], n[3], n[4], n[5]
-        )
-    });
+    let values = placeholders::<D>(rows.len(), 6);
     let query = format!(
         "INSERT INTO checkpoints (run_id, seq, node, full_record, record, at) VALUES {values}"
     );

@@ -97,9 +97,7 @@ async fn insert_piece<D: Sql>(
     rows: &[(&str, i64, &Value)],
     at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
-    let values = placeholders(rows.len(), 4, |n| {
-        format!("(${}, ${}, ${}, ${})", n[0], n[1], n[2], n[3])
-    });
+    let values = placeholders::<D>(rows.len(), 4);
     let query = format!("INSERT INTO events (session_id, seq, event, at) VALUES {values}");
     rows.iter()
         .fold(Bind::<D>::new(&query), |bind, (id, seq, event)| {

@@ -37,14 +37,13 @@ pub(crate) async fn update_statuses<D: Sql>(
     let now = D::now();
     let mut updated = HashSet::with_capacity(rows.len());
     for piece in pieces(&rows) {
-        let values = placeholders(piece.len(), 3, |n| {
-            format!("(${}, ${}, ${})", n[0], n[1], n[2])
-        });
-        let at = piece.len() * 3 + 1;
+        let values = placeholders::<D>(piece.len(), 3);
+        // After the rows' parameters, as it is bound.
+        let at = D::param(piece.len() * 3 + 1);
         let query = format!(
             "WITH changed (id, status, stage) AS (VALUES {values}) \
              UPDATE sessions SET status = changed.status, \
-             stage = COALESCE(changed.stage, sessions.stage), updated_at = ${at} \
+             stage = COALESCE(changed.stage, sessions.stage), updated_at = {at} \
              FROM changed WHERE sessions.id = changed.id RETURNING sessions.id"
         );
         let found = piece

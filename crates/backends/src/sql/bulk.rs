@@ -1,10 +1,10 @@
-//! Multi-row statements for the writes a group commit runs together, and the numbered
-//! parameters of each. Rows are cut in pieces whose sizes are powers of two: each database
+//! Multi-row statements for the writes a group commit runs together, and the parameters
+//! of each (written by [`Dialect::param`], in the order they are bound). Rows are cut in pieces whose sizes are powers of two: each database
 //! prepares eight statement shapes of a write, not one per batch size, and a batch of up
 //! to 255 rows takes one statement per one in its size's binary form (seven rows: 4 + 2 +
 //! 1).
 
-use super::{Bind, Sql};
+use super::{Bind, Dialect, Sql};
 
 /// The sizes statements are cut in, largest first (the last must be 1). Powers of two:
 /// with sizes further apart a small batch falls through to one-row statements (with 128,
@@ -33,18 +33,19 @@ pub(crate) fn pieces<T>(items: &[T]) -> Vec<&[T]> {
     out
 }
 
-/// `($1, $2), ($3, $4), ...`: `rows` groups of `width` numbered parameters, each written
-/// by `group` from its parameter numbers.
-pub(crate) fn placeholders(
-    rows: usize,
-    width: usize,
-    group: impl Fn(&[usize]) -> String,
-) -> String {
+/// `($1, $2), ($3, $4), ...` (on SQLite `(?, ?), (?, ?), ...`): `rows` rows of `width`
+/// parameters, numbered from 1 in order.
+pub(crate) fn placeholders<D: Dialect>(rows: usize, width: usize) -> String {
     (0..rows)
-        .map(|row| {
-            let numbers: Vec<usize> = (1..=width).map(|n| row * width + n).collect();
-            group(&numbers)
-        })
+        .map(|row| format!("({})", params::<D>(row * width + 1, width)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `$first, ...`: `count` parameters numbered from `first`, separated by commas.
+pub(crate) fn params<D: Dialect>(first: usize, count: usize) -> String {
+    (first..first + count)
+        .map(D::param)
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -58,7 +59,7 @@ pub(crate) async fn fetch_for_keys<D: Sql>(
 ) -> Result<Vec<D::Row>, sqlx::Error> {
     let mut rows = Vec::with_capacity(keys.len());
     for piece in pieces(keys) {
-        let list = placeholders(piece.len(), 1, |n| format!("${}", n[0]));
+        let list = params::<D>(1, piece.len());
         let statement = query(&list);
         let found = piece
             .iter()
@@ -85,7 +86,16 @@ mod tests {
             let rows: Vec<usize> = (0..n).collect();
             assert_eq!(pieces(&rows).len(), n.count_ones() as usize, "{n} rows");
         }
-        let values = placeholders(2, 3, |n| format!("(${}, ${}, ${})", n[0], n[1], n[2]));
+        // SQLite binds anonymous parameters in order, without looking their names up.
+        assert_eq!(placeholders::<sqlx::Sqlite>(2, 2), "(?, ?), (?, ?)");
+        assert_eq!(params::<sqlx::Sqlite>(3, 3), "?, ?, ?");
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn postgres_parameters_are_numbered_in_order() {
+        let values = placeholders::<sqlx::Postgres>(2, 3);
         assert_eq!(values, "($1, $2, $3), ($4, $5, $6)");
+        assert_eq!(params::<sqlx::Postgres>(7, 2), "$7, $8");
     }
 }

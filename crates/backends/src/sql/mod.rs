@@ -55,6 +55,13 @@ pub(crate) trait Dialect: Database {
     /// (`SELECT ... FOR UPDATE`); SQLite's write transaction holds the whole database.
     const LOCKS_ROWS: bool;
 
+    /// How a statement names its `n`-th parameter (from 1): `$n` on PostgreSQL, an
+    /// anonymous `?` on SQLite. A statement written with anonymous parameters binds them
+    /// in the order they appear, so each must appear once, in the order bound. sqlx binds
+    /// a numbered SQLite parameter by asking SQLite its name, a search through all of
+    /// them: quadratic on a many-row insert.
+    fn param(n: usize) -> String;
+
     /// Now, as precisely as the database keeps times, so a time handed out reads back
     /// equal.
     fn now() -> DateTime<Utc>;

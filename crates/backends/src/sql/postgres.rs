@@ -13,6 +13,10 @@ impl Dialect for Postgres {
     const BEGIN_WRITE: &'static str = "BEGIN";
     const LOCKS_ROWS: bool = true;
 
+    fn param(n: usize) -> String {
+        format!("${n}")
+    }
+
     fn now() -> DateTime<Utc> {
         crate::pg_schema::now()
     }

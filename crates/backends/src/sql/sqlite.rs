@@ -18,6 +18,10 @@ impl Dialect for Sqlite {
     const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
     const LOCKS_ROWS: bool = false;
 
+    fn param(_: usize) -> String {
+        "?".to_owned()
+    }
+
     fn now() -> DateTime<Utc> {
         Utc::now()
     }
