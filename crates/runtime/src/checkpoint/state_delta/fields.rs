@@ -13,33 +13,24 @@ use serde_json::value::RawValue;
 use super::super::JsonText;
 use super::super::names::{Name, Names};
 
-/// One field's value in a delta: a part of a state's text (shared with the state, not
-/// copied), or a text of its own.
+/// One field's value in a delta: its JSON text, copied out of the state's (a record
+/// kept in memory holds only the fields it changed, not the state they came from).
 #[derive(Clone)]
-pub(crate) struct FieldText {
-    text: JsonText,
-    range: Range<usize>,
-}
+pub(crate) struct FieldText(Box<str>);
 
 impl FieldText {
-    /// The part `range` of `text` (a whole JSON value in it).
-    pub(super) fn within(text: &JsonText, range: Range<usize>) -> Self {
-        Self {
-            text: text.clone(),
-            range,
-        }
+    /// A copy of `text` (a whole JSON value).
+    pub(super) fn copy(text: &str) -> Self {
+        Self(text.into())
     }
 
-    /// All of `text`.
-    pub(super) fn whole(text: JsonText) -> Self {
-        let range = 0..text.as_str().len();
-        Self { text, range }
+    /// `text`, taken as it is (a whole JSON value).
+    pub(super) fn from_raw(text: Box<RawValue>) -> Self {
+        Self(text.into())
     }
 
     pub(crate) fn as_str(&self) -> &str {
-        // The range is the whole text or a value's span read from it (`FieldLayout`):
-        // within it, on character boundaries.
-        &self.text.as_str()[self.range.clone()]
+        &self.0
     }
 }
 
@@ -55,7 +46,7 @@ impl Serialize for FieldText {
 
 impl<'de> Deserialize<'de> for FieldText {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        JsonText::deserialize(deserializer).map(Self::whole)
+        Box::<RawValue>::deserialize(deserializer).map(Self::from_raw)
     }
 }
 

@@ -37,8 +37,7 @@ impl StateDelta {
     /// Fields are compared by their text, so a field whose value is the same but written
     /// otherwise (another key order in a map) counts as changed: the delta is larger than
     /// it needs to be, never wrong. Two states serialized from one type have their fields
-    /// in the same order, so each is looked for where the other stood first. The fields
-    /// set share `new`'s text.
+    /// in the same order, so each is looked for where the other stood first.
     pub(super) fn between(
         old: &JsonText,
         old_layout: Option<&FieldLayout>,
@@ -57,19 +56,18 @@ impl StateDelta {
         let mut delta = StateDelta::default();
         let mut lookup = Lookup::new(old_layout);
         for (position, (name, range)) in new_layout.0.iter().enumerate() {
-            let changed = || FieldText::within(new, range.clone());
+            let after = &new.as_str()[range.clone()];
             let Some(at) = lookup.find(position, name) else {
-                delta.set.insert(name.clone(), changed());
+                delta.set.insert(name.clone(), FieldText::copy(after));
                 continue;
             };
             let before = &old.as_str()[old_layout.0[at].1.clone()];
-            let after = &new.as_str()[range.clone()];
             if before == after {
                 continue;
             }
             match appended(before, after) {
                 Some(items) => delta.append.insert(name.clone(), items),
-                None => delta.set.insert(name.clone(), changed()),
+                None => delta.set.insert(name.clone(), FieldText::copy(after)),
             };
         }
         delta.removed = lookup.unmatched(new_layout.len());
@@ -233,7 +231,7 @@ fn appended(before: &str, after: &str) -> Option<FieldText> {
         items.push_str(item.get());
     }
     items.push(']');
-    JsonText::from_string(items).ok().map(FieldText::whole)
+    RawValue::from_string(items).ok().map(FieldText::from_raw)
 }
 
 /// The parts of the array of `array`'s items followed by `items`' (both JSON arrays);
