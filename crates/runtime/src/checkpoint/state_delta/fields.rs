@@ -29,6 +29,7 @@ impl FieldText {
         Self(text.into())
     }
 
+    /// The field's JSON text.
     pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
