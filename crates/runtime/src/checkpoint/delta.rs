@@ -263,7 +263,7 @@ fn diff(head: &mut Head, cp: &Checkpoint) -> Option<Body> {
         set,
         append,
         removed,
-    } = match head.state.shares(&cp.state) && is_object(&cp.state) {
+    } = match head.state.shares(&cp.state) && cp.state.is_object() {
         true => StateDelta::default(),
         false => {
             let layout = head.layout.as_ref();
@@ -290,11 +290,6 @@ fn diff(head: &mut Head, cp: &Checkpoint) -> Option<Body> {
 /// The progress `to` as an edit of `from`, when both are there and the edit is shorter.
 fn edit_progress(from: Option<&JsonText>, to: Option<&JsonText>) -> Option<TextEdit> {
     TextEdit::between(from?.as_str(), to?.as_str())
-}
-
-/// Whether a state is a JSON object (what a delta applies to).
-fn is_object(state: &JsonText) -> bool {
-    state.as_str().trim_start().starts_with('{')
 }
 
 /// Moves the head on to `cp` by a delta just computed from it: the head takes the
@@ -410,6 +405,22 @@ mod tests {
         assert_eq!(completed, [Name::from("a"), Name::from("b")]);
         assert_eq!(state.as_str(), r#"{"m":[1,2,3],"x":2}"#);
         assert_eq!(head.unwrap().state, state);
+    }
+
+    /// A delta holds copies of the fields it changed, not its checkpoint's state: a
+    /// record kept in memory costs what changed.
+    #[test]
+    fn a_delta_keeps_its_fields_not_the_state() {
+        let mut head = None;
+        let big = "x".repeat(10_000);
+        let policy = SnapshotPolicy::Every(16);
+        StoredCheckpoint::encode(&cp(1, &[], json!({"big": big, "n": 1})), &mut head, policy);
+        let second = cp(2, &[], json!({"big": big, "n": 2}));
+        let record = StoredCheckpoint::encode(&second, &mut head, policy);
+        // The head shares the state, as it should; the record must not.
+        drop(head);
+        assert!(matches!(&record.body, Body::Delta { set, .. } if set["n"].as_str() == "2"));
+        assert_eq!(second.state.holders(), 1, "the record holds the state");
     }
 
     /// The encoder's head holds the checkpoint's own state, not a copy, and the next

@@ -60,17 +60,23 @@ impl JsonText {
 
     /// `null`.
     pub(crate) fn null() -> Self {
-        Self::from_raw(RawValue::NULL)
+        Self(Arc::new(RawValue::NULL.to_owned()))
     }
 
-    /// A copy of `raw`'s text.
-    pub(crate) fn from_raw(raw: &RawValue) -> Self {
-        Self(Arc::new(raw.to_owned()))
+    /// Whether the text is a JSON object (what a checkpoint delta applies to).
+    pub(crate) fn is_object(&self) -> bool {
+        self.as_str().trim_start().starts_with('{')
     }
 
     /// Whether `self` and `other` share one text (clones of one another).
     pub(crate) fn shares(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// How many values share this text.
+    #[cfg(test)]
+    pub(crate) fn holders(&self) -> usize {
+        Arc::strong_count(&self.0)
     }
 
     /// The text as a [`RawValue`], to write inside other JSON as it is.

@@ -79,10 +79,10 @@ impl FieldLayout {
         previous: Option<&FieldLayout>,
         names: &mut Names,
     ) -> Option<Self> {
-        let text = state.as_str();
-        if !text.trim_start().starts_with('{') {
+        if !state.is_object() {
             return None;
         }
+        let text = state.as_str();
         let mut deserializer = serde_json::Deserializer::from_str(text);
         let seed = LayoutSeed {
             text,

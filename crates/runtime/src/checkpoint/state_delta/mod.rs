@@ -87,7 +87,7 @@ impl StateDelta {
     /// Errors: what is wrong (`base` is not an object, a field appended to is missing or
     /// not an array).
     pub(super) fn apply(&self, base: &JsonText) -> Result<JsonText, String> {
-        if !base.as_str().trim_start().starts_with('{') {
+        if !base.is_object() {
             return Err("delta on a state that is not an object".to_owned());
         }
         if self.is_empty() {
